@@ -133,7 +133,7 @@ def test_interrupted_conversion_leaves_nothing(tmp_path):
     big.mkdir()
     seg = big / f"{0:020d}.log"
     recs = [kfmt.Record(value=os.urandom(200), timestamp=i) for i in range(400)]
-    seg.write_bytes(b"".join(kfmt.encode_batch(recs, base_offset=i * 400, codec="gzip") for i in range(60)))
+    seg.write_bytes(b"".join(kfmt.encode_batch(recs, base_offset=i * 400, codec="gzip") for i in range(8)))
     before = seg.read_bytes()
     out = tmp_path / "out"
     code = (

@@ -470,6 +470,36 @@ def test_an_empty_tagged_struct_is_left_out_without_encoding_it_as_if_encoded():
         assert ("DivergingEpoch" in got) != at_default, case
 
 
+def test_an_empty_tagged_struct_built_without_bytes_is_the_one_its_absent_bytes_decode_to():
+    """The python backend builds an absent struct-valued tagged field from its defaults where it can
+    (generator.ir.empty.py_empty_value) instead of decoding generator.ir.empty.absent_bytes: for every such field
+    of every schema, the value built is the one the bytes decode to (class and every field)."""
+    from generator.backends.python.lowered import _camel
+    from generator.ir import build
+    from generator.ir.empty import absent_bytes, py_empty_value
+    from generator.ir.nodes import EmptyStruct, Tagged
+    from generator.loader import load
+    from kfmt.runtime.options import DEFAULT_OPTIONS
+
+    root = Path(__file__).resolve().parent.parent / "schemas"
+    checked = 0
+    for p in sorted(root.glob("protocol*/*.yaml")) + sorted(root.glob("messages/*.yaml")):
+        ir = build(load(p, p.parent))
+        tags = [t for s in ir.structs for f in s.fields if isinstance(f.wire, Tagged) for t in f.wire.fields]
+        for t in (t for t in tags if isinstance(t.absent, EmptyStruct)):
+            expr = py_empty_value(ir, t, _camel(ir.struct(t.struct).fields[0].wire.name))
+            if expr is None:
+                continue
+            pkg = "generated." + ".".join(p.relative_to(root).with_suffix("").parts)
+            model, py = importlib.import_module(pkg + ".model"), importlib.import_module(pkg + ".python")
+            raw = absent_bytes(ir, t)
+            decoded = getattr(py, "_fdecode_" + t.struct)(raw, 0, len(raw), DEFAULT_OPTIONS)[0]
+            built = eval(expr, vars(model))
+            assert type(built) is type(decoded) and repr(built) == repr(decoded), (p.name, t.name)
+            checked += 1
+    assert checked >= 11
+
+
 def test_matches_in_c_and_in_python_agree():
     """The check ``encode_parts`` makes (are these parts the frame read?) is one rule in two languages: the native
     backend's C ``matches`` (which skips comparing a part that is the frame's own memory at its place) and

@@ -334,12 +334,15 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
 
 def _encode_message(obj, out, index, rebase_=0, restamp_=False):
     """Append one message to out."""
-    own_ = type(obj) is Message
+    if type(obj) is Message:
+        codec = obj.codec
+        messages = obj.messages
+    else:  # another class: its fields by name, a missing one at its default
+        codec = getattr(obj, "codec", "none")
+        messages = getattr(obj, "messages", None)
     offset = obj.offset
-    codec = obj.codec if own_ else getattr(obj, "codec", "none")
     key = obj.key
     value = obj.value
-    messages = obj.messages if own_ else getattr(obj, "messages", None)
     offset = offset - rebase_ if offset is not None else index
     attributes = 0
     id_ = _ENUM_IDS_codec.get(codec)
@@ -379,12 +382,15 @@ def _encode_message(obj, out, index, rebase_=0, restamp_=False):
 
 def _fencode_message(obj, out, index, rebase_=0, restamp_=False):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is Message
+    if type(obj) is Message:
+        codec = obj.codec
+        messages = obj.messages
+    else:
+        codec = getattr(obj, "codec", "none")
+        messages = getattr(obj, "messages", None)
     offset = obj.offset
-    codec = obj.codec if own_ else getattr(obj, "codec", "none")
     key = obj.key
     value = obj.value
-    messages = obj.messages if own_ else getattr(obj, "messages", None)
     offset = offset - rebase_ if offset is not None else index
     attributes = 0
     id_ = _ENUM_IDS_codec.get(codec)
@@ -412,12 +418,15 @@ def _fencode_message(obj, out, index, rebase_=0, restamp_=False):
             if getattr(item_, "codec", "none") != "none" or getattr(item_, "messages", None) is not None:
                 raise _InvalidValueError("inner messages must not be compressed", path="message.value")
             index_message_leaf_ = first_ + index_
-            own__message_leaf_ = type(item_) is Message
+            if type(item_) is Message:
+                codec_message_leaf_ = item_.codec
+                messages_message_leaf_ = item_.messages
+            else:
+                codec_message_leaf_ = getattr(item_, "codec", "none")
+                messages_message_leaf_ = getattr(item_, "messages", None)
             offset_message_leaf_ = item_.offset
-            codec_message_leaf_ = item_.codec if own__message_leaf_ else getattr(item_, "codec", "none")
             key_message_leaf_ = item_.key
             value_message_leaf_ = item_.value
-            messages_message_leaf_ = item_.messages if own__message_leaf_ else getattr(item_, "messages", None)
             offset_message_leaf_ = (
                 offset_message_leaf_ - rb_ if offset_message_leaf_ is not None else index_message_leaf_
             )
@@ -723,12 +732,15 @@ def _fencode_run(values, out, first_index):
     """Optimistic encoder of consecutive message entries (one message per record: the per-entry call
     is inlined into this loop)."""
     for index_, value in enumerate(values, first_index):
-        own__message_ = type(value) is Message
+        if type(value) is Message:
+            codec_message_ = value.codec
+            messages_message_ = value.messages
+        else:
+            codec_message_ = getattr(value, "codec", "none")
+            messages_message_ = getattr(value, "messages", None)
         offset_message_ = value.offset
-        codec_message_ = value.codec if own__message_ else getattr(value, "codec", "none")
         key_message_ = value.key
         value_message_ = value.value
-        messages_message_ = value.messages if own__message_ else getattr(value, "messages", None)
         offset_message_ = offset_message_ - 0 if offset_message_ is not None else index_
         attributes_message_ = 0
         id__message_ = _ENUM_IDS_codec.get(codec_message_)
@@ -759,18 +771,15 @@ def _fencode_run(values, out, first_index):
                 ):
                     raise _InvalidValueError("inner messages must not be compressed", path="message.value")
                 index_message_leaf__message_ = first__message_ + index__message_
-                own__message_leaf__message_ = type(item__message_) is Message
+                if type(item__message_) is Message:
+                    codec_message_leaf__message_ = item__message_.codec
+                    messages_message_leaf__message_ = item__message_.messages
+                else:
+                    codec_message_leaf__message_ = getattr(item__message_, "codec", "none")
+                    messages_message_leaf__message_ = getattr(item__message_, "messages", None)
                 offset_message_leaf__message_ = item__message_.offset
-                codec_message_leaf__message_ = (
-                    item__message_.codec if own__message_leaf__message_ else getattr(item__message_, "codec", "none")
-                )
                 key_message_leaf__message_ = item__message_.key
                 value_message_leaf__message_ = item__message_.value
-                messages_message_leaf__message_ = (
-                    item__message_.messages
-                    if own__message_leaf__message_
-                    else getattr(item__message_, "messages", None)
-                )
                 offset_message_leaf__message_ = (
                     offset_message_leaf__message_ - rb__message_
                     if offset_message_leaf__message_ is not None

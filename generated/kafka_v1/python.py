@@ -382,14 +382,18 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
 
 def _encode_message(obj, out, index, rebase_=0, restamp_=False):
     """Append one message to out."""
-    own_ = type(obj) is Message
+    if type(obj) is Message:
+        codec = obj.codec
+        timestamp_type = obj.timestamp_type
+        messages = obj.messages
+    else:  # another class: its fields by name, a missing one at its default
+        codec = getattr(obj, "codec", "none")
+        timestamp_type = getattr(obj, "timestamp_type", 0)
+        messages = getattr(obj, "messages", None)
     offset = obj.offset
-    codec = obj.codec if own_ else getattr(obj, "codec", "none")
-    timestamp_type = obj.timestamp_type if own_ else getattr(obj, "timestamp_type", 0)
     timestamp = obj.timestamp
     key = obj.key
     value = obj.value
-    messages = obj.messages if own_ else getattr(obj, "messages", None)
     offset = offset - rebase_ if offset is not None else index
     timestamp = obj.wire_timestamp if restamp_ and getattr(obj, "wire_timestamp", None) is not None else timestamp
     attributes = 0
@@ -430,14 +434,18 @@ def _encode_message(obj, out, index, rebase_=0, restamp_=False):
 
 def _fencode_message(obj, out, index, rebase_=0, restamp_=False):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is Message
+    if type(obj) is Message:
+        codec = obj.codec
+        timestamp_type = obj.timestamp_type
+        messages = obj.messages
+    else:
+        codec = getattr(obj, "codec", "none")
+        timestamp_type = getattr(obj, "timestamp_type", 0)
+        messages = getattr(obj, "messages", None)
     offset = obj.offset
-    codec = obj.codec if own_ else getattr(obj, "codec", "none")
-    timestamp_type = obj.timestamp_type if own_ else getattr(obj, "timestamp_type", 0)
     timestamp = obj.timestamp
     key = obj.key
     value = obj.value
-    messages = obj.messages if own_ else getattr(obj, "messages", None)
     offset = offset - rebase_ if offset is not None else index
     timestamp = obj.wire_timestamp if restamp_ and getattr(obj, "wire_timestamp", None) is not None else timestamp
     attributes = 0
@@ -466,16 +474,18 @@ def _fencode_message(obj, out, index, rebase_=0, restamp_=False):
             if getattr(item_, "codec", "none") != "none" or getattr(item_, "messages", None) is not None:
                 raise _InvalidValueError("inner messages must not be compressed", path="message.value")
             restamp__message_leaf_ = timestamp_type == 1
-            own__message_leaf_ = type(item_) is Message
+            if type(item_) is Message:
+                codec_message_leaf_ = item_.codec
+                timestamp_type_message_leaf_ = item_.timestamp_type
+                messages_message_leaf_ = item_.messages
+            else:
+                codec_message_leaf_ = getattr(item_, "codec", "none")
+                timestamp_type_message_leaf_ = getattr(item_, "timestamp_type", 0)
+                messages_message_leaf_ = getattr(item_, "messages", None)
             offset_message_leaf_ = item_.offset
-            codec_message_leaf_ = item_.codec if own__message_leaf_ else getattr(item_, "codec", "none")
-            timestamp_type_message_leaf_ = (
-                item_.timestamp_type if own__message_leaf_ else getattr(item_, "timestamp_type", 0)
-            )
             timestamp_message_leaf_ = item_.timestamp
             key_message_leaf_ = item_.key
             value_message_leaf_ = item_.value
-            messages_message_leaf_ = item_.messages if own__message_leaf_ else getattr(item_, "messages", None)
             offset_message_leaf_ = offset_message_leaf_ - rb_ if offset_message_leaf_ is not None else index_
             timestamp_message_leaf_ = (
                 item_.wire_timestamp
@@ -816,14 +826,18 @@ def _fencode_run(values, out, first_index):
     """Optimistic encoder of consecutive message entries (one message per record: the per-entry call
     is inlined into this loop)."""
     for index_, value in enumerate(values, first_index):
-        own__message_ = type(value) is Message
+        if type(value) is Message:
+            codec_message_ = value.codec
+            timestamp_type_message_ = value.timestamp_type
+            messages_message_ = value.messages
+        else:
+            codec_message_ = getattr(value, "codec", "none")
+            timestamp_type_message_ = getattr(value, "timestamp_type", 0)
+            messages_message_ = getattr(value, "messages", None)
         offset_message_ = value.offset
-        codec_message_ = value.codec if own__message_ else getattr(value, "codec", "none")
-        timestamp_type_message_ = value.timestamp_type if own__message_ else getattr(value, "timestamp_type", 0)
         timestamp_message_ = value.timestamp
         key_message_ = value.key
         value_message_ = value.value
-        messages_message_ = value.messages if own__message_ else getattr(value, "messages", None)
         offset_message_ = offset_message_ - 0 if offset_message_ is not None else index_
         attributes_message_ = 0
         id__message_ = _ENUM_IDS_codec.get(codec_message_)
@@ -854,24 +868,18 @@ def _fencode_run(values, out, first_index):
                 ):
                     raise _InvalidValueError("inner messages must not be compressed", path="message.value")
                 restamp__message_leaf__message_ = timestamp_type_message_ == 1
-                own__message_leaf__message_ = type(item__message_) is Message
+                if type(item__message_) is Message:
+                    codec_message_leaf__message_ = item__message_.codec
+                    timestamp_type_message_leaf__message_ = item__message_.timestamp_type
+                    messages_message_leaf__message_ = item__message_.messages
+                else:
+                    codec_message_leaf__message_ = getattr(item__message_, "codec", "none")
+                    timestamp_type_message_leaf__message_ = getattr(item__message_, "timestamp_type", 0)
+                    messages_message_leaf__message_ = getattr(item__message_, "messages", None)
                 offset_message_leaf__message_ = item__message_.offset
-                codec_message_leaf__message_ = (
-                    item__message_.codec if own__message_leaf__message_ else getattr(item__message_, "codec", "none")
-                )
-                timestamp_type_message_leaf__message_ = (
-                    item__message_.timestamp_type
-                    if own__message_leaf__message_
-                    else getattr(item__message_, "timestamp_type", 0)
-                )
                 timestamp_message_leaf__message_ = item__message_.timestamp
                 key_message_leaf__message_ = item__message_.key
                 value_message_leaf__message_ = item__message_.value
-                messages_message_leaf__message_ = (
-                    item__message_.messages
-                    if own__message_leaf__message_
-                    else getattr(item__message_, "messages", None)
-                )
                 offset_message_leaf__message_ = (
                     offset_message_leaf__message_ - rb__message_
                     if offset_message_leaf__message_ is not None

@@ -392,11 +392,15 @@ def _fdecode_message(buf, pos, end, opts):
 
 def _encode_message(obj, out, index):
     """Append one message to out."""
-    own_ = type(obj) is Message
+    if type(obj) is Message:
+        codec = obj.codec
+        timestamp_type = obj.timestamp_type
+        is_tombstone = obj.is_tombstone
+    else:  # another class: its fields by name, a missing one at its default
+        codec = getattr(obj, "codec", "none")
+        timestamp_type = getattr(obj, "timestamp_type", 0)
+        is_tombstone = getattr(obj, "is_tombstone", False)
     offset = obj.offset
-    codec = obj.codec if own_ else getattr(obj, "codec", "none")
-    timestamp_type = obj.timestamp_type if own_ else getattr(obj, "timestamp_type", 0)
-    is_tombstone = obj.is_tombstone if own_ else getattr(obj, "is_tombstone", False)
     timestamp = obj.timestamp
     key = obj.key
     headers = obj.headers
@@ -452,11 +456,15 @@ def _encode_message(obj, out, index):
 
 def _fencode_message(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is Message
+    if type(obj) is Message:
+        codec = obj.codec
+        timestamp_type = obj.timestamp_type
+        is_tombstone = obj.is_tombstone
+    else:
+        codec = getattr(obj, "codec", "none")
+        timestamp_type = getattr(obj, "timestamp_type", 0)
+        is_tombstone = getattr(obj, "is_tombstone", False)
     offset = obj.offset
-    codec = obj.codec if own_ else getattr(obj, "codec", "none")
-    timestamp_type = obj.timestamp_type if own_ else getattr(obj, "timestamp_type", 0)
-    is_tombstone = obj.is_tombstone if own_ else getattr(obj, "is_tombstone", False)
     timestamp = obj.timestamp
     key = obj.key
     headers = obj.headers
@@ -729,11 +737,15 @@ def _fencode_run(values, out, first_index):
     """Optimistic encoder of consecutive message entries (one message per record: the per-entry call
     is inlined into this loop)."""
     for index_, value in enumerate(values, first_index):
-        own__message_ = type(value) is Message
+        if type(value) is Message:
+            codec_message_ = value.codec
+            timestamp_type_message_ = value.timestamp_type
+            is_tombstone_message_ = value.is_tombstone
+        else:
+            codec_message_ = getattr(value, "codec", "none")
+            timestamp_type_message_ = getattr(value, "timestamp_type", 0)
+            is_tombstone_message_ = getattr(value, "is_tombstone", False)
         offset_message_ = value.offset
-        codec_message_ = value.codec if own__message_ else getattr(value, "codec", "none")
-        timestamp_type_message_ = value.timestamp_type if own__message_ else getattr(value, "timestamp_type", 0)
-        is_tombstone_message_ = value.is_tombstone if own__message_ else getattr(value, "is_tombstone", False)
         timestamp_message_ = value.timestamp
         key_message_ = value.key
         headers_message_ = value.headers

@@ -186,10 +186,14 @@ def _decode_message(buf, pos, end, opts, base_offset):
 
 def _encode_message(obj, out, index, base_offset):
     """Append one message to out."""
-    own_ = type(obj) is Message
-    null_key = obj.null_key if own_ else getattr(obj, "null_key", False)
-    null_value = obj.null_value if own_ else getattr(obj, "null_value", False)
-    is_control_message = obj.is_control_message if own_ else getattr(obj, "is_control_message", False)
+    if type(obj) is Message:
+        null_key = obj.null_key
+        null_value = obj.null_value
+        is_control_message = obj.is_control_message
+    else:  # another class: its fields by name, a missing one at its default
+        null_key = getattr(obj, "null_key", False)
+        null_value = getattr(obj, "null_value", False)
+        is_control_message = getattr(obj, "is_control_message", False)
     timestamp = obj.timestamp
     offset = obj.offset
     key = obj.key
@@ -563,17 +567,28 @@ def _fdecode_message_set(buf, pos, end, opts):
 
 def _encode_message_set(obj, out, index):
     """Append one message_set to out."""
-    own_ = type(obj) is MessageSet
-    base_offset = obj.base_offset if own_ else getattr(obj, "base_offset", 0)
-    codec = obj.codec if own_ else getattr(obj, "codec", "none")
-    timestamp_type = obj.timestamp_type if own_ else getattr(obj, "timestamp_type", 0)
-    is_transactional = obj.is_transactional if own_ else getattr(obj, "is_transactional", False)
-    last_offset_delta = obj.last_offset_delta if own_ else getattr(obj, "last_offset_delta", None)
-    max_timestamp = obj.max_timestamp if own_ else getattr(obj, "max_timestamp", None)
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", -1)
-    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", -1)
-    base_sequence = obj.base_sequence if own_ else getattr(obj, "base_sequence", -1)
-    records = obj.records if own_ else getattr(obj, "records", None)
+    if type(obj) is MessageSet:
+        base_offset = obj.base_offset
+        codec = obj.codec
+        timestamp_type = obj.timestamp_type
+        is_transactional = obj.is_transactional
+        last_offset_delta = obj.last_offset_delta
+        max_timestamp = obj.max_timestamp
+        producer_id = obj.producer_id
+        producer_epoch = obj.producer_epoch
+        base_sequence = obj.base_sequence
+        records = obj.records
+    else:  # another class: its fields by name, a missing one at its default
+        base_offset = getattr(obj, "base_offset", 0)
+        codec = getattr(obj, "codec", "none")
+        timestamp_type = getattr(obj, "timestamp_type", 0)
+        is_transactional = getattr(obj, "is_transactional", False)
+        last_offset_delta = getattr(obj, "last_offset_delta", None)
+        max_timestamp = getattr(obj, "max_timestamp", None)
+        producer_id = getattr(obj, "producer_id", -1)
+        producer_epoch = getattr(obj, "producer_epoch", -1)
+        base_sequence = getattr(obj, "base_sequence", -1)
+        records = getattr(obj, "records", None)
     if last_offset_delta is None:
         last_offset_delta = (
             ((records[-1].offset - base_offset) if records[-1].offset is not None else len(records) - 1)
@@ -629,17 +644,28 @@ def _encode_message_set(obj, out, index):
 
 def _fencode_message_set(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is MessageSet
-    base_offset = obj.base_offset if own_ else getattr(obj, "base_offset", 0)
-    codec = obj.codec if own_ else getattr(obj, "codec", "none")
-    timestamp_type = obj.timestamp_type if own_ else getattr(obj, "timestamp_type", 0)
-    is_transactional = obj.is_transactional if own_ else getattr(obj, "is_transactional", False)
-    last_offset_delta = obj.last_offset_delta if own_ else getattr(obj, "last_offset_delta", None)
-    max_timestamp = obj.max_timestamp if own_ else getattr(obj, "max_timestamp", None)
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", -1)
-    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", -1)
-    base_sequence = obj.base_sequence if own_ else getattr(obj, "base_sequence", -1)
-    records = obj.records if own_ else getattr(obj, "records", None)
+    if type(obj) is MessageSet:
+        base_offset = obj.base_offset
+        codec = obj.codec
+        timestamp_type = obj.timestamp_type
+        is_transactional = obj.is_transactional
+        last_offset_delta = obj.last_offset_delta
+        max_timestamp = obj.max_timestamp
+        producer_id = obj.producer_id
+        producer_epoch = obj.producer_epoch
+        base_sequence = obj.base_sequence
+        records = obj.records
+    else:
+        base_offset = getattr(obj, "base_offset", 0)
+        codec = getattr(obj, "codec", "none")
+        timestamp_type = getattr(obj, "timestamp_type", 0)
+        is_transactional = getattr(obj, "is_transactional", False)
+        last_offset_delta = getattr(obj, "last_offset_delta", None)
+        max_timestamp = getattr(obj, "max_timestamp", None)
+        producer_id = getattr(obj, "producer_id", -1)
+        producer_epoch = getattr(obj, "producer_epoch", -1)
+        base_sequence = getattr(obj, "base_sequence", -1)
+        records = getattr(obj, "records", None)
     if last_offset_delta is None:
         last_offset_delta = (
             (records[-1].offset - base_offset if records[-1].offset is not None else len(records) - 1) if records else 0
@@ -665,12 +691,14 @@ def _fencode_message_set(obj, out, index):
     squeeze_ = codec != "none" and records
     tmp_ = bytearray() if squeeze_ else out
     for index_, item_ in enumerate(records):
-        own__message_ = type(item_) is Message
-        null_key_message_ = item_.null_key if own__message_ else getattr(item_, "null_key", False)
-        null_value_message_ = item_.null_value if own__message_ else getattr(item_, "null_value", False)
-        is_control_message_message_ = (
-            item_.is_control_message if own__message_ else getattr(item_, "is_control_message", False)
-        )
+        if type(item_) is Message:
+            null_key_message_ = item_.null_key
+            null_value_message_ = item_.null_value
+            is_control_message_message_ = item_.is_control_message
+        else:
+            null_key_message_ = getattr(item_, "null_key", False)
+            null_value_message_ = getattr(item_, "null_value", False)
+            is_control_message_message_ = getattr(item_, "is_control_message", False)
         timestamp_message_ = item_.timestamp
         offset_message_ = item_.offset
         key_message_ = item_.key

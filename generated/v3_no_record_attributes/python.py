@@ -886,22 +886,38 @@ def _fdecode_batch(buf, pos, end, opts):
 
 def _encode_batch(obj, out, index):
     """Append one batch to out."""
-    own_ = type(obj) is Batch
-    base_offset = obj.base_offset if own_ else getattr(obj, "base_offset", 0)
-    partition_leader_epoch = obj.partition_leader_epoch if own_ else getattr(obj, "partition_leader_epoch", -1)
-    codec = obj.codec if own_ else getattr(obj, "codec", "none")
-    timestamp_type = obj.timestamp_type if own_ else getattr(obj, "timestamp_type", 0)
-    is_transactional = obj.is_transactional if own_ else getattr(obj, "is_transactional", False)
-    is_control = obj.is_control if own_ else getattr(obj, "is_control", False)
-    has_delete_horizon = obj.has_delete_horizon if own_ else getattr(obj, "has_delete_horizon", False)
-    ignore_record_attributes = obj.ignore_record_attributes if own_ else getattr(obj, "ignore_record_attributes", False)
-    last_offset_delta = obj.last_offset_delta if own_ else getattr(obj, "last_offset_delta", None)
-    base_timestamp = obj.base_timestamp if own_ else getattr(obj, "base_timestamp", None)
-    max_timestamp = obj.max_timestamp if own_ else getattr(obj, "max_timestamp", None)
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", -1)
-    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", -1)
-    base_sequence = obj.base_sequence if own_ else getattr(obj, "base_sequence", -1)
-    records = obj.records if own_ else getattr(obj, "records", None)
+    if type(obj) is Batch:
+        base_offset = obj.base_offset
+        partition_leader_epoch = obj.partition_leader_epoch
+        codec = obj.codec
+        timestamp_type = obj.timestamp_type
+        is_transactional = obj.is_transactional
+        is_control = obj.is_control
+        has_delete_horizon = obj.has_delete_horizon
+        ignore_record_attributes = obj.ignore_record_attributes
+        last_offset_delta = obj.last_offset_delta
+        base_timestamp = obj.base_timestamp
+        max_timestamp = obj.max_timestamp
+        producer_id = obj.producer_id
+        producer_epoch = obj.producer_epoch
+        base_sequence = obj.base_sequence
+        records = obj.records
+    else:  # another class: its fields by name, a missing one at its default
+        base_offset = getattr(obj, "base_offset", 0)
+        partition_leader_epoch = getattr(obj, "partition_leader_epoch", -1)
+        codec = getattr(obj, "codec", "none")
+        timestamp_type = getattr(obj, "timestamp_type", 0)
+        is_transactional = getattr(obj, "is_transactional", False)
+        is_control = getattr(obj, "is_control", False)
+        has_delete_horizon = getattr(obj, "has_delete_horizon", False)
+        ignore_record_attributes = getattr(obj, "ignore_record_attributes", False)
+        last_offset_delta = getattr(obj, "last_offset_delta", None)
+        base_timestamp = getattr(obj, "base_timestamp", None)
+        max_timestamp = getattr(obj, "max_timestamp", None)
+        producer_id = getattr(obj, "producer_id", -1)
+        producer_epoch = getattr(obj, "producer_epoch", -1)
+        base_sequence = getattr(obj, "base_sequence", -1)
+        records = getattr(obj, "records", None)
     if last_offset_delta is None:
         last_offset_delta = (
             ((records[-1].offset - base_offset) if records[-1].offset is not None else len(records) - 1)
@@ -982,22 +998,38 @@ def _encode_batch(obj, out, index):
 
 def _fencode_batch(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is Batch
-    base_offset = obj.base_offset if own_ else getattr(obj, "base_offset", 0)
-    partition_leader_epoch = obj.partition_leader_epoch if own_ else getattr(obj, "partition_leader_epoch", -1)
-    codec = obj.codec if own_ else getattr(obj, "codec", "none")
-    timestamp_type = obj.timestamp_type if own_ else getattr(obj, "timestamp_type", 0)
-    is_transactional = obj.is_transactional if own_ else getattr(obj, "is_transactional", False)
-    is_control = obj.is_control if own_ else getattr(obj, "is_control", False)
-    has_delete_horizon = obj.has_delete_horizon if own_ else getattr(obj, "has_delete_horizon", False)
-    ignore_record_attributes = obj.ignore_record_attributes if own_ else getattr(obj, "ignore_record_attributes", False)
-    last_offset_delta = obj.last_offset_delta if own_ else getattr(obj, "last_offset_delta", None)
-    base_timestamp = obj.base_timestamp if own_ else getattr(obj, "base_timestamp", None)
-    max_timestamp = obj.max_timestamp if own_ else getattr(obj, "max_timestamp", None)
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", -1)
-    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", -1)
-    base_sequence = obj.base_sequence if own_ else getattr(obj, "base_sequence", -1)
-    records = obj.records if own_ else getattr(obj, "records", None)
+    if type(obj) is Batch:
+        base_offset = obj.base_offset
+        partition_leader_epoch = obj.partition_leader_epoch
+        codec = obj.codec
+        timestamp_type = obj.timestamp_type
+        is_transactional = obj.is_transactional
+        is_control = obj.is_control
+        has_delete_horizon = obj.has_delete_horizon
+        ignore_record_attributes = obj.ignore_record_attributes
+        last_offset_delta = obj.last_offset_delta
+        base_timestamp = obj.base_timestamp
+        max_timestamp = obj.max_timestamp
+        producer_id = obj.producer_id
+        producer_epoch = obj.producer_epoch
+        base_sequence = obj.base_sequence
+        records = obj.records
+    else:
+        base_offset = getattr(obj, "base_offset", 0)
+        partition_leader_epoch = getattr(obj, "partition_leader_epoch", -1)
+        codec = getattr(obj, "codec", "none")
+        timestamp_type = getattr(obj, "timestamp_type", 0)
+        is_transactional = getattr(obj, "is_transactional", False)
+        is_control = getattr(obj, "is_control", False)
+        has_delete_horizon = getattr(obj, "has_delete_horizon", False)
+        ignore_record_attributes = getattr(obj, "ignore_record_attributes", False)
+        last_offset_delta = getattr(obj, "last_offset_delta", None)
+        base_timestamp = getattr(obj, "base_timestamp", None)
+        max_timestamp = getattr(obj, "max_timestamp", None)
+        producer_id = getattr(obj, "producer_id", -1)
+        producer_epoch = getattr(obj, "producer_epoch", -1)
+        base_sequence = getattr(obj, "base_sequence", -1)
+        records = getattr(obj, "records", None)
     if last_offset_delta is None:
         last_offset_delta = (
             (records[-1].offset - base_offset if records[-1].offset is not None else len(records) - 1) if records else 0

@@ -53,6 +53,20 @@ def py_empty_test(ir: n.FormatIR, t: n.TaggedField, var: str, cls: str) -> str |
     return " and ".join(terms)
 
 
+def py_empty_value(ir: n.FormatIR, t: n.TaggedField, cls: str) -> str | None:
+    """A Python expression building what :func:`absent_bytes` decodes to, for the structs :func:`py_empty_test`
+    tells without encoding (integer fields and a tag section): ``cls`` with each field at its default and no tags.
+    None for any other struct: its absent value is decoded from the bytes."""
+    if py_empty_test(ir, t, "v", cls) is None:
+        return None
+    (value,) = ir.struct(t.struct).fields
+    args = []
+    for f in ir.struct(value.wire.name).fields:  # type: ignore[union-attr]
+        d = f.default.value if isinstance(f.default, n.Const) and f.default.value is not None else 0
+        args.append(f"{f.name}=[]" if isinstance(f.wire, n.Tagged) else f"{f.name}={d}")
+    return f"{cls}({', '.join(args)})"
+
+
 def struct_bytes(ir: n.FormatIR, name: str) -> bytes:
     st = ir.struct(name)
     return b"".join(_field(ir, f) for f in st.fields)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import struct
 
 from kfmt.runtime.errors import InvalidValueError
 
@@ -74,3 +75,9 @@ def matches(frame: bytes, parts: list) -> bool:
             return False
         pos += p.nbytes if type(p) is memoryview else len(p)
     return pos == len(frame)
+
+
+#: arrays of plain integers up to this long are written in one call (the python backend's encoders)
+PACKED_MAX = 16
+#: struct code -> element count -> the Struct writing that many big-endian (``PACKED["i"][3]``: three int32s)
+PACKED = {c: tuple(struct.Struct(f">{n}{c}") for n in range(PACKED_MAX + 1)) for c in "bhiqBHI"}

@@ -145,10 +145,14 @@ def _fdecode_offset_commit_key(buf, pos, end, opts):
 
 def _encode_offset_commit_key(obj, out, index):
     """Append one offset_commit_key to out."""
-    own_ = type(obj) is OffsetCommitKey
-    group = obj.group if own_ else getattr(obj, "group", None)
-    topic = obj.topic if own_ else getattr(obj, "topic", None)
-    partition = obj.partition if own_ else getattr(obj, "partition", None)
+    if type(obj) is OffsetCommitKey:
+        group = obj.group
+        topic = obj.topic
+        partition = obj.partition
+    else:  # another class: its fields by name, a missing one at its default
+        group = getattr(obj, "group", None)
+        topic = getattr(obj, "topic", None)
+        partition = getattr(obj, "partition", None)
     if group is None:
         raise _InvalidValueError("may not be null", path="offset_commit_key.group")
     else:
@@ -168,10 +172,14 @@ def _encode_offset_commit_key(obj, out, index):
 
 def _fencode_offset_commit_key(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is OffsetCommitKey
-    group = obj.group if own_ else getattr(obj, "group", None)
-    topic = obj.topic if own_ else getattr(obj, "topic", None)
-    partition = obj.partition if own_ else getattr(obj, "partition", None)
+    if type(obj) is OffsetCommitKey:
+        group = obj.group
+        topic = obj.topic
+        partition = obj.partition
+    else:  # another class: its fields by name, a missing one at its default
+        group = getattr(obj, "group", None)
+        topic = getattr(obj, "topic", None)
+        partition = getattr(obj, "partition", None)
     b_ = _STR_ENCODED.get(group)
     group = _encode_str(group) if b_ is None else b_
     out += _S0.pack(len(group))
@@ -474,9 +482,12 @@ def _fdecode_consumer_group_member_metadata_key(buf, pos, end, opts):
 
 def _encode_consumer_group_member_metadata_key(obj, out, index):
     """Append one consumer_group_member_metadata_key to out."""
-    own_ = type(obj) is ConsumerGroupMemberMetadataKey
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", None)
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", None)
+    if type(obj) is ConsumerGroupMemberMetadataKey:
+        group_id = obj.group_id
+        member_id = obj.member_id
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", None)
+        member_id = getattr(obj, "member_id", None)
     if group_id is None:
         raise _InvalidValueError("may not be null", path="consumer_group_member_metadata_key.group_id")
     else:
@@ -495,9 +506,12 @@ def _encode_consumer_group_member_metadata_key(obj, out, index):
 
 def _fencode_consumer_group_member_metadata_key(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is ConsumerGroupMemberMetadataKey
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", None)
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", None)
+    if type(obj) is ConsumerGroupMemberMetadataKey:
+        group_id = obj.group_id
+        member_id = obj.member_id
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", None)
+        member_id = getattr(obj, "member_id", None)
     b_ = _STR_ENCODED.get(group_id)
     group_id = _encode_str(group_id) if b_ is None else b_
     out += _S0.pack(len(group_id))
@@ -673,9 +687,12 @@ def _fdecode_consumer_group_target_assignment_member_key(buf, pos, end, opts):
 
 def _encode_consumer_group_target_assignment_member_key(obj, out, index):
     """Append one consumer_group_target_assignment_member_key to out."""
-    own_ = type(obj) is ConsumerGroupTargetAssignmentMemberKey
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", None)
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", None)
+    if type(obj) is ConsumerGroupTargetAssignmentMemberKey:
+        group_id = obj.group_id
+        member_id = obj.member_id
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", None)
+        member_id = getattr(obj, "member_id", None)
     if group_id is None:
         raise _InvalidValueError("may not be null", path="consumer_group_target_assignment_member_key.group_id")
     else:
@@ -694,9 +711,12 @@ def _encode_consumer_group_target_assignment_member_key(obj, out, index):
 
 def _fencode_consumer_group_target_assignment_member_key(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is ConsumerGroupTargetAssignmentMemberKey
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", None)
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", None)
+    if type(obj) is ConsumerGroupTargetAssignmentMemberKey:
+        group_id = obj.group_id
+        member_id = obj.member_id
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", None)
+        member_id = getattr(obj, "member_id", None)
     b_ = _STR_ENCODED.get(group_id)
     group_id = _encode_str(group_id) if b_ is None else b_
     out += _S0.pack(len(group_id))
@@ -800,9 +820,12 @@ def _fdecode_consumer_group_current_member_assignment_key(buf, pos, end, opts):
 
 def _encode_consumer_group_current_member_assignment_key(obj, out, index):
     """Append one consumer_group_current_member_assignment_key to out."""
-    own_ = type(obj) is ConsumerGroupCurrentMemberAssignmentKey
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", None)
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", None)
+    if type(obj) is ConsumerGroupCurrentMemberAssignmentKey:
+        group_id = obj.group_id
+        member_id = obj.member_id
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", None)
+        member_id = getattr(obj, "member_id", None)
     if group_id is None:
         raise _InvalidValueError("may not be null", path="consumer_group_current_member_assignment_key.group_id")
     else:
@@ -821,9 +844,12 @@ def _encode_consumer_group_current_member_assignment_key(obj, out, index):
 
 def _fencode_consumer_group_current_member_assignment_key(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is ConsumerGroupCurrentMemberAssignmentKey
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", None)
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", None)
+    if type(obj) is ConsumerGroupCurrentMemberAssignmentKey:
+        group_id = obj.group_id
+        member_id = obj.member_id
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", None)
+        member_id = getattr(obj, "member_id", None)
     b_ = _STR_ENCODED.get(group_id)
     group_id = _encode_str(group_id) if b_ is None else b_
     out += _S0.pack(len(group_id))
@@ -987,9 +1013,12 @@ def _fdecode_share_group_member_metadata_key(buf, pos, end, opts):
 
 def _encode_share_group_member_metadata_key(obj, out, index):
     """Append one share_group_member_metadata_key to out."""
-    own_ = type(obj) is ShareGroupMemberMetadataKey
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", None)
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", None)
+    if type(obj) is ShareGroupMemberMetadataKey:
+        group_id = obj.group_id
+        member_id = obj.member_id
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", None)
+        member_id = getattr(obj, "member_id", None)
     if group_id is None:
         raise _InvalidValueError("may not be null", path="share_group_member_metadata_key.group_id")
     else:
@@ -1008,9 +1037,12 @@ def _encode_share_group_member_metadata_key(obj, out, index):
 
 def _fencode_share_group_member_metadata_key(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is ShareGroupMemberMetadataKey
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", None)
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", None)
+    if type(obj) is ShareGroupMemberMetadataKey:
+        group_id = obj.group_id
+        member_id = obj.member_id
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", None)
+        member_id = getattr(obj, "member_id", None)
     b_ = _STR_ENCODED.get(group_id)
     group_id = _encode_str(group_id) if b_ is None else b_
     out += _S0.pack(len(group_id))
@@ -1248,9 +1280,12 @@ def _fdecode_share_group_target_assignment_member_key(buf, pos, end, opts):
 
 def _encode_share_group_target_assignment_member_key(obj, out, index):
     """Append one share_group_target_assignment_member_key to out."""
-    own_ = type(obj) is ShareGroupTargetAssignmentMemberKey
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", None)
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", None)
+    if type(obj) is ShareGroupTargetAssignmentMemberKey:
+        group_id = obj.group_id
+        member_id = obj.member_id
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", None)
+        member_id = getattr(obj, "member_id", None)
     if group_id is None:
         raise _InvalidValueError("may not be null", path="share_group_target_assignment_member_key.group_id")
     else:
@@ -1269,9 +1304,12 @@ def _encode_share_group_target_assignment_member_key(obj, out, index):
 
 def _fencode_share_group_target_assignment_member_key(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is ShareGroupTargetAssignmentMemberKey
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", None)
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", None)
+    if type(obj) is ShareGroupTargetAssignmentMemberKey:
+        group_id = obj.group_id
+        member_id = obj.member_id
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", None)
+        member_id = getattr(obj, "member_id", None)
     b_ = _STR_ENCODED.get(group_id)
     group_id = _encode_str(group_id) if b_ is None else b_
     out += _S0.pack(len(group_id))
@@ -1373,9 +1411,12 @@ def _fdecode_share_group_current_member_assignment_key(buf, pos, end, opts):
 
 def _encode_share_group_current_member_assignment_key(obj, out, index):
     """Append one share_group_current_member_assignment_key to out."""
-    own_ = type(obj) is ShareGroupCurrentMemberAssignmentKey
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", None)
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", None)
+    if type(obj) is ShareGroupCurrentMemberAssignmentKey:
+        group_id = obj.group_id
+        member_id = obj.member_id
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", None)
+        member_id = getattr(obj, "member_id", None)
     if group_id is None:
         raise _InvalidValueError("may not be null", path="share_group_current_member_assignment_key.group_id")
     else:
@@ -1394,9 +1435,12 @@ def _encode_share_group_current_member_assignment_key(obj, out, index):
 
 def _fencode_share_group_current_member_assignment_key(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is ShareGroupCurrentMemberAssignmentKey
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", None)
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", None)
+    if type(obj) is ShareGroupCurrentMemberAssignmentKey:
+        group_id = obj.group_id
+        member_id = obj.member_id
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", None)
+        member_id = getattr(obj, "member_id", None)
     b_ = _STR_ENCODED.get(group_id)
     group_id = _encode_str(group_id) if b_ is None else b_
     out += _S0.pack(len(group_id))
@@ -1572,9 +1616,12 @@ def _fdecode_group_coordinator_key(buf, pos, end, opts):
 
 def _encode_group_coordinator_key(obj, out, index):
     """Append one group_coordinator_key to out."""
-    own_ = type(obj) is GroupCoordinatorKey
-    record_type = obj.record_type if own_ else getattr(obj, "record_type", None)
-    key = obj.key if own_ else getattr(obj, "key", None)
+    if type(obj) is GroupCoordinatorKey:
+        record_type = obj.record_type
+        key = obj.key
+    else:  # another class: its fields by name, a missing one at its default
+        record_type = getattr(obj, "record_type", None)
+        key = getattr(obj, "key", None)
     out += _S0.pack(record_type)
     if record_type in [0, 1]:
         if type(key) is not OffsetCommitKey:
@@ -1690,9 +1737,12 @@ def _encode_group_coordinator_key(obj, out, index):
 
 def _fencode_group_coordinator_key(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is GroupCoordinatorKey
-    record_type = obj.record_type if own_ else getattr(obj, "record_type", None)
-    key = obj.key if own_ else getattr(obj, "key", None)
+    if type(obj) is GroupCoordinatorKey:
+        record_type = obj.record_type
+        key = obj.key
+    else:  # another class: its fields by name, a missing one at its default
+        record_type = getattr(obj, "record_type", None)
+        key = getattr(obj, "key", None)
     out += _S0.pack(record_type)
     if record_type in [0, 1]:
         if type(key) is not OffsetCommitKey:

@@ -19,6 +19,8 @@ from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
 from kfmt.runtime.scalars import uuid16 as _uuid16
+from kfmt.runtime.scalars import PACKED as _PACKED
+from kfmt.runtime.scalars import PACKED_MAX as _PACKED_MAX
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -26,6 +28,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -195,12 +198,18 @@ def _encode_offset_commit_value(obj, out, index, version):
             f"OffsetCommitValue is not defined for version {version} (this schema has it for (group_coordinator_value.version <= 3))",
             path="offset_commit_value",
         )
-    own_ = type(obj) is OffsetCommitValue
-    offset = obj.offset if own_ else getattr(obj, "offset", None)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", -1)
-    metadata = obj.metadata if own_ else getattr(obj, "metadata", None)
-    commit_timestamp = obj.commit_timestamp if own_ else getattr(obj, "commit_timestamp", None)
-    expire_timestamp = obj.expire_timestamp if own_ else getattr(obj, "expire_timestamp", -1)
+    if type(obj) is OffsetCommitValue:
+        offset = obj.offset
+        leader_epoch = obj.leader_epoch
+        metadata = obj.metadata
+        commit_timestamp = obj.commit_timestamp
+        expire_timestamp = obj.expire_timestamp
+    else:  # another class: its fields by name, a missing one at its default
+        offset = getattr(obj, "offset", None)
+        leader_epoch = getattr(obj, "leader_epoch", -1)
+        metadata = getattr(obj, "metadata", None)
+        commit_timestamp = getattr(obj, "commit_timestamp", None)
+        expire_timestamp = getattr(obj, "expire_timestamp", -1)
     out += _S0.pack(offset)
     if version >= 3:
         out += _S1.pack(leader_epoch)
@@ -223,12 +232,18 @@ def _fencode_offset_commit_value(obj, out, index, version):
             f"OffsetCommitValue is not defined for version {version} (this schema has it for (group_coordinator_value.version <= 3))",
             path="offset_commit_value",
         )
-    own_ = type(obj) is OffsetCommitValue
-    offset = obj.offset if own_ else getattr(obj, "offset", None)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", -1)
-    metadata = obj.metadata if own_ else getattr(obj, "metadata", None)
-    commit_timestamp = obj.commit_timestamp if own_ else getattr(obj, "commit_timestamp", None)
-    expire_timestamp = obj.expire_timestamp if own_ else getattr(obj, "expire_timestamp", -1)
+    if type(obj) is OffsetCommitValue:
+        offset = obj.offset
+        leader_epoch = obj.leader_epoch
+        metadata = obj.metadata
+        commit_timestamp = obj.commit_timestamp
+        expire_timestamp = obj.expire_timestamp
+    else:  # another class: its fields by name, a missing one at its default
+        offset = getattr(obj, "offset", None)
+        leader_epoch = getattr(obj, "leader_epoch", -1)
+        metadata = getattr(obj, "metadata", None)
+        commit_timestamp = getattr(obj, "commit_timestamp", None)
+        expire_timestamp = getattr(obj, "expire_timestamp", -1)
     out += _S0.pack(offset)
     if version >= 3:
         out += _S1.pack(leader_epoch)
@@ -290,36 +305,39 @@ def _decode_offset_commit_value_flexible(buf, pos, end, opts, version):
     (commit_timestamp,) = _S0.unpack_from(buf, pos)
     pos += 8
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_value_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_commit_value_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_commit_value_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_commit_value_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_value_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_commit_value_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_commit_value_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_commit_value_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_commit_value_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return OffsetCommitValueFlexible(offset, leader_epoch, metadata, commit_timestamp, tagged_fields), pos
 
 
@@ -361,36 +379,39 @@ def _fdecode_offset_commit_value_flexible(buf, pos, end, opts, version):
     (commit_timestamp,) = _S0.unpack_from(buf, pos)
     pos += 8
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_value_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_commit_value_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_commit_value_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_commit_value_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_value_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_commit_value_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_commit_value_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_commit_value_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_commit_value_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(OffsetCommitValueFlexible)  # slots set directly: a third of the cost of calling __init__
     value_.offset = offset
     value_.leader_epoch = leader_epoch
@@ -407,12 +428,18 @@ def _encode_offset_commit_value_flexible(obj, out, index, version):
             f"OffsetCommitValue is not defined for version {version} (this schema has it for ((group_coordinator_value.version >= 4) and (group_coordinator_value.version <= 4)))",
             path="offset_commit_value_flexible",
         )
-    own_ = type(obj) is OffsetCommitValueFlexible
-    offset = obj.offset if own_ else getattr(obj, "offset", None)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", -1)
-    metadata = obj.metadata if own_ else getattr(obj, "metadata", None)
-    commit_timestamp = obj.commit_timestamp if own_ else getattr(obj, "commit_timestamp", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetCommitValueFlexible:
+        offset = obj.offset
+        leader_epoch = obj.leader_epoch
+        metadata = obj.metadata
+        commit_timestamp = obj.commit_timestamp
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        offset = getattr(obj, "offset", None)
+        leader_epoch = getattr(obj, "leader_epoch", -1)
+        metadata = getattr(obj, "metadata", None)
+        commit_timestamp = getattr(obj, "commit_timestamp", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S3.pack(offset, leader_epoch)
     if metadata is None:
         raise _InvalidValueError("may not be null", path="offset_commit_value_flexible.metadata")
@@ -427,9 +454,10 @@ def _encode_offset_commit_value_flexible(obj, out, index, version):
 
         out += metadata
     out += _S0.pack(commit_timestamp)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_commit_value_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "offset_commit_value_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_offset_commit_value_flexible(obj, out, index, version):
@@ -439,12 +467,18 @@ def _fencode_offset_commit_value_flexible(obj, out, index, version):
             f"OffsetCommitValue is not defined for version {version} (this schema has it for ((group_coordinator_value.version >= 4) and (group_coordinator_value.version <= 4)))",
             path="offset_commit_value_flexible",
         )
-    own_ = type(obj) is OffsetCommitValueFlexible
-    offset = obj.offset if own_ else getattr(obj, "offset", None)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", -1)
-    metadata = obj.metadata if own_ else getattr(obj, "metadata", None)
-    commit_timestamp = obj.commit_timestamp if own_ else getattr(obj, "commit_timestamp", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetCommitValueFlexible:
+        offset = obj.offset
+        leader_epoch = obj.leader_epoch
+        metadata = obj.metadata
+        commit_timestamp = obj.commit_timestamp
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        offset = getattr(obj, "offset", None)
+        leader_epoch = getattr(obj, "leader_epoch", -1)
+        metadata = getattr(obj, "metadata", None)
+        commit_timestamp = getattr(obj, "commit_timestamp", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S3.pack(offset, leader_epoch)
     b_ = _STR_ENCODED.get(metadata)
     metadata = _encode_str(metadata) if b_ is None else b_
@@ -456,9 +490,10 @@ def _fencode_offset_commit_value_flexible(obj, out, index, version):
 
     out += metadata
     out += _S0.pack(commit_timestamp)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_commit_value_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "offset_commit_value_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_offset_commit_value_versions(buf, pos, end, opts, version):
@@ -668,9 +703,12 @@ def _decode_consumer_protocol_subscription_topic_partition(buf, pos, end, opts):
 
 def _encode_consumer_protocol_subscription_topic_partition(obj, out, index):
     """Append one consumer_protocol_subscription_topic_partition to out."""
-    own_ = type(obj) is ConsumerProtocolSubscriptionTopicPartition
-    topic = obj.topic if own_ else getattr(obj, "topic", None)
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
+    if type(obj) is ConsumerProtocolSubscriptionTopicPartition:
+        topic = obj.topic
+        partitions = obj.partitions
+    else:  # another class: its fields by name, a missing one at its default
+        topic = getattr(obj, "topic", None)
+        partitions = getattr(obj, "partitions", None)
     if topic is None:
         raise _InvalidValueError("may not be null", path="consumer_protocol_subscription_topic_partition.topic")
     else:
@@ -854,13 +892,20 @@ def _decode_consumer_protocol_subscription(buf, pos, end, opts):
 
 def _encode_consumer_protocol_subscription(obj, out, index):
     """Append one consumer_protocol_subscription to out."""
-    own_ = type(obj) is ConsumerProtocolSubscription
-    version = obj.version if own_ else getattr(obj, "version", None)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    user_data = obj.user_data if own_ else getattr(obj, "user_data", None)
-    owned_partitions = obj.owned_partitions if own_ else getattr(obj, "owned_partitions", None)
-    generation_id = obj.generation_id if own_ else getattr(obj, "generation_id", -1)
-    rack_id = obj.rack_id if own_ else getattr(obj, "rack_id", None)
+    if type(obj) is ConsumerProtocolSubscription:
+        version = obj.version
+        topics = obj.topics
+        user_data = obj.user_data
+        owned_partitions = obj.owned_partitions
+        generation_id = obj.generation_id
+        rack_id = obj.rack_id
+    else:  # another class: its fields by name, a missing one at its default
+        version = getattr(obj, "version", None)
+        topics = getattr(obj, "topics", None)
+        user_data = getattr(obj, "user_data", None)
+        owned_partitions = getattr(obj, "owned_partitions", None)
+        generation_id = getattr(obj, "generation_id", -1)
+        rack_id = getattr(obj, "rack_id", None)
     out += _S2.pack(version)
     out += _S1.pack(len(topics))
     index_ = 0
@@ -911,13 +956,20 @@ def _encode_consumer_protocol_subscription(obj, out, index):
 
 def _fencode_consumer_protocol_subscription(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is ConsumerProtocolSubscription
-    version = obj.version if own_ else getattr(obj, "version", None)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    user_data = obj.user_data if own_ else getattr(obj, "user_data", None)
-    owned_partitions = obj.owned_partitions if own_ else getattr(obj, "owned_partitions", None)
-    generation_id = obj.generation_id if own_ else getattr(obj, "generation_id", -1)
-    rack_id = obj.rack_id if own_ else getattr(obj, "rack_id", None)
+    if type(obj) is ConsumerProtocolSubscription:
+        version = obj.version
+        topics = obj.topics
+        user_data = obj.user_data
+        owned_partitions = obj.owned_partitions
+        generation_id = obj.generation_id
+        rack_id = obj.rack_id
+    else:
+        version = getattr(obj, "version", None)
+        topics = getattr(obj, "topics", None)
+        user_data = getattr(obj, "user_data", None)
+        owned_partitions = getattr(obj, "owned_partitions", None)
+        generation_id = getattr(obj, "generation_id", -1)
+        rack_id = getattr(obj, "rack_id", None)
     out += _S2.pack(version)
     out += _S1.pack(len(topics))
     for item_ in topics:
@@ -940,17 +992,12 @@ def _fencode_consumer_protocol_subscription(obj, out, index):
     if version >= 1:
         out += _S1.pack(len(owned_partitions))
         for item_ in owned_partitions:
-            own__consumer_protocol_subscription_topic_partition_ = (
-                type(item_) is ConsumerProtocolSubscriptionTopicPartition
-            )
-            topic_consumer_protocol_subscription_topic_partition_ = (
-                item_.topic if own__consumer_protocol_subscription_topic_partition_ else getattr(item_, "topic", None)
-            )
-            partitions_consumer_protocol_subscription_topic_partition_ = (
-                item_.partitions
-                if own__consumer_protocol_subscription_topic_partition_
-                else getattr(item_, "partitions", None)
-            )
+            if type(item_) is ConsumerProtocolSubscriptionTopicPartition:
+                topic_consumer_protocol_subscription_topic_partition_ = item_.topic
+                partitions_consumer_protocol_subscription_topic_partition_ = item_.partitions
+            else:
+                topic_consumer_protocol_subscription_topic_partition_ = getattr(item_, "topic", None)
+                partitions_consumer_protocol_subscription_topic_partition_ = getattr(item_, "partitions", None)
             b__consumer_protocol_subscription_topic_partition_ = _STR_ENCODED.get(
                 topic_consumer_protocol_subscription_topic_partition_
             )
@@ -962,13 +1009,18 @@ def _fencode_consumer_protocol_subscription(obj, out, index):
             out += _S2.pack(len(topic_consumer_protocol_subscription_topic_partition_))
             out += topic_consumer_protocol_subscription_topic_partition_
             out += _S1.pack(len(partitions_consumer_protocol_subscription_topic_partition_))
-            for (
-                item__consumer_protocol_subscription_topic_partition_
-            ) in partitions_consumer_protocol_subscription_topic_partition_:
-                value_consumer_protocol_subscription_topic_partition_partitions_item__consumer_protocol_subscription_topic_partition_ = item__consumer_protocol_subscription_topic_partition_
-                out += _S1.pack(
-                    value_consumer_protocol_subscription_topic_partition_partitions_item__consumer_protocol_subscription_topic_partition_
+            if len(partitions_consumer_protocol_subscription_topic_partition_) <= _PACKED_MAX:
+                out += _PACKED["i"][len(partitions_consumer_protocol_subscription_topic_partition_)].pack(
+                    *partitions_consumer_protocol_subscription_topic_partition_
                 )
+            else:
+                for (
+                    item__consumer_protocol_subscription_topic_partition_
+                ) in partitions_consumer_protocol_subscription_topic_partition_:
+                    value_consumer_protocol_subscription_topic_partition_partitions_item__consumer_protocol_subscription_topic_partition_ = item__consumer_protocol_subscription_topic_partition_
+                    out += _S1.pack(
+                        value_consumer_protocol_subscription_topic_partition_partitions_item__consumer_protocol_subscription_topic_partition_
+                    )
     if version >= 2:
         out += _S1.pack(generation_id)
     if version >= 3:
@@ -1068,9 +1120,12 @@ def _decode_consumer_protocol_assignment_topic_partition(buf, pos, end, opts):
 
 def _encode_consumer_protocol_assignment_topic_partition(obj, out, index):
     """Append one consumer_protocol_assignment_topic_partition to out."""
-    own_ = type(obj) is ConsumerProtocolAssignmentTopicPartition
-    topic = obj.topic if own_ else getattr(obj, "topic", None)
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
+    if type(obj) is ConsumerProtocolAssignmentTopicPartition:
+        topic = obj.topic
+        partitions = obj.partitions
+    else:  # another class: its fields by name, a missing one at its default
+        topic = getattr(obj, "topic", None)
+        partitions = getattr(obj, "partitions", None)
     if topic is None:
         raise _InvalidValueError("may not be null", path="consumer_protocol_assignment_topic_partition.topic")
     else:
@@ -1182,10 +1237,14 @@ def _decode_consumer_protocol_assignment(buf, pos, end, opts):
 
 def _encode_consumer_protocol_assignment(obj, out, index):
     """Append one consumer_protocol_assignment to out."""
-    own_ = type(obj) is ConsumerProtocolAssignment
-    version = obj.version if own_ else getattr(obj, "version", None)
-    assigned_partitions = obj.assigned_partitions if own_ else getattr(obj, "assigned_partitions", None)
-    user_data = obj.user_data if own_ else getattr(obj, "user_data", None)
+    if type(obj) is ConsumerProtocolAssignment:
+        version = obj.version
+        assigned_partitions = obj.assigned_partitions
+        user_data = obj.user_data
+    else:  # another class: its fields by name, a missing one at its default
+        version = getattr(obj, "version", None)
+        assigned_partitions = getattr(obj, "assigned_partitions", None)
+        user_data = getattr(obj, "user_data", None)
     out += _S2.pack(version)
     out += _S1.pack(len(assigned_partitions))
     index_ = 0
@@ -1210,22 +1269,23 @@ def _encode_consumer_protocol_assignment(obj, out, index):
 
 def _fencode_consumer_protocol_assignment(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is ConsumerProtocolAssignment
-    version = obj.version if own_ else getattr(obj, "version", None)
-    assigned_partitions = obj.assigned_partitions if own_ else getattr(obj, "assigned_partitions", None)
-    user_data = obj.user_data if own_ else getattr(obj, "user_data", None)
+    if type(obj) is ConsumerProtocolAssignment:
+        version = obj.version
+        assigned_partitions = obj.assigned_partitions
+        user_data = obj.user_data
+    else:
+        version = getattr(obj, "version", None)
+        assigned_partitions = getattr(obj, "assigned_partitions", None)
+        user_data = getattr(obj, "user_data", None)
     out += _S2.pack(version)
     out += _S1.pack(len(assigned_partitions))
     for item_ in assigned_partitions:
-        own__consumer_protocol_assignment_topic_partition_ = type(item_) is ConsumerProtocolAssignmentTopicPartition
-        topic_consumer_protocol_assignment_topic_partition_ = (
-            item_.topic if own__consumer_protocol_assignment_topic_partition_ else getattr(item_, "topic", None)
-        )
-        partitions_consumer_protocol_assignment_topic_partition_ = (
-            item_.partitions
-            if own__consumer_protocol_assignment_topic_partition_
-            else getattr(item_, "partitions", None)
-        )
+        if type(item_) is ConsumerProtocolAssignmentTopicPartition:
+            topic_consumer_protocol_assignment_topic_partition_ = item_.topic
+            partitions_consumer_protocol_assignment_topic_partition_ = item_.partitions
+        else:
+            topic_consumer_protocol_assignment_topic_partition_ = getattr(item_, "topic", None)
+            partitions_consumer_protocol_assignment_topic_partition_ = getattr(item_, "partitions", None)
         b__consumer_protocol_assignment_topic_partition_ = _STR_ENCODED.get(
             topic_consumer_protocol_assignment_topic_partition_
         )
@@ -1237,13 +1297,18 @@ def _fencode_consumer_protocol_assignment(obj, out, index):
         out += _S2.pack(len(topic_consumer_protocol_assignment_topic_partition_))
         out += topic_consumer_protocol_assignment_topic_partition_
         out += _S1.pack(len(partitions_consumer_protocol_assignment_topic_partition_))
-        for (
-            item__consumer_protocol_assignment_topic_partition_
-        ) in partitions_consumer_protocol_assignment_topic_partition_:
-            value_consumer_protocol_assignment_topic_partition_partitions_item__consumer_protocol_assignment_topic_partition_ = item__consumer_protocol_assignment_topic_partition_
-            out += _S1.pack(
-                value_consumer_protocol_assignment_topic_partition_partitions_item__consumer_protocol_assignment_topic_partition_
+        if len(partitions_consumer_protocol_assignment_topic_partition_) <= _PACKED_MAX:
+            out += _PACKED["i"][len(partitions_consumer_protocol_assignment_topic_partition_)].pack(
+                *partitions_consumer_protocol_assignment_topic_partition_
             )
+        else:
+            for (
+                item__consumer_protocol_assignment_topic_partition_
+            ) in partitions_consumer_protocol_assignment_topic_partition_:
+                value_consumer_protocol_assignment_topic_partition_partitions_item__consumer_protocol_assignment_topic_partition_ = item__consumer_protocol_assignment_topic_partition_
+                out += _S1.pack(
+                    value_consumer_protocol_assignment_topic_partition_partitions_item__consumer_protocol_assignment_topic_partition_
+                )
     if user_data is None:
         out += _S1.pack(-1)
     else:
@@ -1429,21 +1494,32 @@ def _decode_member_metadata(buf, pos, end, opts, version, protocol_type):
 
 def _encode_member_metadata(obj, out, index, version, protocol_type):
     """Append one member_metadata to out."""
-    own_ = type(obj) is MemberMetadata
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", None)
-    group_instance_id = obj.group_instance_id if own_ else getattr(obj, "group_instance_id", None)
-    client_id = obj.client_id if own_ else getattr(obj, "client_id", None)
-    client_host = obj.client_host if own_ else getattr(obj, "client_host", None)
-    rebalance_timeout = obj.rebalance_timeout if own_ else getattr(obj, "rebalance_timeout", -1)
-    session_timeout = obj.session_timeout if own_ else getattr(obj, "session_timeout", None)
-    subscription = obj.subscription if own_ else getattr(obj, "subscription", None)
-    assignment = obj.assignment if own_ else getattr(obj, "assignment", None)
-    subscription_decoded = obj.subscription_decoded if own_ else getattr(obj, "subscription_decoded", None)
+    if type(obj) is MemberMetadata:
+        member_id = obj.member_id
+        group_instance_id = obj.group_instance_id
+        client_id = obj.client_id
+        client_host = obj.client_host
+        rebalance_timeout = obj.rebalance_timeout
+        session_timeout = obj.session_timeout
+        subscription = obj.subscription
+        assignment = obj.assignment
+        subscription_decoded = obj.subscription_decoded
+        assignment_decoded = obj.assignment_decoded
+    else:  # another class: its fields by name, a missing one at its default
+        member_id = getattr(obj, "member_id", None)
+        group_instance_id = getattr(obj, "group_instance_id", None)
+        client_id = getattr(obj, "client_id", None)
+        client_host = getattr(obj, "client_host", None)
+        rebalance_timeout = getattr(obj, "rebalance_timeout", -1)
+        session_timeout = getattr(obj, "session_timeout", None)
+        subscription = getattr(obj, "subscription", None)
+        assignment = getattr(obj, "assignment", None)
+        subscription_decoded = getattr(obj, "subscription_decoded", None)
+        assignment_decoded = getattr(obj, "assignment_decoded", None)
     if subscription_decoded is not None and subscription is None:
         tmp_ = bytearray()
         _encode_consumer_protocol_subscription(subscription_decoded, tmp_, 0)
         subscription = bytes(tmp_)
-    assignment_decoded = obj.assignment_decoded if own_ else getattr(obj, "assignment_decoded", None)
     if assignment_decoded is not None and assignment is None:
         tmp_ = bytearray()
         _encode_consumer_protocol_assignment(assignment_decoded, tmp_, 0)
@@ -1819,13 +1895,20 @@ def _encode_group_metadata_value(obj, out, index, version):
             f"GroupMetadataValue is not defined for version {version} (this schema has it for (group_coordinator_value.version <= 3))",
             path="group_metadata_value",
         )
-    own_ = type(obj) is GroupMetadataValue
-    protocol_type = obj.protocol_type if own_ else getattr(obj, "protocol_type", None)
-    generation = obj.generation if own_ else getattr(obj, "generation", None)
-    protocol = obj.protocol if own_ else getattr(obj, "protocol", None)
-    leader = obj.leader if own_ else getattr(obj, "leader", None)
-    current_state_timestamp = obj.current_state_timestamp if own_ else getattr(obj, "current_state_timestamp", -1)
-    members = obj.members if own_ else getattr(obj, "members", None)
+    if type(obj) is GroupMetadataValue:
+        protocol_type = obj.protocol_type
+        generation = obj.generation
+        protocol = obj.protocol
+        leader = obj.leader
+        current_state_timestamp = obj.current_state_timestamp
+        members = obj.members
+    else:  # another class: its fields by name, a missing one at its default
+        protocol_type = getattr(obj, "protocol_type", None)
+        generation = getattr(obj, "generation", None)
+        protocol = getattr(obj, "protocol", None)
+        leader = getattr(obj, "leader", None)
+        current_state_timestamp = getattr(obj, "current_state_timestamp", -1)
+        members = getattr(obj, "members", None)
     if protocol_type is None:
         raise _InvalidValueError("may not be null", path="group_metadata_value.protocol_type")
     else:
@@ -1870,13 +1953,20 @@ def _fencode_group_metadata_value(obj, out, index, version):
             f"GroupMetadataValue is not defined for version {version} (this schema has it for (group_coordinator_value.version <= 3))",
             path="group_metadata_value",
         )
-    own_ = type(obj) is GroupMetadataValue
-    protocol_type = obj.protocol_type if own_ else getattr(obj, "protocol_type", None)
-    generation = obj.generation if own_ else getattr(obj, "generation", None)
-    protocol = obj.protocol if own_ else getattr(obj, "protocol", None)
-    leader = obj.leader if own_ else getattr(obj, "leader", None)
-    current_state_timestamp = obj.current_state_timestamp if own_ else getattr(obj, "current_state_timestamp", -1)
-    members = obj.members if own_ else getattr(obj, "members", None)
+    if type(obj) is GroupMetadataValue:
+        protocol_type = obj.protocol_type
+        generation = obj.generation
+        protocol = obj.protocol
+        leader = obj.leader
+        current_state_timestamp = obj.current_state_timestamp
+        members = obj.members
+    else:
+        protocol_type = getattr(obj, "protocol_type", None)
+        generation = getattr(obj, "generation", None)
+        protocol = getattr(obj, "protocol", None)
+        leader = getattr(obj, "leader", None)
+        current_state_timestamp = getattr(obj, "current_state_timestamp", -1)
+        members = getattr(obj, "members", None)
     b_ = _STR_ENCODED.get(protocol_type)
     protocol_type = _encode_str(protocol_type) if b_ is None else b_
     out += _S2.pack(len(protocol_type))
@@ -1900,35 +1990,32 @@ def _fencode_group_metadata_value(obj, out, index, version):
         out += _S0.pack(current_state_timestamp)
     out += _S1.pack(len(members))
     for item_ in members:
-        own__member_metadata_ = type(item_) is MemberMetadata
-        member_id_member_metadata_ = item_.member_id if own__member_metadata_ else getattr(item_, "member_id", None)
-        group_instance_id_member_metadata_ = (
-            item_.group_instance_id if own__member_metadata_ else getattr(item_, "group_instance_id", None)
-        )
-        client_id_member_metadata_ = item_.client_id if own__member_metadata_ else getattr(item_, "client_id", None)
-        client_host_member_metadata_ = (
-            item_.client_host if own__member_metadata_ else getattr(item_, "client_host", None)
-        )
-        rebalance_timeout_member_metadata_ = (
-            item_.rebalance_timeout if own__member_metadata_ else getattr(item_, "rebalance_timeout", -1)
-        )
-        session_timeout_member_metadata_ = (
-            item_.session_timeout if own__member_metadata_ else getattr(item_, "session_timeout", None)
-        )
-        subscription_member_metadata_ = (
-            item_.subscription if own__member_metadata_ else getattr(item_, "subscription", None)
-        )
-        assignment_member_metadata_ = item_.assignment if own__member_metadata_ else getattr(item_, "assignment", None)
-        subscription_decoded_member_metadata_ = (
-            item_.subscription_decoded if own__member_metadata_ else getattr(item_, "subscription_decoded", None)
-        )
+        if type(item_) is MemberMetadata:
+            member_id_member_metadata_ = item_.member_id
+            group_instance_id_member_metadata_ = item_.group_instance_id
+            client_id_member_metadata_ = item_.client_id
+            client_host_member_metadata_ = item_.client_host
+            rebalance_timeout_member_metadata_ = item_.rebalance_timeout
+            session_timeout_member_metadata_ = item_.session_timeout
+            subscription_member_metadata_ = item_.subscription
+            assignment_member_metadata_ = item_.assignment
+            subscription_decoded_member_metadata_ = item_.subscription_decoded
+            assignment_decoded_member_metadata_ = item_.assignment_decoded
+        else:
+            member_id_member_metadata_ = getattr(item_, "member_id", None)
+            group_instance_id_member_metadata_ = getattr(item_, "group_instance_id", None)
+            client_id_member_metadata_ = getattr(item_, "client_id", None)
+            client_host_member_metadata_ = getattr(item_, "client_host", None)
+            rebalance_timeout_member_metadata_ = getattr(item_, "rebalance_timeout", -1)
+            session_timeout_member_metadata_ = getattr(item_, "session_timeout", None)
+            subscription_member_metadata_ = getattr(item_, "subscription", None)
+            assignment_member_metadata_ = getattr(item_, "assignment", None)
+            subscription_decoded_member_metadata_ = getattr(item_, "subscription_decoded", None)
+            assignment_decoded_member_metadata_ = getattr(item_, "assignment_decoded", None)
         if subscription_decoded_member_metadata_ is not None and subscription_member_metadata_ is None:
             tmp__member_metadata_ = bytearray()
             _fencode_consumer_protocol_subscription(subscription_decoded_member_metadata_, tmp__member_metadata_, 0)
             subscription_member_metadata_ = bytes(tmp__member_metadata_)
-        assignment_decoded_member_metadata_ = (
-            item_.assignment_decoded if own__member_metadata_ else getattr(item_, "assignment_decoded", None)
-        )
         if assignment_decoded_member_metadata_ is not None and assignment_member_metadata_ is None:
             tmp__member_metadata_ = bytearray()
             _fencode_consumer_protocol_assignment(assignment_decoded_member_metadata_, tmp__member_metadata_, 0)
@@ -2182,36 +2269,39 @@ def _decode_group_metadata_value_member_metadata(buf, pos, end, opts, protocol_t
         assignment = buf[pos : pos + n_assignment]
         pos += n_assignment
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "group_metadata_value_member_metadata.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="group_metadata_value_member_metadata.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "group_metadata_value_member_metadata.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "group_metadata_value_member_metadata.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "group_metadata_value_member_metadata.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="group_metadata_value_member_metadata.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "group_metadata_value_member_metadata.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "group_metadata_value_member_metadata.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="group_metadata_value_member_metadata.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     subscription_decoded_error = None
     if protocol_type == "consumer":
         try:  # on_error: raw: a parse that fails leaves the bytes, and says why (the checked decoder's error)
@@ -2257,22 +2347,34 @@ def _decode_group_metadata_value_member_metadata(buf, pos, end, opts, protocol_t
 
 def _encode_group_metadata_value_member_metadata(obj, out, index, protocol_type):
     """Append one group_metadata_value_member_metadata to out."""
-    own_ = type(obj) is GroupMetadataValueMemberMetadata
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", None)
-    group_instance_id = obj.group_instance_id if own_ else getattr(obj, "group_instance_id", None)
-    client_id = obj.client_id if own_ else getattr(obj, "client_id", None)
-    client_host = obj.client_host if own_ else getattr(obj, "client_host", None)
-    rebalance_timeout = obj.rebalance_timeout if own_ else getattr(obj, "rebalance_timeout", -1)
-    session_timeout = obj.session_timeout if own_ else getattr(obj, "session_timeout", None)
-    subscription = obj.subscription if own_ else getattr(obj, "subscription", None)
-    assignment = obj.assignment if own_ else getattr(obj, "assignment", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
-    subscription_decoded = obj.subscription_decoded if own_ else getattr(obj, "subscription_decoded", None)
+    if type(obj) is GroupMetadataValueMemberMetadata:
+        member_id = obj.member_id
+        group_instance_id = obj.group_instance_id
+        client_id = obj.client_id
+        client_host = obj.client_host
+        rebalance_timeout = obj.rebalance_timeout
+        session_timeout = obj.session_timeout
+        subscription = obj.subscription
+        assignment = obj.assignment
+        tagged_fields = obj.tagged_fields
+        subscription_decoded = obj.subscription_decoded
+        assignment_decoded = obj.assignment_decoded
+    else:  # another class: its fields by name, a missing one at its default
+        member_id = getattr(obj, "member_id", None)
+        group_instance_id = getattr(obj, "group_instance_id", None)
+        client_id = getattr(obj, "client_id", None)
+        client_host = getattr(obj, "client_host", None)
+        rebalance_timeout = getattr(obj, "rebalance_timeout", -1)
+        session_timeout = getattr(obj, "session_timeout", None)
+        subscription = getattr(obj, "subscription", None)
+        assignment = getattr(obj, "assignment", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
+        subscription_decoded = getattr(obj, "subscription_decoded", None)
+        assignment_decoded = getattr(obj, "assignment_decoded", None)
     if subscription_decoded is not None and subscription is None:
         tmp_ = bytearray()
         _encode_consumer_protocol_subscription(subscription_decoded, tmp_, 0)
         subscription = bytes(tmp_)
-    assignment_decoded = obj.assignment_decoded if own_ else getattr(obj, "assignment_decoded", None)
     if assignment_decoded is not None and assignment is None:
         tmp_ = bytearray()
         _encode_consumer_protocol_assignment(assignment_decoded, tmp_, 0)
@@ -2346,9 +2448,10 @@ def _encode_group_metadata_value_member_metadata(obj, out, index, protocol_type)
             _write_uvarint(out, n_ + 1, "group_metadata_value_member_metadata.assignment")
 
         out += assignment
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "group_metadata_value_member_metadata.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "group_metadata_value_member_metadata.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_group_metadata_value_flexible(buf, pos, end, opts, version):
@@ -2501,36 +2604,39 @@ def _decode_group_metadata_value_flexible(buf, pos, end, opts, version):
             ) from None
         append_members(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "group_metadata_value_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="group_metadata_value_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "group_metadata_value_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "group_metadata_value_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "group_metadata_value_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="group_metadata_value_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "group_metadata_value_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "group_metadata_value_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="group_metadata_value_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return GroupMetadataValueFlexible(
         protocol_type, generation, protocol, leader, current_state_timestamp, members, tagged_fields
     ), pos
@@ -2815,51 +2921,54 @@ def _fdecode_group_metadata_value_flexible(buf, pos, end, opts, version):
             ]
             pos += n_assignment_group_metadata_value_member_metadata_
         tagged_fields_group_metadata_value_member_metadata_ = []
-        sec__group_metadata_value_member_metadata_ = pos
-        prev__group_metadata_value_member_metadata_, odd__group_metadata_value_member_metadata_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__group_metadata_value_member_metadata_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__group_metadata_value_member_metadata_, pos = _read_uvarint32(
-                buf, pos, end, "group_metadata_value_member_metadata.tagged_fields"
-            )
-        if n_tags__group_metadata_value_member_metadata_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__group_metadata_value_member_metadata_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="group_metadata_value_member_metadata.tagged_fields",
-            )
-        for __group_metadata_value_member_metadata_ in range(n_tags__group_metadata_value_member_metadata_):
-            tag__group_metadata_value_member_metadata_, pos = _read_uvarint32(
-                buf, pos, end, "group_metadata_value_member_metadata.tagged_fields"
-            )
-            size__group_metadata_value_member_metadata_, pos = _read_uvarint32(
-                buf, pos, end, "group_metadata_value_member_metadata.tagged_fields"
-            )
-            if size__group_metadata_value_member_metadata_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__group_metadata_value_member_metadata_} declares {size__group_metadata_value_member_metadata_} bytes, {end - pos} left",
+            sec__group_metadata_value_member_metadata_ = pos
+            prev__group_metadata_value_member_metadata_, odd__group_metadata_value_member_metadata_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__group_metadata_value_member_metadata_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__group_metadata_value_member_metadata_, pos = _read_uvarint32(
+                    buf, pos, end, "group_metadata_value_member_metadata.tagged_fields"
+                )
+            if n_tags__group_metadata_value_member_metadata_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__group_metadata_value_member_metadata_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="group_metadata_value_member_metadata.tagged_fields",
                 )
-            stop__group_metadata_value_member_metadata_ = pos + size__group_metadata_value_member_metadata_
-            if tag__group_metadata_value_member_metadata_ <= prev__group_metadata_value_member_metadata_:
-                odd__group_metadata_value_member_metadata_ = True
-            prev__group_metadata_value_member_metadata_ = tag__group_metadata_value_member_metadata_
-            tagged_fields_group_metadata_value_member_metadata_.append(
-                (
-                    tag__group_metadata_value_member_metadata_,
-                    bytes(buf[pos:stop__group_metadata_value_member_metadata_]),
+            for __group_metadata_value_member_metadata_ in range(n_tags__group_metadata_value_member_metadata_):
+                tag__group_metadata_value_member_metadata_, pos = _read_uvarint32(
+                    buf, pos, end, "group_metadata_value_member_metadata.tagged_fields"
                 )
-            )
-            pos = stop__group_metadata_value_member_metadata_
-        if odd__group_metadata_value_member_metadata_:
-            tagged_fields_group_metadata_value_member_metadata_ = _keep_tags(
-                tagged_fields_group_metadata_value_member_metadata_,
-                buf[sec__group_metadata_value_member_metadata_:pos],
-                (),
-            )
+                size__group_metadata_value_member_metadata_, pos = _read_uvarint32(
+                    buf, pos, end, "group_metadata_value_member_metadata.tagged_fields"
+                )
+                if size__group_metadata_value_member_metadata_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__group_metadata_value_member_metadata_} declares {size__group_metadata_value_member_metadata_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="group_metadata_value_member_metadata.tagged_fields",
+                    )
+                stop__group_metadata_value_member_metadata_ = pos + size__group_metadata_value_member_metadata_
+                if tag__group_metadata_value_member_metadata_ <= prev__group_metadata_value_member_metadata_:
+                    odd__group_metadata_value_member_metadata_ = True
+                prev__group_metadata_value_member_metadata_ = tag__group_metadata_value_member_metadata_
+                tagged_fields_group_metadata_value_member_metadata_.append(
+                    (
+                        tag__group_metadata_value_member_metadata_,
+                        bytes(buf[pos:stop__group_metadata_value_member_metadata_]),
+                    )
+                )
+                pos = stop__group_metadata_value_member_metadata_
+            if odd__group_metadata_value_member_metadata_:
+                tagged_fields_group_metadata_value_member_metadata_ = _keep_tags(
+                    tagged_fields_group_metadata_value_member_metadata_,
+                    buf[sec__group_metadata_value_member_metadata_:pos],
+                    (),
+                )
         subscription_decoded_error_group_metadata_value_member_metadata_ = None
         if protocol_type == "consumer":
             try:
@@ -2943,36 +3052,39 @@ def _fdecode_group_metadata_value_flexible(buf, pos, end, opts, version):
         item_ = value__group_metadata_value_member_metadata_
         append_members(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "group_metadata_value_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="group_metadata_value_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "group_metadata_value_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "group_metadata_value_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "group_metadata_value_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="group_metadata_value_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "group_metadata_value_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "group_metadata_value_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="group_metadata_value_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(GroupMetadataValueFlexible)
     value_.protocol_type = protocol_type
     value_.generation = generation
@@ -2991,14 +3103,22 @@ def _encode_group_metadata_value_flexible(obj, out, index, version):
             f"GroupMetadataValue is not defined for version {version} (this schema has it for ((group_coordinator_value.version >= 4) and (group_coordinator_value.version <= 4)))",
             path="group_metadata_value_flexible",
         )
-    own_ = type(obj) is GroupMetadataValueFlexible
-    protocol_type = obj.protocol_type if own_ else getattr(obj, "protocol_type", None)
-    generation = obj.generation if own_ else getattr(obj, "generation", None)
-    protocol = obj.protocol if own_ else getattr(obj, "protocol", None)
-    leader = obj.leader if own_ else getattr(obj, "leader", None)
-    current_state_timestamp = obj.current_state_timestamp if own_ else getattr(obj, "current_state_timestamp", -1)
-    members = obj.members if own_ else getattr(obj, "members", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is GroupMetadataValueFlexible:
+        protocol_type = obj.protocol_type
+        generation = obj.generation
+        protocol = obj.protocol
+        leader = obj.leader
+        current_state_timestamp = obj.current_state_timestamp
+        members = obj.members
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        protocol_type = getattr(obj, "protocol_type", None)
+        generation = getattr(obj, "generation", None)
+        protocol = getattr(obj, "protocol", None)
+        leader = getattr(obj, "leader", None)
+        current_state_timestamp = getattr(obj, "current_state_timestamp", -1)
+        members = getattr(obj, "members", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if protocol_type is None:
         raise _InvalidValueError("may not be null", path="group_metadata_value_flexible.protocol_type")
     else:
@@ -3055,9 +3175,10 @@ def _encode_group_metadata_value_flexible(obj, out, index, version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"group_metadata_value_flexible.members[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "group_metadata_value_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "group_metadata_value_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_group_metadata_value_flexible(obj, out, index, version):
@@ -3067,14 +3188,22 @@ def _fencode_group_metadata_value_flexible(obj, out, index, version):
             f"GroupMetadataValue is not defined for version {version} (this schema has it for ((group_coordinator_value.version >= 4) and (group_coordinator_value.version <= 4)))",
             path="group_metadata_value_flexible",
         )
-    own_ = type(obj) is GroupMetadataValueFlexible
-    protocol_type = obj.protocol_type if own_ else getattr(obj, "protocol_type", None)
-    generation = obj.generation if own_ else getattr(obj, "generation", None)
-    protocol = obj.protocol if own_ else getattr(obj, "protocol", None)
-    leader = obj.leader if own_ else getattr(obj, "leader", None)
-    current_state_timestamp = obj.current_state_timestamp if own_ else getattr(obj, "current_state_timestamp", -1)
-    members = obj.members if own_ else getattr(obj, "members", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is GroupMetadataValueFlexible:
+        protocol_type = obj.protocol_type
+        generation = obj.generation
+        protocol = obj.protocol
+        leader = obj.leader
+        current_state_timestamp = obj.current_state_timestamp
+        members = obj.members
+        tagged_fields = obj.tagged_fields
+    else:
+        protocol_type = getattr(obj, "protocol_type", None)
+        generation = getattr(obj, "generation", None)
+        protocol = getattr(obj, "protocol", None)
+        leader = getattr(obj, "leader", None)
+        current_state_timestamp = getattr(obj, "current_state_timestamp", -1)
+        members = getattr(obj, "members", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     b_ = _STR_ENCODED.get(protocol_type)
     protocol_type = _encode_str(protocol_type) if b_ is None else b_
     n_ = len(protocol_type)
@@ -3113,45 +3242,30 @@ def _fencode_group_metadata_value_flexible(obj, out, index, version):
     else:
         _write_uvarint(out, n_ + 1, "group_metadata_value_flexible.members")
     for item_ in members:
-        own__group_metadata_value_member_metadata_ = type(item_) is GroupMetadataValueMemberMetadata
-        member_id_group_metadata_value_member_metadata_ = (
-            item_.member_id if own__group_metadata_value_member_metadata_ else getattr(item_, "member_id", None)
-        )
-        group_instance_id_group_metadata_value_member_metadata_ = (
-            item_.group_instance_id
-            if own__group_metadata_value_member_metadata_
-            else getattr(item_, "group_instance_id", None)
-        )
-        client_id_group_metadata_value_member_metadata_ = (
-            item_.client_id if own__group_metadata_value_member_metadata_ else getattr(item_, "client_id", None)
-        )
-        client_host_group_metadata_value_member_metadata_ = (
-            item_.client_host if own__group_metadata_value_member_metadata_ else getattr(item_, "client_host", None)
-        )
-        rebalance_timeout_group_metadata_value_member_metadata_ = (
-            item_.rebalance_timeout
-            if own__group_metadata_value_member_metadata_
-            else getattr(item_, "rebalance_timeout", -1)
-        )
-        session_timeout_group_metadata_value_member_metadata_ = (
-            item_.session_timeout
-            if own__group_metadata_value_member_metadata_
-            else getattr(item_, "session_timeout", None)
-        )
-        subscription_group_metadata_value_member_metadata_ = (
-            item_.subscription if own__group_metadata_value_member_metadata_ else getattr(item_, "subscription", None)
-        )
-        assignment_group_metadata_value_member_metadata_ = (
-            item_.assignment if own__group_metadata_value_member_metadata_ else getattr(item_, "assignment", None)
-        )
-        tagged_fields_group_metadata_value_member_metadata_ = (
-            item_.tagged_fields if own__group_metadata_value_member_metadata_ else getattr(item_, "tagged_fields", None)
-        )
-        subscription_decoded_group_metadata_value_member_metadata_ = (
-            item_.subscription_decoded
-            if own__group_metadata_value_member_metadata_
-            else getattr(item_, "subscription_decoded", None)
-        )
+        if type(item_) is GroupMetadataValueMemberMetadata:
+            member_id_group_metadata_value_member_metadata_ = item_.member_id
+            group_instance_id_group_metadata_value_member_metadata_ = item_.group_instance_id
+            client_id_group_metadata_value_member_metadata_ = item_.client_id
+            client_host_group_metadata_value_member_metadata_ = item_.client_host
+            rebalance_timeout_group_metadata_value_member_metadata_ = item_.rebalance_timeout
+            session_timeout_group_metadata_value_member_metadata_ = item_.session_timeout
+            subscription_group_metadata_value_member_metadata_ = item_.subscription
+            assignment_group_metadata_value_member_metadata_ = item_.assignment
+            tagged_fields_group_metadata_value_member_metadata_ = item_.tagged_fields
+            subscription_decoded_group_metadata_value_member_metadata_ = item_.subscription_decoded
+            assignment_decoded_group_metadata_value_member_metadata_ = item_.assignment_decoded
+        else:
+            member_id_group_metadata_value_member_metadata_ = getattr(item_, "member_id", None)
+            group_instance_id_group_metadata_value_member_metadata_ = getattr(item_, "group_instance_id", None)
+            client_id_group_metadata_value_member_metadata_ = getattr(item_, "client_id", None)
+            client_host_group_metadata_value_member_metadata_ = getattr(item_, "client_host", None)
+            rebalance_timeout_group_metadata_value_member_metadata_ = getattr(item_, "rebalance_timeout", -1)
+            session_timeout_group_metadata_value_member_metadata_ = getattr(item_, "session_timeout", None)
+            subscription_group_metadata_value_member_metadata_ = getattr(item_, "subscription", None)
+            assignment_group_metadata_value_member_metadata_ = getattr(item_, "assignment", None)
+            tagged_fields_group_metadata_value_member_metadata_ = getattr(item_, "tagged_fields", None)
+            subscription_decoded_group_metadata_value_member_metadata_ = getattr(item_, "subscription_decoded", None)
+            assignment_decoded_group_metadata_value_member_metadata_ = getattr(item_, "assignment_decoded", None)
         if (
             subscription_decoded_group_metadata_value_member_metadata_ is not None
             and subscription_group_metadata_value_member_metadata_ is None
@@ -3163,11 +3277,6 @@ def _fencode_group_metadata_value_flexible(obj, out, index, version):
                 0,
             )
             subscription_group_metadata_value_member_metadata_ = bytes(tmp__group_metadata_value_member_metadata_)
-        assignment_decoded_group_metadata_value_member_metadata_ = (
-            item_.assignment_decoded
-            if own__group_metadata_value_member_metadata_
-            else getattr(item_, "assignment_decoded", None)
-        )
         if (
             assignment_decoded_group_metadata_value_member_metadata_ is not None
             and assignment_group_metadata_value_member_metadata_ is None
@@ -3260,18 +3369,23 @@ def _fencode_group_metadata_value_flexible(obj, out, index, version):
                 out, n__group_metadata_value_member_metadata_ + 1, "group_metadata_value_member_metadata.assignment"
             )
         out += assignment_group_metadata_value_member_metadata_
-        tags__group_metadata_value_member_metadata_ = []
-        valid__group_metadata_value_member_metadata_ = None
-        _write_tagged(
-            out,
-            tags__group_metadata_value_member_metadata_,
-            tagged_fields_group_metadata_value_member_metadata_,
-            "group_metadata_value_member_metadata.tagged_fields",
-            valid__group_metadata_value_member_metadata_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "group_metadata_value_flexible.tagged_fields", valid_)
+        if (
+            tagged_fields_group_metadata_value_member_metadata_
+            or tagged_fields_group_metadata_value_member_metadata_.__class__ is _TagSection
+        ):
+            _write_tagged(
+                out,
+                [],
+                tagged_fields_group_metadata_value_member_metadata_,
+                "group_metadata_value_member_metadata.tagged_fields",
+                None,
+            )
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "group_metadata_value_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_group_metadata_value_versions(buf, pos, end, opts, version):
@@ -3363,36 +3477,39 @@ def _decode_consumer_group_metadata_value(buf, pos, end, opts, version):
     (epoch,) = _S1.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_metadata_value.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="consumer_group_metadata_value.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_metadata_value.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_metadata_value.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_metadata_value.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="consumer_group_metadata_value.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_metadata_value.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_metadata_value.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="consumer_group_metadata_value.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ConsumerGroupMetadataValue(epoch, tagged_fields), pos
 
 
@@ -3407,36 +3524,39 @@ def _fdecode_consumer_group_metadata_value(buf, pos, end, opts, version):
     (epoch,) = _S1.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_metadata_value.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="consumer_group_metadata_value.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_metadata_value.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_metadata_value.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_metadata_value.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="consumer_group_metadata_value.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_metadata_value.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_metadata_value.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="consumer_group_metadata_value.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ConsumerGroupMetadataValue)  # slots set directly: a third of the cost of calling __init__
     value_.epoch = epoch
     value_.tagged_fields = tagged_fields
@@ -3450,13 +3570,17 @@ def _encode_consumer_group_metadata_value(obj, out, index, version):
             f"ConsumerGroupMetadataValue is not defined for version {version} (this schema has it for (group_coordinator_value.version <= 0))",
             path="consumer_group_metadata_value",
         )
-    own_ = type(obj) is ConsumerGroupMetadataValue
-    epoch = obj.epoch if own_ else getattr(obj, "epoch", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ConsumerGroupMetadataValue:
+        epoch = obj.epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        epoch = getattr(obj, "epoch", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "consumer_group_metadata_value.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "consumer_group_metadata_value.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_consumer_group_metadata_value(obj, out, index, version):
@@ -3466,13 +3590,17 @@ def _fencode_consumer_group_metadata_value(obj, out, index, version):
             f"ConsumerGroupMetadataValue is not defined for version {version} (this schema has it for (group_coordinator_value.version <= 0))",
             path="consumer_group_metadata_value",
         )
-    own_ = type(obj) is ConsumerGroupMetadataValue
-    epoch = obj.epoch if own_ else getattr(obj, "epoch", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ConsumerGroupMetadataValue:
+        epoch = obj.epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        epoch = getattr(obj, "epoch", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "consumer_group_metadata_value.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "consumer_group_metadata_value.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_partition_metadata_racks_item(buf, pos, end, opts):
@@ -3563,45 +3691,52 @@ def _decode_partition_metadata(buf, pos, end, opts):
             raise exc.within("partition_metadata.racks", i_racks, "partition_metadata_racks_item") from None
         append_racks(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_metadata.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="partition_metadata.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "partition_metadata.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "partition_metadata.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_metadata.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="partition_metadata.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "partition_metadata.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "partition_metadata.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="partition_metadata.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return PartitionMetadata(partition, racks, tagged_fields), pos
 
 
 def _encode_partition_metadata(obj, out, index):
     """Append one partition_metadata to out."""
-    own_ = type(obj) is PartitionMetadata
-    partition = obj.partition if own_ else getattr(obj, "partition", None)
-    racks = obj.racks if own_ else getattr(obj, "racks", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is PartitionMetadata:
+        partition = obj.partition
+        racks = obj.racks
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition = getattr(obj, "partition", None)
+        racks = getattr(obj, "racks", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(partition)
     n_ = len(racks)
     if -1 <= n_ < 0x3FFF:
@@ -3619,9 +3754,10 @@ def _encode_partition_metadata(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"partition_metadata.racks[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "partition_metadata.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "partition_metadata.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_topic_metadata(buf, pos, end, opts):
@@ -3698,43 +3834,56 @@ def _decode_topic_metadata(buf, pos, end, opts):
             raise exc.within("topic_metadata.partition_metadata", i_partition_metadata, "partition_metadata") from None
         append_partition_metadata(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_metadata.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_metadata.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "topic_metadata.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "topic_metadata.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="topic_metadata.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_metadata.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="topic_metadata.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "topic_metadata.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "topic_metadata.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="topic_metadata.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TopicMetadata(topic_id, topic_name, num_partitions, partition_metadata, tagged_fields), pos
 
 
 def _encode_topic_metadata(obj, out, index):
     """Append one topic_metadata to out."""
-    own_ = type(obj) is TopicMetadata
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    topic_name = obj.topic_name if own_ else getattr(obj, "topic_name", None)
-    num_partitions = obj.num_partitions if own_ else getattr(obj, "num_partitions", None)
-    partition_metadata = obj.partition_metadata if own_ else getattr(obj, "partition_metadata", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TopicMetadata:
+        topic_id = obj.topic_id
+        topic_name = obj.topic_name
+        num_partitions = obj.num_partitions
+        partition_metadata = obj.partition_metadata
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_id = getattr(obj, "topic_id", None)
+        topic_name = getattr(obj, "topic_name", None)
+        num_partitions = getattr(obj, "num_partitions", None)
+        partition_metadata = getattr(obj, "partition_metadata", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S6.pack(_uuid16(topic_id))
     if topic_name is None:
         raise _InvalidValueError("may not be null", path="topic_metadata.topic_name")
@@ -3765,9 +3914,10 @@ def _encode_topic_metadata(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_metadata.partition_metadata[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "topic_metadata.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "topic_metadata.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_consumer_group_partition_metadata_value(buf, pos, end, opts, version):
@@ -3835,36 +3985,39 @@ def _decode_consumer_group_partition_metadata_value(buf, pos, end, opts, version
                     path="consumer_group_partition_metadata_value.topics",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_partition_metadata_value.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="consumer_group_partition_metadata_value.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_partition_metadata_value.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_partition_metadata_value.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_partition_metadata_value.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="consumer_group_partition_metadata_value.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_partition_metadata_value.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_partition_metadata_value.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="consumer_group_partition_metadata_value.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ConsumerGroupPartitionMetadataValue(topics, tagged_fields), pos
 
 
@@ -4030,51 +4183,54 @@ def _fdecode_consumer_group_partition_metadata_value(buf, pos, end, opts, versio
                 )
                 append_racks_partition_metadata__topic_metadata_(item__partition_metadata__topic_metadata_)
             tagged_fields_partition_metadata__topic_metadata_ = []
-            sec__partition_metadata__topic_metadata_ = pos
-            prev__partition_metadata__topic_metadata_, odd__partition_metadata__topic_metadata_ = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__partition_metadata__topic_metadata_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__partition_metadata__topic_metadata_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_metadata.tagged_fields"
-                )
-            if n_tags__partition_metadata__topic_metadata_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__partition_metadata__topic_metadata_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="partition_metadata.tagged_fields",
-                )
-            for __partition_metadata__topic_metadata_ in range(n_tags__partition_metadata__topic_metadata_):
-                tag__partition_metadata__topic_metadata_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_metadata.tagged_fields"
-                )
-                size__partition_metadata__topic_metadata_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_metadata.tagged_fields"
-                )
-                if size__partition_metadata__topic_metadata_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__partition_metadata__topic_metadata_} declares {size__partition_metadata__topic_metadata_} bytes, {end - pos} left",
+                sec__partition_metadata__topic_metadata_ = pos
+                prev__partition_metadata__topic_metadata_, odd__partition_metadata__topic_metadata_ = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__partition_metadata__topic_metadata_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__partition_metadata__topic_metadata_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_metadata.tagged_fields"
+                    )
+                if n_tags__partition_metadata__topic_metadata_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__partition_metadata__topic_metadata_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="partition_metadata.tagged_fields",
                     )
-                stop__partition_metadata__topic_metadata_ = pos + size__partition_metadata__topic_metadata_
-                if tag__partition_metadata__topic_metadata_ <= prev__partition_metadata__topic_metadata_:
-                    odd__partition_metadata__topic_metadata_ = True
-                prev__partition_metadata__topic_metadata_ = tag__partition_metadata__topic_metadata_
-                tagged_fields_partition_metadata__topic_metadata_.append(
-                    (
-                        tag__partition_metadata__topic_metadata_,
-                        bytes(buf[pos:stop__partition_metadata__topic_metadata_]),
+                for __partition_metadata__topic_metadata_ in range(n_tags__partition_metadata__topic_metadata_):
+                    tag__partition_metadata__topic_metadata_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_metadata.tagged_fields"
                     )
-                )
-                pos = stop__partition_metadata__topic_metadata_
-            if odd__partition_metadata__topic_metadata_:
-                tagged_fields_partition_metadata__topic_metadata_ = _keep_tags(
-                    tagged_fields_partition_metadata__topic_metadata_,
-                    buf[sec__partition_metadata__topic_metadata_:pos],
-                    (),
-                )
+                    size__partition_metadata__topic_metadata_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_metadata.tagged_fields"
+                    )
+                    if size__partition_metadata__topic_metadata_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__partition_metadata__topic_metadata_} declares {size__partition_metadata__topic_metadata_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="partition_metadata.tagged_fields",
+                        )
+                    stop__partition_metadata__topic_metadata_ = pos + size__partition_metadata__topic_metadata_
+                    if tag__partition_metadata__topic_metadata_ <= prev__partition_metadata__topic_metadata_:
+                        odd__partition_metadata__topic_metadata_ = True
+                    prev__partition_metadata__topic_metadata_ = tag__partition_metadata__topic_metadata_
+                    tagged_fields_partition_metadata__topic_metadata_.append(
+                        (
+                            tag__partition_metadata__topic_metadata_,
+                            bytes(buf[pos:stop__partition_metadata__topic_metadata_]),
+                        )
+                    )
+                    pos = stop__partition_metadata__topic_metadata_
+                if odd__partition_metadata__topic_metadata_:
+                    tagged_fields_partition_metadata__topic_metadata_ = _keep_tags(
+                        tagged_fields_partition_metadata__topic_metadata_,
+                        buf[sec__partition_metadata__topic_metadata_:pos],
+                        (),
+                    )
             value__partition_metadata__topic_metadata_ = _new_object(PartitionMetadata)
             value__partition_metadata__topic_metadata_.partition = partition_partition_metadata__topic_metadata_
             value__partition_metadata__topic_metadata_.racks = racks_partition_metadata__topic_metadata_
@@ -4082,36 +4238,41 @@ def _fdecode_consumer_group_partition_metadata_value(buf, pos, end, opts, versio
             item__topic_metadata_ = value__partition_metadata__topic_metadata_
             append_partition_metadata_topic_metadata_(item__topic_metadata_)
         tagged_fields_topic_metadata_ = []
-        sec__topic_metadata_ = pos
-        prev__topic_metadata_, odd__topic_metadata_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__topic_metadata_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__topic_metadata_, pos = _read_uvarint32(buf, pos, end, "topic_metadata.tagged_fields")
-        if n_tags__topic_metadata_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__topic_metadata_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="topic_metadata.tagged_fields",
-            )
-        for __topic_metadata_ in range(n_tags__topic_metadata_):
-            tag__topic_metadata_, pos = _read_uvarint32(buf, pos, end, "topic_metadata.tagged_fields")
-            size__topic_metadata_, pos = _read_uvarint32(buf, pos, end, "topic_metadata.tagged_fields")
-            if size__topic_metadata_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__topic_metadata_} declares {size__topic_metadata_} bytes, {end - pos} left",
+            sec__topic_metadata_ = pos
+            prev__topic_metadata_, odd__topic_metadata_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__topic_metadata_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__topic_metadata_, pos = _read_uvarint32(buf, pos, end, "topic_metadata.tagged_fields")
+            if n_tags__topic_metadata_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__topic_metadata_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="topic_metadata.tagged_fields",
                 )
-            stop__topic_metadata_ = pos + size__topic_metadata_
-            if tag__topic_metadata_ <= prev__topic_metadata_:
-                odd__topic_metadata_ = True
-            prev__topic_metadata_ = tag__topic_metadata_
-            tagged_fields_topic_metadata_.append((tag__topic_metadata_, bytes(buf[pos:stop__topic_metadata_])))
-            pos = stop__topic_metadata_
-        if odd__topic_metadata_:
-            tagged_fields_topic_metadata_ = _keep_tags(tagged_fields_topic_metadata_, buf[sec__topic_metadata_:pos], ())
+            for __topic_metadata_ in range(n_tags__topic_metadata_):
+                tag__topic_metadata_, pos = _read_uvarint32(buf, pos, end, "topic_metadata.tagged_fields")
+                size__topic_metadata_, pos = _read_uvarint32(buf, pos, end, "topic_metadata.tagged_fields")
+                if size__topic_metadata_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__topic_metadata_} declares {size__topic_metadata_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="topic_metadata.tagged_fields",
+                    )
+                stop__topic_metadata_ = pos + size__topic_metadata_
+                if tag__topic_metadata_ <= prev__topic_metadata_:
+                    odd__topic_metadata_ = True
+                prev__topic_metadata_ = tag__topic_metadata_
+                tagged_fields_topic_metadata_.append((tag__topic_metadata_, bytes(buf[pos:stop__topic_metadata_])))
+                pos = stop__topic_metadata_
+            if odd__topic_metadata_:
+                tagged_fields_topic_metadata_ = _keep_tags(
+                    tagged_fields_topic_metadata_, buf[sec__topic_metadata_:pos], ()
+                )
         value__topic_metadata_ = _new_object(TopicMetadata)
         value__topic_metadata_.topic_id = topic_id_topic_metadata_
         value__topic_metadata_.topic_name = topic_name_topic_metadata_
@@ -4125,36 +4286,39 @@ def _fdecode_consumer_group_partition_metadata_value(buf, pos, end, opts, versio
             if budget_topics < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_partition_metadata_value.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="consumer_group_partition_metadata_value.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_partition_metadata_value.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_partition_metadata_value.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_partition_metadata_value.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="consumer_group_partition_metadata_value.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_partition_metadata_value.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_partition_metadata_value.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="consumer_group_partition_metadata_value.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ConsumerGroupPartitionMetadataValue)
     value_.topics = topics
     value_.tagged_fields = tagged_fields
@@ -4168,9 +4332,12 @@ def _encode_consumer_group_partition_metadata_value(obj, out, index, version):
             f"ConsumerGroupPartitionMetadataValue is not defined for version {version} (this schema has it for (group_coordinator_value.version <= 0))",
             path="consumer_group_partition_metadata_value",
         )
-    own_ = type(obj) is ConsumerGroupPartitionMetadataValue
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ConsumerGroupPartitionMetadataValue:
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(topics)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -4188,9 +4355,10 @@ def _encode_consumer_group_partition_metadata_value(obj, out, index, version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"consumer_group_partition_metadata_value.topics[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "consumer_group_partition_metadata_value.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "consumer_group_partition_metadata_value.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_consumer_group_partition_metadata_value(obj, out, index, version):
@@ -4200,27 +4368,30 @@ def _fencode_consumer_group_partition_metadata_value(obj, out, index, version):
             f"ConsumerGroupPartitionMetadataValue is not defined for version {version} (this schema has it for (group_coordinator_value.version <= 0))",
             path="consumer_group_partition_metadata_value",
         )
-    own_ = type(obj) is ConsumerGroupPartitionMetadataValue
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ConsumerGroupPartitionMetadataValue:
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(topics)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "consumer_group_partition_metadata_value.topics")
     for item_ in topics:
-        own__topic_metadata_ = type(item_) is TopicMetadata
-        topic_id_topic_metadata_ = item_.topic_id if own__topic_metadata_ else getattr(item_, "topic_id", None)
-        topic_name_topic_metadata_ = item_.topic_name if own__topic_metadata_ else getattr(item_, "topic_name", None)
-        num_partitions_topic_metadata_ = (
-            item_.num_partitions if own__topic_metadata_ else getattr(item_, "num_partitions", None)
-        )
-        partition_metadata_topic_metadata_ = (
-            item_.partition_metadata if own__topic_metadata_ else getattr(item_, "partition_metadata", None)
-        )
-        tagged_fields_topic_metadata_ = (
-            item_.tagged_fields if own__topic_metadata_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is TopicMetadata:
+            topic_id_topic_metadata_ = item_.topic_id
+            topic_name_topic_metadata_ = item_.topic_name
+            num_partitions_topic_metadata_ = item_.num_partitions
+            partition_metadata_topic_metadata_ = item_.partition_metadata
+            tagged_fields_topic_metadata_ = item_.tagged_fields
+        else:
+            topic_id_topic_metadata_ = getattr(item_, "topic_id", None)
+            topic_name_topic_metadata_ = getattr(item_, "topic_name", None)
+            num_partitions_topic_metadata_ = getattr(item_, "num_partitions", None)
+            partition_metadata_topic_metadata_ = getattr(item_, "partition_metadata", None)
+            tagged_fields_topic_metadata_ = getattr(item_, "tagged_fields", None)
         out += _S6.pack(_uuid16(topic_id_topic_metadata_))
         b__topic_metadata_ = _STR_ENCODED.get(topic_name_topic_metadata_)
         topic_name_topic_metadata_ = (
@@ -4239,22 +4410,16 @@ def _fencode_consumer_group_partition_metadata_value(obj, out, index, version):
         else:
             _write_uvarint(out, n__topic_metadata_ + 1, "topic_metadata.partition_metadata")
         for item__topic_metadata_ in partition_metadata_topic_metadata_:
-            own__partition_metadata__topic_metadata_ = type(item__topic_metadata_) is PartitionMetadata
-            partition_partition_metadata__topic_metadata_ = (
-                item__topic_metadata_.partition
-                if own__partition_metadata__topic_metadata_
-                else getattr(item__topic_metadata_, "partition", None)
-            )
-            racks_partition_metadata__topic_metadata_ = (
-                item__topic_metadata_.racks
-                if own__partition_metadata__topic_metadata_
-                else getattr(item__topic_metadata_, "racks", None)
-            )
-            tagged_fields_partition_metadata__topic_metadata_ = (
-                item__topic_metadata_.tagged_fields
-                if own__partition_metadata__topic_metadata_
-                else getattr(item__topic_metadata_, "tagged_fields", None)
-            )
+            if type(item__topic_metadata_) is PartitionMetadata:
+                partition_partition_metadata__topic_metadata_ = item__topic_metadata_.partition
+                racks_partition_metadata__topic_metadata_ = item__topic_metadata_.racks
+                tagged_fields_partition_metadata__topic_metadata_ = item__topic_metadata_.tagged_fields
+            else:
+                partition_partition_metadata__topic_metadata_ = getattr(item__topic_metadata_, "partition", None)
+                racks_partition_metadata__topic_metadata_ = getattr(item__topic_metadata_, "racks", None)
+                tagged_fields_partition_metadata__topic_metadata_ = getattr(
+                    item__topic_metadata_, "tagged_fields", None
+                )
             out += _S1.pack(partition_partition_metadata__topic_metadata_)
             n__partition_metadata__topic_metadata_ = len(racks_partition_metadata__topic_metadata_)
             if -1 <= n__partition_metadata__topic_metadata_ < 16383:
@@ -4285,27 +4450,23 @@ def _fencode_consumer_group_partition_metadata_value(obj, out, index, version):
                         "partition_metadata_racks_item.value",
                     )
                 out += value_partition_metadata_racks_item__partition_metadata__topic_metadata_
-            tags__partition_metadata__topic_metadata_ = []
-            valid__partition_metadata__topic_metadata_ = None
-            _write_tagged(
-                out,
-                tags__partition_metadata__topic_metadata_,
-                tagged_fields_partition_metadata__topic_metadata_,
-                "partition_metadata.tagged_fields",
-                valid__partition_metadata__topic_metadata_,
-            )
-        tags__topic_metadata_ = []
-        valid__topic_metadata_ = None
-        _write_tagged(
-            out,
-            tags__topic_metadata_,
-            tagged_fields_topic_metadata_,
-            "topic_metadata.tagged_fields",
-            valid__topic_metadata_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "consumer_group_partition_metadata_value.tagged_fields", valid_)
+            if (
+                tagged_fields_partition_metadata__topic_metadata_
+                or tagged_fields_partition_metadata__topic_metadata_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out, [], tagged_fields_partition_metadata__topic_metadata_, "partition_metadata.tagged_fields", None
+                )
+            else:
+                out.append(0)
+        if tagged_fields_topic_metadata_ or tagged_fields_topic_metadata_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_topic_metadata_, "topic_metadata.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "consumer_group_partition_metadata_value.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_consumer_group_member_metadata_value_subscribed_topic_names_item(buf, pos, end, opts):
@@ -4424,45 +4585,52 @@ def _decode_classic_protocol(buf, pos, end, opts):
         metadata = buf[pos : pos + n_metadata]
         pos += n_metadata
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "classic_protocol.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="classic_protocol.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "classic_protocol.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "classic_protocol.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "classic_protocol.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="classic_protocol.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "classic_protocol.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "classic_protocol.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="classic_protocol.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ClassicProtocol(name, metadata, tagged_fields), pos
 
 
 def _encode_classic_protocol(obj, out, index):
     """Append one classic_protocol to out."""
-    own_ = type(obj) is ClassicProtocol
-    name = obj.name if own_ else getattr(obj, "name", None)
-    metadata = obj.metadata if own_ else getattr(obj, "metadata", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ClassicProtocol:
+        name = obj.name
+        metadata = obj.metadata
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", None)
+        metadata = getattr(obj, "metadata", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="classic_protocol.name")
     else:
@@ -4485,9 +4653,10 @@ def _encode_classic_protocol(obj, out, index):
             _write_uvarint(out, n_ + 1, "classic_protocol.metadata")
 
         out += metadata
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "classic_protocol.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "classic_protocol.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_classic_member_metadata(buf, pos, end, opts):
@@ -4545,36 +4714,39 @@ def _decode_classic_member_metadata(buf, pos, end, opts):
             ) from None
         append_supported_protocols(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "classic_member_metadata.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="classic_member_metadata.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "classic_member_metadata.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "classic_member_metadata.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "classic_member_metadata.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="classic_member_metadata.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "classic_member_metadata.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "classic_member_metadata.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="classic_member_metadata.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ClassicMemberMetadata(session_timeout_ms, supported_protocols, tagged_fields), pos
 
 
@@ -4650,38 +4822,43 @@ def _fdecode_classic_member_metadata(buf, pos, end, opts):
             metadata_classic_protocol_ = buf[pos : pos + n_metadata_classic_protocol_]
             pos += n_metadata_classic_protocol_
         tagged_fields_classic_protocol_ = []
-        sec__classic_protocol_ = pos
-        prev__classic_protocol_, odd__classic_protocol_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__classic_protocol_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__classic_protocol_, pos = _read_uvarint32(buf, pos, end, "classic_protocol.tagged_fields")
-        if n_tags__classic_protocol_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__classic_protocol_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="classic_protocol.tagged_fields",
-            )
-        for __classic_protocol_ in range(n_tags__classic_protocol_):
-            tag__classic_protocol_, pos = _read_uvarint32(buf, pos, end, "classic_protocol.tagged_fields")
-            size__classic_protocol_, pos = _read_uvarint32(buf, pos, end, "classic_protocol.tagged_fields")
-            if size__classic_protocol_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__classic_protocol_} declares {size__classic_protocol_} bytes, {end - pos} left",
+            sec__classic_protocol_ = pos
+            prev__classic_protocol_, odd__classic_protocol_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__classic_protocol_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__classic_protocol_, pos = _read_uvarint32(buf, pos, end, "classic_protocol.tagged_fields")
+            if n_tags__classic_protocol_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__classic_protocol_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="classic_protocol.tagged_fields",
                 )
-            stop__classic_protocol_ = pos + size__classic_protocol_
-            if tag__classic_protocol_ <= prev__classic_protocol_:
-                odd__classic_protocol_ = True
-            prev__classic_protocol_ = tag__classic_protocol_
-            tagged_fields_classic_protocol_.append((tag__classic_protocol_, bytes(buf[pos:stop__classic_protocol_])))
-            pos = stop__classic_protocol_
-        if odd__classic_protocol_:
-            tagged_fields_classic_protocol_ = _keep_tags(
-                tagged_fields_classic_protocol_, buf[sec__classic_protocol_:pos], ()
-            )
+            for __classic_protocol_ in range(n_tags__classic_protocol_):
+                tag__classic_protocol_, pos = _read_uvarint32(buf, pos, end, "classic_protocol.tagged_fields")
+                size__classic_protocol_, pos = _read_uvarint32(buf, pos, end, "classic_protocol.tagged_fields")
+                if size__classic_protocol_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__classic_protocol_} declares {size__classic_protocol_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="classic_protocol.tagged_fields",
+                    )
+                stop__classic_protocol_ = pos + size__classic_protocol_
+                if tag__classic_protocol_ <= prev__classic_protocol_:
+                    odd__classic_protocol_ = True
+                prev__classic_protocol_ = tag__classic_protocol_
+                tagged_fields_classic_protocol_.append(
+                    (tag__classic_protocol_, bytes(buf[pos:stop__classic_protocol_]))
+                )
+                pos = stop__classic_protocol_
+            if odd__classic_protocol_:
+                tagged_fields_classic_protocol_ = _keep_tags(
+                    tagged_fields_classic_protocol_, buf[sec__classic_protocol_:pos], ()
+                )
         value__classic_protocol_ = _new_object(ClassicProtocol)
         value__classic_protocol_.name = name_classic_protocol_
         value__classic_protocol_.metadata = metadata_classic_protocol_
@@ -4689,36 +4866,39 @@ def _fdecode_classic_member_metadata(buf, pos, end, opts):
         item_ = value__classic_protocol_
         append_supported_protocols(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "classic_member_metadata.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="classic_member_metadata.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "classic_member_metadata.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "classic_member_metadata.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "classic_member_metadata.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="classic_member_metadata.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "classic_member_metadata.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "classic_member_metadata.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="classic_member_metadata.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ClassicMemberMetadata)
     value_.session_timeout_ms = session_timeout_ms
     value_.supported_protocols = supported_protocols
@@ -4728,10 +4908,14 @@ def _fdecode_classic_member_metadata(buf, pos, end, opts):
 
 def _encode_classic_member_metadata(obj, out, index):
     """Append one classic_member_metadata to out."""
-    own_ = type(obj) is ClassicMemberMetadata
-    session_timeout_ms = obj.session_timeout_ms if own_ else getattr(obj, "session_timeout_ms", None)
-    supported_protocols = obj.supported_protocols if own_ else getattr(obj, "supported_protocols", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ClassicMemberMetadata:
+        session_timeout_ms = obj.session_timeout_ms
+        supported_protocols = obj.supported_protocols
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        session_timeout_ms = getattr(obj, "session_timeout_ms", None)
+        supported_protocols = getattr(obj, "supported_protocols", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(session_timeout_ms)
     n_ = len(supported_protocols)
     if -1 <= n_ < 0x3FFF:
@@ -4749,17 +4933,22 @@ def _encode_classic_member_metadata(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"classic_member_metadata.supported_protocols[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "classic_member_metadata.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "classic_member_metadata.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_classic_member_metadata(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is ClassicMemberMetadata
-    session_timeout_ms = obj.session_timeout_ms if own_ else getattr(obj, "session_timeout_ms", None)
-    supported_protocols = obj.supported_protocols if own_ else getattr(obj, "supported_protocols", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ClassicMemberMetadata:
+        session_timeout_ms = obj.session_timeout_ms
+        supported_protocols = obj.supported_protocols
+        tagged_fields = obj.tagged_fields
+    else:
+        session_timeout_ms = getattr(obj, "session_timeout_ms", None)
+        supported_protocols = getattr(obj, "supported_protocols", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(session_timeout_ms)
     n_ = len(supported_protocols)
     if -1 <= n_ < 16383:
@@ -4767,12 +4956,14 @@ def _fencode_classic_member_metadata(obj, out, index):
     else:
         _write_uvarint(out, n_ + 1, "classic_member_metadata.supported_protocols")
     for item_ in supported_protocols:
-        own__classic_protocol_ = type(item_) is ClassicProtocol
-        name_classic_protocol_ = item_.name if own__classic_protocol_ else getattr(item_, "name", None)
-        metadata_classic_protocol_ = item_.metadata if own__classic_protocol_ else getattr(item_, "metadata", None)
-        tagged_fields_classic_protocol_ = (
-            item_.tagged_fields if own__classic_protocol_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is ClassicProtocol:
+            name_classic_protocol_ = item_.name
+            metadata_classic_protocol_ = item_.metadata
+            tagged_fields_classic_protocol_ = item_.tagged_fields
+        else:
+            name_classic_protocol_ = getattr(item_, "name", None)
+            metadata_classic_protocol_ = getattr(item_, "metadata", None)
+            tagged_fields_classic_protocol_ = getattr(item_, "tagged_fields", None)
         b__classic_protocol_ = _STR_ENCODED.get(name_classic_protocol_)
         name_classic_protocol_ = (
             _encode_str(name_classic_protocol_) if b__classic_protocol_ is None else b__classic_protocol_
@@ -4789,18 +4980,14 @@ def _fencode_classic_member_metadata(obj, out, index):
         else:
             _write_uvarint(out, n__classic_protocol_ + 1, "classic_protocol.metadata")
         out += metadata_classic_protocol_
-        tags__classic_protocol_ = []
-        valid__classic_protocol_ = None
-        _write_tagged(
-            out,
-            tags__classic_protocol_,
-            tagged_fields_classic_protocol_,
-            "classic_protocol.tagged_fields",
-            valid__classic_protocol_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "classic_member_metadata.tagged_fields", valid_)
+        if tagged_fields_classic_protocol_ or tagged_fields_classic_protocol_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_classic_protocol_, "classic_protocol.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "classic_member_metadata.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_consumer_group_member_metadata_value_classic_member_metadata_tag(buf, pos, end, opts):
@@ -5119,49 +5306,52 @@ def _decode_consumer_group_member_metadata_value(buf, pos, end, opts, version):
     classic_member_metadata = _decode_consumer_group_member_metadata_value_classic_member_metadata_tag(
         b"\x01\x00\x00\x00\x00\x01\x00", 0, b"\x01\x00\x00\x00\x00\x01\x00".__len__(), opts
     )[0]  # absent: new consumer_group_member_metadata_value_classic_member_metadata_tag()
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_member_metadata_value.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="consumer_group_member_metadata_value.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_member_metadata_value.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_member_metadata_value.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_member_metadata_value.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="consumer_group_member_metadata_value.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0:
-            classic_member_metadata, q_ = _decode_consumer_group_member_metadata_value_classic_member_metadata_tag(
-                buf, pos, stop_, opts
-            )
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 0 (classic_member_metadata) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="consumer_group_member_metadata_value.tagged_fields.classic_member_metadata",
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_member_metadata_value.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_member_metadata_value.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="consumer_group_member_metadata_value.tagged_fields",
                 )
-            if buf[pos:stop_] == b"\x01\x00\x00\x00\x00\x01\x00":  # written at its default: kept as read
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
                 odd_ = True
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, b"\x01\x00\x00\x00\x00\x01\x00"),))
+            prev_ = tag_
+            if tag_ == 0:
+                classic_member_metadata, q_ = _decode_consumer_group_member_metadata_value_classic_member_metadata_tag(
+                    buf, pos, stop_, opts
+                )
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (classic_member_metadata) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="consumer_group_member_metadata_value.tagged_fields.classic_member_metadata",
+                    )
+                if buf[pos:stop_] == b"\x01\x00\x00\x00\x00\x01\x00":  # written at its default: kept as read
+                    odd_ = True
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, b"\x01\x00\x00\x00\x00\x01\x00"),))
     return ConsumerGroupMemberMetadataValue(
         instance_id,
         rack_id,
@@ -5386,49 +5576,52 @@ def _fdecode_consumer_group_member_metadata_value(buf, pos, end, opts, version):
     classic_member_metadata = _fdecode_consumer_group_member_metadata_value_classic_member_metadata_tag(
         b"\x01\x00\x00\x00\x00\x01\x00", 0, b"\x01\x00\x00\x00\x00\x01\x00".__len__(), opts
     )[0]
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_member_metadata_value.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="consumer_group_member_metadata_value.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_member_metadata_value.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_member_metadata_value.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_member_metadata_value.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="consumer_group_member_metadata_value.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0:
-            classic_member_metadata, q_ = _fdecode_consumer_group_member_metadata_value_classic_member_metadata_tag(
-                buf, pos, stop_, opts
-            )
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 0 (classic_member_metadata) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="consumer_group_member_metadata_value.tagged_fields.classic_member_metadata",
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_member_metadata_value.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_member_metadata_value.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="consumer_group_member_metadata_value.tagged_fields",
                 )
-            if buf[pos:stop_] == b"\x01\x00\x00\x00\x00\x01\x00":
+            stop_ = pos + size_
+            if tag_ <= prev_:
                 odd_ = True
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, b"\x01\x00\x00\x00\x00\x01\x00"),))
+            prev_ = tag_
+            if tag_ == 0:
+                classic_member_metadata, q_ = _fdecode_consumer_group_member_metadata_value_classic_member_metadata_tag(
+                    buf, pos, stop_, opts
+                )
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (classic_member_metadata) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="consumer_group_member_metadata_value.tagged_fields.classic_member_metadata",
+                    )
+                if buf[pos:stop_] == b"\x01\x00\x00\x00\x00\x01\x00":
+                    odd_ = True
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, b"\x01\x00\x00\x00\x00\x01\x00"),))
     value_ = _new_object(ConsumerGroupMemberMetadataValue)
     value_.instance_id = instance_id
     value_.rack_id = rack_id
@@ -5450,16 +5643,26 @@ def _encode_consumer_group_member_metadata_value(obj, out, index, version):
             f"ConsumerGroupMemberMetadataValue is not defined for version {version} (this schema has it for (group_coordinator_value.version <= 0))",
             path="consumer_group_member_metadata_value",
         )
-    own_ = type(obj) is ConsumerGroupMemberMetadataValue
-    instance_id = obj.instance_id if own_ else getattr(obj, "instance_id", None)
-    rack_id = obj.rack_id if own_ else getattr(obj, "rack_id", None)
-    client_id = obj.client_id if own_ else getattr(obj, "client_id", None)
-    client_host = obj.client_host if own_ else getattr(obj, "client_host", None)
-    subscribed_topic_names = obj.subscribed_topic_names if own_ else getattr(obj, "subscribed_topic_names", None)
-    subscribed_topic_regex = obj.subscribed_topic_regex if own_ else getattr(obj, "subscribed_topic_regex", None)
-    rebalance_timeout_ms = obj.rebalance_timeout_ms if own_ else getattr(obj, "rebalance_timeout_ms", -1)
-    server_assignor = obj.server_assignor if own_ else getattr(obj, "server_assignor", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ConsumerGroupMemberMetadataValue:
+        instance_id = obj.instance_id
+        rack_id = obj.rack_id
+        client_id = obj.client_id
+        client_host = obj.client_host
+        subscribed_topic_names = obj.subscribed_topic_names
+        subscribed_topic_regex = obj.subscribed_topic_regex
+        rebalance_timeout_ms = obj.rebalance_timeout_ms
+        server_assignor = obj.server_assignor
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        instance_id = getattr(obj, "instance_id", None)
+        rack_id = getattr(obj, "rack_id", None)
+        client_id = getattr(obj, "client_id", None)
+        client_host = getattr(obj, "client_host", None)
+        subscribed_topic_names = getattr(obj, "subscribed_topic_names", None)
+        subscribed_topic_regex = getattr(obj, "subscribed_topic_regex", None)
+        rebalance_timeout_ms = getattr(obj, "rebalance_timeout_ms", -1)
+        server_assignor = getattr(obj, "server_assignor", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if instance_id is None:
         out.append(0)
     else:
@@ -5562,7 +5765,10 @@ def _encode_consumer_group_member_metadata_value(obj, out, index, version):
         if tmp_ != b"\x01\x00\x00\x00\x00\x01\x00":  # left out when it encodes as the empty struct it reads as absent
             tags_.append((0, tmp_))
     valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "consumer_group_member_metadata_value.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "consumer_group_member_metadata_value.tagged_fields", valid_)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_consumer_group_member_metadata_value(obj, out, index, version):
@@ -5572,16 +5778,26 @@ def _fencode_consumer_group_member_metadata_value(obj, out, index, version):
             f"ConsumerGroupMemberMetadataValue is not defined for version {version} (this schema has it for (group_coordinator_value.version <= 0))",
             path="consumer_group_member_metadata_value",
         )
-    own_ = type(obj) is ConsumerGroupMemberMetadataValue
-    instance_id = obj.instance_id if own_ else getattr(obj, "instance_id", None)
-    rack_id = obj.rack_id if own_ else getattr(obj, "rack_id", None)
-    client_id = obj.client_id if own_ else getattr(obj, "client_id", None)
-    client_host = obj.client_host if own_ else getattr(obj, "client_host", None)
-    subscribed_topic_names = obj.subscribed_topic_names if own_ else getattr(obj, "subscribed_topic_names", None)
-    subscribed_topic_regex = obj.subscribed_topic_regex if own_ else getattr(obj, "subscribed_topic_regex", None)
-    rebalance_timeout_ms = obj.rebalance_timeout_ms if own_ else getattr(obj, "rebalance_timeout_ms", -1)
-    server_assignor = obj.server_assignor if own_ else getattr(obj, "server_assignor", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ConsumerGroupMemberMetadataValue:
+        instance_id = obj.instance_id
+        rack_id = obj.rack_id
+        client_id = obj.client_id
+        client_host = obj.client_host
+        subscribed_topic_names = obj.subscribed_topic_names
+        subscribed_topic_regex = obj.subscribed_topic_regex
+        rebalance_timeout_ms = obj.rebalance_timeout_ms
+        server_assignor = obj.server_assignor
+        tagged_fields = obj.tagged_fields
+    else:
+        instance_id = getattr(obj, "instance_id", None)
+        rack_id = getattr(obj, "rack_id", None)
+        client_id = getattr(obj, "client_id", None)
+        client_host = getattr(obj, "client_host", None)
+        subscribed_topic_names = getattr(obj, "subscribed_topic_names", None)
+        subscribed_topic_regex = getattr(obj, "subscribed_topic_regex", None)
+        rebalance_timeout_ms = getattr(obj, "rebalance_timeout_ms", -1)
+        server_assignor = getattr(obj, "server_assignor", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if instance_id is None:
         out.append(0)
     else:
@@ -5678,7 +5894,10 @@ def _fencode_consumer_group_member_metadata_value(obj, out, index, version):
         if tmp_ != b"\x01\x00\x00\x00\x00\x01\x00":
             tags_.append((0, tmp_))
     valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "consumer_group_member_metadata_value.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "consumer_group_member_metadata_value.tagged_fields", valid_)
+    else:
+        out.append(0)
 
 
 def _decode_consumer_group_target_assignment_metadata_value(buf, pos, end, opts, version):
@@ -5696,36 +5915,41 @@ def _decode_consumer_group_target_assignment_metadata_value(buf, pos, end, opts,
     (assignment_epoch,) = _S1.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_metadata_value.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="consumer_group_target_assignment_metadata_value.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_metadata_value.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_metadata_value.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(
+                buf, pos, end, "consumer_group_target_assignment_metadata_value.tagged_fields"
+            )
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="consumer_group_target_assignment_metadata_value.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_metadata_value.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_metadata_value.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="consumer_group_target_assignment_metadata_value.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch, tagged_fields), pos
 
 
@@ -5740,36 +5964,41 @@ def _fdecode_consumer_group_target_assignment_metadata_value(buf, pos, end, opts
     (assignment_epoch,) = _S1.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_metadata_value.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="consumer_group_target_assignment_metadata_value.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_metadata_value.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_metadata_value.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(
+                buf, pos, end, "consumer_group_target_assignment_metadata_value.tagged_fields"
+            )
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="consumer_group_target_assignment_metadata_value.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_metadata_value.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_metadata_value.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="consumer_group_target_assignment_metadata_value.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(
         ConsumerGroupTargetAssignmentMetadataValue
     )  # slots set directly: a third of the cost of calling __init__
@@ -5785,13 +6014,17 @@ def _encode_consumer_group_target_assignment_metadata_value(obj, out, index, ver
             f"ConsumerGroupTargetAssignmentMetadataValue is not defined for version {version} (this schema has it for (group_coordinator_value.version <= 0))",
             path="consumer_group_target_assignment_metadata_value",
         )
-    own_ = type(obj) is ConsumerGroupTargetAssignmentMetadataValue
-    assignment_epoch = obj.assignment_epoch if own_ else getattr(obj, "assignment_epoch", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ConsumerGroupTargetAssignmentMetadataValue:
+        assignment_epoch = obj.assignment_epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        assignment_epoch = getattr(obj, "assignment_epoch", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(assignment_epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "consumer_group_target_assignment_metadata_value.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "consumer_group_target_assignment_metadata_value.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_consumer_group_target_assignment_metadata_value(obj, out, index, version):
@@ -5801,13 +6034,17 @@ def _fencode_consumer_group_target_assignment_metadata_value(obj, out, index, ve
             f"ConsumerGroupTargetAssignmentMetadataValue is not defined for version {version} (this schema has it for (group_coordinator_value.version <= 0))",
             path="consumer_group_target_assignment_metadata_value",
         )
-    own_ = type(obj) is ConsumerGroupTargetAssignmentMetadataValue
-    assignment_epoch = obj.assignment_epoch if own_ else getattr(obj, "assignment_epoch", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ConsumerGroupTargetAssignmentMetadataValue:
+        assignment_epoch = obj.assignment_epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        assignment_epoch = getattr(obj, "assignment_epoch", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(assignment_epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "consumer_group_target_assignment_metadata_value.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "consumer_group_target_assignment_metadata_value.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_topic_partition_partitions_item(buf, pos, end, opts):
@@ -5866,41 +6103,52 @@ def _decode_topic_partition(buf, pos, end, opts):
             raise exc.within("topic_partition.partitions", i_partitions, "topic_partition_partitions_item") from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_partition.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_partition.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "topic_partition.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "topic_partition.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="topic_partition.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_partition.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="topic_partition.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "topic_partition.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "topic_partition.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="topic_partition.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TopicPartition(topic_id, partitions, tagged_fields), pos
 
 
 def _encode_topic_partition(obj, out, index):
     """Append one topic_partition to out."""
-    own_ = type(obj) is TopicPartition
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TopicPartition:
+        topic_id = obj.topic_id
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_id = getattr(obj, "topic_id", None)
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S6.pack(_uuid16(topic_id))
     n_ = len(partitions)
     if -1 <= n_ < 0x3FFF:
@@ -5918,9 +6166,10 @@ def _encode_topic_partition(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_partition.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "topic_partition.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "topic_partition.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_consumer_group_target_assignment_member_value(buf, pos, end, opts, version):
@@ -5996,36 +6245,39 @@ def _decode_consumer_group_target_assignment_member_value(buf, pos, end, opts, v
                     path="consumer_group_target_assignment_member_value.topic_partitions",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_member_value.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="consumer_group_target_assignment_member_value.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_member_value.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_member_value.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_member_value.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="consumer_group_target_assignment_member_value.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_member_value.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_member_value.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="consumer_group_target_assignment_member_value.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ConsumerGroupTargetAssignmentMemberValue(topic_partitions, tagged_fields), pos
 
 
@@ -6101,38 +6353,41 @@ def _fdecode_consumer_group_target_assignment_member_value(buf, pos, end, opts, 
             item__topic_partition_ = value_topic_partition_partitions_item__topic_partition_
             append_partitions_topic_partition_(item__topic_partition_)
         tagged_fields_topic_partition_ = []
-        sec__topic_partition_ = pos
-        prev__topic_partition_, odd__topic_partition_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__topic_partition_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__topic_partition_, pos = _read_uvarint32(buf, pos, end, "topic_partition.tagged_fields")
-        if n_tags__topic_partition_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__topic_partition_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="topic_partition.tagged_fields",
-            )
-        for __topic_partition_ in range(n_tags__topic_partition_):
-            tag__topic_partition_, pos = _read_uvarint32(buf, pos, end, "topic_partition.tagged_fields")
-            size__topic_partition_, pos = _read_uvarint32(buf, pos, end, "topic_partition.tagged_fields")
-            if size__topic_partition_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__topic_partition_} declares {size__topic_partition_} bytes, {end - pos} left",
+            sec__topic_partition_ = pos
+            prev__topic_partition_, odd__topic_partition_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__topic_partition_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__topic_partition_, pos = _read_uvarint32(buf, pos, end, "topic_partition.tagged_fields")
+            if n_tags__topic_partition_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__topic_partition_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="topic_partition.tagged_fields",
                 )
-            stop__topic_partition_ = pos + size__topic_partition_
-            if tag__topic_partition_ <= prev__topic_partition_:
-                odd__topic_partition_ = True
-            prev__topic_partition_ = tag__topic_partition_
-            tagged_fields_topic_partition_.append((tag__topic_partition_, bytes(buf[pos:stop__topic_partition_])))
-            pos = stop__topic_partition_
-        if odd__topic_partition_:
-            tagged_fields_topic_partition_ = _keep_tags(
-                tagged_fields_topic_partition_, buf[sec__topic_partition_:pos], ()
-            )
+            for __topic_partition_ in range(n_tags__topic_partition_):
+                tag__topic_partition_, pos = _read_uvarint32(buf, pos, end, "topic_partition.tagged_fields")
+                size__topic_partition_, pos = _read_uvarint32(buf, pos, end, "topic_partition.tagged_fields")
+                if size__topic_partition_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__topic_partition_} declares {size__topic_partition_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="topic_partition.tagged_fields",
+                    )
+                stop__topic_partition_ = pos + size__topic_partition_
+                if tag__topic_partition_ <= prev__topic_partition_:
+                    odd__topic_partition_ = True
+                prev__topic_partition_ = tag__topic_partition_
+                tagged_fields_topic_partition_.append((tag__topic_partition_, bytes(buf[pos:stop__topic_partition_])))
+                pos = stop__topic_partition_
+            if odd__topic_partition_:
+                tagged_fields_topic_partition_ = _keep_tags(
+                    tagged_fields_topic_partition_, buf[sec__topic_partition_:pos], ()
+                )
         value__topic_partition_ = _new_object(TopicPartition)
         value__topic_partition_.topic_id = topic_id_topic_partition_
         value__topic_partition_.partitions = partitions_topic_partition_
@@ -6144,36 +6399,39 @@ def _fdecode_consumer_group_target_assignment_member_value(buf, pos, end, opts, 
             if budget_topic_partitions < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_member_value.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="consumer_group_target_assignment_member_value.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_member_value.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_member_value.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_member_value.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="consumer_group_target_assignment_member_value.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_member_value.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_member_value.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="consumer_group_target_assignment_member_value.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ConsumerGroupTargetAssignmentMemberValue)
     value_.topic_partitions = topic_partitions
     value_.tagged_fields = tagged_fields
@@ -6187,9 +6445,12 @@ def _encode_consumer_group_target_assignment_member_value(obj, out, index, versi
             f"ConsumerGroupTargetAssignmentMemberValue is not defined for version {version} (this schema has it for (group_coordinator_value.version <= 0))",
             path="consumer_group_target_assignment_member_value",
         )
-    own_ = type(obj) is ConsumerGroupTargetAssignmentMemberValue
-    topic_partitions = obj.topic_partitions if own_ else getattr(obj, "topic_partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ConsumerGroupTargetAssignmentMemberValue:
+        topic_partitions = obj.topic_partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_partitions = getattr(obj, "topic_partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(topic_partitions)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -6209,9 +6470,10 @@ def _encode_consumer_group_target_assignment_member_value(obj, out, index, versi
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"consumer_group_target_assignment_member_value.topic_partitions[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "consumer_group_target_assignment_member_value.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "consumer_group_target_assignment_member_value.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_consumer_group_target_assignment_member_value(obj, out, index, version):
@@ -6221,42 +6483,46 @@ def _fencode_consumer_group_target_assignment_member_value(obj, out, index, vers
             f"ConsumerGroupTargetAssignmentMemberValue is not defined for version {version} (this schema has it for (group_coordinator_value.version <= 0))",
             path="consumer_group_target_assignment_member_value",
         )
-    own_ = type(obj) is ConsumerGroupTargetAssignmentMemberValue
-    topic_partitions = obj.topic_partitions if own_ else getattr(obj, "topic_partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ConsumerGroupTargetAssignmentMemberValue:
+        topic_partitions = obj.topic_partitions
+        tagged_fields = obj.tagged_fields
+    else:
+        topic_partitions = getattr(obj, "topic_partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(topic_partitions)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "consumer_group_target_assignment_member_value.topic_partitions")
     for item_ in topic_partitions:
-        own__topic_partition_ = type(item_) is TopicPartition
-        topic_id_topic_partition_ = item_.topic_id if own__topic_partition_ else getattr(item_, "topic_id", None)
-        partitions_topic_partition_ = item_.partitions if own__topic_partition_ else getattr(item_, "partitions", None)
-        tagged_fields_topic_partition_ = (
-            item_.tagged_fields if own__topic_partition_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is TopicPartition:
+            topic_id_topic_partition_ = item_.topic_id
+            partitions_topic_partition_ = item_.partitions
+            tagged_fields_topic_partition_ = item_.tagged_fields
+        else:
+            topic_id_topic_partition_ = getattr(item_, "topic_id", None)
+            partitions_topic_partition_ = getattr(item_, "partitions", None)
+            tagged_fields_topic_partition_ = getattr(item_, "tagged_fields", None)
         out += _S6.pack(_uuid16(topic_id_topic_partition_))
         n__topic_partition_ = len(partitions_topic_partition_)
         if -1 <= n__topic_partition_ < 16383:
             out += _UV_BYTES[n__topic_partition_ + 1]
         else:
             _write_uvarint(out, n__topic_partition_ + 1, "topic_partition.partitions")
-        for item__topic_partition_ in partitions_topic_partition_:
-            value_topic_partition_partitions_item__topic_partition_ = item__topic_partition_
-            out += _S1.pack(value_topic_partition_partitions_item__topic_partition_)
-        tags__topic_partition_ = []
-        valid__topic_partition_ = None
-        _write_tagged(
-            out,
-            tags__topic_partition_,
-            tagged_fields_topic_partition_,
-            "topic_partition.tagged_fields",
-            valid__topic_partition_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "consumer_group_target_assignment_member_value.tagged_fields", valid_)
+        if n__topic_partition_ <= _PACKED_MAX:
+            out += _PACKED["i"][n__topic_partition_].pack(*partitions_topic_partition_)
+        else:
+            for item__topic_partition_ in partitions_topic_partition_:
+                value_topic_partition_partitions_item__topic_partition_ = item__topic_partition_
+                out += _S1.pack(value_topic_partition_partitions_item__topic_partition_)
+        if tagged_fields_topic_partition_ or tagged_fields_topic_partition_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_topic_partition_, "topic_partition.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "consumer_group_target_assignment_member_value.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_topic_partitions_partitions_item(buf, pos, end, opts):
@@ -6315,45 +6581,52 @@ def _decode_topic_partitions(buf, pos, end, opts):
             raise exc.within("topic_partitions.partitions", i_partitions, "topic_partitions_partitions_item") from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="topic_partitions.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="topic_partitions.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="topic_partitions.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TopicPartitions(topic_id, partitions, tagged_fields), pos
 
 
 def _encode_topic_partitions(obj, out, index):
     """Append one topic_partitions to out."""
-    own_ = type(obj) is TopicPartitions
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TopicPartitions:
+        topic_id = obj.topic_id
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_id = getattr(obj, "topic_id", None)
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S6.pack(_uuid16(topic_id))
     n_ = len(partitions)
     if -1 <= n_ < 0x3FFF:
@@ -6371,9 +6644,10 @@ def _encode_topic_partitions(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_partitions.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "topic_partitions.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "topic_partitions.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_consumer_group_current_member_assignment_value(buf, pos, end, opts, version):
@@ -6527,36 +6801,41 @@ def _decode_consumer_group_current_member_assignment_value(buf, pos, end, opts, 
                     path="consumer_group_current_member_assignment_value.partitions_pending_revocation",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_current_member_assignment_value.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="consumer_group_current_member_assignment_value.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_current_member_assignment_value.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_current_member_assignment_value.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(
+                buf, pos, end, "consumer_group_current_member_assignment_value.tagged_fields"
+            )
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="consumer_group_current_member_assignment_value.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_current_member_assignment_value.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_current_member_assignment_value.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="consumer_group_current_member_assignment_value.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ConsumerGroupCurrentMemberAssignmentValue(
         member_epoch, previous_member_epoch, state, assigned_partitions, partitions_pending_revocation, tagged_fields
     ), pos
@@ -6636,38 +6915,43 @@ def _fdecode_consumer_group_current_member_assignment_value(buf, pos, end, opts,
             item__topic_partitions_ = value_topic_partitions_partitions_item__topic_partitions_
             append_partitions_topic_partitions_(item__topic_partitions_)
         tagged_fields_topic_partitions_ = []
-        sec__topic_partitions_ = pos
-        prev__topic_partitions_, odd__topic_partitions_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__topic_partitions_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
-        if n_tags__topic_partitions_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__topic_partitions_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="topic_partitions.tagged_fields",
-            )
-        for __topic_partitions_ in range(n_tags__topic_partitions_):
-            tag__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
-            size__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
-            if size__topic_partitions_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__topic_partitions_} declares {size__topic_partitions_} bytes, {end - pos} left",
+            sec__topic_partitions_ = pos
+            prev__topic_partitions_, odd__topic_partitions_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__topic_partitions_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
+            if n_tags__topic_partitions_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__topic_partitions_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="topic_partitions.tagged_fields",
                 )
-            stop__topic_partitions_ = pos + size__topic_partitions_
-            if tag__topic_partitions_ <= prev__topic_partitions_:
-                odd__topic_partitions_ = True
-            prev__topic_partitions_ = tag__topic_partitions_
-            tagged_fields_topic_partitions_.append((tag__topic_partitions_, bytes(buf[pos:stop__topic_partitions_])))
-            pos = stop__topic_partitions_
-        if odd__topic_partitions_:
-            tagged_fields_topic_partitions_ = _keep_tags(
-                tagged_fields_topic_partitions_, buf[sec__topic_partitions_:pos], ()
-            )
+            for __topic_partitions_ in range(n_tags__topic_partitions_):
+                tag__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
+                size__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
+                if size__topic_partitions_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__topic_partitions_} declares {size__topic_partitions_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="topic_partitions.tagged_fields",
+                    )
+                stop__topic_partitions_ = pos + size__topic_partitions_
+                if tag__topic_partitions_ <= prev__topic_partitions_:
+                    odd__topic_partitions_ = True
+                prev__topic_partitions_ = tag__topic_partitions_
+                tagged_fields_topic_partitions_.append(
+                    (tag__topic_partitions_, bytes(buf[pos:stop__topic_partitions_]))
+                )
+                pos = stop__topic_partitions_
+            if odd__topic_partitions_:
+                tagged_fields_topic_partitions_ = _keep_tags(
+                    tagged_fields_topic_partitions_, buf[sec__topic_partitions_:pos], ()
+                )
         value__topic_partitions_ = _new_object(TopicPartitions)
         value__topic_partitions_.topic_id = topic_id_topic_partitions_
         value__topic_partitions_.partitions = partitions_topic_partitions_
@@ -6741,38 +7025,43 @@ def _fdecode_consumer_group_current_member_assignment_value(buf, pos, end, opts,
             item__topic_partitions_ = value_topic_partitions_partitions_item__topic_partitions_
             append_partitions_topic_partitions_(item__topic_partitions_)
         tagged_fields_topic_partitions_ = []
-        sec__topic_partitions_ = pos
-        prev__topic_partitions_, odd__topic_partitions_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__topic_partitions_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
-        if n_tags__topic_partitions_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__topic_partitions_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="topic_partitions.tagged_fields",
-            )
-        for __topic_partitions_ in range(n_tags__topic_partitions_):
-            tag__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
-            size__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
-            if size__topic_partitions_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__topic_partitions_} declares {size__topic_partitions_} bytes, {end - pos} left",
+            sec__topic_partitions_ = pos
+            prev__topic_partitions_, odd__topic_partitions_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__topic_partitions_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
+            if n_tags__topic_partitions_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__topic_partitions_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="topic_partitions.tagged_fields",
                 )
-            stop__topic_partitions_ = pos + size__topic_partitions_
-            if tag__topic_partitions_ <= prev__topic_partitions_:
-                odd__topic_partitions_ = True
-            prev__topic_partitions_ = tag__topic_partitions_
-            tagged_fields_topic_partitions_.append((tag__topic_partitions_, bytes(buf[pos:stop__topic_partitions_])))
-            pos = stop__topic_partitions_
-        if odd__topic_partitions_:
-            tagged_fields_topic_partitions_ = _keep_tags(
-                tagged_fields_topic_partitions_, buf[sec__topic_partitions_:pos], ()
-            )
+            for __topic_partitions_ in range(n_tags__topic_partitions_):
+                tag__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
+                size__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
+                if size__topic_partitions_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__topic_partitions_} declares {size__topic_partitions_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="topic_partitions.tagged_fields",
+                    )
+                stop__topic_partitions_ = pos + size__topic_partitions_
+                if tag__topic_partitions_ <= prev__topic_partitions_:
+                    odd__topic_partitions_ = True
+                prev__topic_partitions_ = tag__topic_partitions_
+                tagged_fields_topic_partitions_.append(
+                    (tag__topic_partitions_, bytes(buf[pos:stop__topic_partitions_]))
+                )
+                pos = stop__topic_partitions_
+            if odd__topic_partitions_:
+                tagged_fields_topic_partitions_ = _keep_tags(
+                    tagged_fields_topic_partitions_, buf[sec__topic_partitions_:pos], ()
+                )
         value__topic_partitions_ = _new_object(TopicPartitions)
         value__topic_partitions_.topic_id = topic_id_topic_partitions_
         value__topic_partitions_.partitions = partitions_topic_partitions_
@@ -6784,36 +7073,41 @@ def _fdecode_consumer_group_current_member_assignment_value(buf, pos, end, opts,
             if budget_partitions_pending_revocation < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_current_member_assignment_value.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="consumer_group_current_member_assignment_value.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_current_member_assignment_value.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_current_member_assignment_value.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(
+                buf, pos, end, "consumer_group_current_member_assignment_value.tagged_fields"
+            )
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="consumer_group_current_member_assignment_value.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_current_member_assignment_value.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_current_member_assignment_value.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="consumer_group_current_member_assignment_value.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ConsumerGroupCurrentMemberAssignmentValue)
     value_.member_epoch = member_epoch
     value_.previous_member_epoch = previous_member_epoch
@@ -6831,15 +7125,20 @@ def _encode_consumer_group_current_member_assignment_value(obj, out, index, vers
             f"ConsumerGroupCurrentMemberAssignmentValue is not defined for version {version} (this schema has it for (group_coordinator_value.version <= 0))",
             path="consumer_group_current_member_assignment_value",
         )
-    own_ = type(obj) is ConsumerGroupCurrentMemberAssignmentValue
-    member_epoch = obj.member_epoch if own_ else getattr(obj, "member_epoch", None)
-    previous_member_epoch = obj.previous_member_epoch if own_ else getattr(obj, "previous_member_epoch", None)
-    state = obj.state if own_ else getattr(obj, "state", None)
-    assigned_partitions = obj.assigned_partitions if own_ else getattr(obj, "assigned_partitions", None)
-    partitions_pending_revocation = (
-        obj.partitions_pending_revocation if own_ else getattr(obj, "partitions_pending_revocation", None)
-    )
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ConsumerGroupCurrentMemberAssignmentValue:
+        member_epoch = obj.member_epoch
+        previous_member_epoch = obj.previous_member_epoch
+        state = obj.state
+        assigned_partitions = obj.assigned_partitions
+        partitions_pending_revocation = obj.partitions_pending_revocation
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        member_epoch = getattr(obj, "member_epoch", None)
+        previous_member_epoch = getattr(obj, "previous_member_epoch", None)
+        state = getattr(obj, "state", None)
+        assigned_partitions = getattr(obj, "assigned_partitions", None)
+        partitions_pending_revocation = getattr(obj, "partitions_pending_revocation", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S7.pack(member_epoch, previous_member_epoch, state)
     n_ = len(assigned_partitions)
     if -1 <= n_ < 0x3FFF:
@@ -6879,9 +7178,10 @@ def _encode_consumer_group_current_member_assignment_value(obj, out, index, vers
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"consumer_group_current_member_assignment_value.partitions_pending_revocation[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "consumer_group_current_member_assignment_value.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "consumer_group_current_member_assignment_value.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_consumer_group_current_member_assignment_value(obj, out, index, version):
@@ -6891,15 +7191,20 @@ def _fencode_consumer_group_current_member_assignment_value(obj, out, index, ver
             f"ConsumerGroupCurrentMemberAssignmentValue is not defined for version {version} (this schema has it for (group_coordinator_value.version <= 0))",
             path="consumer_group_current_member_assignment_value",
         )
-    own_ = type(obj) is ConsumerGroupCurrentMemberAssignmentValue
-    member_epoch = obj.member_epoch if own_ else getattr(obj, "member_epoch", None)
-    previous_member_epoch = obj.previous_member_epoch if own_ else getattr(obj, "previous_member_epoch", None)
-    state = obj.state if own_ else getattr(obj, "state", None)
-    assigned_partitions = obj.assigned_partitions if own_ else getattr(obj, "assigned_partitions", None)
-    partitions_pending_revocation = (
-        obj.partitions_pending_revocation if own_ else getattr(obj, "partitions_pending_revocation", None)
-    )
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ConsumerGroupCurrentMemberAssignmentValue:
+        member_epoch = obj.member_epoch
+        previous_member_epoch = obj.previous_member_epoch
+        state = obj.state
+        assigned_partitions = obj.assigned_partitions
+        partitions_pending_revocation = obj.partitions_pending_revocation
+        tagged_fields = obj.tagged_fields
+    else:
+        member_epoch = getattr(obj, "member_epoch", None)
+        previous_member_epoch = getattr(obj, "previous_member_epoch", None)
+        state = getattr(obj, "state", None)
+        assigned_partitions = getattr(obj, "assigned_partitions", None)
+        partitions_pending_revocation = getattr(obj, "partitions_pending_revocation", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S7.pack(member_epoch, previous_member_epoch, state)
     n_ = len(assigned_partitions)
     if -1 <= n_ < 16383:
@@ -6907,67 +7212,64 @@ def _fencode_consumer_group_current_member_assignment_value(obj, out, index, ver
     else:
         _write_uvarint(out, n_ + 1, "consumer_group_current_member_assignment_value.assigned_partitions")
     for item_ in assigned_partitions:
-        own__topic_partitions_ = type(item_) is TopicPartitions
-        topic_id_topic_partitions_ = item_.topic_id if own__topic_partitions_ else getattr(item_, "topic_id", None)
-        partitions_topic_partitions_ = (
-            item_.partitions if own__topic_partitions_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_topic_partitions_ = (
-            item_.tagged_fields if own__topic_partitions_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is TopicPartitions:
+            topic_id_topic_partitions_ = item_.topic_id
+            partitions_topic_partitions_ = item_.partitions
+            tagged_fields_topic_partitions_ = item_.tagged_fields
+        else:
+            topic_id_topic_partitions_ = getattr(item_, "topic_id", None)
+            partitions_topic_partitions_ = getattr(item_, "partitions", None)
+            tagged_fields_topic_partitions_ = getattr(item_, "tagged_fields", None)
         out += _S6.pack(_uuid16(topic_id_topic_partitions_))
         n__topic_partitions_ = len(partitions_topic_partitions_)
         if -1 <= n__topic_partitions_ < 16383:
             out += _UV_BYTES[n__topic_partitions_ + 1]
         else:
             _write_uvarint(out, n__topic_partitions_ + 1, "topic_partitions.partitions")
-        for item__topic_partitions_ in partitions_topic_partitions_:
-            value_topic_partitions_partitions_item__topic_partitions_ = item__topic_partitions_
-            out += _S1.pack(value_topic_partitions_partitions_item__topic_partitions_)
-        tags__topic_partitions_ = []
-        valid__topic_partitions_ = None
-        _write_tagged(
-            out,
-            tags__topic_partitions_,
-            tagged_fields_topic_partitions_,
-            "topic_partitions.tagged_fields",
-            valid__topic_partitions_,
-        )
+        if n__topic_partitions_ <= _PACKED_MAX:
+            out += _PACKED["i"][n__topic_partitions_].pack(*partitions_topic_partitions_)
+        else:
+            for item__topic_partitions_ in partitions_topic_partitions_:
+                value_topic_partitions_partitions_item__topic_partitions_ = item__topic_partitions_
+                out += _S1.pack(value_topic_partitions_partitions_item__topic_partitions_)
+        if tagged_fields_topic_partitions_ or tagged_fields_topic_partitions_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_topic_partitions_, "topic_partitions.tagged_fields", None)
+        else:
+            out.append(0)
     n_ = len(partitions_pending_revocation)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "consumer_group_current_member_assignment_value.partitions_pending_revocation")
     for item_ in partitions_pending_revocation:
-        own__topic_partitions_ = type(item_) is TopicPartitions
-        topic_id_topic_partitions_ = item_.topic_id if own__topic_partitions_ else getattr(item_, "topic_id", None)
-        partitions_topic_partitions_ = (
-            item_.partitions if own__topic_partitions_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_topic_partitions_ = (
-            item_.tagged_fields if own__topic_partitions_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is TopicPartitions:
+            topic_id_topic_partitions_ = item_.topic_id
+            partitions_topic_partitions_ = item_.partitions
+            tagged_fields_topic_partitions_ = item_.tagged_fields
+        else:
+            topic_id_topic_partitions_ = getattr(item_, "topic_id", None)
+            partitions_topic_partitions_ = getattr(item_, "partitions", None)
+            tagged_fields_topic_partitions_ = getattr(item_, "tagged_fields", None)
         out += _S6.pack(_uuid16(topic_id_topic_partitions_))
         n__topic_partitions_ = len(partitions_topic_partitions_)
         if -1 <= n__topic_partitions_ < 16383:
             out += _UV_BYTES[n__topic_partitions_ + 1]
         else:
             _write_uvarint(out, n__topic_partitions_ + 1, "topic_partitions.partitions")
-        for item__topic_partitions_ in partitions_topic_partitions_:
-            value_topic_partitions_partitions_item__topic_partitions_ = item__topic_partitions_
-            out += _S1.pack(value_topic_partitions_partitions_item__topic_partitions_)
-        tags__topic_partitions_ = []
-        valid__topic_partitions_ = None
-        _write_tagged(
-            out,
-            tags__topic_partitions_,
-            tagged_fields_topic_partitions_,
-            "topic_partitions.tagged_fields",
-            valid__topic_partitions_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "consumer_group_current_member_assignment_value.tagged_fields", valid_)
+        if n__topic_partitions_ <= _PACKED_MAX:
+            out += _PACKED["i"][n__topic_partitions_].pack(*partitions_topic_partitions_)
+        else:
+            for item__topic_partitions_ in partitions_topic_partitions_:
+                value_topic_partitions_partitions_item__topic_partitions_ = item__topic_partitions_
+                out += _S1.pack(value_topic_partitions_partitions_item__topic_partitions_)
+        if tagged_fields_topic_partitions_ or tagged_fields_topic_partitions_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_topic_partitions_, "topic_partitions.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "consumer_group_current_member_assignment_value.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_share_group_partition_metadata_value(buf, pos, end, opts, version):
@@ -7035,36 +7337,39 @@ def _decode_share_group_partition_metadata_value(buf, pos, end, opts, version):
                     path="share_group_partition_metadata_value.topics",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_partition_metadata_value.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="share_group_partition_metadata_value.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "share_group_partition_metadata_value.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "share_group_partition_metadata_value.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_partition_metadata_value.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="share_group_partition_metadata_value.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "share_group_partition_metadata_value.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "share_group_partition_metadata_value.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="share_group_partition_metadata_value.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ShareGroupPartitionMetadataValue(topics, tagged_fields), pos
 
 
@@ -7230,51 +7535,54 @@ def _fdecode_share_group_partition_metadata_value(buf, pos, end, opts, version):
                 )
                 append_racks_partition_metadata__topic_metadata_(item__partition_metadata__topic_metadata_)
             tagged_fields_partition_metadata__topic_metadata_ = []
-            sec__partition_metadata__topic_metadata_ = pos
-            prev__partition_metadata__topic_metadata_, odd__partition_metadata__topic_metadata_ = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__partition_metadata__topic_metadata_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__partition_metadata__topic_metadata_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_metadata.tagged_fields"
-                )
-            if n_tags__partition_metadata__topic_metadata_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__partition_metadata__topic_metadata_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="partition_metadata.tagged_fields",
-                )
-            for __partition_metadata__topic_metadata_ in range(n_tags__partition_metadata__topic_metadata_):
-                tag__partition_metadata__topic_metadata_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_metadata.tagged_fields"
-                )
-                size__partition_metadata__topic_metadata_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_metadata.tagged_fields"
-                )
-                if size__partition_metadata__topic_metadata_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__partition_metadata__topic_metadata_} declares {size__partition_metadata__topic_metadata_} bytes, {end - pos} left",
+                sec__partition_metadata__topic_metadata_ = pos
+                prev__partition_metadata__topic_metadata_, odd__partition_metadata__topic_metadata_ = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__partition_metadata__topic_metadata_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__partition_metadata__topic_metadata_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_metadata.tagged_fields"
+                    )
+                if n_tags__partition_metadata__topic_metadata_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__partition_metadata__topic_metadata_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="partition_metadata.tagged_fields",
                     )
-                stop__partition_metadata__topic_metadata_ = pos + size__partition_metadata__topic_metadata_
-                if tag__partition_metadata__topic_metadata_ <= prev__partition_metadata__topic_metadata_:
-                    odd__partition_metadata__topic_metadata_ = True
-                prev__partition_metadata__topic_metadata_ = tag__partition_metadata__topic_metadata_
-                tagged_fields_partition_metadata__topic_metadata_.append(
-                    (
-                        tag__partition_metadata__topic_metadata_,
-                        bytes(buf[pos:stop__partition_metadata__topic_metadata_]),
+                for __partition_metadata__topic_metadata_ in range(n_tags__partition_metadata__topic_metadata_):
+                    tag__partition_metadata__topic_metadata_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_metadata.tagged_fields"
                     )
-                )
-                pos = stop__partition_metadata__topic_metadata_
-            if odd__partition_metadata__topic_metadata_:
-                tagged_fields_partition_metadata__topic_metadata_ = _keep_tags(
-                    tagged_fields_partition_metadata__topic_metadata_,
-                    buf[sec__partition_metadata__topic_metadata_:pos],
-                    (),
-                )
+                    size__partition_metadata__topic_metadata_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_metadata.tagged_fields"
+                    )
+                    if size__partition_metadata__topic_metadata_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__partition_metadata__topic_metadata_} declares {size__partition_metadata__topic_metadata_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="partition_metadata.tagged_fields",
+                        )
+                    stop__partition_metadata__topic_metadata_ = pos + size__partition_metadata__topic_metadata_
+                    if tag__partition_metadata__topic_metadata_ <= prev__partition_metadata__topic_metadata_:
+                        odd__partition_metadata__topic_metadata_ = True
+                    prev__partition_metadata__topic_metadata_ = tag__partition_metadata__topic_metadata_
+                    tagged_fields_partition_metadata__topic_metadata_.append(
+                        (
+                            tag__partition_metadata__topic_metadata_,
+                            bytes(buf[pos:stop__partition_metadata__topic_metadata_]),
+                        )
+                    )
+                    pos = stop__partition_metadata__topic_metadata_
+                if odd__partition_metadata__topic_metadata_:
+                    tagged_fields_partition_metadata__topic_metadata_ = _keep_tags(
+                        tagged_fields_partition_metadata__topic_metadata_,
+                        buf[sec__partition_metadata__topic_metadata_:pos],
+                        (),
+                    )
             value__partition_metadata__topic_metadata_ = _new_object(PartitionMetadata)
             value__partition_metadata__topic_metadata_.partition = partition_partition_metadata__topic_metadata_
             value__partition_metadata__topic_metadata_.racks = racks_partition_metadata__topic_metadata_
@@ -7282,36 +7590,41 @@ def _fdecode_share_group_partition_metadata_value(buf, pos, end, opts, version):
             item__topic_metadata_ = value__partition_metadata__topic_metadata_
             append_partition_metadata_topic_metadata_(item__topic_metadata_)
         tagged_fields_topic_metadata_ = []
-        sec__topic_metadata_ = pos
-        prev__topic_metadata_, odd__topic_metadata_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__topic_metadata_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__topic_metadata_, pos = _read_uvarint32(buf, pos, end, "topic_metadata.tagged_fields")
-        if n_tags__topic_metadata_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__topic_metadata_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="topic_metadata.tagged_fields",
-            )
-        for __topic_metadata_ in range(n_tags__topic_metadata_):
-            tag__topic_metadata_, pos = _read_uvarint32(buf, pos, end, "topic_metadata.tagged_fields")
-            size__topic_metadata_, pos = _read_uvarint32(buf, pos, end, "topic_metadata.tagged_fields")
-            if size__topic_metadata_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__topic_metadata_} declares {size__topic_metadata_} bytes, {end - pos} left",
+            sec__topic_metadata_ = pos
+            prev__topic_metadata_, odd__topic_metadata_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__topic_metadata_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__topic_metadata_, pos = _read_uvarint32(buf, pos, end, "topic_metadata.tagged_fields")
+            if n_tags__topic_metadata_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__topic_metadata_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="topic_metadata.tagged_fields",
                 )
-            stop__topic_metadata_ = pos + size__topic_metadata_
-            if tag__topic_metadata_ <= prev__topic_metadata_:
-                odd__topic_metadata_ = True
-            prev__topic_metadata_ = tag__topic_metadata_
-            tagged_fields_topic_metadata_.append((tag__topic_metadata_, bytes(buf[pos:stop__topic_metadata_])))
-            pos = stop__topic_metadata_
-        if odd__topic_metadata_:
-            tagged_fields_topic_metadata_ = _keep_tags(tagged_fields_topic_metadata_, buf[sec__topic_metadata_:pos], ())
+            for __topic_metadata_ in range(n_tags__topic_metadata_):
+                tag__topic_metadata_, pos = _read_uvarint32(buf, pos, end, "topic_metadata.tagged_fields")
+                size__topic_metadata_, pos = _read_uvarint32(buf, pos, end, "topic_metadata.tagged_fields")
+                if size__topic_metadata_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__topic_metadata_} declares {size__topic_metadata_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="topic_metadata.tagged_fields",
+                    )
+                stop__topic_metadata_ = pos + size__topic_metadata_
+                if tag__topic_metadata_ <= prev__topic_metadata_:
+                    odd__topic_metadata_ = True
+                prev__topic_metadata_ = tag__topic_metadata_
+                tagged_fields_topic_metadata_.append((tag__topic_metadata_, bytes(buf[pos:stop__topic_metadata_])))
+                pos = stop__topic_metadata_
+            if odd__topic_metadata_:
+                tagged_fields_topic_metadata_ = _keep_tags(
+                    tagged_fields_topic_metadata_, buf[sec__topic_metadata_:pos], ()
+                )
         value__topic_metadata_ = _new_object(TopicMetadata)
         value__topic_metadata_.topic_id = topic_id_topic_metadata_
         value__topic_metadata_.topic_name = topic_name_topic_metadata_
@@ -7325,36 +7638,39 @@ def _fdecode_share_group_partition_metadata_value(buf, pos, end, opts, version):
             if budget_topics < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_partition_metadata_value.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="share_group_partition_metadata_value.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "share_group_partition_metadata_value.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "share_group_partition_metadata_value.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_partition_metadata_value.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="share_group_partition_metadata_value.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "share_group_partition_metadata_value.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "share_group_partition_metadata_value.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="share_group_partition_metadata_value.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ShareGroupPartitionMetadataValue)
     value_.topics = topics
     value_.tagged_fields = tagged_fields
@@ -7368,9 +7684,12 @@ def _encode_share_group_partition_metadata_value(obj, out, index, version):
             f"ShareGroupPartitionMetadataValue is not defined for version {version} (this schema has it for (group_coordinator_value.version <= 0))",
             path="share_group_partition_metadata_value",
         )
-    own_ = type(obj) is ShareGroupPartitionMetadataValue
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ShareGroupPartitionMetadataValue:
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(topics)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -7387,9 +7706,10 @@ def _encode_share_group_partition_metadata_value(obj, out, index, version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"share_group_partition_metadata_value.topics[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "share_group_partition_metadata_value.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "share_group_partition_metadata_value.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_share_group_partition_metadata_value(obj, out, index, version):
@@ -7399,27 +7719,30 @@ def _fencode_share_group_partition_metadata_value(obj, out, index, version):
             f"ShareGroupPartitionMetadataValue is not defined for version {version} (this schema has it for (group_coordinator_value.version <= 0))",
             path="share_group_partition_metadata_value",
         )
-    own_ = type(obj) is ShareGroupPartitionMetadataValue
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ShareGroupPartitionMetadataValue:
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(topics)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "share_group_partition_metadata_value.topics")
     for item_ in topics:
-        own__topic_metadata_ = type(item_) is TopicMetadata
-        topic_id_topic_metadata_ = item_.topic_id if own__topic_metadata_ else getattr(item_, "topic_id", None)
-        topic_name_topic_metadata_ = item_.topic_name if own__topic_metadata_ else getattr(item_, "topic_name", None)
-        num_partitions_topic_metadata_ = (
-            item_.num_partitions if own__topic_metadata_ else getattr(item_, "num_partitions", None)
-        )
-        partition_metadata_topic_metadata_ = (
-            item_.partition_metadata if own__topic_metadata_ else getattr(item_, "partition_metadata", None)
-        )
-        tagged_fields_topic_metadata_ = (
-            item_.tagged_fields if own__topic_metadata_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is TopicMetadata:
+            topic_id_topic_metadata_ = item_.topic_id
+            topic_name_topic_metadata_ = item_.topic_name
+            num_partitions_topic_metadata_ = item_.num_partitions
+            partition_metadata_topic_metadata_ = item_.partition_metadata
+            tagged_fields_topic_metadata_ = item_.tagged_fields
+        else:
+            topic_id_topic_metadata_ = getattr(item_, "topic_id", None)
+            topic_name_topic_metadata_ = getattr(item_, "topic_name", None)
+            num_partitions_topic_metadata_ = getattr(item_, "num_partitions", None)
+            partition_metadata_topic_metadata_ = getattr(item_, "partition_metadata", None)
+            tagged_fields_topic_metadata_ = getattr(item_, "tagged_fields", None)
         out += _S6.pack(_uuid16(topic_id_topic_metadata_))
         b__topic_metadata_ = _STR_ENCODED.get(topic_name_topic_metadata_)
         topic_name_topic_metadata_ = (
@@ -7438,22 +7761,16 @@ def _fencode_share_group_partition_metadata_value(obj, out, index, version):
         else:
             _write_uvarint(out, n__topic_metadata_ + 1, "topic_metadata.partition_metadata")
         for item__topic_metadata_ in partition_metadata_topic_metadata_:
-            own__partition_metadata__topic_metadata_ = type(item__topic_metadata_) is PartitionMetadata
-            partition_partition_metadata__topic_metadata_ = (
-                item__topic_metadata_.partition
-                if own__partition_metadata__topic_metadata_
-                else getattr(item__topic_metadata_, "partition", None)
-            )
-            racks_partition_metadata__topic_metadata_ = (
-                item__topic_metadata_.racks
-                if own__partition_metadata__topic_metadata_
-                else getattr(item__topic_metadata_, "racks", None)
-            )
-            tagged_fields_partition_metadata__topic_metadata_ = (
-                item__topic_metadata_.tagged_fields
-                if own__partition_metadata__topic_metadata_
-                else getattr(item__topic_metadata_, "tagged_fields", None)
-            )
+            if type(item__topic_metadata_) is PartitionMetadata:
+                partition_partition_metadata__topic_metadata_ = item__topic_metadata_.partition
+                racks_partition_metadata__topic_metadata_ = item__topic_metadata_.racks
+                tagged_fields_partition_metadata__topic_metadata_ = item__topic_metadata_.tagged_fields
+            else:
+                partition_partition_metadata__topic_metadata_ = getattr(item__topic_metadata_, "partition", None)
+                racks_partition_metadata__topic_metadata_ = getattr(item__topic_metadata_, "racks", None)
+                tagged_fields_partition_metadata__topic_metadata_ = getattr(
+                    item__topic_metadata_, "tagged_fields", None
+                )
             out += _S1.pack(partition_partition_metadata__topic_metadata_)
             n__partition_metadata__topic_metadata_ = len(racks_partition_metadata__topic_metadata_)
             if -1 <= n__partition_metadata__topic_metadata_ < 16383:
@@ -7484,27 +7801,23 @@ def _fencode_share_group_partition_metadata_value(obj, out, index, version):
                         "partition_metadata_racks_item.value",
                     )
                 out += value_partition_metadata_racks_item__partition_metadata__topic_metadata_
-            tags__partition_metadata__topic_metadata_ = []
-            valid__partition_metadata__topic_metadata_ = None
-            _write_tagged(
-                out,
-                tags__partition_metadata__topic_metadata_,
-                tagged_fields_partition_metadata__topic_metadata_,
-                "partition_metadata.tagged_fields",
-                valid__partition_metadata__topic_metadata_,
-            )
-        tags__topic_metadata_ = []
-        valid__topic_metadata_ = None
-        _write_tagged(
-            out,
-            tags__topic_metadata_,
-            tagged_fields_topic_metadata_,
-            "topic_metadata.tagged_fields",
-            valid__topic_metadata_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "share_group_partition_metadata_value.tagged_fields", valid_)
+            if (
+                tagged_fields_partition_metadata__topic_metadata_
+                or tagged_fields_partition_metadata__topic_metadata_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out, [], tagged_fields_partition_metadata__topic_metadata_, "partition_metadata.tagged_fields", None
+                )
+            else:
+                out.append(0)
+        if tagged_fields_topic_metadata_ or tagged_fields_topic_metadata_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_topic_metadata_, "topic_metadata.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "share_group_partition_metadata_value.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_share_group_member_metadata_value_subscribed_topic_names_item(buf, pos, end, opts):
@@ -7728,36 +8041,39 @@ def _decode_share_group_member_metadata_value(buf, pos, end, opts, version):
             ) from None
         append_subscribed_topic_names(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_member_metadata_value.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="share_group_member_metadata_value.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "share_group_member_metadata_value.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "share_group_member_metadata_value.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_member_metadata_value.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="share_group_member_metadata_value.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "share_group_member_metadata_value.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "share_group_member_metadata_value.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="share_group_member_metadata_value.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ShareGroupMemberMetadataValue(rack_id, client_id, client_host, subscribed_topic_names, tagged_fields), pos
 
 
@@ -7899,36 +8215,39 @@ def _fdecode_share_group_member_metadata_value(buf, pos, end, opts, version):
         item_ = value_share_group_member_metadata_value_subscribed_topic_names_item_
         append_subscribed_topic_names(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_member_metadata_value.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="share_group_member_metadata_value.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "share_group_member_metadata_value.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "share_group_member_metadata_value.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_member_metadata_value.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="share_group_member_metadata_value.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "share_group_member_metadata_value.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "share_group_member_metadata_value.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="share_group_member_metadata_value.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ShareGroupMemberMetadataValue)
     value_.rack_id = rack_id
     value_.client_id = client_id
@@ -7945,12 +8264,18 @@ def _encode_share_group_member_metadata_value(obj, out, index, version):
             f"ShareGroupMemberMetadataValue is not defined for version {version} (this schema has it for (group_coordinator_value.version <= 0))",
             path="share_group_member_metadata_value",
         )
-    own_ = type(obj) is ShareGroupMemberMetadataValue
-    rack_id = obj.rack_id if own_ else getattr(obj, "rack_id", None)
-    client_id = obj.client_id if own_ else getattr(obj, "client_id", None)
-    client_host = obj.client_host if own_ else getattr(obj, "client_host", None)
-    subscribed_topic_names = obj.subscribed_topic_names if own_ else getattr(obj, "subscribed_topic_names", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ShareGroupMemberMetadataValue:
+        rack_id = obj.rack_id
+        client_id = obj.client_id
+        client_host = obj.client_host
+        subscribed_topic_names = obj.subscribed_topic_names
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        rack_id = getattr(obj, "rack_id", None)
+        client_id = getattr(obj, "client_id", None)
+        client_host = getattr(obj, "client_host", None)
+        subscribed_topic_names = getattr(obj, "subscribed_topic_names", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if rack_id is None:
         out.append(0)
     else:
@@ -8008,9 +8333,10 @@ def _encode_share_group_member_metadata_value(obj, out, index, version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"share_group_member_metadata_value.subscribed_topic_names[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "share_group_member_metadata_value.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "share_group_member_metadata_value.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_share_group_member_metadata_value(obj, out, index, version):
@@ -8020,12 +8346,18 @@ def _fencode_share_group_member_metadata_value(obj, out, index, version):
             f"ShareGroupMemberMetadataValue is not defined for version {version} (this schema has it for (group_coordinator_value.version <= 0))",
             path="share_group_member_metadata_value",
         )
-    own_ = type(obj) is ShareGroupMemberMetadataValue
-    rack_id = obj.rack_id if own_ else getattr(obj, "rack_id", None)
-    client_id = obj.client_id if own_ else getattr(obj, "client_id", None)
-    client_host = obj.client_host if own_ else getattr(obj, "client_host", None)
-    subscribed_topic_names = obj.subscribed_topic_names if own_ else getattr(obj, "subscribed_topic_names", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ShareGroupMemberMetadataValue:
+        rack_id = obj.rack_id
+        client_id = obj.client_id
+        client_host = obj.client_host
+        subscribed_topic_names = obj.subscribed_topic_names
+        tagged_fields = obj.tagged_fields
+    else:
+        rack_id = getattr(obj, "rack_id", None)
+        client_id = getattr(obj, "client_id", None)
+        client_host = getattr(obj, "client_host", None)
+        subscribed_topic_names = getattr(obj, "subscribed_topic_names", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if rack_id is None:
         out.append(0)
     else:
@@ -8080,9 +8412,10 @@ def _fencode_share_group_member_metadata_value(obj, out, index, version):
                 "share_group_member_metadata_value_subscribed_topic_names_item.value",
             )
         out += value_share_group_member_metadata_value_subscribed_topic_names_item_
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "share_group_member_metadata_value.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "share_group_member_metadata_value.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_share_group_metadata_value(buf, pos, end, opts, version):
@@ -8098,36 +8431,39 @@ def _decode_share_group_metadata_value(buf, pos, end, opts, version):
     (epoch,) = _S1.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_metadata_value.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="share_group_metadata_value.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "share_group_metadata_value.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "share_group_metadata_value.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_metadata_value.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="share_group_metadata_value.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "share_group_metadata_value.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "share_group_metadata_value.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="share_group_metadata_value.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ShareGroupMetadataValue(epoch, tagged_fields), pos
 
 
@@ -8142,36 +8478,39 @@ def _fdecode_share_group_metadata_value(buf, pos, end, opts, version):
     (epoch,) = _S1.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_metadata_value.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="share_group_metadata_value.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "share_group_metadata_value.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "share_group_metadata_value.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_metadata_value.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="share_group_metadata_value.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "share_group_metadata_value.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "share_group_metadata_value.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="share_group_metadata_value.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ShareGroupMetadataValue)  # slots set directly: a third of the cost of calling __init__
     value_.epoch = epoch
     value_.tagged_fields = tagged_fields
@@ -8185,13 +8524,17 @@ def _encode_share_group_metadata_value(obj, out, index, version):
             f"ShareGroupMetadataValue is not defined for version {version} (this schema has it for (group_coordinator_value.version <= 0))",
             path="share_group_metadata_value",
         )
-    own_ = type(obj) is ShareGroupMetadataValue
-    epoch = obj.epoch if own_ else getattr(obj, "epoch", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ShareGroupMetadataValue:
+        epoch = obj.epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        epoch = getattr(obj, "epoch", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "share_group_metadata_value.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "share_group_metadata_value.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_share_group_metadata_value(obj, out, index, version):
@@ -8201,13 +8544,17 @@ def _fencode_share_group_metadata_value(obj, out, index, version):
             f"ShareGroupMetadataValue is not defined for version {version} (this schema has it for (group_coordinator_value.version <= 0))",
             path="share_group_metadata_value",
         )
-    own_ = type(obj) is ShareGroupMetadataValue
-    epoch = obj.epoch if own_ else getattr(obj, "epoch", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ShareGroupMetadataValue:
+        epoch = obj.epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        epoch = getattr(obj, "epoch", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "share_group_metadata_value.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "share_group_metadata_value.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_share_group_target_assignment_metadata_value(buf, pos, end, opts, version):
@@ -8225,36 +8572,39 @@ def _decode_share_group_target_assignment_metadata_value(buf, pos, end, opts, ve
     (assignment_epoch,) = _S1.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_metadata_value.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="share_group_target_assignment_metadata_value.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_metadata_value.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_metadata_value.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_metadata_value.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="share_group_target_assignment_metadata_value.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_metadata_value.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_metadata_value.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="share_group_target_assignment_metadata_value.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ShareGroupTargetAssignmentMetadataValue(assignment_epoch, tagged_fields), pos
 
 
@@ -8269,36 +8619,39 @@ def _fdecode_share_group_target_assignment_metadata_value(buf, pos, end, opts, v
     (assignment_epoch,) = _S1.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_metadata_value.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="share_group_target_assignment_metadata_value.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_metadata_value.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_metadata_value.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_metadata_value.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="share_group_target_assignment_metadata_value.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_metadata_value.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_metadata_value.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="share_group_target_assignment_metadata_value.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(
         ShareGroupTargetAssignmentMetadataValue
     )  # slots set directly: a third of the cost of calling __init__
@@ -8314,13 +8667,17 @@ def _encode_share_group_target_assignment_metadata_value(obj, out, index, versio
             f"ShareGroupTargetAssignmentMetadataValue is not defined for version {version} (this schema has it for (group_coordinator_value.version <= 0))",
             path="share_group_target_assignment_metadata_value",
         )
-    own_ = type(obj) is ShareGroupTargetAssignmentMetadataValue
-    assignment_epoch = obj.assignment_epoch if own_ else getattr(obj, "assignment_epoch", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ShareGroupTargetAssignmentMetadataValue:
+        assignment_epoch = obj.assignment_epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        assignment_epoch = getattr(obj, "assignment_epoch", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(assignment_epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "share_group_target_assignment_metadata_value.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "share_group_target_assignment_metadata_value.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_share_group_target_assignment_metadata_value(obj, out, index, version):
@@ -8330,13 +8687,17 @@ def _fencode_share_group_target_assignment_metadata_value(obj, out, index, versi
             f"ShareGroupTargetAssignmentMetadataValue is not defined for version {version} (this schema has it for (group_coordinator_value.version <= 0))",
             path="share_group_target_assignment_metadata_value",
         )
-    own_ = type(obj) is ShareGroupTargetAssignmentMetadataValue
-    assignment_epoch = obj.assignment_epoch if own_ else getattr(obj, "assignment_epoch", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ShareGroupTargetAssignmentMetadataValue:
+        assignment_epoch = obj.assignment_epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        assignment_epoch = getattr(obj, "assignment_epoch", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(assignment_epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "share_group_target_assignment_metadata_value.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "share_group_target_assignment_metadata_value.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_share_group_target_assignment_member_value(buf, pos, end, opts, version):
@@ -8410,36 +8771,39 @@ def _decode_share_group_target_assignment_member_value(buf, pos, end, opts, vers
                     path="share_group_target_assignment_member_value.topic_partitions",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_member_value.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="share_group_target_assignment_member_value.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_member_value.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_member_value.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_member_value.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="share_group_target_assignment_member_value.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_member_value.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_member_value.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="share_group_target_assignment_member_value.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ShareGroupTargetAssignmentMemberValue(topic_partitions, tagged_fields), pos
 
 
@@ -8515,38 +8879,41 @@ def _fdecode_share_group_target_assignment_member_value(buf, pos, end, opts, ver
             item__topic_partition_ = value_topic_partition_partitions_item__topic_partition_
             append_partitions_topic_partition_(item__topic_partition_)
         tagged_fields_topic_partition_ = []
-        sec__topic_partition_ = pos
-        prev__topic_partition_, odd__topic_partition_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__topic_partition_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__topic_partition_, pos = _read_uvarint32(buf, pos, end, "topic_partition.tagged_fields")
-        if n_tags__topic_partition_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__topic_partition_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="topic_partition.tagged_fields",
-            )
-        for __topic_partition_ in range(n_tags__topic_partition_):
-            tag__topic_partition_, pos = _read_uvarint32(buf, pos, end, "topic_partition.tagged_fields")
-            size__topic_partition_, pos = _read_uvarint32(buf, pos, end, "topic_partition.tagged_fields")
-            if size__topic_partition_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__topic_partition_} declares {size__topic_partition_} bytes, {end - pos} left",
+            sec__topic_partition_ = pos
+            prev__topic_partition_, odd__topic_partition_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__topic_partition_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__topic_partition_, pos = _read_uvarint32(buf, pos, end, "topic_partition.tagged_fields")
+            if n_tags__topic_partition_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__topic_partition_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="topic_partition.tagged_fields",
                 )
-            stop__topic_partition_ = pos + size__topic_partition_
-            if tag__topic_partition_ <= prev__topic_partition_:
-                odd__topic_partition_ = True
-            prev__topic_partition_ = tag__topic_partition_
-            tagged_fields_topic_partition_.append((tag__topic_partition_, bytes(buf[pos:stop__topic_partition_])))
-            pos = stop__topic_partition_
-        if odd__topic_partition_:
-            tagged_fields_topic_partition_ = _keep_tags(
-                tagged_fields_topic_partition_, buf[sec__topic_partition_:pos], ()
-            )
+            for __topic_partition_ in range(n_tags__topic_partition_):
+                tag__topic_partition_, pos = _read_uvarint32(buf, pos, end, "topic_partition.tagged_fields")
+                size__topic_partition_, pos = _read_uvarint32(buf, pos, end, "topic_partition.tagged_fields")
+                if size__topic_partition_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__topic_partition_} declares {size__topic_partition_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="topic_partition.tagged_fields",
+                    )
+                stop__topic_partition_ = pos + size__topic_partition_
+                if tag__topic_partition_ <= prev__topic_partition_:
+                    odd__topic_partition_ = True
+                prev__topic_partition_ = tag__topic_partition_
+                tagged_fields_topic_partition_.append((tag__topic_partition_, bytes(buf[pos:stop__topic_partition_])))
+                pos = stop__topic_partition_
+            if odd__topic_partition_:
+                tagged_fields_topic_partition_ = _keep_tags(
+                    tagged_fields_topic_partition_, buf[sec__topic_partition_:pos], ()
+                )
         value__topic_partition_ = _new_object(TopicPartition)
         value__topic_partition_.topic_id = topic_id_topic_partition_
         value__topic_partition_.partitions = partitions_topic_partition_
@@ -8558,36 +8925,39 @@ def _fdecode_share_group_target_assignment_member_value(buf, pos, end, opts, ver
             if budget_topic_partitions < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_member_value.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="share_group_target_assignment_member_value.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_member_value.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_member_value.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_member_value.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="share_group_target_assignment_member_value.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_member_value.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_member_value.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="share_group_target_assignment_member_value.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ShareGroupTargetAssignmentMemberValue)
     value_.topic_partitions = topic_partitions
     value_.tagged_fields = tagged_fields
@@ -8601,9 +8971,12 @@ def _encode_share_group_target_assignment_member_value(obj, out, index, version)
             f"ShareGroupTargetAssignmentMemberValue is not defined for version {version} (this schema has it for (group_coordinator_value.version <= 0))",
             path="share_group_target_assignment_member_value",
         )
-    own_ = type(obj) is ShareGroupTargetAssignmentMemberValue
-    topic_partitions = obj.topic_partitions if own_ else getattr(obj, "topic_partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ShareGroupTargetAssignmentMemberValue:
+        topic_partitions = obj.topic_partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_partitions = getattr(obj, "topic_partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(topic_partitions)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -8623,9 +8996,10 @@ def _encode_share_group_target_assignment_member_value(obj, out, index, version)
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"share_group_target_assignment_member_value.topic_partitions[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "share_group_target_assignment_member_value.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "share_group_target_assignment_member_value.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_share_group_target_assignment_member_value(obj, out, index, version):
@@ -8635,42 +9009,46 @@ def _fencode_share_group_target_assignment_member_value(obj, out, index, version
             f"ShareGroupTargetAssignmentMemberValue is not defined for version {version} (this schema has it for (group_coordinator_value.version <= 0))",
             path="share_group_target_assignment_member_value",
         )
-    own_ = type(obj) is ShareGroupTargetAssignmentMemberValue
-    topic_partitions = obj.topic_partitions if own_ else getattr(obj, "topic_partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ShareGroupTargetAssignmentMemberValue:
+        topic_partitions = obj.topic_partitions
+        tagged_fields = obj.tagged_fields
+    else:
+        topic_partitions = getattr(obj, "topic_partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(topic_partitions)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "share_group_target_assignment_member_value.topic_partitions")
     for item_ in topic_partitions:
-        own__topic_partition_ = type(item_) is TopicPartition
-        topic_id_topic_partition_ = item_.topic_id if own__topic_partition_ else getattr(item_, "topic_id", None)
-        partitions_topic_partition_ = item_.partitions if own__topic_partition_ else getattr(item_, "partitions", None)
-        tagged_fields_topic_partition_ = (
-            item_.tagged_fields if own__topic_partition_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is TopicPartition:
+            topic_id_topic_partition_ = item_.topic_id
+            partitions_topic_partition_ = item_.partitions
+            tagged_fields_topic_partition_ = item_.tagged_fields
+        else:
+            topic_id_topic_partition_ = getattr(item_, "topic_id", None)
+            partitions_topic_partition_ = getattr(item_, "partitions", None)
+            tagged_fields_topic_partition_ = getattr(item_, "tagged_fields", None)
         out += _S6.pack(_uuid16(topic_id_topic_partition_))
         n__topic_partition_ = len(partitions_topic_partition_)
         if -1 <= n__topic_partition_ < 16383:
             out += _UV_BYTES[n__topic_partition_ + 1]
         else:
             _write_uvarint(out, n__topic_partition_ + 1, "topic_partition.partitions")
-        for item__topic_partition_ in partitions_topic_partition_:
-            value_topic_partition_partitions_item__topic_partition_ = item__topic_partition_
-            out += _S1.pack(value_topic_partition_partitions_item__topic_partition_)
-        tags__topic_partition_ = []
-        valid__topic_partition_ = None
-        _write_tagged(
-            out,
-            tags__topic_partition_,
-            tagged_fields_topic_partition_,
-            "topic_partition.tagged_fields",
-            valid__topic_partition_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "share_group_target_assignment_member_value.tagged_fields", valid_)
+        if n__topic_partition_ <= _PACKED_MAX:
+            out += _PACKED["i"][n__topic_partition_].pack(*partitions_topic_partition_)
+        else:
+            for item__topic_partition_ in partitions_topic_partition_:
+                value_topic_partition_partitions_item__topic_partition_ = item__topic_partition_
+                out += _S1.pack(value_topic_partition_partitions_item__topic_partition_)
+        if tagged_fields_topic_partition_ or tagged_fields_topic_partition_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_topic_partition_, "topic_partition.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "share_group_target_assignment_member_value.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_share_group_current_member_assignment_value(buf, pos, end, opts, version):
@@ -8758,36 +9136,39 @@ def _decode_share_group_current_member_assignment_value(buf, pos, end, opts, ver
                     path="share_group_current_member_assignment_value.assigned_partitions",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_current_member_assignment_value.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="share_group_current_member_assignment_value.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "share_group_current_member_assignment_value.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "share_group_current_member_assignment_value.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_current_member_assignment_value.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="share_group_current_member_assignment_value.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "share_group_current_member_assignment_value.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "share_group_current_member_assignment_value.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="share_group_current_member_assignment_value.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ShareGroupCurrentMemberAssignmentValue(
         member_epoch, previous_member_epoch, state, assigned_partitions, tagged_fields
     ), pos
@@ -8867,38 +9248,43 @@ def _fdecode_share_group_current_member_assignment_value(buf, pos, end, opts, ve
             item__topic_partitions_ = value_topic_partitions_partitions_item__topic_partitions_
             append_partitions_topic_partitions_(item__topic_partitions_)
         tagged_fields_topic_partitions_ = []
-        sec__topic_partitions_ = pos
-        prev__topic_partitions_, odd__topic_partitions_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__topic_partitions_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
-        if n_tags__topic_partitions_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__topic_partitions_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="topic_partitions.tagged_fields",
-            )
-        for __topic_partitions_ in range(n_tags__topic_partitions_):
-            tag__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
-            size__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
-            if size__topic_partitions_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__topic_partitions_} declares {size__topic_partitions_} bytes, {end - pos} left",
+            sec__topic_partitions_ = pos
+            prev__topic_partitions_, odd__topic_partitions_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__topic_partitions_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
+            if n_tags__topic_partitions_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__topic_partitions_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="topic_partitions.tagged_fields",
                 )
-            stop__topic_partitions_ = pos + size__topic_partitions_
-            if tag__topic_partitions_ <= prev__topic_partitions_:
-                odd__topic_partitions_ = True
-            prev__topic_partitions_ = tag__topic_partitions_
-            tagged_fields_topic_partitions_.append((tag__topic_partitions_, bytes(buf[pos:stop__topic_partitions_])))
-            pos = stop__topic_partitions_
-        if odd__topic_partitions_:
-            tagged_fields_topic_partitions_ = _keep_tags(
-                tagged_fields_topic_partitions_, buf[sec__topic_partitions_:pos], ()
-            )
+            for __topic_partitions_ in range(n_tags__topic_partitions_):
+                tag__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
+                size__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
+                if size__topic_partitions_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__topic_partitions_} declares {size__topic_partitions_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="topic_partitions.tagged_fields",
+                    )
+                stop__topic_partitions_ = pos + size__topic_partitions_
+                if tag__topic_partitions_ <= prev__topic_partitions_:
+                    odd__topic_partitions_ = True
+                prev__topic_partitions_ = tag__topic_partitions_
+                tagged_fields_topic_partitions_.append(
+                    (tag__topic_partitions_, bytes(buf[pos:stop__topic_partitions_]))
+                )
+                pos = stop__topic_partitions_
+            if odd__topic_partitions_:
+                tagged_fields_topic_partitions_ = _keep_tags(
+                    tagged_fields_topic_partitions_, buf[sec__topic_partitions_:pos], ()
+                )
         value__topic_partitions_ = _new_object(TopicPartitions)
         value__topic_partitions_.topic_id = topic_id_topic_partitions_
         value__topic_partitions_.partitions = partitions_topic_partitions_
@@ -8910,36 +9296,39 @@ def _fdecode_share_group_current_member_assignment_value(buf, pos, end, opts, ve
             if budget_assigned_partitions < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_current_member_assignment_value.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="share_group_current_member_assignment_value.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "share_group_current_member_assignment_value.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "share_group_current_member_assignment_value.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_current_member_assignment_value.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="share_group_current_member_assignment_value.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "share_group_current_member_assignment_value.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "share_group_current_member_assignment_value.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="share_group_current_member_assignment_value.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ShareGroupCurrentMemberAssignmentValue)
     value_.member_epoch = member_epoch
     value_.previous_member_epoch = previous_member_epoch
@@ -8956,12 +9345,18 @@ def _encode_share_group_current_member_assignment_value(obj, out, index, version
             f"ShareGroupCurrentMemberAssignmentValue is not defined for version {version} (this schema has it for (group_coordinator_value.version <= 0))",
             path="share_group_current_member_assignment_value",
         )
-    own_ = type(obj) is ShareGroupCurrentMemberAssignmentValue
-    member_epoch = obj.member_epoch if own_ else getattr(obj, "member_epoch", None)
-    previous_member_epoch = obj.previous_member_epoch if own_ else getattr(obj, "previous_member_epoch", None)
-    state = obj.state if own_ else getattr(obj, "state", None)
-    assigned_partitions = obj.assigned_partitions if own_ else getattr(obj, "assigned_partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ShareGroupCurrentMemberAssignmentValue:
+        member_epoch = obj.member_epoch
+        previous_member_epoch = obj.previous_member_epoch
+        state = obj.state
+        assigned_partitions = obj.assigned_partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        member_epoch = getattr(obj, "member_epoch", None)
+        previous_member_epoch = getattr(obj, "previous_member_epoch", None)
+        state = getattr(obj, "state", None)
+        assigned_partitions = getattr(obj, "assigned_partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S7.pack(member_epoch, previous_member_epoch, state)
     n_ = len(assigned_partitions)
     if -1 <= n_ < 0x3FFF:
@@ -8982,9 +9377,10 @@ def _encode_share_group_current_member_assignment_value(obj, out, index, version
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"share_group_current_member_assignment_value.assigned_partitions[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "share_group_current_member_assignment_value.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "share_group_current_member_assignment_value.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_share_group_current_member_assignment_value(obj, out, index, version):
@@ -8994,12 +9390,18 @@ def _fencode_share_group_current_member_assignment_value(obj, out, index, versio
             f"ShareGroupCurrentMemberAssignmentValue is not defined for version {version} (this schema has it for (group_coordinator_value.version <= 0))",
             path="share_group_current_member_assignment_value",
         )
-    own_ = type(obj) is ShareGroupCurrentMemberAssignmentValue
-    member_epoch = obj.member_epoch if own_ else getattr(obj, "member_epoch", None)
-    previous_member_epoch = obj.previous_member_epoch if own_ else getattr(obj, "previous_member_epoch", None)
-    state = obj.state if own_ else getattr(obj, "state", None)
-    assigned_partitions = obj.assigned_partitions if own_ else getattr(obj, "assigned_partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ShareGroupCurrentMemberAssignmentValue:
+        member_epoch = obj.member_epoch
+        previous_member_epoch = obj.previous_member_epoch
+        state = obj.state
+        assigned_partitions = obj.assigned_partitions
+        tagged_fields = obj.tagged_fields
+    else:
+        member_epoch = getattr(obj, "member_epoch", None)
+        previous_member_epoch = getattr(obj, "previous_member_epoch", None)
+        state = getattr(obj, "state", None)
+        assigned_partitions = getattr(obj, "assigned_partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S7.pack(member_epoch, previous_member_epoch, state)
     n_ = len(assigned_partitions)
     if -1 <= n_ < 16383:
@@ -9007,35 +9409,34 @@ def _fencode_share_group_current_member_assignment_value(obj, out, index, versio
     else:
         _write_uvarint(out, n_ + 1, "share_group_current_member_assignment_value.assigned_partitions")
     for item_ in assigned_partitions:
-        own__topic_partitions_ = type(item_) is TopicPartitions
-        topic_id_topic_partitions_ = item_.topic_id if own__topic_partitions_ else getattr(item_, "topic_id", None)
-        partitions_topic_partitions_ = (
-            item_.partitions if own__topic_partitions_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_topic_partitions_ = (
-            item_.tagged_fields if own__topic_partitions_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is TopicPartitions:
+            topic_id_topic_partitions_ = item_.topic_id
+            partitions_topic_partitions_ = item_.partitions
+            tagged_fields_topic_partitions_ = item_.tagged_fields
+        else:
+            topic_id_topic_partitions_ = getattr(item_, "topic_id", None)
+            partitions_topic_partitions_ = getattr(item_, "partitions", None)
+            tagged_fields_topic_partitions_ = getattr(item_, "tagged_fields", None)
         out += _S6.pack(_uuid16(topic_id_topic_partitions_))
         n__topic_partitions_ = len(partitions_topic_partitions_)
         if -1 <= n__topic_partitions_ < 16383:
             out += _UV_BYTES[n__topic_partitions_ + 1]
         else:
             _write_uvarint(out, n__topic_partitions_ + 1, "topic_partitions.partitions")
-        for item__topic_partitions_ in partitions_topic_partitions_:
-            value_topic_partitions_partitions_item__topic_partitions_ = item__topic_partitions_
-            out += _S1.pack(value_topic_partitions_partitions_item__topic_partitions_)
-        tags__topic_partitions_ = []
-        valid__topic_partitions_ = None
-        _write_tagged(
-            out,
-            tags__topic_partitions_,
-            tagged_fields_topic_partitions_,
-            "topic_partitions.tagged_fields",
-            valid__topic_partitions_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "share_group_current_member_assignment_value.tagged_fields", valid_)
+        if n__topic_partitions_ <= _PACKED_MAX:
+            out += _PACKED["i"][n__topic_partitions_].pack(*partitions_topic_partitions_)
+        else:
+            for item__topic_partitions_ in partitions_topic_partitions_:
+                value_topic_partitions_partitions_item__topic_partitions_ = item__topic_partitions_
+                out += _S1.pack(value_topic_partitions_partitions_item__topic_partitions_)
+        if tagged_fields_topic_partitions_ or tagged_fields_topic_partitions_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_topic_partitions_, "topic_partitions.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "share_group_current_member_assignment_value.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_topic_partitions_info_partitions_item(buf, pos, end, opts):
@@ -9125,46 +9526,54 @@ def _decode_topic_partitions_info(buf, pos, end, opts):
             ) from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_partitions_info.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="topic_partitions_info.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "topic_partitions_info.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "topic_partitions_info.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_partitions_info.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="topic_partitions_info.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "topic_partitions_info.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "topic_partitions_info.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="topic_partitions_info.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TopicPartitionsInfo(topic_id, topic_name, partitions, tagged_fields), pos
 
 
 def _encode_topic_partitions_info(obj, out, index):
     """Append one topic_partitions_info to out."""
-    own_ = type(obj) is TopicPartitionsInfo
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    topic_name = obj.topic_name if own_ else getattr(obj, "topic_name", None)
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TopicPartitionsInfo:
+        topic_id = obj.topic_id
+        topic_name = obj.topic_name
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_id = getattr(obj, "topic_id", None)
+        topic_name = getattr(obj, "topic_name", None)
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S6.pack(_uuid16(topic_id))
     if topic_name is None:
         raise _InvalidValueError("may not be null", path="topic_partitions_info.topic_name")
@@ -9194,9 +9603,10 @@ def _encode_topic_partitions_info(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_partitions_info.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "topic_partitions_info.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "topic_partitions_info.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_topic_info(buf, pos, end, opts):
@@ -9233,41 +9643,48 @@ def _decode_topic_info(buf, pos, end, opts):
         topic_name = str(buf[pos : pos + n_topic_name], "utf-8", "surrogateescape")
         pos += n_topic_name
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_info.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_info.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "topic_info.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "topic_info.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="topic_info.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_info.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_info.tagged_fields"
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "topic_info.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "topic_info.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="topic_info.tagged_fields"
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TopicInfo(topic_id, topic_name, tagged_fields), pos
 
 
 def _encode_topic_info(obj, out, index):
     """Append one topic_info to out."""
-    own_ = type(obj) is TopicInfo
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    topic_name = obj.topic_name if own_ else getattr(obj, "topic_name", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TopicInfo:
+        topic_id = obj.topic_id
+        topic_name = obj.topic_name
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_id = getattr(obj, "topic_id", None)
+        topic_name = getattr(obj, "topic_name", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S6.pack(_uuid16(topic_id))
     if topic_name is None:
         raise _InvalidValueError("may not be null", path="topic_info.topic_name")
@@ -9281,9 +9698,10 @@ def _encode_topic_info(obj, out, index):
             _write_uvarint(out, n_ + 1, "topic_info.topic_name")
 
         out += topic_name
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "topic_info.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "topic_info.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_share_group_state_partition_metadata_value(buf, pos, end, opts, version):
@@ -9413,36 +9831,39 @@ def _decode_share_group_state_partition_metadata_value(buf, pos, end, opts, vers
             ) from None
         append_deleting_topics(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_state_partition_metadata_value.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="share_group_state_partition_metadata_value.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "share_group_state_partition_metadata_value.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "share_group_state_partition_metadata_value.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_state_partition_metadata_value.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="share_group_state_partition_metadata_value.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "share_group_state_partition_metadata_value.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "share_group_state_partition_metadata_value.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="share_group_state_partition_metadata_value.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ShareGroupStatePartitionMetadataValue(initialized_topics, deleting_topics, tagged_fields), pos
 
 
@@ -9550,40 +9971,47 @@ def _fdecode_share_group_state_partition_metadata_value(buf, pos, end, opts, ver
             item__topic_partitions_info_ = value_topic_partitions_info_partitions_item__topic_partitions_info_
             append_partitions_topic_partitions_info_(item__topic_partitions_info_)
         tagged_fields_topic_partitions_info_ = []
-        sec__topic_partitions_info_ = pos
-        prev__topic_partitions_info_, odd__topic_partitions_info_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__topic_partitions_info_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__topic_partitions_info_, pos = _read_uvarint32(buf, pos, end, "topic_partitions_info.tagged_fields")
-        if n_tags__topic_partitions_info_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__topic_partitions_info_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="topic_partitions_info.tagged_fields",
-            )
-        for __topic_partitions_info_ in range(n_tags__topic_partitions_info_):
-            tag__topic_partitions_info_, pos = _read_uvarint32(buf, pos, end, "topic_partitions_info.tagged_fields")
-            size__topic_partitions_info_, pos = _read_uvarint32(buf, pos, end, "topic_partitions_info.tagged_fields")
-            if size__topic_partitions_info_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__topic_partitions_info_} declares {size__topic_partitions_info_} bytes, {end - pos} left",
+            sec__topic_partitions_info_ = pos
+            prev__topic_partitions_info_, odd__topic_partitions_info_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__topic_partitions_info_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__topic_partitions_info_, pos = _read_uvarint32(
+                    buf, pos, end, "topic_partitions_info.tagged_fields"
+                )
+            if n_tags__topic_partitions_info_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__topic_partitions_info_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="topic_partitions_info.tagged_fields",
                 )
-            stop__topic_partitions_info_ = pos + size__topic_partitions_info_
-            if tag__topic_partitions_info_ <= prev__topic_partitions_info_:
-                odd__topic_partitions_info_ = True
-            prev__topic_partitions_info_ = tag__topic_partitions_info_
-            tagged_fields_topic_partitions_info_.append(
-                (tag__topic_partitions_info_, bytes(buf[pos:stop__topic_partitions_info_]))
-            )
-            pos = stop__topic_partitions_info_
-        if odd__topic_partitions_info_:
-            tagged_fields_topic_partitions_info_ = _keep_tags(
-                tagged_fields_topic_partitions_info_, buf[sec__topic_partitions_info_:pos], ()
-            )
+            for __topic_partitions_info_ in range(n_tags__topic_partitions_info_):
+                tag__topic_partitions_info_, pos = _read_uvarint32(buf, pos, end, "topic_partitions_info.tagged_fields")
+                size__topic_partitions_info_, pos = _read_uvarint32(
+                    buf, pos, end, "topic_partitions_info.tagged_fields"
+                )
+                if size__topic_partitions_info_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__topic_partitions_info_} declares {size__topic_partitions_info_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="topic_partitions_info.tagged_fields",
+                    )
+                stop__topic_partitions_info_ = pos + size__topic_partitions_info_
+                if tag__topic_partitions_info_ <= prev__topic_partitions_info_:
+                    odd__topic_partitions_info_ = True
+                prev__topic_partitions_info_ = tag__topic_partitions_info_
+                tagged_fields_topic_partitions_info_.append(
+                    (tag__topic_partitions_info_, bytes(buf[pos:stop__topic_partitions_info_]))
+                )
+                pos = stop__topic_partitions_info_
+            if odd__topic_partitions_info_:
+                tagged_fields_topic_partitions_info_ = _keep_tags(
+                    tagged_fields_topic_partitions_info_, buf[sec__topic_partitions_info_:pos], ()
+                )
         value__topic_partitions_info_ = _new_object(TopicPartitionsInfo)
         value__topic_partitions_info_.topic_id = topic_id_topic_partitions_info_
         value__topic_partitions_info_.topic_name = topic_name_topic_partitions_info_
@@ -9650,36 +10078,39 @@ def _fdecode_share_group_state_partition_metadata_value(buf, pos, end, opts, ver
                 topic_name_topic_info_ = _decode_str(r__topic_info_)
             pos += n_topic_name_topic_info_
         tagged_fields_topic_info_ = []
-        sec__topic_info_ = pos
-        prev__topic_info_, odd__topic_info_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__topic_info_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__topic_info_, pos = _read_uvarint32(buf, pos, end, "topic_info.tagged_fields")
-        if n_tags__topic_info_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__topic_info_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="topic_info.tagged_fields",
-            )
-        for __topic_info_ in range(n_tags__topic_info_):
-            tag__topic_info_, pos = _read_uvarint32(buf, pos, end, "topic_info.tagged_fields")
-            size__topic_info_, pos = _read_uvarint32(buf, pos, end, "topic_info.tagged_fields")
-            if size__topic_info_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__topic_info_} declares {size__topic_info_} bytes, {end - pos} left",
+            sec__topic_info_ = pos
+            prev__topic_info_, odd__topic_info_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__topic_info_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__topic_info_, pos = _read_uvarint32(buf, pos, end, "topic_info.tagged_fields")
+            if n_tags__topic_info_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__topic_info_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="topic_info.tagged_fields",
                 )
-            stop__topic_info_ = pos + size__topic_info_
-            if tag__topic_info_ <= prev__topic_info_:
-                odd__topic_info_ = True
-            prev__topic_info_ = tag__topic_info_
-            tagged_fields_topic_info_.append((tag__topic_info_, bytes(buf[pos:stop__topic_info_])))
-            pos = stop__topic_info_
-        if odd__topic_info_:
-            tagged_fields_topic_info_ = _keep_tags(tagged_fields_topic_info_, buf[sec__topic_info_:pos], ())
+            for __topic_info_ in range(n_tags__topic_info_):
+                tag__topic_info_, pos = _read_uvarint32(buf, pos, end, "topic_info.tagged_fields")
+                size__topic_info_, pos = _read_uvarint32(buf, pos, end, "topic_info.tagged_fields")
+                if size__topic_info_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__topic_info_} declares {size__topic_info_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="topic_info.tagged_fields",
+                    )
+                stop__topic_info_ = pos + size__topic_info_
+                if tag__topic_info_ <= prev__topic_info_:
+                    odd__topic_info_ = True
+                prev__topic_info_ = tag__topic_info_
+                tagged_fields_topic_info_.append((tag__topic_info_, bytes(buf[pos:stop__topic_info_])))
+                pos = stop__topic_info_
+            if odd__topic_info_:
+                tagged_fields_topic_info_ = _keep_tags(tagged_fields_topic_info_, buf[sec__topic_info_:pos], ())
         value__topic_info_ = _new_object(TopicInfo)
         value__topic_info_.topic_id = topic_id_topic_info_
         value__topic_info_.topic_name = topic_name_topic_info_
@@ -9687,36 +10118,39 @@ def _fdecode_share_group_state_partition_metadata_value(buf, pos, end, opts, ver
         item_ = value__topic_info_
         append_deleting_topics(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_state_partition_metadata_value.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="share_group_state_partition_metadata_value.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "share_group_state_partition_metadata_value.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "share_group_state_partition_metadata_value.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_state_partition_metadata_value.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="share_group_state_partition_metadata_value.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "share_group_state_partition_metadata_value.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "share_group_state_partition_metadata_value.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="share_group_state_partition_metadata_value.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ShareGroupStatePartitionMetadataValue)
     value_.initialized_topics = initialized_topics
     value_.deleting_topics = deleting_topics
@@ -9731,10 +10165,14 @@ def _encode_share_group_state_partition_metadata_value(obj, out, index, version)
             f"ShareGroupStatePartitionMetadataValue is not defined for version {version} (this schema has it for (group_coordinator_value.version <= 0))",
             path="share_group_state_partition_metadata_value",
         )
-    own_ = type(obj) is ShareGroupStatePartitionMetadataValue
-    initialized_topics = obj.initialized_topics if own_ else getattr(obj, "initialized_topics", None)
-    deleting_topics = obj.deleting_topics if own_ else getattr(obj, "deleting_topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ShareGroupStatePartitionMetadataValue:
+        initialized_topics = obj.initialized_topics
+        deleting_topics = obj.deleting_topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        initialized_topics = getattr(obj, "initialized_topics", None)
+        deleting_topics = getattr(obj, "deleting_topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(initialized_topics)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -9771,9 +10209,10 @@ def _encode_share_group_state_partition_metadata_value(obj, out, index, version)
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"share_group_state_partition_metadata_value.deleting_topics[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "share_group_state_partition_metadata_value.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "share_group_state_partition_metadata_value.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_share_group_state_partition_metadata_value(obj, out, index, version):
@@ -9783,29 +10222,30 @@ def _fencode_share_group_state_partition_metadata_value(obj, out, index, version
             f"ShareGroupStatePartitionMetadataValue is not defined for version {version} (this schema has it for (group_coordinator_value.version <= 0))",
             path="share_group_state_partition_metadata_value",
         )
-    own_ = type(obj) is ShareGroupStatePartitionMetadataValue
-    initialized_topics = obj.initialized_topics if own_ else getattr(obj, "initialized_topics", None)
-    deleting_topics = obj.deleting_topics if own_ else getattr(obj, "deleting_topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ShareGroupStatePartitionMetadataValue:
+        initialized_topics = obj.initialized_topics
+        deleting_topics = obj.deleting_topics
+        tagged_fields = obj.tagged_fields
+    else:
+        initialized_topics = getattr(obj, "initialized_topics", None)
+        deleting_topics = getattr(obj, "deleting_topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(initialized_topics)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "share_group_state_partition_metadata_value.initialized_topics")
     for item_ in initialized_topics:
-        own__topic_partitions_info_ = type(item_) is TopicPartitionsInfo
-        topic_id_topic_partitions_info_ = (
-            item_.topic_id if own__topic_partitions_info_ else getattr(item_, "topic_id", None)
-        )
-        topic_name_topic_partitions_info_ = (
-            item_.topic_name if own__topic_partitions_info_ else getattr(item_, "topic_name", None)
-        )
-        partitions_topic_partitions_info_ = (
-            item_.partitions if own__topic_partitions_info_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_topic_partitions_info_ = (
-            item_.tagged_fields if own__topic_partitions_info_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is TopicPartitionsInfo:
+            topic_id_topic_partitions_info_ = item_.topic_id
+            topic_name_topic_partitions_info_ = item_.topic_name
+            partitions_topic_partitions_info_ = item_.partitions
+            tagged_fields_topic_partitions_info_ = item_.tagged_fields
+        else:
+            topic_id_topic_partitions_info_ = getattr(item_, "topic_id", None)
+            topic_name_topic_partitions_info_ = getattr(item_, "topic_name", None)
+            partitions_topic_partitions_info_ = getattr(item_, "partitions", None)
+            tagged_fields_topic_partitions_info_ = getattr(item_, "tagged_fields", None)
         out += _S6.pack(_uuid16(topic_id_topic_partitions_info_))
         b__topic_partitions_info_ = _STR_ENCODED.get(topic_name_topic_partitions_info_)
         topic_name_topic_partitions_info_ = (
@@ -9824,28 +10264,30 @@ def _fencode_share_group_state_partition_metadata_value(obj, out, index, version
             out += _UV_BYTES[n__topic_partitions_info_ + 1]
         else:
             _write_uvarint(out, n__topic_partitions_info_ + 1, "topic_partitions_info.partitions")
-        for item__topic_partitions_info_ in partitions_topic_partitions_info_:
-            value_topic_partitions_info_partitions_item__topic_partitions_info_ = item__topic_partitions_info_
-            out += _S1.pack(value_topic_partitions_info_partitions_item__topic_partitions_info_)
-        tags__topic_partitions_info_ = []
-        valid__topic_partitions_info_ = None
-        _write_tagged(
-            out,
-            tags__topic_partitions_info_,
-            tagged_fields_topic_partitions_info_,
-            "topic_partitions_info.tagged_fields",
-            valid__topic_partitions_info_,
-        )
+        if n__topic_partitions_info_ <= _PACKED_MAX:
+            out += _PACKED["i"][n__topic_partitions_info_].pack(*partitions_topic_partitions_info_)
+        else:
+            for item__topic_partitions_info_ in partitions_topic_partitions_info_:
+                value_topic_partitions_info_partitions_item__topic_partitions_info_ = item__topic_partitions_info_
+                out += _S1.pack(value_topic_partitions_info_partitions_item__topic_partitions_info_)
+        if tagged_fields_topic_partitions_info_ or tagged_fields_topic_partitions_info_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_topic_partitions_info_, "topic_partitions_info.tagged_fields", None)
+        else:
+            out.append(0)
     n_ = len(deleting_topics)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "share_group_state_partition_metadata_value.deleting_topics")
     for item_ in deleting_topics:
-        own__topic_info_ = type(item_) is TopicInfo
-        topic_id_topic_info_ = item_.topic_id if own__topic_info_ else getattr(item_, "topic_id", None)
-        topic_name_topic_info_ = item_.topic_name if own__topic_info_ else getattr(item_, "topic_name", None)
-        tagged_fields_topic_info_ = item_.tagged_fields if own__topic_info_ else getattr(item_, "tagged_fields", None)
+        if type(item_) is TopicInfo:
+            topic_id_topic_info_ = item_.topic_id
+            topic_name_topic_info_ = item_.topic_name
+            tagged_fields_topic_info_ = item_.tagged_fields
+        else:
+            topic_id_topic_info_ = getattr(item_, "topic_id", None)
+            topic_name_topic_info_ = getattr(item_, "topic_name", None)
+            tagged_fields_topic_info_ = getattr(item_, "tagged_fields", None)
         out += _S6.pack(_uuid16(topic_id_topic_info_))
         b__topic_info_ = _STR_ENCODED.get(topic_name_topic_info_)
         topic_name_topic_info_ = _encode_str(topic_name_topic_info_) if b__topic_info_ is None else b__topic_info_
@@ -9855,12 +10297,14 @@ def _fencode_share_group_state_partition_metadata_value(obj, out, index, version
         else:
             _write_uvarint(out, n__topic_info_ + 1, "topic_info.topic_name")
         out += topic_name_topic_info_
-        tags__topic_info_ = []
-        valid__topic_info_ = None
-        _write_tagged(out, tags__topic_info_, tagged_fields_topic_info_, "topic_info.tagged_fields", valid__topic_info_)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "share_group_state_partition_metadata_value.tagged_fields", valid_)
+        if tagged_fields_topic_info_ or tagged_fields_topic_info_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_topic_info_, "topic_info.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "share_group_state_partition_metadata_value.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_group_coordinator_value(buf, pos, end, opts, record_type):
@@ -9956,9 +10400,12 @@ def _fdecode_group_coordinator_value(buf, pos, end, opts, record_type):
 
 def _encode_group_coordinator_value(obj, out, index, record_type):
     """Append one group_coordinator_value to out."""
-    own_ = type(obj) is GroupCoordinatorValue
-    version = obj.version if own_ else getattr(obj, "version", None)
-    value = obj.value if own_ else getattr(obj, "value", None)
+    if type(obj) is GroupCoordinatorValue:
+        version = obj.version
+        value = obj.value
+    else:  # another class: its fields by name, a missing one at its default
+        version = getattr(obj, "version", None)
+        value = getattr(obj, "value", None)
     out += _S2.pack(version)
     if record_type in [0, 1]:
         _encode_offset_commit_value_versions(value, out, 0, version)
@@ -10064,9 +10511,12 @@ def _encode_group_coordinator_value(obj, out, index, record_type):
 
 def _fencode_group_coordinator_value(obj, out, index, record_type):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is GroupCoordinatorValue
-    version = obj.version if own_ else getattr(obj, "version", None)
-    value = obj.value if own_ else getattr(obj, "value", None)
+    if type(obj) is GroupCoordinatorValue:
+        version = obj.version
+        value = obj.value
+    else:  # another class: its fields by name, a missing one at its default
+        version = getattr(obj, "version", None)
+        value = getattr(obj, "value", None)
     out += _S2.pack(version)
     if record_type in [0, 1]:
         _fencode_offset_commit_value_versions(value, out, 0, version)

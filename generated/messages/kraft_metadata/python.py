@@ -19,6 +19,8 @@ from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
 from kfmt.runtime.scalars import uuid16 as _uuid16
+from kfmt.runtime.scalars import PACKED as _PACKED
+from kfmt.runtime.scalars import PACKED_MAX as _PACKED_MAX
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -158,43 +160,56 @@ def _decode_broker_endpoint(buf, pos, end, opts):
     ) = _S0.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "broker_endpoint.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="broker_endpoint.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "broker_endpoint.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "broker_endpoint.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="broker_endpoint.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "broker_endpoint.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="broker_endpoint.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "broker_endpoint.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "broker_endpoint.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="broker_endpoint.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return BrokerEndpoint(name, host, port, security_protocol, tagged_fields), pos
 
 
 def _encode_broker_endpoint(obj, out, index):
     """Append one broker_endpoint to out."""
-    own_ = type(obj) is BrokerEndpoint
-    name = obj.name if own_ else getattr(obj, "name", None)
-    host = obj.host if own_ else getattr(obj, "host", None)
-    port = obj.port if own_ else getattr(obj, "port", None)
-    security_protocol = obj.security_protocol if own_ else getattr(obj, "security_protocol", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is BrokerEndpoint:
+        name = obj.name
+        host = obj.host
+        port = obj.port
+        security_protocol = obj.security_protocol
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", None)
+        host = getattr(obj, "host", None)
+        port = getattr(obj, "port", None)
+        security_protocol = getattr(obj, "security_protocol", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="broker_endpoint.name")
     else:
@@ -220,9 +235,10 @@ def _encode_broker_endpoint(obj, out, index):
 
         out += host
     out += _S0.pack(port, security_protocol)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "broker_endpoint.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "broker_endpoint.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_broker_feature(buf, pos, end, opts):
@@ -258,42 +274,54 @@ def _decode_broker_feature(buf, pos, end, opts):
     ) = _S1.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "broker_feature.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="broker_feature.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "broker_feature.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "broker_feature.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="broker_feature.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "broker_feature.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="broker_feature.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "broker_feature.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "broker_feature.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="broker_feature.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return BrokerFeature(name, min_supported_version, max_supported_version, tagged_fields), pos
 
 
 def _encode_broker_feature(obj, out, index):
     """Append one broker_feature to out."""
-    own_ = type(obj) is BrokerFeature
-    name = obj.name if own_ else getattr(obj, "name", None)
-    min_supported_version = obj.min_supported_version if own_ else getattr(obj, "min_supported_version", None)
-    max_supported_version = obj.max_supported_version if own_ else getattr(obj, "max_supported_version", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is BrokerFeature:
+        name = obj.name
+        min_supported_version = obj.min_supported_version
+        max_supported_version = obj.max_supported_version
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", None)
+        min_supported_version = getattr(obj, "min_supported_version", None)
+        max_supported_version = getattr(obj, "max_supported_version", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="broker_feature.name")
     else:
@@ -307,9 +335,10 @@ def _encode_broker_feature(obj, out, index):
 
         out += name
     out += _S1.pack(min_supported_version, max_supported_version)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "broker_feature.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "broker_feature.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_register_broker_record_log_dirs_item(buf, pos, end, opts):
@@ -604,53 +633,56 @@ def _decode_register_broker_record(buf, pos, end, opts, version):
         in_controlled_shutdown = False
     tagged_fields = []
     log_dirs = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "register_broker_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="register_broker_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "register_broker_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "register_broker_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "register_broker_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="register_broker_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0 and version >= 3:
-            log_dirs, q_ = _decode_register_broker_record_log_dirs_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "register_broker_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "register_broker_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="register_broker_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            if tag_ == 0 and version >= 3:
+                log_dirs, q_ = _decode_register_broker_record_log_dirs_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (log_dirs) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="register_broker_record.tagged_fields.log_dirs",
+                    )
+                if log_dirs == [] or log_dirs is None:  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 0:  # Kafka's reader: "Tag N is not valid for version V"
                 raise _InvalidValueError(
-                    f"tag 0 (log_dirs) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
+                    "tag 0 (log_dirs) is not valid at this version",
+                    offset=pos,
                     path="register_broker_record.tagged_fields.log_dirs",
                 )
-            if log_dirs == [] or log_dirs is None:  # written at its default: kept as read
-                odd_ = True
-        elif tag_ == 0:  # Kafka's reader: "Tag N is not valid for version V"
-            raise _InvalidValueError(
-                "tag 0 (log_dirs) is not valid at this version",
-                offset=pos,
-                path="register_broker_record.tagged_fields.log_dirs",
-            )
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, (log_dirs == [] or log_dirs is None)),))
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, (log_dirs == [] or log_dirs is None)),))
     return RegisterBrokerRecord(
         broker_id,
         is_migrating_zk_broker,
@@ -754,38 +786,41 @@ def _fdecode_register_broker_record(buf, pos, end, opts, version):
         port_broker_endpoint_, security_protocol_broker_endpoint_ = _S0.unpack_from(buf, pos)
         pos += 4
         tagged_fields_broker_endpoint_ = []
-        sec__broker_endpoint_ = pos
-        prev__broker_endpoint_, odd__broker_endpoint_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__broker_endpoint_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__broker_endpoint_, pos = _read_uvarint32(buf, pos, end, "broker_endpoint.tagged_fields")
-        if n_tags__broker_endpoint_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__broker_endpoint_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="broker_endpoint.tagged_fields",
-            )
-        for __broker_endpoint_ in range(n_tags__broker_endpoint_):
-            tag__broker_endpoint_, pos = _read_uvarint32(buf, pos, end, "broker_endpoint.tagged_fields")
-            size__broker_endpoint_, pos = _read_uvarint32(buf, pos, end, "broker_endpoint.tagged_fields")
-            if size__broker_endpoint_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__broker_endpoint_} declares {size__broker_endpoint_} bytes, {end - pos} left",
+            sec__broker_endpoint_ = pos
+            prev__broker_endpoint_, odd__broker_endpoint_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__broker_endpoint_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__broker_endpoint_, pos = _read_uvarint32(buf, pos, end, "broker_endpoint.tagged_fields")
+            if n_tags__broker_endpoint_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__broker_endpoint_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="broker_endpoint.tagged_fields",
                 )
-            stop__broker_endpoint_ = pos + size__broker_endpoint_
-            if tag__broker_endpoint_ <= prev__broker_endpoint_:
-                odd__broker_endpoint_ = True
-            prev__broker_endpoint_ = tag__broker_endpoint_
-            tagged_fields_broker_endpoint_.append((tag__broker_endpoint_, bytes(buf[pos:stop__broker_endpoint_])))
-            pos = stop__broker_endpoint_
-        if odd__broker_endpoint_:
-            tagged_fields_broker_endpoint_ = _keep_tags(
-                tagged_fields_broker_endpoint_, buf[sec__broker_endpoint_:pos], ()
-            )
+            for __broker_endpoint_ in range(n_tags__broker_endpoint_):
+                tag__broker_endpoint_, pos = _read_uvarint32(buf, pos, end, "broker_endpoint.tagged_fields")
+                size__broker_endpoint_, pos = _read_uvarint32(buf, pos, end, "broker_endpoint.tagged_fields")
+                if size__broker_endpoint_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__broker_endpoint_} declares {size__broker_endpoint_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="broker_endpoint.tagged_fields",
+                    )
+                stop__broker_endpoint_ = pos + size__broker_endpoint_
+                if tag__broker_endpoint_ <= prev__broker_endpoint_:
+                    odd__broker_endpoint_ = True
+                prev__broker_endpoint_ = tag__broker_endpoint_
+                tagged_fields_broker_endpoint_.append((tag__broker_endpoint_, bytes(buf[pos:stop__broker_endpoint_])))
+                pos = stop__broker_endpoint_
+            if odd__broker_endpoint_:
+                tagged_fields_broker_endpoint_ = _keep_tags(
+                    tagged_fields_broker_endpoint_, buf[sec__broker_endpoint_:pos], ()
+                )
         value__broker_endpoint_ = _new_object(BrokerEndpoint)
         value__broker_endpoint_.name = name_broker_endpoint_
         value__broker_endpoint_.host = host_broker_endpoint_
@@ -843,36 +878,41 @@ def _fdecode_register_broker_record(buf, pos, end, opts, version):
         min_supported_version_broker_feature_, max_supported_version_broker_feature_ = _S1.unpack_from(buf, pos)
         pos += 4
         tagged_fields_broker_feature_ = []
-        sec__broker_feature_ = pos
-        prev__broker_feature_, odd__broker_feature_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__broker_feature_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__broker_feature_, pos = _read_uvarint32(buf, pos, end, "broker_feature.tagged_fields")
-        if n_tags__broker_feature_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__broker_feature_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="broker_feature.tagged_fields",
-            )
-        for __broker_feature_ in range(n_tags__broker_feature_):
-            tag__broker_feature_, pos = _read_uvarint32(buf, pos, end, "broker_feature.tagged_fields")
-            size__broker_feature_, pos = _read_uvarint32(buf, pos, end, "broker_feature.tagged_fields")
-            if size__broker_feature_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__broker_feature_} declares {size__broker_feature_} bytes, {end - pos} left",
+            sec__broker_feature_ = pos
+            prev__broker_feature_, odd__broker_feature_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__broker_feature_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__broker_feature_, pos = _read_uvarint32(buf, pos, end, "broker_feature.tagged_fields")
+            if n_tags__broker_feature_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__broker_feature_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="broker_feature.tagged_fields",
                 )
-            stop__broker_feature_ = pos + size__broker_feature_
-            if tag__broker_feature_ <= prev__broker_feature_:
-                odd__broker_feature_ = True
-            prev__broker_feature_ = tag__broker_feature_
-            tagged_fields_broker_feature_.append((tag__broker_feature_, bytes(buf[pos:stop__broker_feature_])))
-            pos = stop__broker_feature_
-        if odd__broker_feature_:
-            tagged_fields_broker_feature_ = _keep_tags(tagged_fields_broker_feature_, buf[sec__broker_feature_:pos], ())
+            for __broker_feature_ in range(n_tags__broker_feature_):
+                tag__broker_feature_, pos = _read_uvarint32(buf, pos, end, "broker_feature.tagged_fields")
+                size__broker_feature_, pos = _read_uvarint32(buf, pos, end, "broker_feature.tagged_fields")
+                if size__broker_feature_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__broker_feature_} declares {size__broker_feature_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="broker_feature.tagged_fields",
+                    )
+                stop__broker_feature_ = pos + size__broker_feature_
+                if tag__broker_feature_ <= prev__broker_feature_:
+                    odd__broker_feature_ = True
+                prev__broker_feature_ = tag__broker_feature_
+                tagged_fields_broker_feature_.append((tag__broker_feature_, bytes(buf[pos:stop__broker_feature_])))
+                pos = stop__broker_feature_
+            if odd__broker_feature_:
+                tagged_fields_broker_feature_ = _keep_tags(
+                    tagged_fields_broker_feature_, buf[sec__broker_feature_:pos], ()
+                )
         value__broker_feature_ = _new_object(BrokerFeature)
         value__broker_feature_.name = name_broker_feature_
         value__broker_feature_.min_supported_version = min_supported_version_broker_feature_
@@ -910,53 +950,56 @@ def _fdecode_register_broker_record(buf, pos, end, opts, version):
         in_controlled_shutdown = False
     tagged_fields = []
     log_dirs = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "register_broker_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="register_broker_record.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "register_broker_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "register_broker_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "register_broker_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="register_broker_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0 and version >= 3:
-            log_dirs, q_ = _fdecode_register_broker_record_log_dirs_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "register_broker_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "register_broker_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="register_broker_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            if tag_ == 0 and version >= 3:
+                log_dirs, q_ = _fdecode_register_broker_record_log_dirs_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (log_dirs) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="register_broker_record.tagged_fields.log_dirs",
+                    )
+                if log_dirs == [] or log_dirs is None:
+                    odd_ = True
+            elif tag_ == 0:
                 raise _InvalidValueError(
-                    f"tag 0 (log_dirs) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
+                    "tag 0 (log_dirs) is not valid at this version",
+                    offset=pos,
                     path="register_broker_record.tagged_fields.log_dirs",
                 )
-            if log_dirs == [] or log_dirs is None:
-                odd_ = True
-        elif tag_ == 0:
-            raise _InvalidValueError(
-                "tag 0 (log_dirs) is not valid at this version",
-                offset=pos,
-                path="register_broker_record.tagged_fields.log_dirs",
-            )
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, log_dirs == [] or log_dirs is None),))
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, log_dirs == [] or log_dirs is None),))
     value_ = _new_object(RegisterBrokerRecord)
     value_.broker_id = broker_id
     value_.is_migrating_zk_broker = is_migrating_zk_broker
@@ -979,17 +1022,28 @@ def _encode_register_broker_record(obj, out, index, version):
             f"RegisterBrokerRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 3))",
             path="register_broker_record",
         )
-    own_ = type(obj) is RegisterBrokerRecord
-    broker_id = obj.broker_id if own_ else getattr(obj, "broker_id", None)
-    is_migrating_zk_broker = obj.is_migrating_zk_broker if own_ else getattr(obj, "is_migrating_zk_broker", False)
-    incarnation_id = obj.incarnation_id if own_ else getattr(obj, "incarnation_id", None)
-    broker_epoch = obj.broker_epoch if own_ else getattr(obj, "broker_epoch", None)
-    end_points = obj.end_points if own_ else getattr(obj, "end_points", None)
-    features = obj.features if own_ else getattr(obj, "features", None)
-    rack = obj.rack if own_ else getattr(obj, "rack", None)
-    fenced = obj.fenced if own_ else getattr(obj, "fenced", True)
-    in_controlled_shutdown = obj.in_controlled_shutdown if own_ else getattr(obj, "in_controlled_shutdown", False)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is RegisterBrokerRecord:
+        broker_id = obj.broker_id
+        is_migrating_zk_broker = obj.is_migrating_zk_broker
+        incarnation_id = obj.incarnation_id
+        broker_epoch = obj.broker_epoch
+        end_points = obj.end_points
+        features = obj.features
+        rack = obj.rack
+        fenced = obj.fenced
+        in_controlled_shutdown = obj.in_controlled_shutdown
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        broker_id = getattr(obj, "broker_id", None)
+        is_migrating_zk_broker = getattr(obj, "is_migrating_zk_broker", False)
+        incarnation_id = getattr(obj, "incarnation_id", None)
+        broker_epoch = getattr(obj, "broker_epoch", None)
+        end_points = getattr(obj, "end_points", None)
+        features = getattr(obj, "features", None)
+        rack = getattr(obj, "rack", None)
+        fenced = getattr(obj, "fenced", True)
+        in_controlled_shutdown = getattr(obj, "in_controlled_shutdown", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S3.pack(broker_id)
     if version >= 2:
         out += _S4.pack(is_migrating_zk_broker)
@@ -1048,7 +1102,10 @@ def _encode_register_broker_record(obj, out, index, version):
         _encode_register_broker_record_log_dirs_tag(log_dirs, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = (0 if version >= 3 else -1,) if tagged_fields.__class__ is _TagSection else None
-    _write_tagged(out, tags_, tagged_fields, "register_broker_record.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "register_broker_record.tagged_fields", valid_)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_register_broker_record(obj, out, index, version):
@@ -1058,17 +1115,28 @@ def _fencode_register_broker_record(obj, out, index, version):
             f"RegisterBrokerRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 3))",
             path="register_broker_record",
         )
-    own_ = type(obj) is RegisterBrokerRecord
-    broker_id = obj.broker_id if own_ else getattr(obj, "broker_id", None)
-    is_migrating_zk_broker = obj.is_migrating_zk_broker if own_ else getattr(obj, "is_migrating_zk_broker", False)
-    incarnation_id = obj.incarnation_id if own_ else getattr(obj, "incarnation_id", None)
-    broker_epoch = obj.broker_epoch if own_ else getattr(obj, "broker_epoch", None)
-    end_points = obj.end_points if own_ else getattr(obj, "end_points", None)
-    features = obj.features if own_ else getattr(obj, "features", None)
-    rack = obj.rack if own_ else getattr(obj, "rack", None)
-    fenced = obj.fenced if own_ else getattr(obj, "fenced", True)
-    in_controlled_shutdown = obj.in_controlled_shutdown if own_ else getattr(obj, "in_controlled_shutdown", False)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is RegisterBrokerRecord:
+        broker_id = obj.broker_id
+        is_migrating_zk_broker = obj.is_migrating_zk_broker
+        incarnation_id = obj.incarnation_id
+        broker_epoch = obj.broker_epoch
+        end_points = obj.end_points
+        features = obj.features
+        rack = obj.rack
+        fenced = obj.fenced
+        in_controlled_shutdown = obj.in_controlled_shutdown
+        tagged_fields = obj.tagged_fields
+    else:
+        broker_id = getattr(obj, "broker_id", None)
+        is_migrating_zk_broker = getattr(obj, "is_migrating_zk_broker", False)
+        incarnation_id = getattr(obj, "incarnation_id", None)
+        broker_epoch = getattr(obj, "broker_epoch", None)
+        end_points = getattr(obj, "end_points", None)
+        features = getattr(obj, "features", None)
+        rack = getattr(obj, "rack", None)
+        fenced = getattr(obj, "fenced", True)
+        in_controlled_shutdown = getattr(obj, "in_controlled_shutdown", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S3.pack(broker_id)
     if version >= 2:
         out += _S4.pack(is_migrating_zk_broker)
@@ -1079,16 +1147,18 @@ def _fencode_register_broker_record(obj, out, index, version):
     else:
         _write_uvarint(out, n_ + 1, "register_broker_record.end_points")
     for item_ in end_points:
-        own__broker_endpoint_ = type(item_) is BrokerEndpoint
-        name_broker_endpoint_ = item_.name if own__broker_endpoint_ else getattr(item_, "name", None)
-        host_broker_endpoint_ = item_.host if own__broker_endpoint_ else getattr(item_, "host", None)
-        port_broker_endpoint_ = item_.port if own__broker_endpoint_ else getattr(item_, "port", None)
-        security_protocol_broker_endpoint_ = (
-            item_.security_protocol if own__broker_endpoint_ else getattr(item_, "security_protocol", None)
-        )
-        tagged_fields_broker_endpoint_ = (
-            item_.tagged_fields if own__broker_endpoint_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is BrokerEndpoint:
+            name_broker_endpoint_ = item_.name
+            host_broker_endpoint_ = item_.host
+            port_broker_endpoint_ = item_.port
+            security_protocol_broker_endpoint_ = item_.security_protocol
+            tagged_fields_broker_endpoint_ = item_.tagged_fields
+        else:
+            name_broker_endpoint_ = getattr(item_, "name", None)
+            host_broker_endpoint_ = getattr(item_, "host", None)
+            port_broker_endpoint_ = getattr(item_, "port", None)
+            security_protocol_broker_endpoint_ = getattr(item_, "security_protocol", None)
+            tagged_fields_broker_endpoint_ = getattr(item_, "tagged_fields", None)
         b__broker_endpoint_ = _STR_ENCODED.get(name_broker_endpoint_)
         name_broker_endpoint_ = (
             _encode_str(name_broker_endpoint_) if b__broker_endpoint_ is None else b__broker_endpoint_
@@ -1110,32 +1180,26 @@ def _fencode_register_broker_record(obj, out, index, version):
             _write_uvarint(out, n__broker_endpoint_ + 1, "broker_endpoint.host")
         out += host_broker_endpoint_
         out += _S0.pack(port_broker_endpoint_, security_protocol_broker_endpoint_)
-        tags__broker_endpoint_ = []
-        valid__broker_endpoint_ = None
-        _write_tagged(
-            out,
-            tags__broker_endpoint_,
-            tagged_fields_broker_endpoint_,
-            "broker_endpoint.tagged_fields",
-            valid__broker_endpoint_,
-        )
+        if tagged_fields_broker_endpoint_ or tagged_fields_broker_endpoint_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_broker_endpoint_, "broker_endpoint.tagged_fields", None)
+        else:
+            out.append(0)
     n_ = len(features)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "register_broker_record.features")
     for item_ in features:
-        own__broker_feature_ = type(item_) is BrokerFeature
-        name_broker_feature_ = item_.name if own__broker_feature_ else getattr(item_, "name", None)
-        min_supported_version_broker_feature_ = (
-            item_.min_supported_version if own__broker_feature_ else getattr(item_, "min_supported_version", None)
-        )
-        max_supported_version_broker_feature_ = (
-            item_.max_supported_version if own__broker_feature_ else getattr(item_, "max_supported_version", None)
-        )
-        tagged_fields_broker_feature_ = (
-            item_.tagged_fields if own__broker_feature_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is BrokerFeature:
+            name_broker_feature_ = item_.name
+            min_supported_version_broker_feature_ = item_.min_supported_version
+            max_supported_version_broker_feature_ = item_.max_supported_version
+            tagged_fields_broker_feature_ = item_.tagged_fields
+        else:
+            name_broker_feature_ = getattr(item_, "name", None)
+            min_supported_version_broker_feature_ = getattr(item_, "min_supported_version", None)
+            max_supported_version_broker_feature_ = getattr(item_, "max_supported_version", None)
+            tagged_fields_broker_feature_ = getattr(item_, "tagged_fields", None)
         b__broker_feature_ = _STR_ENCODED.get(name_broker_feature_)
         name_broker_feature_ = _encode_str(name_broker_feature_) if b__broker_feature_ is None else b__broker_feature_
         n__broker_feature_ = len(name_broker_feature_)
@@ -1145,15 +1209,10 @@ def _fencode_register_broker_record(obj, out, index, version):
             _write_uvarint(out, n__broker_feature_ + 1, "broker_feature.name")
         out += name_broker_feature_
         out += _S1.pack(min_supported_version_broker_feature_, max_supported_version_broker_feature_)
-        tags__broker_feature_ = []
-        valid__broker_feature_ = None
-        _write_tagged(
-            out,
-            tags__broker_feature_,
-            tagged_fields_broker_feature_,
-            "broker_feature.tagged_fields",
-            valid__broker_feature_,
-        )
+        if tagged_fields_broker_feature_ or tagged_fields_broker_feature_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_broker_feature_, "broker_feature.tagged_fields", None)
+        else:
+            out.append(0)
     if rack is None:
         out.append(0)
     else:
@@ -1175,7 +1234,10 @@ def _fencode_register_broker_record(obj, out, index, version):
         _fencode_register_broker_record_log_dirs_tag(log_dirs, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = (0 if version >= 3 else -1,) if tagged_fields.__class__ is _TagSection else None
-    _write_tagged(out, tags_, tagged_fields, "register_broker_record.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "register_broker_record.tagged_fields", valid_)
+    else:
+        out.append(0)
 
 
 def _decode_unregister_broker_record(buf, pos, end, opts, version):
@@ -1194,36 +1256,39 @@ def _decode_unregister_broker_record(buf, pos, end, opts, version):
     ) = _S6.unpack_from(buf, pos)
     pos += 12
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "unregister_broker_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="unregister_broker_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "unregister_broker_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "unregister_broker_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "unregister_broker_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="unregister_broker_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "unregister_broker_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "unregister_broker_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="unregister_broker_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return UnregisterBrokerRecord(broker_id, broker_epoch, tagged_fields), pos
 
 
@@ -1241,36 +1306,39 @@ def _fdecode_unregister_broker_record(buf, pos, end, opts, version):
     ) = _S6.unpack_from(buf, pos)
     pos += 12
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "unregister_broker_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="unregister_broker_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "unregister_broker_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "unregister_broker_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "unregister_broker_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="unregister_broker_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "unregister_broker_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "unregister_broker_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="unregister_broker_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(UnregisterBrokerRecord)  # slots set directly: a third of the cost of calling __init__
     value_.broker_id = broker_id
     value_.broker_epoch = broker_epoch
@@ -1285,14 +1353,19 @@ def _encode_unregister_broker_record(obj, out, index, version):
             f"UnregisterBrokerRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 0))",
             path="unregister_broker_record",
         )
-    own_ = type(obj) is UnregisterBrokerRecord
-    broker_id = obj.broker_id if own_ else getattr(obj, "broker_id", None)
-    broker_epoch = obj.broker_epoch if own_ else getattr(obj, "broker_epoch", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is UnregisterBrokerRecord:
+        broker_id = obj.broker_id
+        broker_epoch = obj.broker_epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        broker_id = getattr(obj, "broker_id", None)
+        broker_epoch = getattr(obj, "broker_epoch", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S6.pack(broker_id, broker_epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "unregister_broker_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "unregister_broker_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_unregister_broker_record(obj, out, index, version):
@@ -1302,14 +1375,19 @@ def _fencode_unregister_broker_record(obj, out, index, version):
             f"UnregisterBrokerRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 0))",
             path="unregister_broker_record",
         )
-    own_ = type(obj) is UnregisterBrokerRecord
-    broker_id = obj.broker_id if own_ else getattr(obj, "broker_id", None)
-    broker_epoch = obj.broker_epoch if own_ else getattr(obj, "broker_epoch", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is UnregisterBrokerRecord:
+        broker_id = obj.broker_id
+        broker_epoch = obj.broker_epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        broker_id = getattr(obj, "broker_id", None)
+        broker_epoch = getattr(obj, "broker_epoch", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S6.pack(broker_id, broker_epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "unregister_broker_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "unregister_broker_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_topic_record(buf, pos, end, opts, version):
@@ -1348,32 +1426,39 @@ def _decode_topic_record(buf, pos, end, opts, version):
     (topic_id,) = _S2.unpack_from(buf, pos)
     pos += 16
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_record.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "topic_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "topic_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="topic_record.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="topic_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "topic_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "topic_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="topic_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TopicRecord(name, topic_id, tagged_fields), pos
 
 
@@ -1410,32 +1495,39 @@ def _fdecode_topic_record(buf, pos, end, opts, version):
     (topic_id,) = _S2.unpack_from(buf, pos)
     pos += 16
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_record.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "topic_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "topic_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="topic_record.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="topic_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "topic_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "topic_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="topic_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(TopicRecord)  # slots set directly: a third of the cost of calling __init__
     value_.name = name
     value_.topic_id = topic_id
@@ -1450,10 +1542,14 @@ def _encode_topic_record(obj, out, index, version):
             f"TopicRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 0))",
             path="topic_record",
         )
-    own_ = type(obj) is TopicRecord
-    name = obj.name if own_ else getattr(obj, "name", None)
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TopicRecord:
+        name = obj.name
+        topic_id = obj.topic_id
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", None)
+        topic_id = getattr(obj, "topic_id", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="topic_record.name")
     else:
@@ -1467,9 +1563,10 @@ def _encode_topic_record(obj, out, index, version):
 
         out += name
     out += _S2.pack(_uuid16(topic_id))
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "topic_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "topic_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_topic_record(obj, out, index, version):
@@ -1479,10 +1576,14 @@ def _fencode_topic_record(obj, out, index, version):
             f"TopicRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 0))",
             path="topic_record",
         )
-    own_ = type(obj) is TopicRecord
-    name = obj.name if own_ else getattr(obj, "name", None)
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TopicRecord:
+        name = obj.name
+        topic_id = obj.topic_id
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", None)
+        topic_id = getattr(obj, "topic_id", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     b_ = _STR_ENCODED.get(name)
     name = _encode_str(name) if b_ is None else b_
     n_ = len(name)
@@ -1493,9 +1594,10 @@ def _fencode_topic_record(obj, out, index, version):
 
     out += name
     out += _S2.pack(_uuid16(topic_id))
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "topic_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "topic_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_partition_record_replicas_item(buf, pos, end, opts):
@@ -1766,9 +1868,12 @@ def _fencode_partition_record_eligible_leader_replicas_tag(obj, out, index):
             out += _UV_BYTES[n_ + 1]
         else:
             _write_uvarint(out, n_ + 1, "partition_record_eligible_leader_replicas_tag.value")
-        for item_ in value:
-            value_partition_record_eligible_leader_replicas_item_ = item_
-            out += _S3.pack(value_partition_record_eligible_leader_replicas_item_)
+        if n_ <= _PACKED_MAX:
+            out += _PACKED["i"][n_].pack(*value)
+        else:
+            for item_ in value:
+                value_partition_record_eligible_leader_replicas_item_ = item_
+                out += _S3.pack(value_partition_record_eligible_leader_replicas_item_)
 
 
 def _decode_partition_record_last_known_elr_item(buf, pos, end, opts):
@@ -1918,9 +2023,12 @@ def _fencode_partition_record_last_known_elr_tag(obj, out, index):
             out += _UV_BYTES[n_ + 1]
         else:
             _write_uvarint(out, n_ + 1, "partition_record_last_known_elr_tag.value")
-        for item_ in value:
-            value_partition_record_last_known_elr_item_ = item_
-            out += _S3.pack(value_partition_record_last_known_elr_item_)
+        if n_ <= _PACKED_MAX:
+            out += _PACKED["i"][n_].pack(*value)
+        else:
+            for item_ in value:
+                value_partition_record_last_known_elr_item_ = item_
+                out += _S3.pack(value_partition_record_last_known_elr_item_)
 
 
 def _decode_partition_record(buf, pos, end, opts, version):
@@ -2169,87 +2277,92 @@ def _decode_partition_record(buf, pos, end, opts, version):
     leader_recovery_state = 0
     eligible_leader_replicas = None
     last_known_elr = None
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="partition_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "partition_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "partition_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="partition_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0:
-            leader_recovery_state, q_ = _decode_partition_record_leader_recovery_state_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 0 (leader_recovery_state) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="partition_record.tagged_fields.leader_recovery_state",
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "partition_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "partition_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="partition_record.tagged_fields",
                 )
-            if leader_recovery_state == 0 or leader_recovery_state is None:  # written at its default: kept as read
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
                 odd_ = True
-        elif tag_ == 1 and version >= 2:
-            eligible_leader_replicas, q_ = _decode_partition_record_eligible_leader_replicas_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
+            prev_ = tag_
+            if tag_ == 0:
+                leader_recovery_state, q_ = _decode_partition_record_leader_recovery_state_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (leader_recovery_state) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="partition_record.tagged_fields.leader_recovery_state",
+                    )
+                if leader_recovery_state == 0 or leader_recovery_state is None:  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 1 and version >= 2:
+                eligible_leader_replicas, q_ = _decode_partition_record_eligible_leader_replicas_tag(
+                    buf, pos, stop_, opts
+                )
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 1 (eligible_leader_replicas) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="partition_record.tagged_fields.eligible_leader_replicas",
+                    )
+                if eligible_leader_replicas == None:  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 2 and version >= 2:
+                last_known_elr, q_ = _decode_partition_record_last_known_elr_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 2 (last_known_elr) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="partition_record.tagged_fields.last_known_elr",
+                    )
+                if last_known_elr == None:  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 1:  # Kafka's reader: "Tag N is not valid for version V"
                 raise _InvalidValueError(
-                    f"tag 1 (eligible_leader_replicas) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
+                    "tag 1 (eligible_leader_replicas) is not valid at this version",
+                    offset=pos,
                     path="partition_record.tagged_fields.eligible_leader_replicas",
                 )
-            if eligible_leader_replicas == None:  # written at its default: kept as read
-                odd_ = True
-        elif tag_ == 2 and version >= 2:
-            last_known_elr, q_ = _decode_partition_record_last_known_elr_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
+            elif tag_ == 2:  # Kafka's reader: "Tag N is not valid for version V"
                 raise _InvalidValueError(
-                    f"tag 2 (last_known_elr) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
+                    "tag 2 (last_known_elr) is not valid at this version",
+                    offset=pos,
                     path="partition_record.tagged_fields.last_known_elr",
                 )
-            if last_known_elr == None:  # written at its default: kept as read
-                odd_ = True
-        elif tag_ == 1:  # Kafka's reader: "Tag N is not valid for version V"
-            raise _InvalidValueError(
-                "tag 1 (eligible_leader_replicas) is not valid at this version",
-                offset=pos,
-                path="partition_record.tagged_fields.eligible_leader_replicas",
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(
+                tagged_fields,
+                buf[sec_:pos],
+                (
+                    (0, (leader_recovery_state == 0 or leader_recovery_state is None)),
+                    (1, eligible_leader_replicas == None),
+                    (2, last_known_elr == None),
+                ),
             )
-        elif tag_ == 2:  # Kafka's reader: "Tag N is not valid for version V"
-            raise _InvalidValueError(
-                "tag 2 (last_known_elr) is not valid at this version",
-                offset=pos,
-                path="partition_record.tagged_fields.last_known_elr",
-            )
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(
-            tagged_fields,
-            buf[sec_:pos],
-            (
-                (0, (leader_recovery_state == 0 or leader_recovery_state is None)),
-                (1, eligible_leader_replicas == None),
-                (2, last_known_elr == None),
-            ),
-        )
     return PartitionRecord(
         partition_id,
         topic_id,
@@ -2432,87 +2545,92 @@ def _fdecode_partition_record(buf, pos, end, opts, version):
     leader_recovery_state = 0
     eligible_leader_replicas = None
     last_known_elr = None
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="partition_record.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "partition_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "partition_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="partition_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0:
-            leader_recovery_state, q_ = _fdecode_partition_record_leader_recovery_state_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 0 (leader_recovery_state) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="partition_record.tagged_fields.leader_recovery_state",
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "partition_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "partition_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="partition_record.tagged_fields",
                 )
-            if leader_recovery_state == 0 or leader_recovery_state is None:
+            stop_ = pos + size_
+            if tag_ <= prev_:
                 odd_ = True
-        elif tag_ == 1 and version >= 2:
-            eligible_leader_replicas, q_ = _fdecode_partition_record_eligible_leader_replicas_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
+            prev_ = tag_
+            if tag_ == 0:
+                leader_recovery_state, q_ = _fdecode_partition_record_leader_recovery_state_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (leader_recovery_state) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="partition_record.tagged_fields.leader_recovery_state",
+                    )
+                if leader_recovery_state == 0 or leader_recovery_state is None:
+                    odd_ = True
+            elif tag_ == 1 and version >= 2:
+                eligible_leader_replicas, q_ = _fdecode_partition_record_eligible_leader_replicas_tag(
+                    buf, pos, stop_, opts
+                )
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 1 (eligible_leader_replicas) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="partition_record.tagged_fields.eligible_leader_replicas",
+                    )
+                if eligible_leader_replicas == None:
+                    odd_ = True
+            elif tag_ == 2 and version >= 2:
+                last_known_elr, q_ = _fdecode_partition_record_last_known_elr_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 2 (last_known_elr) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="partition_record.tagged_fields.last_known_elr",
+                    )
+                if last_known_elr == None:
+                    odd_ = True
+            elif tag_ == 1:
                 raise _InvalidValueError(
-                    f"tag 1 (eligible_leader_replicas) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
+                    "tag 1 (eligible_leader_replicas) is not valid at this version",
+                    offset=pos,
                     path="partition_record.tagged_fields.eligible_leader_replicas",
                 )
-            if eligible_leader_replicas == None:
-                odd_ = True
-        elif tag_ == 2 and version >= 2:
-            last_known_elr, q_ = _fdecode_partition_record_last_known_elr_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
+            elif tag_ == 2:
                 raise _InvalidValueError(
-                    f"tag 2 (last_known_elr) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
+                    "tag 2 (last_known_elr) is not valid at this version",
+                    offset=pos,
                     path="partition_record.tagged_fields.last_known_elr",
                 )
-            if last_known_elr == None:
-                odd_ = True
-        elif tag_ == 1:
-            raise _InvalidValueError(
-                "tag 1 (eligible_leader_replicas) is not valid at this version",
-                offset=pos,
-                path="partition_record.tagged_fields.eligible_leader_replicas",
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(
+                tagged_fields,
+                buf[sec_:pos],
+                (
+                    (0, leader_recovery_state == 0 or leader_recovery_state is None),
+                    (1, eligible_leader_replicas == None),
+                    (2, last_known_elr == None),
+                ),
             )
-        elif tag_ == 2:
-            raise _InvalidValueError(
-                "tag 2 (last_known_elr) is not valid at this version",
-                offset=pos,
-                path="partition_record.tagged_fields.last_known_elr",
-            )
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(
-            tagged_fields,
-            buf[sec_:pos],
-            (
-                (0, leader_recovery_state == 0 or leader_recovery_state is None),
-                (1, eligible_leader_replicas == None),
-                (2, last_known_elr == None),
-            ),
-        )
     value_ = _new_object(PartitionRecord)
     value_.partition_id = partition_id
     value_.topic_id = topic_id
@@ -2538,18 +2656,30 @@ def _encode_partition_record(obj, out, index, version):
             f"PartitionRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 2))",
             path="partition_record",
         )
-    own_ = type(obj) is PartitionRecord
-    partition_id = obj.partition_id if own_ else getattr(obj, "partition_id", -1)
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    replicas = obj.replicas if own_ else getattr(obj, "replicas", None)
-    isr = obj.isr if own_ else getattr(obj, "isr", None)
-    removing_replicas = obj.removing_replicas if own_ else getattr(obj, "removing_replicas", None)
-    adding_replicas = obj.adding_replicas if own_ else getattr(obj, "adding_replicas", None)
-    leader = obj.leader if own_ else getattr(obj, "leader", -1)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", -1)
-    partition_epoch = obj.partition_epoch if own_ else getattr(obj, "partition_epoch", -1)
-    directories = obj.directories if own_ else getattr(obj, "directories", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is PartitionRecord:
+        partition_id = obj.partition_id
+        topic_id = obj.topic_id
+        replicas = obj.replicas
+        isr = obj.isr
+        removing_replicas = obj.removing_replicas
+        adding_replicas = obj.adding_replicas
+        leader = obj.leader
+        leader_epoch = obj.leader_epoch
+        partition_epoch = obj.partition_epoch
+        directories = obj.directories
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_id = getattr(obj, "partition_id", -1)
+        topic_id = getattr(obj, "topic_id", None)
+        replicas = getattr(obj, "replicas", None)
+        isr = getattr(obj, "isr", None)
+        removing_replicas = getattr(obj, "removing_replicas", None)
+        adding_replicas = getattr(obj, "adding_replicas", None)
+        leader = getattr(obj, "leader", -1)
+        leader_epoch = getattr(obj, "leader_epoch", -1)
+        partition_epoch = getattr(obj, "partition_epoch", -1)
+        directories = getattr(obj, "directories", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S8.pack(partition_id, _uuid16(topic_id))
     n_ = len(replicas)
     if -1 <= n_ < 0x3FFF:
@@ -2660,7 +2790,10 @@ def _encode_partition_record(obj, out, index, version):
         if tagged_fields.__class__ is _TagSection
         else None
     )
-    _write_tagged(out, tags_, tagged_fields, "partition_record.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "partition_record.tagged_fields", valid_)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_partition_record(obj, out, index, version):
@@ -2670,51 +2803,75 @@ def _fencode_partition_record(obj, out, index, version):
             f"PartitionRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 2))",
             path="partition_record",
         )
-    own_ = type(obj) is PartitionRecord
-    partition_id = obj.partition_id if own_ else getattr(obj, "partition_id", -1)
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    replicas = obj.replicas if own_ else getattr(obj, "replicas", None)
-    isr = obj.isr if own_ else getattr(obj, "isr", None)
-    removing_replicas = obj.removing_replicas if own_ else getattr(obj, "removing_replicas", None)
-    adding_replicas = obj.adding_replicas if own_ else getattr(obj, "adding_replicas", None)
-    leader = obj.leader if own_ else getattr(obj, "leader", -1)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", -1)
-    partition_epoch = obj.partition_epoch if own_ else getattr(obj, "partition_epoch", -1)
-    directories = obj.directories if own_ else getattr(obj, "directories", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is PartitionRecord:
+        partition_id = obj.partition_id
+        topic_id = obj.topic_id
+        replicas = obj.replicas
+        isr = obj.isr
+        removing_replicas = obj.removing_replicas
+        adding_replicas = obj.adding_replicas
+        leader = obj.leader
+        leader_epoch = obj.leader_epoch
+        partition_epoch = obj.partition_epoch
+        directories = obj.directories
+        tagged_fields = obj.tagged_fields
+    else:
+        partition_id = getattr(obj, "partition_id", -1)
+        topic_id = getattr(obj, "topic_id", None)
+        replicas = getattr(obj, "replicas", None)
+        isr = getattr(obj, "isr", None)
+        removing_replicas = getattr(obj, "removing_replicas", None)
+        adding_replicas = getattr(obj, "adding_replicas", None)
+        leader = getattr(obj, "leader", -1)
+        leader_epoch = getattr(obj, "leader_epoch", -1)
+        partition_epoch = getattr(obj, "partition_epoch", -1)
+        directories = getattr(obj, "directories", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S8.pack(partition_id, _uuid16(topic_id))
     n_ = len(replicas)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "partition_record.replicas")
-    for item_ in replicas:
-        value_partition_record_replicas_item_ = item_
-        out += _S3.pack(value_partition_record_replicas_item_)
+    if n_ <= _PACKED_MAX:
+        out += _PACKED["i"][n_].pack(*replicas)
+    else:
+        for item_ in replicas:
+            value_partition_record_replicas_item_ = item_
+            out += _S3.pack(value_partition_record_replicas_item_)
     n_ = len(isr)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "partition_record.isr")
-    for item_ in isr:
-        value_partition_record_isr_item_ = item_
-        out += _S3.pack(value_partition_record_isr_item_)
+    if n_ <= _PACKED_MAX:
+        out += _PACKED["i"][n_].pack(*isr)
+    else:
+        for item_ in isr:
+            value_partition_record_isr_item_ = item_
+            out += _S3.pack(value_partition_record_isr_item_)
     n_ = len(removing_replicas)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "partition_record.removing_replicas")
-    for item_ in removing_replicas:
-        value_partition_record_removing_replicas_item_ = item_
-        out += _S3.pack(value_partition_record_removing_replicas_item_)
+    if n_ <= _PACKED_MAX:
+        out += _PACKED["i"][n_].pack(*removing_replicas)
+    else:
+        for item_ in removing_replicas:
+            value_partition_record_removing_replicas_item_ = item_
+            out += _S3.pack(value_partition_record_removing_replicas_item_)
     n_ = len(adding_replicas)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "partition_record.adding_replicas")
-    for item_ in adding_replicas:
-        value_partition_record_adding_replicas_item_ = item_
-        out += _S3.pack(value_partition_record_adding_replicas_item_)
+    if n_ <= _PACKED_MAX:
+        out += _PACKED["i"][n_].pack(*adding_replicas)
+    else:
+        for item_ in adding_replicas:
+            value_partition_record_adding_replicas_item_ = item_
+            out += _S3.pack(value_partition_record_adding_replicas_item_)
     out += _S9.pack(leader, leader_epoch, partition_epoch)
     if version >= 1:
         n_ = len(directories)
@@ -2744,7 +2901,10 @@ def _fencode_partition_record(obj, out, index, version):
     valid_ = (
         (1 if version >= 2 else -1, 2 if version >= 2 else -1, 0) if tagged_fields.__class__ is _TagSection else None
     )
-    _write_tagged(out, tags_, tagged_fields, "partition_record.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "partition_record.tagged_fields", valid_)
+    else:
+        out.append(0)
 
 
 def _decode_config_record(buf, pos, end, opts, version):
@@ -2833,32 +2993,39 @@ def _decode_config_record(buf, pos, end, opts, version):
         value = str(buf[pos : pos + n_value], "utf-8", "surrogateescape")
         pos += n_value
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "config_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="config_record.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "config_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "config_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="config_record.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "config_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="config_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "config_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "config_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="config_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ConfigRecord(resource_type, resource_name, name, value, tagged_fields), pos
 
 
@@ -2941,32 +3108,39 @@ def _fdecode_config_record(buf, pos, end, opts, version):
             value = _decode_str(r_)
         pos += n_value
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "config_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="config_record.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "config_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "config_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="config_record.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "config_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="config_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "config_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "config_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="config_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ConfigRecord)  # slots set directly: a third of the cost of calling __init__
     value_.resource_type = resource_type
     value_.resource_name = resource_name
@@ -2983,12 +3157,18 @@ def _encode_config_record(obj, out, index, version):
             f"ConfigRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 0))",
             path="config_record",
         )
-    own_ = type(obj) is ConfigRecord
-    resource_type = obj.resource_type if own_ else getattr(obj, "resource_type", None)
-    resource_name = obj.resource_name if own_ else getattr(obj, "resource_name", None)
-    name = obj.name if own_ else getattr(obj, "name", None)
-    value = obj.value if own_ else getattr(obj, "value", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ConfigRecord:
+        resource_type = obj.resource_type
+        resource_name = obj.resource_name
+        name = obj.name
+        value = obj.value
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        resource_type = getattr(obj, "resource_type", None)
+        resource_name = getattr(obj, "resource_name", None)
+        name = getattr(obj, "name", None)
+        value = getattr(obj, "value", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if -128 <= resource_type <= 127:
         out.append(resource_type & 0xFF)
     else:
@@ -3029,9 +3209,10 @@ def _encode_config_record(obj, out, index, version):
             _write_uvarint(out, n_ + 1, "config_record.value")
 
         out += value
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "config_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "config_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_config_record(obj, out, index, version):
@@ -3041,12 +3222,18 @@ def _fencode_config_record(obj, out, index, version):
             f"ConfigRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 0))",
             path="config_record",
         )
-    own_ = type(obj) is ConfigRecord
-    resource_type = obj.resource_type if own_ else getattr(obj, "resource_type", None)
-    resource_name = obj.resource_name if own_ else getattr(obj, "resource_name", None)
-    name = obj.name if own_ else getattr(obj, "name", None)
-    value = obj.value if own_ else getattr(obj, "value", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ConfigRecord:
+        resource_type = obj.resource_type
+        resource_name = obj.resource_name
+        name = obj.name
+        value = obj.value
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        resource_type = getattr(obj, "resource_type", None)
+        resource_name = getattr(obj, "resource_name", None)
+        name = getattr(obj, "name", None)
+        value = getattr(obj, "value", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if -128 <= resource_type <= 127:
         out.append(resource_type & 0xFF)
     else:
@@ -3081,9 +3268,10 @@ def _fencode_config_record(obj, out, index, version):
             _write_uvarint(out, n_ + 1, "config_record.value")
 
         out += value
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "config_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "config_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_partition_change_record_isr_item(buf, pos, end, opts):
@@ -3228,9 +3416,12 @@ def _fencode_partition_change_record_isr_tag(obj, out, index):
             out += _UV_BYTES[n_ + 1]
         else:
             _write_uvarint(out, n_ + 1, "partition_change_record_isr_tag.value")
-        for item_ in value:
-            value_partition_change_record_isr_item_ = item_
-            out += _S3.pack(value_partition_change_record_isr_item_)
+        if n_ <= _PACKED_MAX:
+            out += _PACKED["i"][n_].pack(*value)
+        else:
+            for item_ in value:
+                value_partition_change_record_isr_item_ = item_
+                out += _S3.pack(value_partition_change_record_isr_item_)
 
 
 def _decode_partition_change_record_leader_tag(buf, pos, end, opts):
@@ -3408,9 +3599,12 @@ def _fencode_partition_change_record_replicas_tag(obj, out, index):
             out += _UV_BYTES[n_ + 1]
         else:
             _write_uvarint(out, n_ + 1, "partition_change_record_replicas_tag.value")
-        for item_ in value:
-            value_partition_change_record_replicas_item_ = item_
-            out += _S3.pack(value_partition_change_record_replicas_item_)
+        if n_ <= _PACKED_MAX:
+            out += _PACKED["i"][n_].pack(*value)
+        else:
+            for item_ in value:
+                value_partition_change_record_replicas_item_ = item_
+                out += _S3.pack(value_partition_change_record_replicas_item_)
 
 
 def _decode_partition_change_record_removing_replicas_item(buf, pos, end, opts):
@@ -3564,9 +3758,12 @@ def _fencode_partition_change_record_removing_replicas_tag(obj, out, index):
             out += _UV_BYTES[n_ + 1]
         else:
             _write_uvarint(out, n_ + 1, "partition_change_record_removing_replicas_tag.value")
-        for item_ in value:
-            value_partition_change_record_removing_replicas_item_ = item_
-            out += _S3.pack(value_partition_change_record_removing_replicas_item_)
+        if n_ <= _PACKED_MAX:
+            out += _PACKED["i"][n_].pack(*value)
+        else:
+            for item_ in value:
+                value_partition_change_record_removing_replicas_item_ = item_
+                out += _S3.pack(value_partition_change_record_removing_replicas_item_)
 
 
 def _decode_partition_change_record_adding_replicas_item(buf, pos, end, opts):
@@ -3720,9 +3917,12 @@ def _fencode_partition_change_record_adding_replicas_tag(obj, out, index):
             out += _UV_BYTES[n_ + 1]
         else:
             _write_uvarint(out, n_ + 1, "partition_change_record_adding_replicas_tag.value")
-        for item_ in value:
-            value_partition_change_record_adding_replicas_item_ = item_
-            out += _S3.pack(value_partition_change_record_adding_replicas_item_)
+        if n_ <= _PACKED_MAX:
+            out += _PACKED["i"][n_].pack(*value)
+        else:
+            for item_ in value:
+                value_partition_change_record_adding_replicas_item_ = item_
+                out += _S3.pack(value_partition_change_record_adding_replicas_item_)
 
 
 def _decode_partition_change_record_leader_recovery_state_tag(buf, pos, end, opts):
@@ -3918,9 +4118,12 @@ def _fencode_partition_change_record_eligible_leader_replicas_tag(obj, out, inde
             out += _UV_BYTES[n_ + 1]
         else:
             _write_uvarint(out, n_ + 1, "partition_change_record_eligible_leader_replicas_tag.value")
-        for item_ in value:
-            value_partition_change_record_eligible_leader_replicas_item_ = item_
-            out += _S3.pack(value_partition_change_record_eligible_leader_replicas_item_)
+        if n_ <= _PACKED_MAX:
+            out += _PACKED["i"][n_].pack(*value)
+        else:
+            for item_ in value:
+                value_partition_change_record_eligible_leader_replicas_item_ = item_
+                out += _S3.pack(value_partition_change_record_eligible_leader_replicas_item_)
 
 
 def _decode_partition_change_record_last_known_elr_item(buf, pos, end, opts):
@@ -4074,9 +4277,12 @@ def _fencode_partition_change_record_last_known_elr_tag(obj, out, index):
             out += _UV_BYTES[n_ + 1]
         else:
             _write_uvarint(out, n_ + 1, "partition_change_record_last_known_elr_tag.value")
-        for item_ in value:
-            value_partition_change_record_last_known_elr_item_ = item_
-            out += _S3.pack(value_partition_change_record_last_known_elr_item_)
+        if n_ <= _PACKED_MAX:
+            out += _PACKED["i"][n_].pack(*value)
+        else:
+            for item_ in value:
+                value_partition_change_record_last_known_elr_item_ = item_
+                out += _S3.pack(value_partition_change_record_last_known_elr_item_)
 
 
 def _decode_partition_change_record_directories_item(buf, pos, end, opts):
@@ -4256,161 +4462,166 @@ def _decode_partition_change_record(buf, pos, end, opts, version):
     eligible_leader_replicas = None
     last_known_elr = None
     directories = None
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_change_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="partition_change_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "partition_change_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "partition_change_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_change_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="partition_change_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0:
-            isr, q_ = _decode_partition_change_record_isr_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 0 (isr) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="partition_change_record.tagged_fields.isr",
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "partition_change_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "partition_change_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="partition_change_record.tagged_fields",
                 )
-            if isr == None:  # written at its default: kept as read
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
                 odd_ = True
-        elif tag_ == 1:
-            leader, q_ = _decode_partition_change_record_leader_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 1 (leader) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="partition_change_record.tagged_fields.leader",
+            prev_ = tag_
+            if tag_ == 0:
+                isr, q_ = _decode_partition_change_record_isr_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (isr) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="partition_change_record.tagged_fields.isr",
+                    )
+                if isr == None:  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 1:
+                leader, q_ = _decode_partition_change_record_leader_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 1 (leader) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="partition_change_record.tagged_fields.leader",
+                    )
+                if leader == -2 or leader is None:  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 2:
+                replicas, q_ = _decode_partition_change_record_replicas_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 2 (replicas) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="partition_change_record.tagged_fields.replicas",
+                    )
+                if replicas == None:  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 3:
+                removing_replicas, q_ = _decode_partition_change_record_removing_replicas_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 3 (removing_replicas) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="partition_change_record.tagged_fields.removing_replicas",
+                    )
+                if removing_replicas == None:  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 4:
+                adding_replicas, q_ = _decode_partition_change_record_adding_replicas_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 4 (adding_replicas) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="partition_change_record.tagged_fields.adding_replicas",
+                    )
+                if adding_replicas == None:  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 5:
+                leader_recovery_state, q_ = _decode_partition_change_record_leader_recovery_state_tag(
+                    buf, pos, stop_, opts
                 )
-            if leader == -2 or leader is None:  # written at its default: kept as read
-                odd_ = True
-        elif tag_ == 2:
-            replicas, q_ = _decode_partition_change_record_replicas_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 2 (replicas) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="partition_change_record.tagged_fields.replicas",
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 5 (leader_recovery_state) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="partition_change_record.tagged_fields.leader_recovery_state",
+                    )
+                if leader_recovery_state == -1 or leader_recovery_state is None:  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 6 and version >= 2:
+                eligible_leader_replicas, q_ = _decode_partition_change_record_eligible_leader_replicas_tag(
+                    buf, pos, stop_, opts
                 )
-            if replicas == None:  # written at its default: kept as read
-                odd_ = True
-        elif tag_ == 3:
-            removing_replicas, q_ = _decode_partition_change_record_removing_replicas_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 6 (eligible_leader_replicas) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="partition_change_record.tagged_fields.eligible_leader_replicas",
+                    )
+                if eligible_leader_replicas == None:  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 7 and version >= 2:
+                last_known_elr, q_ = _decode_partition_change_record_last_known_elr_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 7 (last_known_elr) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="partition_change_record.tagged_fields.last_known_elr",
+                    )
+                if last_known_elr == None:  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 8 and version >= 1:
+                directories, q_ = _decode_partition_change_record_directories_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 8 (directories) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="partition_change_record.tagged_fields.directories",
+                    )
+                if directories == None:  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 6:  # Kafka's reader: "Tag N is not valid for version V"
                 raise _InvalidValueError(
-                    f"tag 3 (removing_replicas) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="partition_change_record.tagged_fields.removing_replicas",
-                )
-            if removing_replicas == None:  # written at its default: kept as read
-                odd_ = True
-        elif tag_ == 4:
-            adding_replicas, q_ = _decode_partition_change_record_adding_replicas_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 4 (adding_replicas) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="partition_change_record.tagged_fields.adding_replicas",
-                )
-            if adding_replicas == None:  # written at its default: kept as read
-                odd_ = True
-        elif tag_ == 5:
-            leader_recovery_state, q_ = _decode_partition_change_record_leader_recovery_state_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 5 (leader_recovery_state) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="partition_change_record.tagged_fields.leader_recovery_state",
-                )
-            if leader_recovery_state == -1 or leader_recovery_state is None:  # written at its default: kept as read
-                odd_ = True
-        elif tag_ == 6 and version >= 2:
-            eligible_leader_replicas, q_ = _decode_partition_change_record_eligible_leader_replicas_tag(
-                buf, pos, stop_, opts
-            )
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 6 (eligible_leader_replicas) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
+                    "tag 6 (eligible_leader_replicas) is not valid at this version",
+                    offset=pos,
                     path="partition_change_record.tagged_fields.eligible_leader_replicas",
                 )
-            if eligible_leader_replicas == None:  # written at its default: kept as read
-                odd_ = True
-        elif tag_ == 7 and version >= 2:
-            last_known_elr, q_ = _decode_partition_change_record_last_known_elr_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
+            elif tag_ == 7:  # Kafka's reader: "Tag N is not valid for version V"
                 raise _InvalidValueError(
-                    f"tag 7 (last_known_elr) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
+                    "tag 7 (last_known_elr) is not valid at this version",
+                    offset=pos,
                     path="partition_change_record.tagged_fields.last_known_elr",
                 )
-            if last_known_elr == None:  # written at its default: kept as read
-                odd_ = True
-        elif tag_ == 8 and version >= 1:
-            directories, q_ = _decode_partition_change_record_directories_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
+            elif tag_ == 8:  # Kafka's reader: "Tag N is not valid for version V"
                 raise _InvalidValueError(
-                    f"tag 8 (directories) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
+                    "tag 8 (directories) is not valid at this version",
+                    offset=pos,
                     path="partition_change_record.tagged_fields.directories",
                 )
-            if directories == None:  # written at its default: kept as read
-                odd_ = True
-        elif tag_ == 6:  # Kafka's reader: "Tag N is not valid for version V"
-            raise _InvalidValueError(
-                "tag 6 (eligible_leader_replicas) is not valid at this version",
-                offset=pos,
-                path="partition_change_record.tagged_fields.eligible_leader_replicas",
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(
+                tagged_fields,
+                buf[sec_:pos],
+                (
+                    (0, isr == None),
+                    (1, (leader == -2 or leader is None)),
+                    (2, replicas == None),
+                    (3, removing_replicas == None),
+                    (4, adding_replicas == None),
+                    (5, (leader_recovery_state == -1 or leader_recovery_state is None)),
+                    (6, eligible_leader_replicas == None),
+                    (7, last_known_elr == None),
+                    (8, directories == None),
+                ),
             )
-        elif tag_ == 7:  # Kafka's reader: "Tag N is not valid for version V"
-            raise _InvalidValueError(
-                "tag 7 (last_known_elr) is not valid at this version",
-                offset=pos,
-                path="partition_change_record.tagged_fields.last_known_elr",
-            )
-        elif tag_ == 8:  # Kafka's reader: "Tag N is not valid for version V"
-            raise _InvalidValueError(
-                "tag 8 (directories) is not valid at this version",
-                offset=pos,
-                path="partition_change_record.tagged_fields.directories",
-            )
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(
-            tagged_fields,
-            buf[sec_:pos],
-            (
-                (0, isr == None),
-                (1, (leader == -2 or leader is None)),
-                (2, replicas == None),
-                (3, removing_replicas == None),
-                (4, adding_replicas == None),
-                (5, (leader_recovery_state == -1 or leader_recovery_state is None)),
-                (6, eligible_leader_replicas == None),
-                (7, last_known_elr == None),
-                (8, directories == None),
-            ),
-        )
     return PartitionChangeRecord(
         partition_id,
         topic_id,
@@ -4450,163 +4661,166 @@ def _fdecode_partition_change_record(buf, pos, end, opts, version):
     eligible_leader_replicas = None
     last_known_elr = None
     directories = None
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_change_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="partition_change_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "partition_change_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "partition_change_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_change_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="partition_change_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0:
-            isr, q_ = _fdecode_partition_change_record_isr_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 0 (isr) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="partition_change_record.tagged_fields.isr",
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "partition_change_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "partition_change_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="partition_change_record.tagged_fields",
                 )
-            if isr == None:  # written at its default: kept as read
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
                 odd_ = True
-        elif tag_ == 1:
-            leader, q_ = _fdecode_partition_change_record_leader_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 1 (leader) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="partition_change_record.tagged_fields.leader",
+            prev_ = tag_
+            if tag_ == 0:
+                isr, q_ = _fdecode_partition_change_record_isr_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (isr) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="partition_change_record.tagged_fields.isr",
+                    )
+                if isr == None:  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 1:
+                leader, q_ = _fdecode_partition_change_record_leader_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 1 (leader) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="partition_change_record.tagged_fields.leader",
+                    )
+                if leader == -2 or leader is None:  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 2:
+                replicas, q_ = _fdecode_partition_change_record_replicas_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 2 (replicas) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="partition_change_record.tagged_fields.replicas",
+                    )
+                if replicas == None:  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 3:
+                removing_replicas, q_ = _fdecode_partition_change_record_removing_replicas_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 3 (removing_replicas) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="partition_change_record.tagged_fields.removing_replicas",
+                    )
+                if removing_replicas == None:  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 4:
+                adding_replicas, q_ = _fdecode_partition_change_record_adding_replicas_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 4 (adding_replicas) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="partition_change_record.tagged_fields.adding_replicas",
+                    )
+                if adding_replicas == None:  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 5:
+                leader_recovery_state, q_ = _fdecode_partition_change_record_leader_recovery_state_tag(
+                    buf, pos, stop_, opts
                 )
-            if leader == -2 or leader is None:  # written at its default: kept as read
-                odd_ = True
-        elif tag_ == 2:
-            replicas, q_ = _fdecode_partition_change_record_replicas_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 2 (replicas) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="partition_change_record.tagged_fields.replicas",
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 5 (leader_recovery_state) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="partition_change_record.tagged_fields.leader_recovery_state",
+                    )
+                if leader_recovery_state == -1 or leader_recovery_state is None:  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 6 and version >= 2:
+                eligible_leader_replicas, q_ = _fdecode_partition_change_record_eligible_leader_replicas_tag(
+                    buf, pos, stop_, opts
                 )
-            if replicas == None:  # written at its default: kept as read
-                odd_ = True
-        elif tag_ == 3:
-            removing_replicas, q_ = _fdecode_partition_change_record_removing_replicas_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 6 (eligible_leader_replicas) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="partition_change_record.tagged_fields.eligible_leader_replicas",
+                    )
+                if eligible_leader_replicas == None:  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 7 and version >= 2:
+                last_known_elr, q_ = _fdecode_partition_change_record_last_known_elr_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 7 (last_known_elr) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="partition_change_record.tagged_fields.last_known_elr",
+                    )
+                if last_known_elr == None:  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 8 and version >= 1:
+                directories, q_ = _fdecode_partition_change_record_directories_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 8 (directories) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="partition_change_record.tagged_fields.directories",
+                    )
+                if directories == None:  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 6:  # Kafka's reader: "Tag N is not valid for version V"
                 raise _InvalidValueError(
-                    f"tag 3 (removing_replicas) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="partition_change_record.tagged_fields.removing_replicas",
-                )
-            if removing_replicas == None:  # written at its default: kept as read
-                odd_ = True
-        elif tag_ == 4:
-            adding_replicas, q_ = _fdecode_partition_change_record_adding_replicas_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 4 (adding_replicas) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="partition_change_record.tagged_fields.adding_replicas",
-                )
-            if adding_replicas == None:  # written at its default: kept as read
-                odd_ = True
-        elif tag_ == 5:
-            leader_recovery_state, q_ = _fdecode_partition_change_record_leader_recovery_state_tag(
-                buf, pos, stop_, opts
-            )
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 5 (leader_recovery_state) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="partition_change_record.tagged_fields.leader_recovery_state",
-                )
-            if leader_recovery_state == -1 or leader_recovery_state is None:  # written at its default: kept as read
-                odd_ = True
-        elif tag_ == 6 and version >= 2:
-            eligible_leader_replicas, q_ = _fdecode_partition_change_record_eligible_leader_replicas_tag(
-                buf, pos, stop_, opts
-            )
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 6 (eligible_leader_replicas) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
+                    "tag 6 (eligible_leader_replicas) is not valid at this version",
+                    offset=pos,
                     path="partition_change_record.tagged_fields.eligible_leader_replicas",
                 )
-            if eligible_leader_replicas == None:  # written at its default: kept as read
-                odd_ = True
-        elif tag_ == 7 and version >= 2:
-            last_known_elr, q_ = _fdecode_partition_change_record_last_known_elr_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
+            elif tag_ == 7:  # Kafka's reader: "Tag N is not valid for version V"
                 raise _InvalidValueError(
-                    f"tag 7 (last_known_elr) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
+                    "tag 7 (last_known_elr) is not valid at this version",
+                    offset=pos,
                     path="partition_change_record.tagged_fields.last_known_elr",
                 )
-            if last_known_elr == None:  # written at its default: kept as read
-                odd_ = True
-        elif tag_ == 8 and version >= 1:
-            directories, q_ = _fdecode_partition_change_record_directories_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
+            elif tag_ == 8:  # Kafka's reader: "Tag N is not valid for version V"
                 raise _InvalidValueError(
-                    f"tag 8 (directories) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
+                    "tag 8 (directories) is not valid at this version",
+                    offset=pos,
                     path="partition_change_record.tagged_fields.directories",
                 )
-            if directories == None:  # written at its default: kept as read
-                odd_ = True
-        elif tag_ == 6:  # Kafka's reader: "Tag N is not valid for version V"
-            raise _InvalidValueError(
-                "tag 6 (eligible_leader_replicas) is not valid at this version",
-                offset=pos,
-                path="partition_change_record.tagged_fields.eligible_leader_replicas",
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(
+                tagged_fields,
+                buf[sec_:pos],
+                (
+                    (0, isr == None),
+                    (1, (leader == -2 or leader is None)),
+                    (2, replicas == None),
+                    (3, removing_replicas == None),
+                    (4, adding_replicas == None),
+                    (5, (leader_recovery_state == -1 or leader_recovery_state is None)),
+                    (6, eligible_leader_replicas == None),
+                    (7, last_known_elr == None),
+                    (8, directories == None),
+                ),
             )
-        elif tag_ == 7:  # Kafka's reader: "Tag N is not valid for version V"
-            raise _InvalidValueError(
-                "tag 7 (last_known_elr) is not valid at this version",
-                offset=pos,
-                path="partition_change_record.tagged_fields.last_known_elr",
-            )
-        elif tag_ == 8:  # Kafka's reader: "Tag N is not valid for version V"
-            raise _InvalidValueError(
-                "tag 8 (directories) is not valid at this version",
-                offset=pos,
-                path="partition_change_record.tagged_fields.directories",
-            )
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(
-            tagged_fields,
-            buf[sec_:pos],
-            (
-                (0, isr == None),
-                (1, (leader == -2 or leader is None)),
-                (2, replicas == None),
-                (3, removing_replicas == None),
-                (4, adding_replicas == None),
-                (5, (leader_recovery_state == -1 or leader_recovery_state is None)),
-                (6, eligible_leader_replicas == None),
-                (7, last_known_elr == None),
-                (8, directories == None),
-            ),
-        )
     value_ = _new_object(PartitionChangeRecord)  # slots set directly: a third of the cost of calling __init__
     value_.partition_id = partition_id
     value_.topic_id = topic_id
@@ -4630,10 +4844,14 @@ def _encode_partition_change_record(obj, out, index, version):
             f"PartitionChangeRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 2))",
             path="partition_change_record",
         )
-    own_ = type(obj) is PartitionChangeRecord
-    partition_id = obj.partition_id if own_ else getattr(obj, "partition_id", -1)
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is PartitionChangeRecord:
+        partition_id = obj.partition_id
+        topic_id = obj.topic_id
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_id = getattr(obj, "partition_id", -1)
+        topic_id = getattr(obj, "topic_id", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S8.pack(partition_id, _uuid16(topic_id))
     tags_ = []
     isr = getattr(obj, "isr", None)
@@ -4696,7 +4914,10 @@ def _encode_partition_change_record(obj, out, index, version):
         if tagged_fields.__class__ is _TagSection
         else None
     )
-    _write_tagged(out, tags_, tagged_fields, "partition_change_record.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "partition_change_record.tagged_fields", valid_)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_partition_change_record(obj, out, index, version):
@@ -4706,10 +4927,14 @@ def _fencode_partition_change_record(obj, out, index, version):
             f"PartitionChangeRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 2))",
             path="partition_change_record",
         )
-    own_ = type(obj) is PartitionChangeRecord
-    partition_id = obj.partition_id if own_ else getattr(obj, "partition_id", -1)
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is PartitionChangeRecord:
+        partition_id = obj.partition_id
+        topic_id = obj.topic_id
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_id = getattr(obj, "partition_id", -1)
+        topic_id = getattr(obj, "topic_id", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S8.pack(partition_id, _uuid16(topic_id))
     tags_ = []
     isr = getattr(obj, "isr", None)
@@ -4772,7 +4997,10 @@ def _fencode_partition_change_record(obj, out, index, version):
         if tagged_fields.__class__ is _TagSection
         else None
     )
-    _write_tagged(out, tags_, tagged_fields, "partition_change_record.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "partition_change_record.tagged_fields", valid_)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_fence_broker_record(buf, pos, end, opts, version):
@@ -4791,36 +5019,39 @@ def _decode_fence_broker_record(buf, pos, end, opts, version):
     ) = _S6.unpack_from(buf, pos)
     pos += 12
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "fence_broker_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="fence_broker_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "fence_broker_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "fence_broker_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "fence_broker_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="fence_broker_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "fence_broker_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "fence_broker_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="fence_broker_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return FenceBrokerRecord(id, epoch, tagged_fields), pos
 
 
@@ -4838,36 +5069,39 @@ def _fdecode_fence_broker_record(buf, pos, end, opts, version):
     ) = _S6.unpack_from(buf, pos)
     pos += 12
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "fence_broker_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="fence_broker_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "fence_broker_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "fence_broker_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "fence_broker_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="fence_broker_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "fence_broker_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "fence_broker_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="fence_broker_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(FenceBrokerRecord)  # slots set directly: a third of the cost of calling __init__
     value_.id = id
     value_.epoch = epoch
@@ -4882,14 +5116,19 @@ def _encode_fence_broker_record(obj, out, index, version):
             f"FenceBrokerRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 0))",
             path="fence_broker_record",
         )
-    own_ = type(obj) is FenceBrokerRecord
-    id = obj.id if own_ else getattr(obj, "id", None)
-    epoch = obj.epoch if own_ else getattr(obj, "epoch", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is FenceBrokerRecord:
+        id = obj.id
+        epoch = obj.epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        id = getattr(obj, "id", None)
+        epoch = getattr(obj, "epoch", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S6.pack(id, epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "fence_broker_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "fence_broker_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_fence_broker_record(obj, out, index, version):
@@ -4899,14 +5138,19 @@ def _fencode_fence_broker_record(obj, out, index, version):
             f"FenceBrokerRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 0))",
             path="fence_broker_record",
         )
-    own_ = type(obj) is FenceBrokerRecord
-    id = obj.id if own_ else getattr(obj, "id", None)
-    epoch = obj.epoch if own_ else getattr(obj, "epoch", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is FenceBrokerRecord:
+        id = obj.id
+        epoch = obj.epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        id = getattr(obj, "id", None)
+        epoch = getattr(obj, "epoch", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S6.pack(id, epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "fence_broker_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "fence_broker_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_unfence_broker_record(buf, pos, end, opts, version):
@@ -4925,36 +5169,39 @@ def _decode_unfence_broker_record(buf, pos, end, opts, version):
     ) = _S6.unpack_from(buf, pos)
     pos += 12
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "unfence_broker_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="unfence_broker_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "unfence_broker_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "unfence_broker_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "unfence_broker_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="unfence_broker_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "unfence_broker_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "unfence_broker_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="unfence_broker_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return UnfenceBrokerRecord(id, epoch, tagged_fields), pos
 
 
@@ -4972,36 +5219,39 @@ def _fdecode_unfence_broker_record(buf, pos, end, opts, version):
     ) = _S6.unpack_from(buf, pos)
     pos += 12
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "unfence_broker_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="unfence_broker_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "unfence_broker_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "unfence_broker_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "unfence_broker_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="unfence_broker_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "unfence_broker_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "unfence_broker_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="unfence_broker_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(UnfenceBrokerRecord)  # slots set directly: a third of the cost of calling __init__
     value_.id = id
     value_.epoch = epoch
@@ -5016,14 +5266,19 @@ def _encode_unfence_broker_record(obj, out, index, version):
             f"UnfenceBrokerRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 0))",
             path="unfence_broker_record",
         )
-    own_ = type(obj) is UnfenceBrokerRecord
-    id = obj.id if own_ else getattr(obj, "id", None)
-    epoch = obj.epoch if own_ else getattr(obj, "epoch", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is UnfenceBrokerRecord:
+        id = obj.id
+        epoch = obj.epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        id = getattr(obj, "id", None)
+        epoch = getattr(obj, "epoch", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S6.pack(id, epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "unfence_broker_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "unfence_broker_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_unfence_broker_record(obj, out, index, version):
@@ -5033,14 +5288,19 @@ def _fencode_unfence_broker_record(obj, out, index, version):
             f"UnfenceBrokerRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 0))",
             path="unfence_broker_record",
         )
-    own_ = type(obj) is UnfenceBrokerRecord
-    id = obj.id if own_ else getattr(obj, "id", None)
-    epoch = obj.epoch if own_ else getattr(obj, "epoch", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is UnfenceBrokerRecord:
+        id = obj.id
+        epoch = obj.epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        id = getattr(obj, "id", None)
+        epoch = getattr(obj, "epoch", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S6.pack(id, epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "unfence_broker_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "unfence_broker_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_remove_topic_record(buf, pos, end, opts, version):
@@ -5056,36 +5316,39 @@ def _decode_remove_topic_record(buf, pos, end, opts, version):
     (topic_id,) = _S2.unpack_from(buf, pos)
     pos += 16
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "remove_topic_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="remove_topic_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "remove_topic_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "remove_topic_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "remove_topic_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="remove_topic_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "remove_topic_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "remove_topic_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="remove_topic_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return RemoveTopicRecord(topic_id, tagged_fields), pos
 
 
@@ -5100,36 +5363,39 @@ def _fdecode_remove_topic_record(buf, pos, end, opts, version):
     (topic_id,) = _S2.unpack_from(buf, pos)
     pos += 16
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "remove_topic_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="remove_topic_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "remove_topic_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "remove_topic_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "remove_topic_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="remove_topic_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "remove_topic_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "remove_topic_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="remove_topic_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(RemoveTopicRecord)  # slots set directly: a third of the cost of calling __init__
     value_.topic_id = topic_id
     value_.tagged_fields = tagged_fields
@@ -5143,13 +5409,17 @@ def _encode_remove_topic_record(obj, out, index, version):
             f"RemoveTopicRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 0))",
             path="remove_topic_record",
         )
-    own_ = type(obj) is RemoveTopicRecord
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is RemoveTopicRecord:
+        topic_id = obj.topic_id
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_id = getattr(obj, "topic_id", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(_uuid16(topic_id))
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "remove_topic_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "remove_topic_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_remove_topic_record(obj, out, index, version):
@@ -5159,13 +5429,17 @@ def _fencode_remove_topic_record(obj, out, index, version):
             f"RemoveTopicRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 0))",
             path="remove_topic_record",
         )
-    own_ = type(obj) is RemoveTopicRecord
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is RemoveTopicRecord:
+        topic_id = obj.topic_id
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_id = getattr(obj, "topic_id", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(_uuid16(topic_id))
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "remove_topic_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "remove_topic_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_delegation_token_record_renewers_item(buf, pos, end, opts):
@@ -5363,36 +5637,39 @@ def _decode_delegation_token_record(buf, pos, end, opts, version):
         token_id = str(buf[pos : pos + n_token_id], "utf-8", "surrogateescape")
         pos += n_token_id
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "delegation_token_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="delegation_token_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "delegation_token_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "delegation_token_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "delegation_token_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="delegation_token_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "delegation_token_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "delegation_token_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="delegation_token_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DelegationTokenRecord(
         owner, requester, renewers, issue_timestamp, max_timestamp, expiration_timestamp, token_id, tagged_fields
     ), pos
@@ -5526,36 +5803,39 @@ def _fdecode_delegation_token_record(buf, pos, end, opts, version):
             token_id = _decode_str(r_)
         pos += n_token_id
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "delegation_token_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="delegation_token_record.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "delegation_token_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "delegation_token_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "delegation_token_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="delegation_token_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "delegation_token_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "delegation_token_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="delegation_token_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(DelegationTokenRecord)
     value_.owner = owner
     value_.requester = requester
@@ -5575,15 +5855,24 @@ def _encode_delegation_token_record(obj, out, index, version):
             f"DelegationTokenRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 0))",
             path="delegation_token_record",
         )
-    own_ = type(obj) is DelegationTokenRecord
-    owner = obj.owner if own_ else getattr(obj, "owner", None)
-    requester = obj.requester if own_ else getattr(obj, "requester", None)
-    renewers = obj.renewers if own_ else getattr(obj, "renewers", None)
-    issue_timestamp = obj.issue_timestamp if own_ else getattr(obj, "issue_timestamp", None)
-    max_timestamp = obj.max_timestamp if own_ else getattr(obj, "max_timestamp", None)
-    expiration_timestamp = obj.expiration_timestamp if own_ else getattr(obj, "expiration_timestamp", None)
-    token_id = obj.token_id if own_ else getattr(obj, "token_id", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DelegationTokenRecord:
+        owner = obj.owner
+        requester = obj.requester
+        renewers = obj.renewers
+        issue_timestamp = obj.issue_timestamp
+        max_timestamp = obj.max_timestamp
+        expiration_timestamp = obj.expiration_timestamp
+        token_id = obj.token_id
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        owner = getattr(obj, "owner", None)
+        requester = getattr(obj, "requester", None)
+        renewers = getattr(obj, "renewers", None)
+        issue_timestamp = getattr(obj, "issue_timestamp", None)
+        max_timestamp = getattr(obj, "max_timestamp", None)
+        expiration_timestamp = getattr(obj, "expiration_timestamp", None)
+        token_id = getattr(obj, "token_id", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if owner is None:
         raise _InvalidValueError("may not be null", path="delegation_token_record.owner")
     else:
@@ -5637,9 +5926,10 @@ def _encode_delegation_token_record(obj, out, index, version):
             _write_uvarint(out, n_ + 1, "delegation_token_record.token_id")
 
         out += token_id
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "delegation_token_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "delegation_token_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_delegation_token_record(obj, out, index, version):
@@ -5649,15 +5939,24 @@ def _fencode_delegation_token_record(obj, out, index, version):
             f"DelegationTokenRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 0))",
             path="delegation_token_record",
         )
-    own_ = type(obj) is DelegationTokenRecord
-    owner = obj.owner if own_ else getattr(obj, "owner", None)
-    requester = obj.requester if own_ else getattr(obj, "requester", None)
-    renewers = obj.renewers if own_ else getattr(obj, "renewers", None)
-    issue_timestamp = obj.issue_timestamp if own_ else getattr(obj, "issue_timestamp", None)
-    max_timestamp = obj.max_timestamp if own_ else getattr(obj, "max_timestamp", None)
-    expiration_timestamp = obj.expiration_timestamp if own_ else getattr(obj, "expiration_timestamp", None)
-    token_id = obj.token_id if own_ else getattr(obj, "token_id", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DelegationTokenRecord:
+        owner = obj.owner
+        requester = obj.requester
+        renewers = obj.renewers
+        issue_timestamp = obj.issue_timestamp
+        max_timestamp = obj.max_timestamp
+        expiration_timestamp = obj.expiration_timestamp
+        token_id = obj.token_id
+        tagged_fields = obj.tagged_fields
+    else:
+        owner = getattr(obj, "owner", None)
+        requester = getattr(obj, "requester", None)
+        renewers = getattr(obj, "renewers", None)
+        issue_timestamp = getattr(obj, "issue_timestamp", None)
+        max_timestamp = getattr(obj, "max_timestamp", None)
+        expiration_timestamp = getattr(obj, "expiration_timestamp", None)
+        token_id = getattr(obj, "token_id", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     b_ = _STR_ENCODED.get(owner)
     owner = _encode_str(owner) if b_ is None else b_
     n_ = len(owner)
@@ -5704,9 +6003,10 @@ def _fencode_delegation_token_record(obj, out, index, version):
     else:
         _write_uvarint(out, n_ + 1, "delegation_token_record.token_id")
     out += token_id
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "delegation_token_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "delegation_token_record.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_user_scram_credential_record(buf, pos, end, opts, version):
@@ -5838,36 +6138,39 @@ def _decode_user_scram_credential_record(buf, pos, end, opts, version):
     (iterations,) = _S3.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "user_scram_credential_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="user_scram_credential_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "user_scram_credential_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "user_scram_credential_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "user_scram_credential_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="user_scram_credential_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "user_scram_credential_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "user_scram_credential_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="user_scram_credential_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return UserScramCredentialRecord(name, mechanism, salt, stored_key, server_key, iterations, tagged_fields), pos
 
 
@@ -5965,36 +6268,39 @@ def _fdecode_user_scram_credential_record(buf, pos, end, opts, version):
     (iterations,) = _S3.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "user_scram_credential_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="user_scram_credential_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "user_scram_credential_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "user_scram_credential_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "user_scram_credential_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="user_scram_credential_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "user_scram_credential_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "user_scram_credential_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="user_scram_credential_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(UserScramCredentialRecord)  # slots set directly: a third of the cost of calling __init__
     value_.name = name
     value_.mechanism = mechanism
@@ -6013,14 +6319,22 @@ def _encode_user_scram_credential_record(obj, out, index, version):
             f"UserScramCredentialRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 0))",
             path="user_scram_credential_record",
         )
-    own_ = type(obj) is UserScramCredentialRecord
-    name = obj.name if own_ else getattr(obj, "name", None)
-    mechanism = obj.mechanism if own_ else getattr(obj, "mechanism", None)
-    salt = obj.salt if own_ else getattr(obj, "salt", None)
-    stored_key = obj.stored_key if own_ else getattr(obj, "stored_key", None)
-    server_key = obj.server_key if own_ else getattr(obj, "server_key", None)
-    iterations = obj.iterations if own_ else getattr(obj, "iterations", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is UserScramCredentialRecord:
+        name = obj.name
+        mechanism = obj.mechanism
+        salt = obj.salt
+        stored_key = obj.stored_key
+        server_key = obj.server_key
+        iterations = obj.iterations
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", None)
+        mechanism = getattr(obj, "mechanism", None)
+        salt = getattr(obj, "salt", None)
+        stored_key = getattr(obj, "stored_key", None)
+        server_key = getattr(obj, "server_key", None)
+        iterations = getattr(obj, "iterations", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="user_scram_credential_record.name")
     else:
@@ -6068,9 +6382,10 @@ def _encode_user_scram_credential_record(obj, out, index, version):
 
         out += server_key
     out += _S3.pack(iterations)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "user_scram_credential_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "user_scram_credential_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_user_scram_credential_record(obj, out, index, version):
@@ -6080,14 +6395,22 @@ def _fencode_user_scram_credential_record(obj, out, index, version):
             f"UserScramCredentialRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 0))",
             path="user_scram_credential_record",
         )
-    own_ = type(obj) is UserScramCredentialRecord
-    name = obj.name if own_ else getattr(obj, "name", None)
-    mechanism = obj.mechanism if own_ else getattr(obj, "mechanism", None)
-    salt = obj.salt if own_ else getattr(obj, "salt", None)
-    stored_key = obj.stored_key if own_ else getattr(obj, "stored_key", None)
-    server_key = obj.server_key if own_ else getattr(obj, "server_key", None)
-    iterations = obj.iterations if own_ else getattr(obj, "iterations", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is UserScramCredentialRecord:
+        name = obj.name
+        mechanism = obj.mechanism
+        salt = obj.salt
+        stored_key = obj.stored_key
+        server_key = obj.server_key
+        iterations = obj.iterations
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", None)
+        mechanism = getattr(obj, "mechanism", None)
+        salt = getattr(obj, "salt", None)
+        stored_key = getattr(obj, "stored_key", None)
+        server_key = getattr(obj, "server_key", None)
+        iterations = getattr(obj, "iterations", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     b_ = _STR_ENCODED.get(name)
     name = _encode_str(name) if b_ is None else b_
     n_ = len(name)
@@ -6123,9 +6446,10 @@ def _fencode_user_scram_credential_record(obj, out, index, version):
 
     out += server_key
     out += _S3.pack(iterations)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "user_scram_credential_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "user_scram_credential_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_feature_level_record(buf, pos, end, opts, version):
@@ -6168,36 +6492,39 @@ def _decode_feature_level_record(buf, pos, end, opts, version):
     (feature_level,) = _S11.unpack_from(buf, pos)
     pos += 2
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "feature_level_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="feature_level_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "feature_level_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "feature_level_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "feature_level_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="feature_level_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "feature_level_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "feature_level_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="feature_level_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return FeatureLevelRecord(name, feature_level, tagged_fields), pos
 
 
@@ -6234,36 +6561,39 @@ def _fdecode_feature_level_record(buf, pos, end, opts, version):
     (feature_level,) = _S11.unpack_from(buf, pos)
     pos += 2
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "feature_level_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="feature_level_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "feature_level_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "feature_level_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "feature_level_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="feature_level_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "feature_level_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "feature_level_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="feature_level_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(FeatureLevelRecord)  # slots set directly: a third of the cost of calling __init__
     value_.name = name
     value_.feature_level = feature_level
@@ -6278,10 +6608,14 @@ def _encode_feature_level_record(obj, out, index, version):
             f"FeatureLevelRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 0))",
             path="feature_level_record",
         )
-    own_ = type(obj) is FeatureLevelRecord
-    name = obj.name if own_ else getattr(obj, "name", None)
-    feature_level = obj.feature_level if own_ else getattr(obj, "feature_level", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is FeatureLevelRecord:
+        name = obj.name
+        feature_level = obj.feature_level
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", None)
+        feature_level = getattr(obj, "feature_level", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="feature_level_record.name")
     else:
@@ -6295,9 +6629,10 @@ def _encode_feature_level_record(obj, out, index, version):
 
         out += name
     out += _S11.pack(feature_level)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "feature_level_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "feature_level_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_feature_level_record(obj, out, index, version):
@@ -6307,10 +6642,14 @@ def _fencode_feature_level_record(obj, out, index, version):
             f"FeatureLevelRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 0))",
             path="feature_level_record",
         )
-    own_ = type(obj) is FeatureLevelRecord
-    name = obj.name if own_ else getattr(obj, "name", None)
-    feature_level = obj.feature_level if own_ else getattr(obj, "feature_level", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is FeatureLevelRecord:
+        name = obj.name
+        feature_level = obj.feature_level
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", None)
+        feature_level = getattr(obj, "feature_level", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     b_ = _STR_ENCODED.get(name)
     name = _encode_str(name) if b_ is None else b_
     n_ = len(name)
@@ -6321,9 +6660,10 @@ def _fencode_feature_level_record(obj, out, index, version):
 
     out += name
     out += _S11.pack(feature_level)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "feature_level_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "feature_level_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_entity_data(buf, pos, end, opts):
@@ -6383,41 +6723,48 @@ def _decode_entity_data(buf, pos, end, opts):
         entity_name = str(buf[pos : pos + n_entity_name], "utf-8", "surrogateescape")
         pos += n_entity_name
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "entity_data.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="entity_data.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "entity_data.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "entity_data.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="entity_data.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "entity_data.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="entity_data.tagged_fields"
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "entity_data.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "entity_data.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="entity_data.tagged_fields"
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return EntityData(entity_type, entity_name, tagged_fields), pos
 
 
 def _encode_entity_data(obj, out, index):
     """Append one entity_data to out."""
-    own_ = type(obj) is EntityData
-    entity_type = obj.entity_type if own_ else getattr(obj, "entity_type", None)
-    entity_name = obj.entity_name if own_ else getattr(obj, "entity_name", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is EntityData:
+        entity_type = obj.entity_type
+        entity_name = obj.entity_name
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        entity_type = getattr(obj, "entity_type", None)
+        entity_name = getattr(obj, "entity_name", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if entity_type is None:
         raise _InvalidValueError("may not be null", path="entity_data.entity_type")
     else:
@@ -6442,9 +6789,10 @@ def _encode_entity_data(obj, out, index):
             _write_uvarint(out, n_ + 1, "entity_data.entity_name")
 
         out += entity_name
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "entity_data.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "entity_data.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_client_quota_record(buf, pos, end, opts, version):
@@ -6526,36 +6874,39 @@ def _decode_client_quota_record(buf, pos, end, opts, version):
     ) = _S12.unpack_from(buf, pos)
     pos += 9
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "client_quota_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="client_quota_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "client_quota_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "client_quota_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "client_quota_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="client_quota_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "client_quota_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "client_quota_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="client_quota_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ClientQuotaRecord(entity, key, value, remove, tagged_fields), pos
 
 
@@ -6634,36 +6985,39 @@ def _fdecode_client_quota_record(buf, pos, end, opts, version):
                 entity_name_entity_data_ = _decode_str(r__entity_data_)
             pos += n_entity_name_entity_data_
         tagged_fields_entity_data_ = []
-        sec__entity_data_ = pos
-        prev__entity_data_, odd__entity_data_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__entity_data_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__entity_data_, pos = _read_uvarint32(buf, pos, end, "entity_data.tagged_fields")
-        if n_tags__entity_data_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__entity_data_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="entity_data.tagged_fields",
-            )
-        for __entity_data_ in range(n_tags__entity_data_):
-            tag__entity_data_, pos = _read_uvarint32(buf, pos, end, "entity_data.tagged_fields")
-            size__entity_data_, pos = _read_uvarint32(buf, pos, end, "entity_data.tagged_fields")
-            if size__entity_data_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__entity_data_} declares {size__entity_data_} bytes, {end - pos} left",
+            sec__entity_data_ = pos
+            prev__entity_data_, odd__entity_data_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__entity_data_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__entity_data_, pos = _read_uvarint32(buf, pos, end, "entity_data.tagged_fields")
+            if n_tags__entity_data_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__entity_data_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="entity_data.tagged_fields",
                 )
-            stop__entity_data_ = pos + size__entity_data_
-            if tag__entity_data_ <= prev__entity_data_:
-                odd__entity_data_ = True
-            prev__entity_data_ = tag__entity_data_
-            tagged_fields_entity_data_.append((tag__entity_data_, bytes(buf[pos:stop__entity_data_])))
-            pos = stop__entity_data_
-        if odd__entity_data_:
-            tagged_fields_entity_data_ = _keep_tags(tagged_fields_entity_data_, buf[sec__entity_data_:pos], ())
+            for __entity_data_ in range(n_tags__entity_data_):
+                tag__entity_data_, pos = _read_uvarint32(buf, pos, end, "entity_data.tagged_fields")
+                size__entity_data_, pos = _read_uvarint32(buf, pos, end, "entity_data.tagged_fields")
+                if size__entity_data_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__entity_data_} declares {size__entity_data_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="entity_data.tagged_fields",
+                    )
+                stop__entity_data_ = pos + size__entity_data_
+                if tag__entity_data_ <= prev__entity_data_:
+                    odd__entity_data_ = True
+                prev__entity_data_ = tag__entity_data_
+                tagged_fields_entity_data_.append((tag__entity_data_, bytes(buf[pos:stop__entity_data_])))
+                pos = stop__entity_data_
+            if odd__entity_data_:
+                tagged_fields_entity_data_ = _keep_tags(tagged_fields_entity_data_, buf[sec__entity_data_:pos], ())
         value__entity_data_ = _new_object(EntityData)
         value__entity_data_.entity_type = entity_type_entity_data_
         value__entity_data_.entity_name = entity_name_entity_data_
@@ -6694,36 +7048,39 @@ def _fdecode_client_quota_record(buf, pos, end, opts, version):
     value, remove = _S12.unpack_from(buf, pos)
     pos += 9
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "client_quota_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="client_quota_record.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "client_quota_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "client_quota_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "client_quota_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="client_quota_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "client_quota_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "client_quota_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="client_quota_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ClientQuotaRecord)
     value_.entity = entity
     value_.key = key
@@ -6740,12 +7097,18 @@ def _encode_client_quota_record(obj, out, index, version):
             f"ClientQuotaRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 0))",
             path="client_quota_record",
         )
-    own_ = type(obj) is ClientQuotaRecord
-    entity = obj.entity if own_ else getattr(obj, "entity", None)
-    key = obj.key if own_ else getattr(obj, "key", None)
-    value = obj.value if own_ else getattr(obj, "value", None)
-    remove = obj.remove if own_ else getattr(obj, "remove", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ClientQuotaRecord:
+        entity = obj.entity
+        key = obj.key
+        value = obj.value
+        remove = obj.remove
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        entity = getattr(obj, "entity", None)
+        key = getattr(obj, "key", None)
+        value = getattr(obj, "value", None)
+        remove = getattr(obj, "remove", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(entity)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -6775,9 +7138,10 @@ def _encode_client_quota_record(obj, out, index, version):
 
         out += key
     out += _S12.pack(value, remove)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "client_quota_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "client_quota_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_client_quota_record(obj, out, index, version):
@@ -6787,22 +7151,32 @@ def _fencode_client_quota_record(obj, out, index, version):
             f"ClientQuotaRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 0))",
             path="client_quota_record",
         )
-    own_ = type(obj) is ClientQuotaRecord
-    entity = obj.entity if own_ else getattr(obj, "entity", None)
-    key = obj.key if own_ else getattr(obj, "key", None)
-    value = obj.value if own_ else getattr(obj, "value", None)
-    remove = obj.remove if own_ else getattr(obj, "remove", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ClientQuotaRecord:
+        entity = obj.entity
+        key = obj.key
+        value = obj.value
+        remove = obj.remove
+        tagged_fields = obj.tagged_fields
+    else:
+        entity = getattr(obj, "entity", None)
+        key = getattr(obj, "key", None)
+        value = getattr(obj, "value", None)
+        remove = getattr(obj, "remove", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(entity)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "client_quota_record.entity")
     for item_ in entity:
-        own__entity_data_ = type(item_) is EntityData
-        entity_type_entity_data_ = item_.entity_type if own__entity_data_ else getattr(item_, "entity_type", None)
-        entity_name_entity_data_ = item_.entity_name if own__entity_data_ else getattr(item_, "entity_name", None)
-        tagged_fields_entity_data_ = item_.tagged_fields if own__entity_data_ else getattr(item_, "tagged_fields", None)
+        if type(item_) is EntityData:
+            entity_type_entity_data_ = item_.entity_type
+            entity_name_entity_data_ = item_.entity_name
+            tagged_fields_entity_data_ = item_.tagged_fields
+        else:
+            entity_type_entity_data_ = getattr(item_, "entity_type", None)
+            entity_name_entity_data_ = getattr(item_, "entity_name", None)
+            tagged_fields_entity_data_ = getattr(item_, "tagged_fields", None)
         b__entity_data_ = _STR_ENCODED.get(entity_type_entity_data_)
         entity_type_entity_data_ = _encode_str(entity_type_entity_data_) if b__entity_data_ is None else b__entity_data_
         n__entity_data_ = len(entity_type_entity_data_)
@@ -6824,11 +7198,10 @@ def _fencode_client_quota_record(obj, out, index, version):
             else:
                 _write_uvarint(out, n__entity_data_ + 1, "entity_data.entity_name")
             out += entity_name_entity_data_
-        tags__entity_data_ = []
-        valid__entity_data_ = None
-        _write_tagged(
-            out, tags__entity_data_, tagged_fields_entity_data_, "entity_data.tagged_fields", valid__entity_data_
-        )
+        if tagged_fields_entity_data_ or tagged_fields_entity_data_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_entity_data_, "entity_data.tagged_fields", None)
+        else:
+            out.append(0)
     b_ = _STR_ENCODED.get(key)
     key = _encode_str(key) if b_ is None else b_
     n_ = len(key)
@@ -6838,9 +7211,10 @@ def _fencode_client_quota_record(obj, out, index, version):
         _write_uvarint(out, n_ + 1, "client_quota_record.key")
     out += key
     out += _S12.pack(value, remove)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "client_quota_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "client_quota_record.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_producer_ids_record(buf, pos, end, opts, version):
@@ -6860,36 +7234,39 @@ def _decode_producer_ids_record(buf, pos, end, opts, version):
     ) = _S13.unpack_from(buf, pos)
     pos += 20
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "producer_ids_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="producer_ids_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "producer_ids_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "producer_ids_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "producer_ids_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="producer_ids_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "producer_ids_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "producer_ids_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="producer_ids_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ProducerIdsRecord(broker_id, broker_epoch, next_producer_id, tagged_fields), pos
 
 
@@ -6908,36 +7285,39 @@ def _fdecode_producer_ids_record(buf, pos, end, opts, version):
     ) = _S13.unpack_from(buf, pos)
     pos += 20
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "producer_ids_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="producer_ids_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "producer_ids_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "producer_ids_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "producer_ids_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="producer_ids_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "producer_ids_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "producer_ids_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="producer_ids_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ProducerIdsRecord)  # slots set directly: a third of the cost of calling __init__
     value_.broker_id = broker_id
     value_.broker_epoch = broker_epoch
@@ -6953,15 +7333,21 @@ def _encode_producer_ids_record(obj, out, index, version):
             f"ProducerIdsRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 0))",
             path="producer_ids_record",
         )
-    own_ = type(obj) is ProducerIdsRecord
-    broker_id = obj.broker_id if own_ else getattr(obj, "broker_id", None)
-    broker_epoch = obj.broker_epoch if own_ else getattr(obj, "broker_epoch", -1)
-    next_producer_id = obj.next_producer_id if own_ else getattr(obj, "next_producer_id", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ProducerIdsRecord:
+        broker_id = obj.broker_id
+        broker_epoch = obj.broker_epoch
+        next_producer_id = obj.next_producer_id
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        broker_id = getattr(obj, "broker_id", None)
+        broker_epoch = getattr(obj, "broker_epoch", -1)
+        next_producer_id = getattr(obj, "next_producer_id", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S13.pack(broker_id, broker_epoch, next_producer_id)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "producer_ids_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "producer_ids_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_producer_ids_record(obj, out, index, version):
@@ -6971,15 +7357,21 @@ def _fencode_producer_ids_record(obj, out, index, version):
             f"ProducerIdsRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 0))",
             path="producer_ids_record",
         )
-    own_ = type(obj) is ProducerIdsRecord
-    broker_id = obj.broker_id if own_ else getattr(obj, "broker_id", None)
-    broker_epoch = obj.broker_epoch if own_ else getattr(obj, "broker_epoch", -1)
-    next_producer_id = obj.next_producer_id if own_ else getattr(obj, "next_producer_id", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ProducerIdsRecord:
+        broker_id = obj.broker_id
+        broker_epoch = obj.broker_epoch
+        next_producer_id = obj.next_producer_id
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        broker_id = getattr(obj, "broker_id", None)
+        broker_epoch = getattr(obj, "broker_epoch", -1)
+        next_producer_id = getattr(obj, "next_producer_id", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S13.pack(broker_id, broker_epoch, next_producer_id)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "producer_ids_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "producer_ids_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_broker_registration_change_record_fenced_tag(buf, pos, end, opts):
@@ -7234,89 +7626,94 @@ def _decode_broker_registration_change_record(buf, pos, end, opts, version):
     fenced = 0
     in_controlled_shutdown = 0
     log_dirs = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "broker_registration_change_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="broker_registration_change_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "broker_registration_change_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "broker_registration_change_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "broker_registration_change_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="broker_registration_change_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0:
-            fenced, q_ = _decode_broker_registration_change_record_fenced_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 0 (fenced) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="broker_registration_change_record.tagged_fields.fenced",
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "broker_registration_change_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "broker_registration_change_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="broker_registration_change_record.tagged_fields",
                 )
-            if fenced == 0 or fenced is None:  # written at its default: kept as read
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
                 odd_ = True
-        elif tag_ == 1 and version >= 1:
-            in_controlled_shutdown, q_ = _decode_broker_registration_change_record_in_controlled_shutdown_tag(
-                buf, pos, stop_, opts
-            )
-            if q_ != stop_:
+            prev_ = tag_
+            if tag_ == 0:
+                fenced, q_ = _decode_broker_registration_change_record_fenced_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (fenced) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="broker_registration_change_record.tagged_fields.fenced",
+                    )
+                if fenced == 0 or fenced is None:  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 1 and version >= 1:
+                in_controlled_shutdown, q_ = _decode_broker_registration_change_record_in_controlled_shutdown_tag(
+                    buf, pos, stop_, opts
+                )
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 1 (in_controlled_shutdown) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="broker_registration_change_record.tagged_fields.in_controlled_shutdown",
+                    )
+                if (
+                    in_controlled_shutdown == 0 or in_controlled_shutdown is None
+                ):  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 2 and version >= 2:
+                log_dirs, q_ = _decode_broker_registration_change_record_log_dirs_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 2 (log_dirs) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="broker_registration_change_record.tagged_fields.log_dirs",
+                    )
+                if log_dirs == [] or log_dirs is None:  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 1:  # Kafka's reader: "Tag N is not valid for version V"
                 raise _InvalidValueError(
-                    f"tag 1 (in_controlled_shutdown) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
+                    "tag 1 (in_controlled_shutdown) is not valid at this version",
+                    offset=pos,
                     path="broker_registration_change_record.tagged_fields.in_controlled_shutdown",
                 )
-            if in_controlled_shutdown == 0 or in_controlled_shutdown is None:  # written at its default: kept as read
-                odd_ = True
-        elif tag_ == 2 and version >= 2:
-            log_dirs, q_ = _decode_broker_registration_change_record_log_dirs_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
+            elif tag_ == 2:  # Kafka's reader: "Tag N is not valid for version V"
                 raise _InvalidValueError(
-                    f"tag 2 (log_dirs) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
+                    "tag 2 (log_dirs) is not valid at this version",
+                    offset=pos,
                     path="broker_registration_change_record.tagged_fields.log_dirs",
                 )
-            if log_dirs == [] or log_dirs is None:  # written at its default: kept as read
-                odd_ = True
-        elif tag_ == 1:  # Kafka's reader: "Tag N is not valid for version V"
-            raise _InvalidValueError(
-                "tag 1 (in_controlled_shutdown) is not valid at this version",
-                offset=pos,
-                path="broker_registration_change_record.tagged_fields.in_controlled_shutdown",
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(
+                tagged_fields,
+                buf[sec_:pos],
+                (
+                    (0, (fenced == 0 or fenced is None)),
+                    (1, (in_controlled_shutdown == 0 or in_controlled_shutdown is None)),
+                    (2, (log_dirs == [] or log_dirs is None)),
+                ),
             )
-        elif tag_ == 2:  # Kafka's reader: "Tag N is not valid for version V"
-            raise _InvalidValueError(
-                "tag 2 (log_dirs) is not valid at this version",
-                offset=pos,
-                path="broker_registration_change_record.tagged_fields.log_dirs",
-            )
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(
-            tagged_fields,
-            buf[sec_:pos],
-            (
-                (0, (fenced == 0 or fenced is None)),
-                (1, (in_controlled_shutdown == 0 or in_controlled_shutdown is None)),
-                (2, (log_dirs == [] or log_dirs is None)),
-            ),
-        )
     return BrokerRegistrationChangeRecord(
         broker_id, broker_epoch, tagged_fields, fenced, in_controlled_shutdown, log_dirs
     ), pos
@@ -7339,89 +7736,94 @@ def _fdecode_broker_registration_change_record(buf, pos, end, opts, version):
     fenced = 0
     in_controlled_shutdown = 0
     log_dirs = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "broker_registration_change_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="broker_registration_change_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "broker_registration_change_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "broker_registration_change_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "broker_registration_change_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="broker_registration_change_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0:
-            fenced, q_ = _fdecode_broker_registration_change_record_fenced_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 0 (fenced) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="broker_registration_change_record.tagged_fields.fenced",
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "broker_registration_change_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "broker_registration_change_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="broker_registration_change_record.tagged_fields",
                 )
-            if fenced == 0 or fenced is None:  # written at its default: kept as read
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
                 odd_ = True
-        elif tag_ == 1 and version >= 1:
-            in_controlled_shutdown, q_ = _fdecode_broker_registration_change_record_in_controlled_shutdown_tag(
-                buf, pos, stop_, opts
-            )
-            if q_ != stop_:
+            prev_ = tag_
+            if tag_ == 0:
+                fenced, q_ = _fdecode_broker_registration_change_record_fenced_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (fenced) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="broker_registration_change_record.tagged_fields.fenced",
+                    )
+                if fenced == 0 or fenced is None:  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 1 and version >= 1:
+                in_controlled_shutdown, q_ = _fdecode_broker_registration_change_record_in_controlled_shutdown_tag(
+                    buf, pos, stop_, opts
+                )
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 1 (in_controlled_shutdown) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="broker_registration_change_record.tagged_fields.in_controlled_shutdown",
+                    )
+                if (
+                    in_controlled_shutdown == 0 or in_controlled_shutdown is None
+                ):  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 2 and version >= 2:
+                log_dirs, q_ = _fdecode_broker_registration_change_record_log_dirs_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 2 (log_dirs) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="broker_registration_change_record.tagged_fields.log_dirs",
+                    )
+                if log_dirs == [] or log_dirs is None:  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 1:  # Kafka's reader: "Tag N is not valid for version V"
                 raise _InvalidValueError(
-                    f"tag 1 (in_controlled_shutdown) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
+                    "tag 1 (in_controlled_shutdown) is not valid at this version",
+                    offset=pos,
                     path="broker_registration_change_record.tagged_fields.in_controlled_shutdown",
                 )
-            if in_controlled_shutdown == 0 or in_controlled_shutdown is None:  # written at its default: kept as read
-                odd_ = True
-        elif tag_ == 2 and version >= 2:
-            log_dirs, q_ = _fdecode_broker_registration_change_record_log_dirs_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
+            elif tag_ == 2:  # Kafka's reader: "Tag N is not valid for version V"
                 raise _InvalidValueError(
-                    f"tag 2 (log_dirs) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
+                    "tag 2 (log_dirs) is not valid at this version",
+                    offset=pos,
                     path="broker_registration_change_record.tagged_fields.log_dirs",
                 )
-            if log_dirs == [] or log_dirs is None:  # written at its default: kept as read
-                odd_ = True
-        elif tag_ == 1:  # Kafka's reader: "Tag N is not valid for version V"
-            raise _InvalidValueError(
-                "tag 1 (in_controlled_shutdown) is not valid at this version",
-                offset=pos,
-                path="broker_registration_change_record.tagged_fields.in_controlled_shutdown",
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(
+                tagged_fields,
+                buf[sec_:pos],
+                (
+                    (0, (fenced == 0 or fenced is None)),
+                    (1, (in_controlled_shutdown == 0 or in_controlled_shutdown is None)),
+                    (2, (log_dirs == [] or log_dirs is None)),
+                ),
             )
-        elif tag_ == 2:  # Kafka's reader: "Tag N is not valid for version V"
-            raise _InvalidValueError(
-                "tag 2 (log_dirs) is not valid at this version",
-                offset=pos,
-                path="broker_registration_change_record.tagged_fields.log_dirs",
-            )
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(
-            tagged_fields,
-            buf[sec_:pos],
-            (
-                (0, (fenced == 0 or fenced is None)),
-                (1, (in_controlled_shutdown == 0 or in_controlled_shutdown is None)),
-                (2, (log_dirs == [] or log_dirs is None)),
-            ),
-        )
     value_ = _new_object(BrokerRegistrationChangeRecord)  # slots set directly: a third of the cost of calling __init__
     value_.broker_id = broker_id
     value_.broker_epoch = broker_epoch
@@ -7439,10 +7841,14 @@ def _encode_broker_registration_change_record(obj, out, index, version):
             f"BrokerRegistrationChangeRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 2))",
             path="broker_registration_change_record",
         )
-    own_ = type(obj) is BrokerRegistrationChangeRecord
-    broker_id = obj.broker_id if own_ else getattr(obj, "broker_id", None)
-    broker_epoch = obj.broker_epoch if own_ else getattr(obj, "broker_epoch", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is BrokerRegistrationChangeRecord:
+        broker_id = obj.broker_id
+        broker_epoch = obj.broker_epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        broker_id = getattr(obj, "broker_id", None)
+        broker_epoch = getattr(obj, "broker_epoch", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S6.pack(broker_id, broker_epoch)
     tags_ = []
     fenced = getattr(obj, "fenced", 0)
@@ -7469,7 +7875,10 @@ def _encode_broker_registration_change_record(obj, out, index, version):
         if tagged_fields.__class__ is _TagSection
         else None
     )
-    _write_tagged(out, tags_, tagged_fields, "broker_registration_change_record.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "broker_registration_change_record.tagged_fields", valid_)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_broker_registration_change_record(obj, out, index, version):
@@ -7479,10 +7888,14 @@ def _fencode_broker_registration_change_record(obj, out, index, version):
             f"BrokerRegistrationChangeRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 2))",
             path="broker_registration_change_record",
         )
-    own_ = type(obj) is BrokerRegistrationChangeRecord
-    broker_id = obj.broker_id if own_ else getattr(obj, "broker_id", None)
-    broker_epoch = obj.broker_epoch if own_ else getattr(obj, "broker_epoch", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is BrokerRegistrationChangeRecord:
+        broker_id = obj.broker_id
+        broker_epoch = obj.broker_epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        broker_id = getattr(obj, "broker_id", None)
+        broker_epoch = getattr(obj, "broker_epoch", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S6.pack(broker_id, broker_epoch)
     tags_ = []
     fenced = getattr(obj, "fenced", 0)
@@ -7509,7 +7922,10 @@ def _fencode_broker_registration_change_record(obj, out, index, version):
         if tagged_fields.__class__ is _TagSection
         else None
     )
-    _write_tagged(out, tags_, tagged_fields, "broker_registration_change_record.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "broker_registration_change_record.tagged_fields", valid_)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_access_control_entry_record(buf, pos, end, opts, version):
@@ -7628,36 +8044,39 @@ def _decode_access_control_entry_record(buf, pos, end, opts, version):
     ) = _S15.unpack_from(buf, pos)
     pos += 2
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "access_control_entry_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="access_control_entry_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "access_control_entry_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "access_control_entry_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "access_control_entry_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="access_control_entry_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "access_control_entry_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "access_control_entry_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="access_control_entry_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return AccessControlEntryRecord(
         id, resource_type, resource_name, pattern_type, principal, host, operation, permission_type, tagged_fields
     ), pos
@@ -7752,36 +8171,39 @@ def _fdecode_access_control_entry_record(buf, pos, end, opts, version):
     ) = _S15.unpack_from(buf, pos)
     pos += 2
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "access_control_entry_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="access_control_entry_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "access_control_entry_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "access_control_entry_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "access_control_entry_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="access_control_entry_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "access_control_entry_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "access_control_entry_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="access_control_entry_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(AccessControlEntryRecord)  # slots set directly: a third of the cost of calling __init__
     value_.id = id
     value_.resource_type = resource_type
@@ -7802,16 +8224,26 @@ def _encode_access_control_entry_record(obj, out, index, version):
             f"AccessControlEntryRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 0))",
             path="access_control_entry_record",
         )
-    own_ = type(obj) is AccessControlEntryRecord
-    id = obj.id if own_ else getattr(obj, "id", None)
-    resource_type = obj.resource_type if own_ else getattr(obj, "resource_type", None)
-    resource_name = obj.resource_name if own_ else getattr(obj, "resource_name", None)
-    pattern_type = obj.pattern_type if own_ else getattr(obj, "pattern_type", None)
-    principal = obj.principal if own_ else getattr(obj, "principal", None)
-    host = obj.host if own_ else getattr(obj, "host", None)
-    operation = obj.operation if own_ else getattr(obj, "operation", None)
-    permission_type = obj.permission_type if own_ else getattr(obj, "permission_type", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AccessControlEntryRecord:
+        id = obj.id
+        resource_type = obj.resource_type
+        resource_name = obj.resource_name
+        pattern_type = obj.pattern_type
+        principal = obj.principal
+        host = obj.host
+        operation = obj.operation
+        permission_type = obj.permission_type
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        id = getattr(obj, "id", None)
+        resource_type = getattr(obj, "resource_type", None)
+        resource_name = getattr(obj, "resource_name", None)
+        pattern_type = getattr(obj, "pattern_type", None)
+        principal = getattr(obj, "principal", None)
+        host = getattr(obj, "host", None)
+        operation = getattr(obj, "operation", None)
+        permission_type = getattr(obj, "permission_type", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S14.pack(_uuid16(id), resource_type)
     if resource_name is None:
         raise _InvalidValueError("may not be null", path="access_control_entry_record.resource_name")
@@ -7854,9 +8286,10 @@ def _encode_access_control_entry_record(obj, out, index, version):
 
         out += host
     out += _S15.pack(operation, permission_type)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "access_control_entry_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "access_control_entry_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_access_control_entry_record(obj, out, index, version):
@@ -7866,16 +8299,26 @@ def _fencode_access_control_entry_record(obj, out, index, version):
             f"AccessControlEntryRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 0))",
             path="access_control_entry_record",
         )
-    own_ = type(obj) is AccessControlEntryRecord
-    id = obj.id if own_ else getattr(obj, "id", None)
-    resource_type = obj.resource_type if own_ else getattr(obj, "resource_type", None)
-    resource_name = obj.resource_name if own_ else getattr(obj, "resource_name", None)
-    pattern_type = obj.pattern_type if own_ else getattr(obj, "pattern_type", None)
-    principal = obj.principal if own_ else getattr(obj, "principal", None)
-    host = obj.host if own_ else getattr(obj, "host", None)
-    operation = obj.operation if own_ else getattr(obj, "operation", None)
-    permission_type = obj.permission_type if own_ else getattr(obj, "permission_type", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AccessControlEntryRecord:
+        id = obj.id
+        resource_type = obj.resource_type
+        resource_name = obj.resource_name
+        pattern_type = obj.pattern_type
+        principal = obj.principal
+        host = obj.host
+        operation = obj.operation
+        permission_type = obj.permission_type
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        id = getattr(obj, "id", None)
+        resource_type = getattr(obj, "resource_type", None)
+        resource_name = getattr(obj, "resource_name", None)
+        pattern_type = getattr(obj, "pattern_type", None)
+        principal = getattr(obj, "principal", None)
+        host = getattr(obj, "host", None)
+        operation = getattr(obj, "operation", None)
+        permission_type = getattr(obj, "permission_type", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S14.pack(_uuid16(id), resource_type)
     b_ = _STR_ENCODED.get(resource_name)
     resource_name = _encode_str(resource_name) if b_ is None else b_
@@ -7909,9 +8352,10 @@ def _fencode_access_control_entry_record(obj, out, index, version):
 
     out += host
     out += _S15.pack(operation, permission_type)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "access_control_entry_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "access_control_entry_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_remove_access_control_entry_record(buf, pos, end, opts, version):
@@ -7929,36 +8373,39 @@ def _decode_remove_access_control_entry_record(buf, pos, end, opts, version):
     (id,) = _S2.unpack_from(buf, pos)
     pos += 16
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "remove_access_control_entry_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="remove_access_control_entry_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "remove_access_control_entry_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "remove_access_control_entry_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "remove_access_control_entry_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="remove_access_control_entry_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "remove_access_control_entry_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "remove_access_control_entry_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="remove_access_control_entry_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return RemoveAccessControlEntryRecord(id, tagged_fields), pos
 
 
@@ -7973,36 +8420,39 @@ def _fdecode_remove_access_control_entry_record(buf, pos, end, opts, version):
     (id,) = _S2.unpack_from(buf, pos)
     pos += 16
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "remove_access_control_entry_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="remove_access_control_entry_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "remove_access_control_entry_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "remove_access_control_entry_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "remove_access_control_entry_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="remove_access_control_entry_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "remove_access_control_entry_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "remove_access_control_entry_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="remove_access_control_entry_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(RemoveAccessControlEntryRecord)  # slots set directly: a third of the cost of calling __init__
     value_.id = id
     value_.tagged_fields = tagged_fields
@@ -8016,13 +8466,17 @@ def _encode_remove_access_control_entry_record(obj, out, index, version):
             f"RemoveAccessControlEntryRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 0))",
             path="remove_access_control_entry_record",
         )
-    own_ = type(obj) is RemoveAccessControlEntryRecord
-    id = obj.id if own_ else getattr(obj, "id", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is RemoveAccessControlEntryRecord:
+        id = obj.id
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        id = getattr(obj, "id", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(_uuid16(id))
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "remove_access_control_entry_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "remove_access_control_entry_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_remove_access_control_entry_record(obj, out, index, version):
@@ -8032,13 +8486,17 @@ def _fencode_remove_access_control_entry_record(obj, out, index, version):
             f"RemoveAccessControlEntryRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 0))",
             path="remove_access_control_entry_record",
         )
-    own_ = type(obj) is RemoveAccessControlEntryRecord
-    id = obj.id if own_ else getattr(obj, "id", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is RemoveAccessControlEntryRecord:
+        id = obj.id
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        id = getattr(obj, "id", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(_uuid16(id))
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "remove_access_control_entry_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "remove_access_control_entry_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_no_op_record(buf, pos, end, opts, version):
@@ -8050,32 +8508,39 @@ def _decode_no_op_record(buf, pos, end, opts, version):
             path="no_op_record",
         )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "no_op_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="no_op_record.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "no_op_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "no_op_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="no_op_record.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "no_op_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="no_op_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "no_op_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "no_op_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="no_op_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return NoOpRecord(tagged_fields), pos
 
 
@@ -8088,32 +8553,39 @@ def _fdecode_no_op_record(buf, pos, end, opts, version):
             path="no_op_record",
         )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "no_op_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="no_op_record.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "no_op_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "no_op_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="no_op_record.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "no_op_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="no_op_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "no_op_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "no_op_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="no_op_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(NoOpRecord)  # slots set directly: a third of the cost of calling __init__
     value_.tagged_fields = tagged_fields
     return value_, pos
@@ -8127,9 +8599,10 @@ def _encode_no_op_record(obj, out, index, version):
             path="no_op_record",
         )
     tagged_fields = getattr(obj, "tagged_fields", None)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "no_op_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "no_op_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_no_op_record(obj, out, index, version):
@@ -8140,9 +8613,10 @@ def _fencode_no_op_record(obj, out, index, version):
             path="no_op_record",
         )
     tagged_fields = getattr(obj, "tagged_fields", None)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "no_op_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "no_op_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_zk_migration_state_record(buf, pos, end, opts, version):
@@ -8158,36 +8632,39 @@ def _decode_zk_migration_state_record(buf, pos, end, opts, version):
     (zk_migration_state,) = _S7.unpack_from(buf, pos)
     pos += 1
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "zk_migration_state_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="zk_migration_state_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "zk_migration_state_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "zk_migration_state_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "zk_migration_state_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="zk_migration_state_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "zk_migration_state_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "zk_migration_state_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="zk_migration_state_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ZkMigrationStateRecord(zk_migration_state, tagged_fields), pos
 
 
@@ -8204,36 +8681,39 @@ def _fdecode_zk_migration_state_record(buf, pos, end, opts, version):
         zk_migration_state -= 256
     pos += 1
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "zk_migration_state_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="zk_migration_state_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "zk_migration_state_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "zk_migration_state_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "zk_migration_state_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="zk_migration_state_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "zk_migration_state_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "zk_migration_state_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="zk_migration_state_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ZkMigrationStateRecord)  # slots set directly: a third of the cost of calling __init__
     value_.zk_migration_state = zk_migration_state
     value_.tagged_fields = tagged_fields
@@ -8247,18 +8727,22 @@ def _encode_zk_migration_state_record(obj, out, index, version):
             f"ZkMigrationStateRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 0))",
             path="zk_migration_state_record",
         )
-    own_ = type(obj) is ZkMigrationStateRecord
-    zk_migration_state = obj.zk_migration_state if own_ else getattr(obj, "zk_migration_state", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ZkMigrationStateRecord:
+        zk_migration_state = obj.zk_migration_state
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        zk_migration_state = getattr(obj, "zk_migration_state", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if -128 <= zk_migration_state <= 127:
         out.append(zk_migration_state & 0xFF)
     else:
         raise _InvalidValueError(
             f"{zk_migration_state} does not fit int8", path="zk_migration_state_record.zk_migration_state"
         )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "zk_migration_state_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "zk_migration_state_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_zk_migration_state_record(obj, out, index, version):
@@ -8268,18 +8752,22 @@ def _fencode_zk_migration_state_record(obj, out, index, version):
             f"ZkMigrationStateRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 0))",
             path="zk_migration_state_record",
         )
-    own_ = type(obj) is ZkMigrationStateRecord
-    zk_migration_state = obj.zk_migration_state if own_ else getattr(obj, "zk_migration_state", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ZkMigrationStateRecord:
+        zk_migration_state = obj.zk_migration_state
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        zk_migration_state = getattr(obj, "zk_migration_state", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if -128 <= zk_migration_state <= 127:
         out.append(zk_migration_state & 0xFF)
     else:
         raise _InvalidValueError(
             f"{zk_migration_state} does not fit int8", path="zk_migration_state_record.zk_migration_state"
         )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "zk_migration_state_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "zk_migration_state_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_remove_user_scram_credential_record(buf, pos, end, opts, version):
@@ -8326,36 +8814,39 @@ def _decode_remove_user_scram_credential_record(buf, pos, end, opts, version):
     (mechanism,) = _S7.unpack_from(buf, pos)
     pos += 1
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "remove_user_scram_credential_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="remove_user_scram_credential_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "remove_user_scram_credential_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "remove_user_scram_credential_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "remove_user_scram_credential_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="remove_user_scram_credential_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "remove_user_scram_credential_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "remove_user_scram_credential_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="remove_user_scram_credential_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return RemoveUserScramCredentialRecord(name, mechanism, tagged_fields), pos
 
 
@@ -8394,36 +8885,39 @@ def _fdecode_remove_user_scram_credential_record(buf, pos, end, opts, version):
         mechanism -= 256
     pos += 1
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "remove_user_scram_credential_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="remove_user_scram_credential_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "remove_user_scram_credential_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "remove_user_scram_credential_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "remove_user_scram_credential_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="remove_user_scram_credential_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "remove_user_scram_credential_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "remove_user_scram_credential_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="remove_user_scram_credential_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(RemoveUserScramCredentialRecord)  # slots set directly: a third of the cost of calling __init__
     value_.name = name
     value_.mechanism = mechanism
@@ -8438,10 +8932,14 @@ def _encode_remove_user_scram_credential_record(obj, out, index, version):
             f"RemoveUserScramCredentialRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 0))",
             path="remove_user_scram_credential_record",
         )
-    own_ = type(obj) is RemoveUserScramCredentialRecord
-    name = obj.name if own_ else getattr(obj, "name", None)
-    mechanism = obj.mechanism if own_ else getattr(obj, "mechanism", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is RemoveUserScramCredentialRecord:
+        name = obj.name
+        mechanism = obj.mechanism
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", None)
+        mechanism = getattr(obj, "mechanism", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="remove_user_scram_credential_record.name")
     else:
@@ -8458,9 +8956,10 @@ def _encode_remove_user_scram_credential_record(obj, out, index, version):
         out.append(mechanism & 0xFF)
     else:
         raise _InvalidValueError(f"{mechanism} does not fit int8", path="remove_user_scram_credential_record.mechanism")
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "remove_user_scram_credential_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "remove_user_scram_credential_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_remove_user_scram_credential_record(obj, out, index, version):
@@ -8470,10 +8969,14 @@ def _fencode_remove_user_scram_credential_record(obj, out, index, version):
             f"RemoveUserScramCredentialRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 0))",
             path="remove_user_scram_credential_record",
         )
-    own_ = type(obj) is RemoveUserScramCredentialRecord
-    name = obj.name if own_ else getattr(obj, "name", None)
-    mechanism = obj.mechanism if own_ else getattr(obj, "mechanism", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is RemoveUserScramCredentialRecord:
+        name = obj.name
+        mechanism = obj.mechanism
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", None)
+        mechanism = getattr(obj, "mechanism", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     b_ = _STR_ENCODED.get(name)
     name = _encode_str(name) if b_ is None else b_
     n_ = len(name)
@@ -8487,9 +8990,10 @@ def _fencode_remove_user_scram_credential_record(obj, out, index, version):
         out.append(mechanism & 0xFF)
     else:
         raise _InvalidValueError(f"{mechanism} does not fit int8", path="remove_user_scram_credential_record.mechanism")
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "remove_user_scram_credential_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "remove_user_scram_credential_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_begin_transaction_record_name_tag(buf, pos, end, opts):
@@ -8595,47 +9099,50 @@ def _decode_begin_transaction_record(buf, pos, end, opts, version):
         )
     tagged_fields = []
     name = None
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "begin_transaction_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="begin_transaction_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "begin_transaction_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "begin_transaction_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "begin_transaction_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="begin_transaction_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0:
-            name, q_ = _decode_begin_transaction_record_name_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 0 (name) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="begin_transaction_record.tagged_fields.name",
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "begin_transaction_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "begin_transaction_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="begin_transaction_record.tagged_fields",
                 )
-            if name == None:  # written at its default: kept as read
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
                 odd_ = True
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, name == None),))
+            prev_ = tag_
+            if tag_ == 0:
+                name, q_ = _decode_begin_transaction_record_name_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (name) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="begin_transaction_record.tagged_fields.name",
+                    )
+                if name == None:  # written at its default: kept as read
+                    odd_ = True
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, name == None),))
     return BeginTransactionRecord(tagged_fields, name), pos
 
 
@@ -8649,47 +9156,50 @@ def _fdecode_begin_transaction_record(buf, pos, end, opts, version):
         )
     tagged_fields = []
     name = None
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "begin_transaction_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="begin_transaction_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "begin_transaction_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "begin_transaction_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "begin_transaction_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="begin_transaction_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0:
-            name, q_ = _fdecode_begin_transaction_record_name_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 0 (name) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="begin_transaction_record.tagged_fields.name",
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "begin_transaction_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "begin_transaction_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="begin_transaction_record.tagged_fields",
                 )
-            if name == None:  # written at its default: kept as read
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
                 odd_ = True
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, name == None),))
+            prev_ = tag_
+            if tag_ == 0:
+                name, q_ = _fdecode_begin_transaction_record_name_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (name) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="begin_transaction_record.tagged_fields.name",
+                    )
+                if name == None:  # written at its default: kept as read
+                    odd_ = True
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, name == None),))
     value_ = _new_object(BeginTransactionRecord)  # slots set directly: a third of the cost of calling __init__
     value_.tagged_fields = tagged_fields
     value_.name = name
@@ -8711,7 +9221,10 @@ def _encode_begin_transaction_record(obj, out, index, version):
         _encode_begin_transaction_record_name_tag(name, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "begin_transaction_record.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "begin_transaction_record.tagged_fields", valid_)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_begin_transaction_record(obj, out, index, version):
@@ -8729,7 +9242,10 @@ def _fencode_begin_transaction_record(obj, out, index, version):
         _fencode_begin_transaction_record_name_tag(name, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "begin_transaction_record.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "begin_transaction_record.tagged_fields", valid_)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_end_transaction_record(buf, pos, end, opts, version):
@@ -8741,36 +9257,39 @@ def _decode_end_transaction_record(buf, pos, end, opts, version):
             path="end_transaction_record",
         )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "end_transaction_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="end_transaction_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "end_transaction_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "end_transaction_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "end_transaction_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="end_transaction_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "end_transaction_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "end_transaction_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="end_transaction_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return EndTransactionRecord(tagged_fields), pos
 
 
@@ -8783,36 +9302,39 @@ def _fdecode_end_transaction_record(buf, pos, end, opts, version):
             path="end_transaction_record",
         )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "end_transaction_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="end_transaction_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "end_transaction_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "end_transaction_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "end_transaction_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="end_transaction_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "end_transaction_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "end_transaction_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="end_transaction_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(EndTransactionRecord)  # slots set directly: a third of the cost of calling __init__
     value_.tagged_fields = tagged_fields
     return value_, pos
@@ -8826,9 +9348,10 @@ def _encode_end_transaction_record(obj, out, index, version):
             path="end_transaction_record",
         )
     tagged_fields = getattr(obj, "tagged_fields", None)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "end_transaction_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "end_transaction_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_end_transaction_record(obj, out, index, version):
@@ -8839,9 +9362,10 @@ def _fencode_end_transaction_record(obj, out, index, version):
             path="end_transaction_record",
         )
     tagged_fields = getattr(obj, "tagged_fields", None)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "end_transaction_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "end_transaction_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_abort_transaction_record_reason_tag(buf, pos, end, opts):
@@ -8949,47 +9473,50 @@ def _decode_abort_transaction_record(buf, pos, end, opts, version):
         )
     tagged_fields = []
     reason = None
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "abort_transaction_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="abort_transaction_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "abort_transaction_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "abort_transaction_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "abort_transaction_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="abort_transaction_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0:
-            reason, q_ = _decode_abort_transaction_record_reason_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 0 (reason) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="abort_transaction_record.tagged_fields.reason",
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "abort_transaction_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "abort_transaction_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="abort_transaction_record.tagged_fields",
                 )
-            if reason == None:  # written at its default: kept as read
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
                 odd_ = True
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, reason == None),))
+            prev_ = tag_
+            if tag_ == 0:
+                reason, q_ = _decode_abort_transaction_record_reason_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (reason) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="abort_transaction_record.tagged_fields.reason",
+                    )
+                if reason == None:  # written at its default: kept as read
+                    odd_ = True
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, reason == None),))
     return AbortTransactionRecord(tagged_fields, reason), pos
 
 
@@ -9003,47 +9530,50 @@ def _fdecode_abort_transaction_record(buf, pos, end, opts, version):
         )
     tagged_fields = []
     reason = None
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "abort_transaction_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="abort_transaction_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "abort_transaction_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "abort_transaction_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "abort_transaction_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="abort_transaction_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0:
-            reason, q_ = _fdecode_abort_transaction_record_reason_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 0 (reason) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="abort_transaction_record.tagged_fields.reason",
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "abort_transaction_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "abort_transaction_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="abort_transaction_record.tagged_fields",
                 )
-            if reason == None:  # written at its default: kept as read
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
                 odd_ = True
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, reason == None),))
+            prev_ = tag_
+            if tag_ == 0:
+                reason, q_ = _fdecode_abort_transaction_record_reason_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (reason) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="abort_transaction_record.tagged_fields.reason",
+                    )
+                if reason == None:  # written at its default: kept as read
+                    odd_ = True
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, reason == None),))
     value_ = _new_object(AbortTransactionRecord)  # slots set directly: a third of the cost of calling __init__
     value_.tagged_fields = tagged_fields
     value_.reason = reason
@@ -9065,7 +9595,10 @@ def _encode_abort_transaction_record(obj, out, index, version):
         _encode_abort_transaction_record_reason_tag(reason, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "abort_transaction_record.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "abort_transaction_record.tagged_fields", valid_)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_abort_transaction_record(obj, out, index, version):
@@ -9083,7 +9616,10 @@ def _fencode_abort_transaction_record(obj, out, index, version):
         _fencode_abort_transaction_record_reason_tag(reason, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "abort_transaction_record.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "abort_transaction_record.tagged_fields", valid_)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_remove_delegation_token_record(buf, pos, end, opts, version):
@@ -9124,36 +9660,39 @@ def _decode_remove_delegation_token_record(buf, pos, end, opts, version):
         token_id = str(buf[pos : pos + n_token_id], "utf-8", "surrogateescape")
         pos += n_token_id
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "remove_delegation_token_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="remove_delegation_token_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "remove_delegation_token_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "remove_delegation_token_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "remove_delegation_token_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="remove_delegation_token_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "remove_delegation_token_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "remove_delegation_token_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="remove_delegation_token_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return RemoveDelegationTokenRecord(token_id, tagged_fields), pos
 
 
@@ -9188,36 +9727,39 @@ def _fdecode_remove_delegation_token_record(buf, pos, end, opts, version):
             token_id = _decode_str(r_)
         pos += n_token_id
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "remove_delegation_token_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="remove_delegation_token_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "remove_delegation_token_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "remove_delegation_token_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "remove_delegation_token_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="remove_delegation_token_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "remove_delegation_token_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "remove_delegation_token_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="remove_delegation_token_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(RemoveDelegationTokenRecord)  # slots set directly: a third of the cost of calling __init__
     value_.token_id = token_id
     value_.tagged_fields = tagged_fields
@@ -9231,9 +9773,12 @@ def _encode_remove_delegation_token_record(obj, out, index, version):
             f"RemoveDelegationTokenRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 0))",
             path="remove_delegation_token_record",
         )
-    own_ = type(obj) is RemoveDelegationTokenRecord
-    token_id = obj.token_id if own_ else getattr(obj, "token_id", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is RemoveDelegationTokenRecord:
+        token_id = obj.token_id
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        token_id = getattr(obj, "token_id", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if token_id is None:
         raise _InvalidValueError("may not be null", path="remove_delegation_token_record.token_id")
     else:
@@ -9246,9 +9791,10 @@ def _encode_remove_delegation_token_record(obj, out, index, version):
             _write_uvarint(out, n_ + 1, "remove_delegation_token_record.token_id")
 
         out += token_id
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "remove_delegation_token_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "remove_delegation_token_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_remove_delegation_token_record(obj, out, index, version):
@@ -9258,9 +9804,12 @@ def _fencode_remove_delegation_token_record(obj, out, index, version):
             f"RemoveDelegationTokenRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 0))",
             path="remove_delegation_token_record",
         )
-    own_ = type(obj) is RemoveDelegationTokenRecord
-    token_id = obj.token_id if own_ else getattr(obj, "token_id", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is RemoveDelegationTokenRecord:
+        token_id = obj.token_id
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        token_id = getattr(obj, "token_id", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     b_ = _STR_ENCODED.get(token_id)
     token_id = _encode_str(token_id) if b_ is None else b_
     n_ = len(token_id)
@@ -9270,9 +9819,10 @@ def _fencode_remove_delegation_token_record(obj, out, index, version):
         _write_uvarint(out, n_ + 1, "remove_delegation_token_record.token_id")
 
     out += token_id
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "remove_delegation_token_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "remove_delegation_token_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_controller_endpoint(buf, pos, end, opts):
@@ -9335,47 +9885,56 @@ def _decode_controller_endpoint(buf, pos, end, opts):
     ) = _S0.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "controller_endpoint.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="controller_endpoint.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "controller_endpoint.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "controller_endpoint.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "controller_endpoint.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="controller_endpoint.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "controller_endpoint.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "controller_endpoint.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="controller_endpoint.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ControllerEndpoint(name, host, port, security_protocol, tagged_fields), pos
 
 
 def _encode_controller_endpoint(obj, out, index):
     """Append one controller_endpoint to out."""
-    own_ = type(obj) is ControllerEndpoint
-    name = obj.name if own_ else getattr(obj, "name", None)
-    host = obj.host if own_ else getattr(obj, "host", None)
-    port = obj.port if own_ else getattr(obj, "port", None)
-    security_protocol = obj.security_protocol if own_ else getattr(obj, "security_protocol", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ControllerEndpoint:
+        name = obj.name
+        host = obj.host
+        port = obj.port
+        security_protocol = obj.security_protocol
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", None)
+        host = getattr(obj, "host", None)
+        port = getattr(obj, "port", None)
+        security_protocol = getattr(obj, "security_protocol", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="controller_endpoint.name")
     else:
@@ -9401,9 +9960,10 @@ def _encode_controller_endpoint(obj, out, index):
 
         out += host
     out += _S0.pack(port, security_protocol)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "controller_endpoint.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "controller_endpoint.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_controller_feature(buf, pos, end, opts):
@@ -9441,46 +10001,54 @@ def _decode_controller_feature(buf, pos, end, opts):
     ) = _S1.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "controller_feature.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="controller_feature.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "controller_feature.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "controller_feature.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "controller_feature.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="controller_feature.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "controller_feature.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "controller_feature.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="controller_feature.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ControllerFeature(name, min_supported_version, max_supported_version, tagged_fields), pos
 
 
 def _encode_controller_feature(obj, out, index):
     """Append one controller_feature to out."""
-    own_ = type(obj) is ControllerFeature
-    name = obj.name if own_ else getattr(obj, "name", None)
-    min_supported_version = obj.min_supported_version if own_ else getattr(obj, "min_supported_version", None)
-    max_supported_version = obj.max_supported_version if own_ else getattr(obj, "max_supported_version", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ControllerFeature:
+        name = obj.name
+        min_supported_version = obj.min_supported_version
+        max_supported_version = obj.max_supported_version
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", None)
+        min_supported_version = getattr(obj, "min_supported_version", None)
+        max_supported_version = getattr(obj, "max_supported_version", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="controller_feature.name")
     else:
@@ -9494,9 +10062,10 @@ def _encode_controller_feature(obj, out, index):
 
         out += name
     out += _S1.pack(min_supported_version, max_supported_version)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "controller_feature.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "controller_feature.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_register_controller_record(buf, pos, end, opts, version):
@@ -9602,36 +10171,39 @@ def _decode_register_controller_record(buf, pos, end, opts, version):
             raise exc.within("register_controller_record.features", i_features, "controller_feature") from None
         append_features(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "register_controller_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="register_controller_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "register_controller_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "register_controller_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "register_controller_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="register_controller_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "register_controller_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "register_controller_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="register_controller_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return RegisterControllerRecord(
         controller_id, incarnation_id, zk_migration_ready, end_points, features, tagged_fields
     ), pos
@@ -9720,40 +10292,43 @@ def _fdecode_register_controller_record(buf, pos, end, opts, version):
         port_controller_endpoint_, security_protocol_controller_endpoint_ = _S0.unpack_from(buf, pos)
         pos += 4
         tagged_fields_controller_endpoint_ = []
-        sec__controller_endpoint_ = pos
-        prev__controller_endpoint_, odd__controller_endpoint_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__controller_endpoint_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__controller_endpoint_, pos = _read_uvarint32(buf, pos, end, "controller_endpoint.tagged_fields")
-        if n_tags__controller_endpoint_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__controller_endpoint_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="controller_endpoint.tagged_fields",
-            )
-        for __controller_endpoint_ in range(n_tags__controller_endpoint_):
-            tag__controller_endpoint_, pos = _read_uvarint32(buf, pos, end, "controller_endpoint.tagged_fields")
-            size__controller_endpoint_, pos = _read_uvarint32(buf, pos, end, "controller_endpoint.tagged_fields")
-            if size__controller_endpoint_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__controller_endpoint_} declares {size__controller_endpoint_} bytes, {end - pos} left",
+            sec__controller_endpoint_ = pos
+            prev__controller_endpoint_, odd__controller_endpoint_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__controller_endpoint_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__controller_endpoint_, pos = _read_uvarint32(buf, pos, end, "controller_endpoint.tagged_fields")
+            if n_tags__controller_endpoint_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__controller_endpoint_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="controller_endpoint.tagged_fields",
                 )
-            stop__controller_endpoint_ = pos + size__controller_endpoint_
-            if tag__controller_endpoint_ <= prev__controller_endpoint_:
-                odd__controller_endpoint_ = True
-            prev__controller_endpoint_ = tag__controller_endpoint_
-            tagged_fields_controller_endpoint_.append(
-                (tag__controller_endpoint_, bytes(buf[pos:stop__controller_endpoint_]))
-            )
-            pos = stop__controller_endpoint_
-        if odd__controller_endpoint_:
-            tagged_fields_controller_endpoint_ = _keep_tags(
-                tagged_fields_controller_endpoint_, buf[sec__controller_endpoint_:pos], ()
-            )
+            for __controller_endpoint_ in range(n_tags__controller_endpoint_):
+                tag__controller_endpoint_, pos = _read_uvarint32(buf, pos, end, "controller_endpoint.tagged_fields")
+                size__controller_endpoint_, pos = _read_uvarint32(buf, pos, end, "controller_endpoint.tagged_fields")
+                if size__controller_endpoint_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__controller_endpoint_} declares {size__controller_endpoint_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="controller_endpoint.tagged_fields",
+                    )
+                stop__controller_endpoint_ = pos + size__controller_endpoint_
+                if tag__controller_endpoint_ <= prev__controller_endpoint_:
+                    odd__controller_endpoint_ = True
+                prev__controller_endpoint_ = tag__controller_endpoint_
+                tagged_fields_controller_endpoint_.append(
+                    (tag__controller_endpoint_, bytes(buf[pos:stop__controller_endpoint_]))
+                )
+                pos = stop__controller_endpoint_
+            if odd__controller_endpoint_:
+                tagged_fields_controller_endpoint_ = _keep_tags(
+                    tagged_fields_controller_endpoint_, buf[sec__controller_endpoint_:pos], ()
+                )
         value__controller_endpoint_ = _new_object(ControllerEndpoint)
         value__controller_endpoint_.name = name_controller_endpoint_
         value__controller_endpoint_.host = host_controller_endpoint_
@@ -9811,40 +10386,43 @@ def _fdecode_register_controller_record(buf, pos, end, opts, version):
         min_supported_version_controller_feature_, max_supported_version_controller_feature_ = _S1.unpack_from(buf, pos)
         pos += 4
         tagged_fields_controller_feature_ = []
-        sec__controller_feature_ = pos
-        prev__controller_feature_, odd__controller_feature_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__controller_feature_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__controller_feature_, pos = _read_uvarint32(buf, pos, end, "controller_feature.tagged_fields")
-        if n_tags__controller_feature_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__controller_feature_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="controller_feature.tagged_fields",
-            )
-        for __controller_feature_ in range(n_tags__controller_feature_):
-            tag__controller_feature_, pos = _read_uvarint32(buf, pos, end, "controller_feature.tagged_fields")
-            size__controller_feature_, pos = _read_uvarint32(buf, pos, end, "controller_feature.tagged_fields")
-            if size__controller_feature_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__controller_feature_} declares {size__controller_feature_} bytes, {end - pos} left",
+            sec__controller_feature_ = pos
+            prev__controller_feature_, odd__controller_feature_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__controller_feature_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__controller_feature_, pos = _read_uvarint32(buf, pos, end, "controller_feature.tagged_fields")
+            if n_tags__controller_feature_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__controller_feature_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="controller_feature.tagged_fields",
                 )
-            stop__controller_feature_ = pos + size__controller_feature_
-            if tag__controller_feature_ <= prev__controller_feature_:
-                odd__controller_feature_ = True
-            prev__controller_feature_ = tag__controller_feature_
-            tagged_fields_controller_feature_.append(
-                (tag__controller_feature_, bytes(buf[pos:stop__controller_feature_]))
-            )
-            pos = stop__controller_feature_
-        if odd__controller_feature_:
-            tagged_fields_controller_feature_ = _keep_tags(
-                tagged_fields_controller_feature_, buf[sec__controller_feature_:pos], ()
-            )
+            for __controller_feature_ in range(n_tags__controller_feature_):
+                tag__controller_feature_, pos = _read_uvarint32(buf, pos, end, "controller_feature.tagged_fields")
+                size__controller_feature_, pos = _read_uvarint32(buf, pos, end, "controller_feature.tagged_fields")
+                if size__controller_feature_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__controller_feature_} declares {size__controller_feature_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="controller_feature.tagged_fields",
+                    )
+                stop__controller_feature_ = pos + size__controller_feature_
+                if tag__controller_feature_ <= prev__controller_feature_:
+                    odd__controller_feature_ = True
+                prev__controller_feature_ = tag__controller_feature_
+                tagged_fields_controller_feature_.append(
+                    (tag__controller_feature_, bytes(buf[pos:stop__controller_feature_]))
+                )
+                pos = stop__controller_feature_
+            if odd__controller_feature_:
+                tagged_fields_controller_feature_ = _keep_tags(
+                    tagged_fields_controller_feature_, buf[sec__controller_feature_:pos], ()
+                )
         value__controller_feature_ = _new_object(ControllerFeature)
         value__controller_feature_.name = name_controller_feature_
         value__controller_feature_.min_supported_version = min_supported_version_controller_feature_
@@ -9853,36 +10431,39 @@ def _fdecode_register_controller_record(buf, pos, end, opts, version):
         item_ = value__controller_feature_
         append_features(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "register_controller_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="register_controller_record.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "register_controller_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "register_controller_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "register_controller_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="register_controller_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "register_controller_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "register_controller_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="register_controller_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(RegisterControllerRecord)
     value_.controller_id = controller_id
     value_.incarnation_id = incarnation_id
@@ -9900,13 +10481,20 @@ def _encode_register_controller_record(obj, out, index, version):
             f"RegisterControllerRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 0))",
             path="register_controller_record",
         )
-    own_ = type(obj) is RegisterControllerRecord
-    controller_id = obj.controller_id if own_ else getattr(obj, "controller_id", None)
-    incarnation_id = obj.incarnation_id if own_ else getattr(obj, "incarnation_id", None)
-    zk_migration_ready = obj.zk_migration_ready if own_ else getattr(obj, "zk_migration_ready", None)
-    end_points = obj.end_points if own_ else getattr(obj, "end_points", None)
-    features = obj.features if own_ else getattr(obj, "features", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is RegisterControllerRecord:
+        controller_id = obj.controller_id
+        incarnation_id = obj.incarnation_id
+        zk_migration_ready = obj.zk_migration_ready
+        end_points = obj.end_points
+        features = obj.features
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        controller_id = getattr(obj, "controller_id", None)
+        incarnation_id = getattr(obj, "incarnation_id", None)
+        zk_migration_ready = getattr(obj, "zk_migration_ready", None)
+        end_points = getattr(obj, "end_points", None)
+        features = getattr(obj, "features", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S16.pack(controller_id, _uuid16(incarnation_id), zk_migration_ready)
     n_ = len(end_points)
     if -1 <= n_ < 0x3FFF:
@@ -9940,9 +10528,10 @@ def _encode_register_controller_record(obj, out, index, version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"register_controller_record.features[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "register_controller_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "register_controller_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_register_controller_record(obj, out, index, version):
@@ -9952,13 +10541,20 @@ def _fencode_register_controller_record(obj, out, index, version):
             f"RegisterControllerRecord is not defined for version {version} (this schema has it for (kraft_metadata_record.version <= 0))",
             path="register_controller_record",
         )
-    own_ = type(obj) is RegisterControllerRecord
-    controller_id = obj.controller_id if own_ else getattr(obj, "controller_id", None)
-    incarnation_id = obj.incarnation_id if own_ else getattr(obj, "incarnation_id", None)
-    zk_migration_ready = obj.zk_migration_ready if own_ else getattr(obj, "zk_migration_ready", None)
-    end_points = obj.end_points if own_ else getattr(obj, "end_points", None)
-    features = obj.features if own_ else getattr(obj, "features", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is RegisterControllerRecord:
+        controller_id = obj.controller_id
+        incarnation_id = obj.incarnation_id
+        zk_migration_ready = obj.zk_migration_ready
+        end_points = obj.end_points
+        features = obj.features
+        tagged_fields = obj.tagged_fields
+    else:
+        controller_id = getattr(obj, "controller_id", None)
+        incarnation_id = getattr(obj, "incarnation_id", None)
+        zk_migration_ready = getattr(obj, "zk_migration_ready", None)
+        end_points = getattr(obj, "end_points", None)
+        features = getattr(obj, "features", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S16.pack(controller_id, _uuid16(incarnation_id), zk_migration_ready)
     n_ = len(end_points)
     if -1 <= n_ < 16383:
@@ -9966,16 +10562,18 @@ def _fencode_register_controller_record(obj, out, index, version):
     else:
         _write_uvarint(out, n_ + 1, "register_controller_record.end_points")
     for item_ in end_points:
-        own__controller_endpoint_ = type(item_) is ControllerEndpoint
-        name_controller_endpoint_ = item_.name if own__controller_endpoint_ else getattr(item_, "name", None)
-        host_controller_endpoint_ = item_.host if own__controller_endpoint_ else getattr(item_, "host", None)
-        port_controller_endpoint_ = item_.port if own__controller_endpoint_ else getattr(item_, "port", None)
-        security_protocol_controller_endpoint_ = (
-            item_.security_protocol if own__controller_endpoint_ else getattr(item_, "security_protocol", None)
-        )
-        tagged_fields_controller_endpoint_ = (
-            item_.tagged_fields if own__controller_endpoint_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is ControllerEndpoint:
+            name_controller_endpoint_ = item_.name
+            host_controller_endpoint_ = item_.host
+            port_controller_endpoint_ = item_.port
+            security_protocol_controller_endpoint_ = item_.security_protocol
+            tagged_fields_controller_endpoint_ = item_.tagged_fields
+        else:
+            name_controller_endpoint_ = getattr(item_, "name", None)
+            host_controller_endpoint_ = getattr(item_, "host", None)
+            port_controller_endpoint_ = getattr(item_, "port", None)
+            security_protocol_controller_endpoint_ = getattr(item_, "security_protocol", None)
+            tagged_fields_controller_endpoint_ = getattr(item_, "tagged_fields", None)
         b__controller_endpoint_ = _STR_ENCODED.get(name_controller_endpoint_)
         name_controller_endpoint_ = (
             _encode_str(name_controller_endpoint_) if b__controller_endpoint_ is None else b__controller_endpoint_
@@ -9997,32 +10595,26 @@ def _fencode_register_controller_record(obj, out, index, version):
             _write_uvarint(out, n__controller_endpoint_ + 1, "controller_endpoint.host")
         out += host_controller_endpoint_
         out += _S0.pack(port_controller_endpoint_, security_protocol_controller_endpoint_)
-        tags__controller_endpoint_ = []
-        valid__controller_endpoint_ = None
-        _write_tagged(
-            out,
-            tags__controller_endpoint_,
-            tagged_fields_controller_endpoint_,
-            "controller_endpoint.tagged_fields",
-            valid__controller_endpoint_,
-        )
+        if tagged_fields_controller_endpoint_ or tagged_fields_controller_endpoint_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_controller_endpoint_, "controller_endpoint.tagged_fields", None)
+        else:
+            out.append(0)
     n_ = len(features)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "register_controller_record.features")
     for item_ in features:
-        own__controller_feature_ = type(item_) is ControllerFeature
-        name_controller_feature_ = item_.name if own__controller_feature_ else getattr(item_, "name", None)
-        min_supported_version_controller_feature_ = (
-            item_.min_supported_version if own__controller_feature_ else getattr(item_, "min_supported_version", None)
-        )
-        max_supported_version_controller_feature_ = (
-            item_.max_supported_version if own__controller_feature_ else getattr(item_, "max_supported_version", None)
-        )
-        tagged_fields_controller_feature_ = (
-            item_.tagged_fields if own__controller_feature_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is ControllerFeature:
+            name_controller_feature_ = item_.name
+            min_supported_version_controller_feature_ = item_.min_supported_version
+            max_supported_version_controller_feature_ = item_.max_supported_version
+            tagged_fields_controller_feature_ = item_.tagged_fields
+        else:
+            name_controller_feature_ = getattr(item_, "name", None)
+            min_supported_version_controller_feature_ = getattr(item_, "min_supported_version", None)
+            max_supported_version_controller_feature_ = getattr(item_, "max_supported_version", None)
+            tagged_fields_controller_feature_ = getattr(item_, "tagged_fields", None)
         b__controller_feature_ = _STR_ENCODED.get(name_controller_feature_)
         name_controller_feature_ = (
             _encode_str(name_controller_feature_) if b__controller_feature_ is None else b__controller_feature_
@@ -10034,18 +10626,14 @@ def _fencode_register_controller_record(obj, out, index, version):
             _write_uvarint(out, n__controller_feature_ + 1, "controller_feature.name")
         out += name_controller_feature_
         out += _S1.pack(min_supported_version_controller_feature_, max_supported_version_controller_feature_)
-        tags__controller_feature_ = []
-        valid__controller_feature_ = None
-        _write_tagged(
-            out,
-            tags__controller_feature_,
-            tagged_fields_controller_feature_,
-            "controller_feature.tagged_fields",
-            valid__controller_feature_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "register_controller_record.tagged_fields", valid_)
+        if tagged_fields_controller_feature_ or tagged_fields_controller_feature_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_controller_feature_, "controller_feature.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "register_controller_record.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_kraft_metadata_record(buf, pos, end, opts):
@@ -10237,11 +10825,16 @@ def _fdecode_kraft_metadata_record(buf, pos, end, opts):
 
 def _encode_kraft_metadata_record(obj, out, index):
     """Append one kraft_metadata_record to out."""
-    own_ = type(obj) is KraftMetadataRecord
-    frame_version = obj.frame_version if own_ else getattr(obj, "frame_version", 1)
-    api_key = obj.api_key if own_ else getattr(obj, "api_key", None)
-    version = obj.version if own_ else getattr(obj, "version", None)
-    record = obj.record if own_ else getattr(obj, "record", None)
+    if type(obj) is KraftMetadataRecord:
+        frame_version = obj.frame_version
+        api_key = obj.api_key
+        version = obj.version
+        record = obj.record
+    else:  # another class: its fields by name, a missing one at its default
+        frame_version = getattr(obj, "frame_version", 1)
+        api_key = getattr(obj, "api_key", None)
+        version = getattr(obj, "version", None)
+        record = getattr(obj, "record", None)
     if 0 <= frame_version < 0x4000:
         out += _UV_BYTES[frame_version]
     else:
@@ -10438,11 +11031,16 @@ def _encode_kraft_metadata_record(obj, out, index):
 
 def _fencode_kraft_metadata_record(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is KraftMetadataRecord
-    frame_version = obj.frame_version if own_ else getattr(obj, "frame_version", 1)
-    api_key = obj.api_key if own_ else getattr(obj, "api_key", None)
-    version = obj.version if own_ else getattr(obj, "version", None)
-    record = obj.record if own_ else getattr(obj, "record", None)
+    if type(obj) is KraftMetadataRecord:
+        frame_version = obj.frame_version
+        api_key = obj.api_key
+        version = obj.version
+        record = obj.record
+    else:  # another class: its fields by name, a missing one at its default
+        frame_version = getattr(obj, "frame_version", 1)
+        api_key = getattr(obj, "api_key", None)
+        version = getattr(obj, "version", None)
+        record = getattr(obj, "record", None)
     if 0 <= frame_version < 0x4000:
         out += _UV_BYTES[frame_version]
     else:

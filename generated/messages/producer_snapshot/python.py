@@ -79,15 +79,24 @@ def _decode_producer_entry(buf, pos, end, opts):
 
 def _encode_producer_entry(obj, out, index):
     """Append one producer_entry to out."""
-    own_ = type(obj) is ProducerEntry
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", None)
-    epoch = obj.epoch if own_ else getattr(obj, "epoch", None)
-    last_sequence = obj.last_sequence if own_ else getattr(obj, "last_sequence", None)
-    last_offset = obj.last_offset if own_ else getattr(obj, "last_offset", None)
-    offset_delta = obj.offset_delta if own_ else getattr(obj, "offset_delta", None)
-    timestamp = obj.timestamp if own_ else getattr(obj, "timestamp", None)
-    coordinator_epoch = obj.coordinator_epoch if own_ else getattr(obj, "coordinator_epoch", None)
-    current_txn_first_offset = obj.current_txn_first_offset if own_ else getattr(obj, "current_txn_first_offset", None)
+    if type(obj) is ProducerEntry:
+        producer_id = obj.producer_id
+        epoch = obj.epoch
+        last_sequence = obj.last_sequence
+        last_offset = obj.last_offset
+        offset_delta = obj.offset_delta
+        timestamp = obj.timestamp
+        coordinator_epoch = obj.coordinator_epoch
+        current_txn_first_offset = obj.current_txn_first_offset
+    else:  # another class: its fields by name, a missing one at its default
+        producer_id = getattr(obj, "producer_id", None)
+        epoch = getattr(obj, "epoch", None)
+        last_sequence = getattr(obj, "last_sequence", None)
+        last_offset = getattr(obj, "last_offset", None)
+        offset_delta = getattr(obj, "offset_delta", None)
+        timestamp = getattr(obj, "timestamp", None)
+        coordinator_epoch = getattr(obj, "coordinator_epoch", None)
+        current_txn_first_offset = getattr(obj, "current_txn_first_offset", None)
     out += _S0.pack(
         producer_id,
         epoch,
@@ -251,23 +260,24 @@ def _fencode_producer_snapshot(obj, out, index):
     p_producer_entries = len(out)
     out += _S2.pack(len(producer_entries))
     for item_ in producer_entries:
-        own__producer_entry_ = type(item_) is ProducerEntry
-        producer_id_producer_entry_ = item_.producer_id if own__producer_entry_ else getattr(item_, "producer_id", None)
-        epoch_producer_entry_ = item_.epoch if own__producer_entry_ else getattr(item_, "epoch", None)
-        last_sequence_producer_entry_ = (
-            item_.last_sequence if own__producer_entry_ else getattr(item_, "last_sequence", None)
-        )
-        last_offset_producer_entry_ = item_.last_offset if own__producer_entry_ else getattr(item_, "last_offset", None)
-        offset_delta_producer_entry_ = (
-            item_.offset_delta if own__producer_entry_ else getattr(item_, "offset_delta", None)
-        )
-        timestamp_producer_entry_ = item_.timestamp if own__producer_entry_ else getattr(item_, "timestamp", None)
-        coordinator_epoch_producer_entry_ = (
-            item_.coordinator_epoch if own__producer_entry_ else getattr(item_, "coordinator_epoch", None)
-        )
-        current_txn_first_offset_producer_entry_ = (
-            item_.current_txn_first_offset if own__producer_entry_ else getattr(item_, "current_txn_first_offset", None)
-        )
+        if type(item_) is ProducerEntry:
+            producer_id_producer_entry_ = item_.producer_id
+            epoch_producer_entry_ = item_.epoch
+            last_sequence_producer_entry_ = item_.last_sequence
+            last_offset_producer_entry_ = item_.last_offset
+            offset_delta_producer_entry_ = item_.offset_delta
+            timestamp_producer_entry_ = item_.timestamp
+            coordinator_epoch_producer_entry_ = item_.coordinator_epoch
+            current_txn_first_offset_producer_entry_ = item_.current_txn_first_offset
+        else:
+            producer_id_producer_entry_ = getattr(item_, "producer_id", None)
+            epoch_producer_entry_ = getattr(item_, "epoch", None)
+            last_sequence_producer_entry_ = getattr(item_, "last_sequence", None)
+            last_offset_producer_entry_ = getattr(item_, "last_offset", None)
+            offset_delta_producer_entry_ = getattr(item_, "offset_delta", None)
+            timestamp_producer_entry_ = getattr(item_, "timestamp", None)
+            coordinator_epoch_producer_entry_ = getattr(item_, "coordinator_epoch", None)
+            current_txn_first_offset_producer_entry_ = getattr(item_, "current_txn_first_offset", None)
         out += _S0.pack(
             producer_id_producer_entry_,
             epoch_producer_entry_,

@@ -26,6 +26,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -77,44 +78,51 @@ def _decode_voter(buf, pos, end, opts):
     (voter_id,) = _S0.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "voter.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="voter.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "voter.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "voter.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="voter.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "voter.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="voter.tagged_fields"
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "voter.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "voter.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="voter.tagged_fields"
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return Voter(voter_id, tagged_fields), pos
 
 
 def _encode_voter(obj, out, index):
     """Append one voter to out."""
-    own_ = type(obj) is Voter
-    voter_id = obj.voter_id if own_ else getattr(obj, "voter_id", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is Voter:
+        voter_id = obj.voter_id
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        voter_id = getattr(obj, "voter_id", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(voter_id)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "voter.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "voter.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_leader_change_message(buf, pos, end, opts):
@@ -211,36 +219,39 @@ def _decode_leader_change_message(buf, pos, end, opts):
             raise exc.within("leader_change_message.granting_voters", i_granting_voters, "voter") from None
         append_granting_voters(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_change_message.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="leader_change_message.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "leader_change_message.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "leader_change_message.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_change_message.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="leader_change_message.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "leader_change_message.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "leader_change_message.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="leader_change_message.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return LeaderChangeMessage(version, leader_id, voters, granting_voters, tagged_fields), pos
 
 
@@ -274,36 +285,39 @@ def _fdecode_leader_change_message(buf, pos, end, opts):
         (voter_id_voter_,) = _S0.unpack_from(buf, pos)
         pos += 4
         tagged_fields_voter_ = []
-        sec__voter_ = pos
-        prev__voter_, odd__voter_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__voter_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__voter_, pos = _read_uvarint32(buf, pos, end, "voter.tagged_fields")
-        if n_tags__voter_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__voter_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="voter.tagged_fields",
-            )
-        for __voter_ in range(n_tags__voter_):
-            tag__voter_, pos = _read_uvarint32(buf, pos, end, "voter.tagged_fields")
-            size__voter_, pos = _read_uvarint32(buf, pos, end, "voter.tagged_fields")
-            if size__voter_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__voter_} declares {size__voter_} bytes, {end - pos} left",
+            sec__voter_ = pos
+            prev__voter_, odd__voter_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__voter_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__voter_, pos = _read_uvarint32(buf, pos, end, "voter.tagged_fields")
+            if n_tags__voter_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__voter_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="voter.tagged_fields",
                 )
-            stop__voter_ = pos + size__voter_
-            if tag__voter_ <= prev__voter_:
-                odd__voter_ = True
-            prev__voter_ = tag__voter_
-            tagged_fields_voter_.append((tag__voter_, bytes(buf[pos:stop__voter_])))
-            pos = stop__voter_
-        if odd__voter_:
-            tagged_fields_voter_ = _keep_tags(tagged_fields_voter_, buf[sec__voter_:pos], ())
+            for __voter_ in range(n_tags__voter_):
+                tag__voter_, pos = _read_uvarint32(buf, pos, end, "voter.tagged_fields")
+                size__voter_, pos = _read_uvarint32(buf, pos, end, "voter.tagged_fields")
+                if size__voter_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__voter_} declares {size__voter_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="voter.tagged_fields",
+                    )
+                stop__voter_ = pos + size__voter_
+                if tag__voter_ <= prev__voter_:
+                    odd__voter_ = True
+                prev__voter_ = tag__voter_
+                tagged_fields_voter_.append((tag__voter_, bytes(buf[pos:stop__voter_])))
+                pos = stop__voter_
+            if odd__voter_:
+                tagged_fields_voter_ = _keep_tags(tagged_fields_voter_, buf[sec__voter_:pos], ())
         value__voter_ = _new_object(Voter)
         value__voter_.voter_id = voter_id_voter_
         value__voter_.tagged_fields = tagged_fields_voter_
@@ -339,72 +353,78 @@ def _fdecode_leader_change_message(buf, pos, end, opts):
         (voter_id_voter_,) = _S0.unpack_from(buf, pos)
         pos += 4
         tagged_fields_voter_ = []
-        sec__voter_ = pos
-        prev__voter_, odd__voter_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__voter_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__voter_, pos = _read_uvarint32(buf, pos, end, "voter.tagged_fields")
-        if n_tags__voter_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__voter_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="voter.tagged_fields",
-            )
-        for __voter_ in range(n_tags__voter_):
-            tag__voter_, pos = _read_uvarint32(buf, pos, end, "voter.tagged_fields")
-            size__voter_, pos = _read_uvarint32(buf, pos, end, "voter.tagged_fields")
-            if size__voter_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__voter_} declares {size__voter_} bytes, {end - pos} left",
+            sec__voter_ = pos
+            prev__voter_, odd__voter_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__voter_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__voter_, pos = _read_uvarint32(buf, pos, end, "voter.tagged_fields")
+            if n_tags__voter_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__voter_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="voter.tagged_fields",
                 )
-            stop__voter_ = pos + size__voter_
-            if tag__voter_ <= prev__voter_:
-                odd__voter_ = True
-            prev__voter_ = tag__voter_
-            tagged_fields_voter_.append((tag__voter_, bytes(buf[pos:stop__voter_])))
-            pos = stop__voter_
-        if odd__voter_:
-            tagged_fields_voter_ = _keep_tags(tagged_fields_voter_, buf[sec__voter_:pos], ())
+            for __voter_ in range(n_tags__voter_):
+                tag__voter_, pos = _read_uvarint32(buf, pos, end, "voter.tagged_fields")
+                size__voter_, pos = _read_uvarint32(buf, pos, end, "voter.tagged_fields")
+                if size__voter_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__voter_} declares {size__voter_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="voter.tagged_fields",
+                    )
+                stop__voter_ = pos + size__voter_
+                if tag__voter_ <= prev__voter_:
+                    odd__voter_ = True
+                prev__voter_ = tag__voter_
+                tagged_fields_voter_.append((tag__voter_, bytes(buf[pos:stop__voter_])))
+                pos = stop__voter_
+            if odd__voter_:
+                tagged_fields_voter_ = _keep_tags(tagged_fields_voter_, buf[sec__voter_:pos], ())
         value__voter_ = _new_object(Voter)
         value__voter_.voter_id = voter_id_voter_
         value__voter_.tagged_fields = tagged_fields_voter_
         item_ = value__voter_
         append_granting_voters(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_change_message.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="leader_change_message.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "leader_change_message.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "leader_change_message.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_change_message.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="leader_change_message.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "leader_change_message.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "leader_change_message.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="leader_change_message.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(LeaderChangeMessage)
     value_.version = version
     value_.leader_id = leader_id
@@ -416,12 +436,18 @@ def _fdecode_leader_change_message(buf, pos, end, opts):
 
 def _encode_leader_change_message(obj, out, index):
     """Append one leader_change_message to out."""
-    own_ = type(obj) is LeaderChangeMessage
-    version = obj.version if own_ else getattr(obj, "version", None)
-    leader_id = obj.leader_id if own_ else getattr(obj, "leader_id", None)
-    voters = obj.voters if own_ else getattr(obj, "voters", None)
-    granting_voters = obj.granting_voters if own_ else getattr(obj, "granting_voters", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is LeaderChangeMessage:
+        version = obj.version
+        leader_id = obj.leader_id
+        voters = obj.voters
+        granting_voters = obj.granting_voters
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        version = getattr(obj, "version", None)
+        leader_id = getattr(obj, "leader_id", None)
+        voters = getattr(obj, "voters", None)
+        granting_voters = getattr(obj, "granting_voters", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(version, leader_id)
     n_ = len(voters)
     if -1 <= n_ < 0x3FFF:
@@ -455,19 +481,26 @@ def _encode_leader_change_message(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"leader_change_message.granting_voters[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "leader_change_message.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "leader_change_message.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_leader_change_message(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is LeaderChangeMessage
-    version = obj.version if own_ else getattr(obj, "version", None)
-    leader_id = obj.leader_id if own_ else getattr(obj, "leader_id", None)
-    voters = obj.voters if own_ else getattr(obj, "voters", None)
-    granting_voters = obj.granting_voters if own_ else getattr(obj, "granting_voters", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is LeaderChangeMessage:
+        version = obj.version
+        leader_id = obj.leader_id
+        voters = obj.voters
+        granting_voters = obj.granting_voters
+        tagged_fields = obj.tagged_fields
+    else:
+        version = getattr(obj, "version", None)
+        leader_id = getattr(obj, "leader_id", None)
+        voters = getattr(obj, "voters", None)
+        granting_voters = getattr(obj, "granting_voters", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(version, leader_id)
     n_ = len(voters)
     if -1 <= n_ < 16383:
@@ -475,29 +508,38 @@ def _fencode_leader_change_message(obj, out, index):
     else:
         _write_uvarint(out, n_ + 1, "leader_change_message.voters")
     for item_ in voters:
-        own__voter_ = type(item_) is Voter
-        voter_id_voter_ = item_.voter_id if own__voter_ else getattr(item_, "voter_id", None)
-        tagged_fields_voter_ = item_.tagged_fields if own__voter_ else getattr(item_, "tagged_fields", None)
+        if type(item_) is Voter:
+            voter_id_voter_ = item_.voter_id
+            tagged_fields_voter_ = item_.tagged_fields
+        else:
+            voter_id_voter_ = getattr(item_, "voter_id", None)
+            tagged_fields_voter_ = getattr(item_, "tagged_fields", None)
         out += _S0.pack(voter_id_voter_)
-        tags__voter_ = []
-        valid__voter_ = None
-        _write_tagged(out, tags__voter_, tagged_fields_voter_, "voter.tagged_fields", valid__voter_)
+        if tagged_fields_voter_ or tagged_fields_voter_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_voter_, "voter.tagged_fields", None)
+        else:
+            out.append(0)
     n_ = len(granting_voters)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "leader_change_message.granting_voters")
     for item_ in granting_voters:
-        own__voter_ = type(item_) is Voter
-        voter_id_voter_ = item_.voter_id if own__voter_ else getattr(item_, "voter_id", None)
-        tagged_fields_voter_ = item_.tagged_fields if own__voter_ else getattr(item_, "tagged_fields", None)
+        if type(item_) is Voter:
+            voter_id_voter_ = item_.voter_id
+            tagged_fields_voter_ = item_.tagged_fields
+        else:
+            voter_id_voter_ = getattr(item_, "voter_id", None)
+            tagged_fields_voter_ = getattr(item_, "tagged_fields", None)
         out += _S0.pack(voter_id_voter_)
-        tags__voter_ = []
-        valid__voter_ = None
-        _write_tagged(out, tags__voter_, tagged_fields_voter_, "voter.tagged_fields", valid__voter_)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "leader_change_message.tagged_fields", valid_)
+        if tagged_fields_voter_ or tagged_fields_voter_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_voter_, "voter.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "leader_change_message.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_snapshot_header_record(buf, pos, end, opts):
@@ -510,36 +552,39 @@ def _decode_snapshot_header_record(buf, pos, end, opts):
     ) = _S2.unpack_from(buf, pos)
     pos += 10
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_header_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="snapshot_header_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "snapshot_header_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "snapshot_header_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_header_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="snapshot_header_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "snapshot_header_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "snapshot_header_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="snapshot_header_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return SnapshotHeaderRecord(version, last_contained_log_timestamp, tagged_fields), pos
 
 
@@ -551,36 +596,39 @@ def _fdecode_snapshot_header_record(buf, pos, end, opts):
     ) = _S2.unpack_from(buf, pos)
     pos += 10
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_header_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="snapshot_header_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "snapshot_header_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "snapshot_header_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_header_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="snapshot_header_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "snapshot_header_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "snapshot_header_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="snapshot_header_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(SnapshotHeaderRecord)  # slots set directly: a third of the cost of calling __init__
     value_.version = version
     value_.last_contained_log_timestamp = last_contained_log_timestamp
@@ -590,30 +638,36 @@ def _fdecode_snapshot_header_record(buf, pos, end, opts):
 
 def _encode_snapshot_header_record(obj, out, index):
     """Append one snapshot_header_record to out."""
-    own_ = type(obj) is SnapshotHeaderRecord
-    version = obj.version if own_ else getattr(obj, "version", None)
-    last_contained_log_timestamp = (
-        obj.last_contained_log_timestamp if own_ else getattr(obj, "last_contained_log_timestamp", None)
-    )
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is SnapshotHeaderRecord:
+        version = obj.version
+        last_contained_log_timestamp = obj.last_contained_log_timestamp
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        version = getattr(obj, "version", None)
+        last_contained_log_timestamp = getattr(obj, "last_contained_log_timestamp", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(version, last_contained_log_timestamp)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "snapshot_header_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "snapshot_header_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_snapshot_header_record(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is SnapshotHeaderRecord
-    version = obj.version if own_ else getattr(obj, "version", None)
-    last_contained_log_timestamp = (
-        obj.last_contained_log_timestamp if own_ else getattr(obj, "last_contained_log_timestamp", None)
-    )
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is SnapshotHeaderRecord:
+        version = obj.version
+        last_contained_log_timestamp = obj.last_contained_log_timestamp
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        version = getattr(obj, "version", None)
+        last_contained_log_timestamp = getattr(obj, "last_contained_log_timestamp", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(version, last_contained_log_timestamp)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "snapshot_header_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "snapshot_header_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_snapshot_footer_record(buf, pos, end, opts):
@@ -623,36 +677,39 @@ def _decode_snapshot_footer_record(buf, pos, end, opts):
     (version,) = _S3.unpack_from(buf, pos)
     pos += 2
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_footer_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="snapshot_footer_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "snapshot_footer_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "snapshot_footer_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_footer_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="snapshot_footer_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "snapshot_footer_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "snapshot_footer_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="snapshot_footer_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return SnapshotFooterRecord(version, tagged_fields), pos
 
 
@@ -661,36 +718,39 @@ def _fdecode_snapshot_footer_record(buf, pos, end, opts):
     (version,) = _S3.unpack_from(buf, pos)
     pos += 2
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_footer_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="snapshot_footer_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "snapshot_footer_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "snapshot_footer_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_footer_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="snapshot_footer_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "snapshot_footer_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "snapshot_footer_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="snapshot_footer_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(SnapshotFooterRecord)  # slots set directly: a third of the cost of calling __init__
     value_.version = version
     value_.tagged_fields = tagged_fields
@@ -699,24 +759,32 @@ def _fdecode_snapshot_footer_record(buf, pos, end, opts):
 
 def _encode_snapshot_footer_record(obj, out, index):
     """Append one snapshot_footer_record to out."""
-    own_ = type(obj) is SnapshotFooterRecord
-    version = obj.version if own_ else getattr(obj, "version", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is SnapshotFooterRecord:
+        version = obj.version
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        version = getattr(obj, "version", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S3.pack(version)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "snapshot_footer_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "snapshot_footer_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_snapshot_footer_record(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is SnapshotFooterRecord
-    version = obj.version if own_ else getattr(obj, "version", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is SnapshotFooterRecord:
+        version = obj.version
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        version = getattr(obj, "version", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S3.pack(version)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "snapshot_footer_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "snapshot_footer_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_k_raft_version_record(buf, pos, end, opts):
@@ -729,36 +797,39 @@ def _decode_k_raft_version_record(buf, pos, end, opts):
     ) = _S4.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="k_raft_version_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="k_raft_version_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="k_raft_version_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return KRaftVersionRecord(version, k_raft_version, tagged_fields), pos
 
 
@@ -770,36 +841,39 @@ def _fdecode_k_raft_version_record(buf, pos, end, opts):
     ) = _S4.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="k_raft_version_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="k_raft_version_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="k_raft_version_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(KRaftVersionRecord)  # slots set directly: a third of the cost of calling __init__
     value_.version = version
     value_.k_raft_version = k_raft_version
@@ -809,26 +883,36 @@ def _fdecode_k_raft_version_record(buf, pos, end, opts):
 
 def _encode_k_raft_version_record(obj, out, index):
     """Append one k_raft_version_record to out."""
-    own_ = type(obj) is KRaftVersionRecord
-    version = obj.version if own_ else getattr(obj, "version", None)
-    k_raft_version = obj.k_raft_version if own_ else getattr(obj, "k_raft_version", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is KRaftVersionRecord:
+        version = obj.version
+        k_raft_version = obj.k_raft_version
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        version = getattr(obj, "version", None)
+        k_raft_version = getattr(obj, "k_raft_version", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S4.pack(version, k_raft_version)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "k_raft_version_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "k_raft_version_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_k_raft_version_record(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is KRaftVersionRecord
-    version = obj.version if own_ else getattr(obj, "version", None)
-    k_raft_version = obj.k_raft_version if own_ else getattr(obj, "k_raft_version", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is KRaftVersionRecord:
+        version = obj.version
+        k_raft_version = obj.k_raft_version
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        version = getattr(obj, "version", None)
+        k_raft_version = getattr(obj, "k_raft_version", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S4.pack(version, k_raft_version)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "k_raft_version_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "k_raft_version_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_endpoint(buf, pos, end, opts):
@@ -884,42 +968,50 @@ def _decode_endpoint(buf, pos, end, opts):
     (port,) = _S5.unpack_from(buf, pos)
     pos += 2
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "endpoint.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="endpoint.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "endpoint.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "endpoint.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="endpoint.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "endpoint.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="endpoint.tagged_fields"
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "endpoint.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "endpoint.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="endpoint.tagged_fields"
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return Endpoint(name, host, port, tagged_fields), pos
 
 
 def _encode_endpoint(obj, out, index):
     """Append one endpoint to out."""
-    own_ = type(obj) is Endpoint
-    name = obj.name if own_ else getattr(obj, "name", None)
-    host = obj.host if own_ else getattr(obj, "host", None)
-    port = obj.port if own_ else getattr(obj, "port", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is Endpoint:
+        name = obj.name
+        host = obj.host
+        port = obj.port
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", None)
+        host = getattr(obj, "host", None)
+        port = getattr(obj, "port", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="endpoint.name")
     else:
@@ -945,9 +1037,10 @@ def _encode_endpoint(obj, out, index):
 
         out += host
     out += _S5.pack(port)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "endpoint.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "endpoint.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_k_raft_version_feature(buf, pos, end, opts):
@@ -960,36 +1053,39 @@ def _decode_k_raft_version_feature(buf, pos, end, opts):
     ) = _S4.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_feature.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="k_raft_version_feature.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_feature.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_feature.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_feature.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="k_raft_version_feature.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_feature.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_feature.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="k_raft_version_feature.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return KRaftVersionFeature(min_supported_version, max_supported_version, tagged_fields), pos
 
 
@@ -1001,36 +1097,39 @@ def _fdecode_k_raft_version_feature(buf, pos, end, opts):
     ) = _S4.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_feature.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="k_raft_version_feature.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_feature.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_feature.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_feature.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="k_raft_version_feature.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_feature.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_feature.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="k_raft_version_feature.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(KRaftVersionFeature)  # slots set directly: a third of the cost of calling __init__
     value_.min_supported_version = min_supported_version
     value_.max_supported_version = max_supported_version
@@ -1040,26 +1139,36 @@ def _fdecode_k_raft_version_feature(buf, pos, end, opts):
 
 def _encode_k_raft_version_feature(obj, out, index):
     """Append one k_raft_version_feature to out."""
-    own_ = type(obj) is KRaftVersionFeature
-    min_supported_version = obj.min_supported_version if own_ else getattr(obj, "min_supported_version", None)
-    max_supported_version = obj.max_supported_version if own_ else getattr(obj, "max_supported_version", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is KRaftVersionFeature:
+        min_supported_version = obj.min_supported_version
+        max_supported_version = obj.max_supported_version
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        min_supported_version = getattr(obj, "min_supported_version", None)
+        max_supported_version = getattr(obj, "max_supported_version", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S4.pack(min_supported_version, max_supported_version)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "k_raft_version_feature.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "k_raft_version_feature.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_k_raft_version_feature(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is KRaftVersionFeature
-    min_supported_version = obj.min_supported_version if own_ else getattr(obj, "min_supported_version", None)
-    max_supported_version = obj.max_supported_version if own_ else getattr(obj, "max_supported_version", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is KRaftVersionFeature:
+        min_supported_version = obj.min_supported_version
+        max_supported_version = obj.max_supported_version
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        min_supported_version = getattr(obj, "min_supported_version", None)
+        max_supported_version = getattr(obj, "max_supported_version", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S4.pack(min_supported_version, max_supported_version)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "k_raft_version_feature.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "k_raft_version_feature.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_voters_record_voter(buf, pos, end, opts):
@@ -1107,47 +1216,56 @@ def _decode_voters_record_voter(buf, pos, end, opts):
         append_endpoints(item_)
     k_raft_version_feature, pos = _decode_k_raft_version_feature(buf, pos, end, opts)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "voters_record_voter.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="voters_record_voter.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "voters_record_voter.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "voters_record_voter.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "voters_record_voter.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="voters_record_voter.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "voters_record_voter.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "voters_record_voter.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="voters_record_voter.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return VotersRecordVoter(voter_id, voter_directory_id, endpoints, k_raft_version_feature, tagged_fields), pos
 
 
 def _encode_voters_record_voter(obj, out, index):
     """Append one voters_record_voter to out."""
-    own_ = type(obj) is VotersRecordVoter
-    voter_id = obj.voter_id if own_ else getattr(obj, "voter_id", None)
-    voter_directory_id = obj.voter_directory_id if own_ else getattr(obj, "voter_directory_id", None)
-    endpoints = obj.endpoints if own_ else getattr(obj, "endpoints", None)
-    k_raft_version_feature = obj.k_raft_version_feature if own_ else getattr(obj, "k_raft_version_feature", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is VotersRecordVoter:
+        voter_id = obj.voter_id
+        voter_directory_id = obj.voter_directory_id
+        endpoints = obj.endpoints
+        k_raft_version_feature = obj.k_raft_version_feature
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        voter_id = getattr(obj, "voter_id", None)
+        voter_directory_id = getattr(obj, "voter_directory_id", None)
+        endpoints = getattr(obj, "endpoints", None)
+        k_raft_version_feature = getattr(obj, "k_raft_version_feature", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S6.pack(voter_id, _uuid16(voter_directory_id))
     n_ = len(endpoints)
     if -1 <= n_ < 0x3FFF:
@@ -1166,9 +1284,10 @@ def _encode_voters_record_voter(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"voters_record_voter.endpoints[{index_}]"
         ) from None
     _encode_k_raft_version_feature(k_raft_version_feature, out, 0)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "voters_record_voter.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "voters_record_voter.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_voters_record(buf, pos, end, opts):
@@ -1228,32 +1347,39 @@ def _decode_voters_record(buf, pos, end, opts):
                     path="voters_record.voters",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "voters_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="voters_record.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "voters_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "voters_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="voters_record.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "voters_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="voters_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "voters_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "voters_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="voters_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return VotersRecord(version, voters, tagged_fields), pos
 
 
@@ -1362,40 +1488,45 @@ def _fdecode_voters_record(buf, pos, end, opts):
             (port_endpoint__voters_record_voter_,) = _S5.unpack_from(buf, pos)
             pos += 2
             tagged_fields_endpoint__voters_record_voter_ = []
-            sec__endpoint__voters_record_voter_ = pos
-            prev__endpoint__voters_record_voter_, odd__endpoint__voters_record_voter_ = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__endpoint__voters_record_voter_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__endpoint__voters_record_voter_, pos = _read_uvarint32(buf, pos, end, "endpoint.tagged_fields")
-            if n_tags__endpoint__voters_record_voter_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__endpoint__voters_record_voter_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="endpoint.tagged_fields",
-                )
-            for __endpoint__voters_record_voter_ in range(n_tags__endpoint__voters_record_voter_):
-                tag__endpoint__voters_record_voter_, pos = _read_uvarint32(buf, pos, end, "endpoint.tagged_fields")
-                size__endpoint__voters_record_voter_, pos = _read_uvarint32(buf, pos, end, "endpoint.tagged_fields")
-                if size__endpoint__voters_record_voter_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__endpoint__voters_record_voter_} declares {size__endpoint__voters_record_voter_} bytes, {end - pos} left",
+                sec__endpoint__voters_record_voter_ = pos
+                prev__endpoint__voters_record_voter_, odd__endpoint__voters_record_voter_ = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__endpoint__voters_record_voter_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__endpoint__voters_record_voter_, pos = _read_uvarint32(
+                        buf, pos, end, "endpoint.tagged_fields"
+                    )
+                if n_tags__endpoint__voters_record_voter_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__endpoint__voters_record_voter_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="endpoint.tagged_fields",
                     )
-                stop__endpoint__voters_record_voter_ = pos + size__endpoint__voters_record_voter_
-                if tag__endpoint__voters_record_voter_ <= prev__endpoint__voters_record_voter_:
-                    odd__endpoint__voters_record_voter_ = True
-                prev__endpoint__voters_record_voter_ = tag__endpoint__voters_record_voter_
-                tagged_fields_endpoint__voters_record_voter_.append(
-                    (tag__endpoint__voters_record_voter_, bytes(buf[pos:stop__endpoint__voters_record_voter_]))
-                )
-                pos = stop__endpoint__voters_record_voter_
-            if odd__endpoint__voters_record_voter_:
-                tagged_fields_endpoint__voters_record_voter_ = _keep_tags(
-                    tagged_fields_endpoint__voters_record_voter_, buf[sec__endpoint__voters_record_voter_:pos], ()
-                )
+                for __endpoint__voters_record_voter_ in range(n_tags__endpoint__voters_record_voter_):
+                    tag__endpoint__voters_record_voter_, pos = _read_uvarint32(buf, pos, end, "endpoint.tagged_fields")
+                    size__endpoint__voters_record_voter_, pos = _read_uvarint32(buf, pos, end, "endpoint.tagged_fields")
+                    if size__endpoint__voters_record_voter_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__endpoint__voters_record_voter_} declares {size__endpoint__voters_record_voter_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="endpoint.tagged_fields",
+                        )
+                    stop__endpoint__voters_record_voter_ = pos + size__endpoint__voters_record_voter_
+                    if tag__endpoint__voters_record_voter_ <= prev__endpoint__voters_record_voter_:
+                        odd__endpoint__voters_record_voter_ = True
+                    prev__endpoint__voters_record_voter_ = tag__endpoint__voters_record_voter_
+                    tagged_fields_endpoint__voters_record_voter_.append(
+                        (tag__endpoint__voters_record_voter_, bytes(buf[pos:stop__endpoint__voters_record_voter_]))
+                    )
+                    pos = stop__endpoint__voters_record_voter_
+                if odd__endpoint__voters_record_voter_:
+                    tagged_fields_endpoint__voters_record_voter_ = _keep_tags(
+                        tagged_fields_endpoint__voters_record_voter_, buf[sec__endpoint__voters_record_voter_:pos], ()
+                    )
             value__endpoint__voters_record_voter_ = _new_object(Endpoint)
             value__endpoint__voters_record_voter_.name = name_endpoint__voters_record_voter_
             value__endpoint__voters_record_voter_.host = host_endpoint__voters_record_voter_
@@ -1405,40 +1536,43 @@ def _fdecode_voters_record(buf, pos, end, opts):
             append_endpoints_voters_record_voter_(item__voters_record_voter_)
         k_raft_version_feature_voters_record_voter_, pos = _fdecode_k_raft_version_feature(buf, pos, end, opts)
         tagged_fields_voters_record_voter_ = []
-        sec__voters_record_voter_ = pos
-        prev__voters_record_voter_, odd__voters_record_voter_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__voters_record_voter_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__voters_record_voter_, pos = _read_uvarint32(buf, pos, end, "voters_record_voter.tagged_fields")
-        if n_tags__voters_record_voter_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__voters_record_voter_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="voters_record_voter.tagged_fields",
-            )
-        for __voters_record_voter_ in range(n_tags__voters_record_voter_):
-            tag__voters_record_voter_, pos = _read_uvarint32(buf, pos, end, "voters_record_voter.tagged_fields")
-            size__voters_record_voter_, pos = _read_uvarint32(buf, pos, end, "voters_record_voter.tagged_fields")
-            if size__voters_record_voter_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__voters_record_voter_} declares {size__voters_record_voter_} bytes, {end - pos} left",
+            sec__voters_record_voter_ = pos
+            prev__voters_record_voter_, odd__voters_record_voter_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__voters_record_voter_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__voters_record_voter_, pos = _read_uvarint32(buf, pos, end, "voters_record_voter.tagged_fields")
+            if n_tags__voters_record_voter_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__voters_record_voter_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="voters_record_voter.tagged_fields",
                 )
-            stop__voters_record_voter_ = pos + size__voters_record_voter_
-            if tag__voters_record_voter_ <= prev__voters_record_voter_:
-                odd__voters_record_voter_ = True
-            prev__voters_record_voter_ = tag__voters_record_voter_
-            tagged_fields_voters_record_voter_.append(
-                (tag__voters_record_voter_, bytes(buf[pos:stop__voters_record_voter_]))
-            )
-            pos = stop__voters_record_voter_
-        if odd__voters_record_voter_:
-            tagged_fields_voters_record_voter_ = _keep_tags(
-                tagged_fields_voters_record_voter_, buf[sec__voters_record_voter_:pos], ()
-            )
+            for __voters_record_voter_ in range(n_tags__voters_record_voter_):
+                tag__voters_record_voter_, pos = _read_uvarint32(buf, pos, end, "voters_record_voter.tagged_fields")
+                size__voters_record_voter_, pos = _read_uvarint32(buf, pos, end, "voters_record_voter.tagged_fields")
+                if size__voters_record_voter_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__voters_record_voter_} declares {size__voters_record_voter_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="voters_record_voter.tagged_fields",
+                    )
+                stop__voters_record_voter_ = pos + size__voters_record_voter_
+                if tag__voters_record_voter_ <= prev__voters_record_voter_:
+                    odd__voters_record_voter_ = True
+                prev__voters_record_voter_ = tag__voters_record_voter_
+                tagged_fields_voters_record_voter_.append(
+                    (tag__voters_record_voter_, bytes(buf[pos:stop__voters_record_voter_]))
+                )
+                pos = stop__voters_record_voter_
+            if odd__voters_record_voter_:
+                tagged_fields_voters_record_voter_ = _keep_tags(
+                    tagged_fields_voters_record_voter_, buf[sec__voters_record_voter_:pos], ()
+                )
         value__voters_record_voter_ = _new_object(VotersRecordVoter)
         value__voters_record_voter_.voter_id = voter_id_voters_record_voter_
         value__voters_record_voter_.voter_directory_id = voter_directory_id_voters_record_voter_
@@ -1452,32 +1586,39 @@ def _fdecode_voters_record(buf, pos, end, opts):
             if budget_voters < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "voters_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="voters_record.tagged_fields"
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "voters_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "voters_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="voters_record.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "voters_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="voters_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "voters_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "voters_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="voters_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(VotersRecord)
     value_.version = version
     value_.voters = voters
@@ -1487,10 +1628,14 @@ def _fdecode_voters_record(buf, pos, end, opts):
 
 def _encode_voters_record(obj, out, index):
     """Append one voters_record to out."""
-    own_ = type(obj) is VotersRecord
-    version = obj.version if own_ else getattr(obj, "version", None)
-    voters = obj.voters if own_ else getattr(obj, "voters", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is VotersRecord:
+        version = obj.version
+        voters = obj.voters
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        version = getattr(obj, "version", None)
+        voters = getattr(obj, "voters", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S3.pack(version)
     n_ = len(voters)
     if -1 <= n_ < 0x3FFF:
@@ -1508,17 +1653,22 @@ def _encode_voters_record(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"voters_record.voters[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "voters_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "voters_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_voters_record(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is VotersRecord
-    version = obj.version if own_ else getattr(obj, "version", None)
-    voters = obj.voters if own_ else getattr(obj, "voters", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is VotersRecord:
+        version = obj.version
+        voters = obj.voters
+        tagged_fields = obj.tagged_fields
+    else:
+        version = getattr(obj, "version", None)
+        voters = getattr(obj, "voters", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S3.pack(version)
     n_ = len(voters)
     if -1 <= n_ < 16383:
@@ -1526,24 +1676,18 @@ def _fencode_voters_record(obj, out, index):
     else:
         _write_uvarint(out, n_ + 1, "voters_record.voters")
     for item_ in voters:
-        own__voters_record_voter_ = type(item_) is VotersRecordVoter
-        voter_id_voters_record_voter_ = (
-            item_.voter_id if own__voters_record_voter_ else getattr(item_, "voter_id", None)
-        )
-        voter_directory_id_voters_record_voter_ = (
-            item_.voter_directory_id if own__voters_record_voter_ else getattr(item_, "voter_directory_id", None)
-        )
-        endpoints_voters_record_voter_ = (
-            item_.endpoints if own__voters_record_voter_ else getattr(item_, "endpoints", None)
-        )
-        k_raft_version_feature_voters_record_voter_ = (
-            item_.k_raft_version_feature
-            if own__voters_record_voter_
-            else getattr(item_, "k_raft_version_feature", None)
-        )
-        tagged_fields_voters_record_voter_ = (
-            item_.tagged_fields if own__voters_record_voter_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is VotersRecordVoter:
+            voter_id_voters_record_voter_ = item_.voter_id
+            voter_directory_id_voters_record_voter_ = item_.voter_directory_id
+            endpoints_voters_record_voter_ = item_.endpoints
+            k_raft_version_feature_voters_record_voter_ = item_.k_raft_version_feature
+            tagged_fields_voters_record_voter_ = item_.tagged_fields
+        else:
+            voter_id_voters_record_voter_ = getattr(item_, "voter_id", None)
+            voter_directory_id_voters_record_voter_ = getattr(item_, "voter_directory_id", None)
+            endpoints_voters_record_voter_ = getattr(item_, "endpoints", None)
+            k_raft_version_feature_voters_record_voter_ = getattr(item_, "k_raft_version_feature", None)
+            tagged_fields_voters_record_voter_ = getattr(item_, "tagged_fields", None)
         out += _S6.pack(voter_id_voters_record_voter_, _uuid16(voter_directory_id_voters_record_voter_))
         n__voters_record_voter_ = len(endpoints_voters_record_voter_)
         if -1 <= n__voters_record_voter_ < 16383:
@@ -1551,27 +1695,18 @@ def _fencode_voters_record(obj, out, index):
         else:
             _write_uvarint(out, n__voters_record_voter_ + 1, "voters_record_voter.endpoints")
         for item__voters_record_voter_ in endpoints_voters_record_voter_:
-            own__endpoint__voters_record_voter_ = type(item__voters_record_voter_) is Endpoint
-            name_endpoint__voters_record_voter_ = (
-                item__voters_record_voter_.name
-                if own__endpoint__voters_record_voter_
-                else getattr(item__voters_record_voter_, "name", None)
-            )
-            host_endpoint__voters_record_voter_ = (
-                item__voters_record_voter_.host
-                if own__endpoint__voters_record_voter_
-                else getattr(item__voters_record_voter_, "host", None)
-            )
-            port_endpoint__voters_record_voter_ = (
-                item__voters_record_voter_.port
-                if own__endpoint__voters_record_voter_
-                else getattr(item__voters_record_voter_, "port", None)
-            )
-            tagged_fields_endpoint__voters_record_voter_ = (
-                item__voters_record_voter_.tagged_fields
-                if own__endpoint__voters_record_voter_
-                else getattr(item__voters_record_voter_, "tagged_fields", None)
-            )
+            if type(item__voters_record_voter_) is Endpoint:
+                name_endpoint__voters_record_voter_ = item__voters_record_voter_.name
+                host_endpoint__voters_record_voter_ = item__voters_record_voter_.host
+                port_endpoint__voters_record_voter_ = item__voters_record_voter_.port
+                tagged_fields_endpoint__voters_record_voter_ = item__voters_record_voter_.tagged_fields
+            else:
+                name_endpoint__voters_record_voter_ = getattr(item__voters_record_voter_, "name", None)
+                host_endpoint__voters_record_voter_ = getattr(item__voters_record_voter_, "host", None)
+                port_endpoint__voters_record_voter_ = getattr(item__voters_record_voter_, "port", None)
+                tagged_fields_endpoint__voters_record_voter_ = getattr(
+                    item__voters_record_voter_, "tagged_fields", None
+                )
             b__endpoint__voters_record_voter_ = _STR_ENCODED.get(name_endpoint__voters_record_voter_)
             name_endpoint__voters_record_voter_ = (
                 _encode_str(name_endpoint__voters_record_voter_)
@@ -1597,28 +1732,22 @@ def _fencode_voters_record(obj, out, index):
                 _write_uvarint(out, n__endpoint__voters_record_voter_ + 1, "endpoint.host")
             out += host_endpoint__voters_record_voter_
             out += _S5.pack(port_endpoint__voters_record_voter_)
-            tags__endpoint__voters_record_voter_ = []
-            valid__endpoint__voters_record_voter_ = None
-            _write_tagged(
-                out,
-                tags__endpoint__voters_record_voter_,
-                tagged_fields_endpoint__voters_record_voter_,
-                "endpoint.tagged_fields",
-                valid__endpoint__voters_record_voter_,
-            )
+            if (
+                tagged_fields_endpoint__voters_record_voter_
+                or tagged_fields_endpoint__voters_record_voter_.__class__ is _TagSection
+            ):
+                _write_tagged(out, [], tagged_fields_endpoint__voters_record_voter_, "endpoint.tagged_fields", None)
+            else:
+                out.append(0)
         _fencode_k_raft_version_feature(k_raft_version_feature_voters_record_voter_, out, 0)
-        tags__voters_record_voter_ = []
-        valid__voters_record_voter_ = None
-        _write_tagged(
-            out,
-            tags__voters_record_voter_,
-            tagged_fields_voters_record_voter_,
-            "voters_record_voter.tagged_fields",
-            valid__voters_record_voter_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "voters_record.tagged_fields", valid_)
+        if tagged_fields_voters_record_voter_ or tagged_fields_voters_record_voter_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_voters_record_voter_, "voters_record_voter.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "voters_record.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_raft_control(buf, pos, end, opts, control_type):

@@ -26,6 +26,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -110,36 +111,39 @@ def _decode_topic_id_partition_entry(buf, pos, end, opts):
     ) = _S0.unpack_from(buf, pos)
     pos += 20
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_id_partition_entry.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="topic_id_partition_entry.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "topic_id_partition_entry.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "topic_id_partition_entry.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_id_partition_entry.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="topic_id_partition_entry.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "topic_id_partition_entry.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "topic_id_partition_entry.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="topic_id_partition_entry.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TopicIdPartitionEntry(name, id, partition, tagged_fields), pos
 
 
@@ -173,36 +177,39 @@ def _fdecode_topic_id_partition_entry(buf, pos, end, opts):
     ) = _S0.unpack_from(buf, pos)
     pos += 20
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_id_partition_entry.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="topic_id_partition_entry.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "topic_id_partition_entry.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "topic_id_partition_entry.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_id_partition_entry.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="topic_id_partition_entry.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "topic_id_partition_entry.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "topic_id_partition_entry.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="topic_id_partition_entry.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(TopicIdPartitionEntry)  # slots set directly: a third of the cost of calling __init__
     value_.name = name
     value_.id = id
@@ -213,11 +220,16 @@ def _fdecode_topic_id_partition_entry(buf, pos, end, opts):
 
 def _encode_topic_id_partition_entry(obj, out, index):
     """Append one topic_id_partition_entry to out."""
-    own_ = type(obj) is TopicIdPartitionEntry
-    name = obj.name if own_ else getattr(obj, "name", None)
-    id = obj.id if own_ else getattr(obj, "id", None)
-    partition = obj.partition if own_ else getattr(obj, "partition", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TopicIdPartitionEntry:
+        name = obj.name
+        id = obj.id
+        partition = obj.partition
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", None)
+        id = getattr(obj, "id", None)
+        partition = getattr(obj, "partition", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="topic_id_partition_entry.name")
     else:
@@ -231,18 +243,24 @@ def _encode_topic_id_partition_entry(obj, out, index):
 
         out += name
     out += _S0.pack(_uuid16(id), partition)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "topic_id_partition_entry.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "topic_id_partition_entry.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_topic_id_partition_entry(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is TopicIdPartitionEntry
-    name = obj.name if own_ else getattr(obj, "name", None)
-    id = obj.id if own_ else getattr(obj, "id", None)
-    partition = obj.partition if own_ else getattr(obj, "partition", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TopicIdPartitionEntry:
+        name = obj.name
+        id = obj.id
+        partition = obj.partition
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", None)
+        id = getattr(obj, "id", None)
+        partition = getattr(obj, "partition", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     b_ = _STR_ENCODED.get(name)
     name = _encode_str(name) if b_ is None else b_
     n_ = len(name)
@@ -253,9 +271,10 @@ def _fencode_topic_id_partition_entry(obj, out, index):
 
     out += name
     out += _S0.pack(_uuid16(id), partition)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "topic_id_partition_entry.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "topic_id_partition_entry.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_remote_log_segment_id_entry(buf, pos, end, opts):
@@ -266,36 +285,39 @@ def _decode_remote_log_segment_id_entry(buf, pos, end, opts):
     (id,) = _S1.unpack_from(buf, pos)
     pos += 16
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_id_entry.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="remote_log_segment_id_entry.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_id_entry.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_id_entry.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_id_entry.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="remote_log_segment_id_entry.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_id_entry.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_id_entry.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="remote_log_segment_id_entry.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return RemoteLogSegmentIdEntry(topic_id_partition, id, tagged_fields), pos
 
 
@@ -305,36 +327,39 @@ def _fdecode_remote_log_segment_id_entry(buf, pos, end, opts):
     (id,) = _S1.unpack_from(buf, pos)
     pos += 16
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_id_entry.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="remote_log_segment_id_entry.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_id_entry.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_id_entry.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_id_entry.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="remote_log_segment_id_entry.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_id_entry.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_id_entry.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="remote_log_segment_id_entry.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(RemoteLogSegmentIdEntry)  # slots set directly: a third of the cost of calling __init__
     value_.topic_id_partition = topic_id_partition
     value_.id = id
@@ -344,28 +369,38 @@ def _fdecode_remote_log_segment_id_entry(buf, pos, end, opts):
 
 def _encode_remote_log_segment_id_entry(obj, out, index):
     """Append one remote_log_segment_id_entry to out."""
-    own_ = type(obj) is RemoteLogSegmentIdEntry
-    topic_id_partition = obj.topic_id_partition if own_ else getattr(obj, "topic_id_partition", None)
-    id = obj.id if own_ else getattr(obj, "id", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is RemoteLogSegmentIdEntry:
+        topic_id_partition = obj.topic_id_partition
+        id = obj.id
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_id_partition = getattr(obj, "topic_id_partition", None)
+        id = getattr(obj, "id", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     _encode_topic_id_partition_entry(topic_id_partition, out, 0)
     out += _S1.pack(_uuid16(id))
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "remote_log_segment_id_entry.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "remote_log_segment_id_entry.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_remote_log_segment_id_entry(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is RemoteLogSegmentIdEntry
-    topic_id_partition = obj.topic_id_partition if own_ else getattr(obj, "topic_id_partition", None)
-    id = obj.id if own_ else getattr(obj, "id", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is RemoteLogSegmentIdEntry:
+        topic_id_partition = obj.topic_id_partition
+        id = obj.id
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_id_partition = getattr(obj, "topic_id_partition", None)
+        id = getattr(obj, "id", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     _fencode_topic_id_partition_entry(topic_id_partition, out, 0)
     out += _S1.pack(_uuid16(id))
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "remote_log_segment_id_entry.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "remote_log_segment_id_entry.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_segment_leader_epoch_entry(buf, pos, end, opts):
@@ -378,49 +413,57 @@ def _decode_segment_leader_epoch_entry(buf, pos, end, opts):
     ) = _S2.unpack_from(buf, pos)
     pos += 12
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "segment_leader_epoch_entry.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="segment_leader_epoch_entry.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "segment_leader_epoch_entry.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "segment_leader_epoch_entry.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "segment_leader_epoch_entry.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="segment_leader_epoch_entry.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "segment_leader_epoch_entry.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "segment_leader_epoch_entry.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="segment_leader_epoch_entry.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return SegmentLeaderEpochEntry(leader_epoch, offset, tagged_fields), pos
 
 
 def _encode_segment_leader_epoch_entry(obj, out, index):
     """Append one segment_leader_epoch_entry to out."""
-    own_ = type(obj) is SegmentLeaderEpochEntry
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", None)
-    offset = obj.offset if own_ else getattr(obj, "offset", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is SegmentLeaderEpochEntry:
+        leader_epoch = obj.leader_epoch
+        offset = obj.offset
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        leader_epoch = getattr(obj, "leader_epoch", None)
+        offset = getattr(obj, "offset", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(leader_epoch, offset)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "segment_leader_epoch_entry.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "segment_leader_epoch_entry.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_remote_log_segment_metadata_record(buf, pos, end, opts, version):
@@ -538,36 +581,39 @@ def _decode_remote_log_segment_metadata_record(buf, pos, end, opts, version):
     (remote_log_segment_state,) = _S5.unpack_from(buf, pos)
     pos += 1
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="remote_log_segment_metadata_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="remote_log_segment_metadata_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="remote_log_segment_metadata_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return RemoteLogSegmentMetadataRecord(
         remote_log_segment_id,
         start_offset,
@@ -628,46 +674,49 @@ def _fdecode_remote_log_segment_metadata_record(buf, pos, end, opts, version):
         leader_epoch_segment_leader_epoch_entry_, offset_segment_leader_epoch_entry_ = _S2.unpack_from(buf, pos)
         pos += 12
         tagged_fields_segment_leader_epoch_entry_ = []
-        sec__segment_leader_epoch_entry_ = pos
-        prev__segment_leader_epoch_entry_, odd__segment_leader_epoch_entry_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__segment_leader_epoch_entry_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__segment_leader_epoch_entry_, pos = _read_uvarint32(
-                buf, pos, end, "segment_leader_epoch_entry.tagged_fields"
-            )
-        if n_tags__segment_leader_epoch_entry_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__segment_leader_epoch_entry_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="segment_leader_epoch_entry.tagged_fields",
-            )
-        for __segment_leader_epoch_entry_ in range(n_tags__segment_leader_epoch_entry_):
-            tag__segment_leader_epoch_entry_, pos = _read_uvarint32(
-                buf, pos, end, "segment_leader_epoch_entry.tagged_fields"
-            )
-            size__segment_leader_epoch_entry_, pos = _read_uvarint32(
-                buf, pos, end, "segment_leader_epoch_entry.tagged_fields"
-            )
-            if size__segment_leader_epoch_entry_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__segment_leader_epoch_entry_} declares {size__segment_leader_epoch_entry_} bytes, {end - pos} left",
+            sec__segment_leader_epoch_entry_ = pos
+            prev__segment_leader_epoch_entry_, odd__segment_leader_epoch_entry_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__segment_leader_epoch_entry_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__segment_leader_epoch_entry_, pos = _read_uvarint32(
+                    buf, pos, end, "segment_leader_epoch_entry.tagged_fields"
+                )
+            if n_tags__segment_leader_epoch_entry_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__segment_leader_epoch_entry_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="segment_leader_epoch_entry.tagged_fields",
                 )
-            stop__segment_leader_epoch_entry_ = pos + size__segment_leader_epoch_entry_
-            if tag__segment_leader_epoch_entry_ <= prev__segment_leader_epoch_entry_:
-                odd__segment_leader_epoch_entry_ = True
-            prev__segment_leader_epoch_entry_ = tag__segment_leader_epoch_entry_
-            tagged_fields_segment_leader_epoch_entry_.append(
-                (tag__segment_leader_epoch_entry_, bytes(buf[pos:stop__segment_leader_epoch_entry_]))
-            )
-            pos = stop__segment_leader_epoch_entry_
-        if odd__segment_leader_epoch_entry_:
-            tagged_fields_segment_leader_epoch_entry_ = _keep_tags(
-                tagged_fields_segment_leader_epoch_entry_, buf[sec__segment_leader_epoch_entry_:pos], ()
-            )
+            for __segment_leader_epoch_entry_ in range(n_tags__segment_leader_epoch_entry_):
+                tag__segment_leader_epoch_entry_, pos = _read_uvarint32(
+                    buf, pos, end, "segment_leader_epoch_entry.tagged_fields"
+                )
+                size__segment_leader_epoch_entry_, pos = _read_uvarint32(
+                    buf, pos, end, "segment_leader_epoch_entry.tagged_fields"
+                )
+                if size__segment_leader_epoch_entry_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__segment_leader_epoch_entry_} declares {size__segment_leader_epoch_entry_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="segment_leader_epoch_entry.tagged_fields",
+                    )
+                stop__segment_leader_epoch_entry_ = pos + size__segment_leader_epoch_entry_
+                if tag__segment_leader_epoch_entry_ <= prev__segment_leader_epoch_entry_:
+                    odd__segment_leader_epoch_entry_ = True
+                prev__segment_leader_epoch_entry_ = tag__segment_leader_epoch_entry_
+                tagged_fields_segment_leader_epoch_entry_.append(
+                    (tag__segment_leader_epoch_entry_, bytes(buf[pos:stop__segment_leader_epoch_entry_]))
+                )
+                pos = stop__segment_leader_epoch_entry_
+            if odd__segment_leader_epoch_entry_:
+                tagged_fields_segment_leader_epoch_entry_ = _keep_tags(
+                    tagged_fields_segment_leader_epoch_entry_, buf[sec__segment_leader_epoch_entry_:pos], ()
+                )
         value__segment_leader_epoch_entry_ = _new_object(SegmentLeaderEpochEntry)
         value__segment_leader_epoch_entry_.leader_epoch = leader_epoch_segment_leader_epoch_entry_
         value__segment_leader_epoch_entry_.offset = offset_segment_leader_epoch_entry_
@@ -701,36 +750,39 @@ def _fdecode_remote_log_segment_metadata_record(buf, pos, end, opts, version):
         remote_log_segment_state -= 256
     pos += 1
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="remote_log_segment_metadata_record.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="remote_log_segment_metadata_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="remote_log_segment_metadata_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(RemoteLogSegmentMetadataRecord)
     value_.remote_log_segment_id = remote_log_segment_id
     value_.start_offset = start_offset
@@ -753,18 +805,30 @@ def _encode_remote_log_segment_metadata_record(obj, out, index, version):
             f"RemoteLogSegmentMetadataRecord is not defined for version {version} (this schema has it for (remote_log_metadata_record.version <= 0))",
             path="remote_log_segment_metadata_record",
         )
-    own_ = type(obj) is RemoteLogSegmentMetadataRecord
-    remote_log_segment_id = obj.remote_log_segment_id if own_ else getattr(obj, "remote_log_segment_id", None)
-    start_offset = obj.start_offset if own_ else getattr(obj, "start_offset", None)
-    end_offset = obj.end_offset if own_ else getattr(obj, "end_offset", None)
-    broker_id = obj.broker_id if own_ else getattr(obj, "broker_id", None)
-    max_timestamp_ms = obj.max_timestamp_ms if own_ else getattr(obj, "max_timestamp_ms", None)
-    event_timestamp_ms = obj.event_timestamp_ms if own_ else getattr(obj, "event_timestamp_ms", None)
-    segment_leader_epochs = obj.segment_leader_epochs if own_ else getattr(obj, "segment_leader_epochs", None)
-    segment_size_in_bytes = obj.segment_size_in_bytes if own_ else getattr(obj, "segment_size_in_bytes", None)
-    custom_metadata = obj.custom_metadata if own_ else getattr(obj, "custom_metadata", None)
-    remote_log_segment_state = obj.remote_log_segment_state if own_ else getattr(obj, "remote_log_segment_state", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is RemoteLogSegmentMetadataRecord:
+        remote_log_segment_id = obj.remote_log_segment_id
+        start_offset = obj.start_offset
+        end_offset = obj.end_offset
+        broker_id = obj.broker_id
+        max_timestamp_ms = obj.max_timestamp_ms
+        event_timestamp_ms = obj.event_timestamp_ms
+        segment_leader_epochs = obj.segment_leader_epochs
+        segment_size_in_bytes = obj.segment_size_in_bytes
+        custom_metadata = obj.custom_metadata
+        remote_log_segment_state = obj.remote_log_segment_state
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        remote_log_segment_id = getattr(obj, "remote_log_segment_id", None)
+        start_offset = getattr(obj, "start_offset", None)
+        end_offset = getattr(obj, "end_offset", None)
+        broker_id = getattr(obj, "broker_id", None)
+        max_timestamp_ms = getattr(obj, "max_timestamp_ms", None)
+        event_timestamp_ms = getattr(obj, "event_timestamp_ms", None)
+        segment_leader_epochs = getattr(obj, "segment_leader_epochs", None)
+        segment_size_in_bytes = getattr(obj, "segment_size_in_bytes", None)
+        custom_metadata = getattr(obj, "custom_metadata", None)
+        remote_log_segment_state = getattr(obj, "remote_log_segment_state", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     _encode_remote_log_segment_id_entry(remote_log_segment_id, out, 0)
     out += _S3.pack(start_offset, end_offset, broker_id, max_timestamp_ms, event_timestamp_ms)
     n_ = len(segment_leader_epochs)
@@ -804,9 +868,10 @@ def _encode_remote_log_segment_metadata_record(obj, out, index, version):
             f"{remote_log_segment_state} does not fit int8",
             path="remote_log_segment_metadata_record.remote_log_segment_state",
         )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "remote_log_segment_metadata_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "remote_log_segment_metadata_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_remote_log_segment_metadata_record(obj, out, index, version):
@@ -816,18 +881,30 @@ def _fencode_remote_log_segment_metadata_record(obj, out, index, version):
             f"RemoteLogSegmentMetadataRecord is not defined for version {version} (this schema has it for (remote_log_metadata_record.version <= 0))",
             path="remote_log_segment_metadata_record",
         )
-    own_ = type(obj) is RemoteLogSegmentMetadataRecord
-    remote_log_segment_id = obj.remote_log_segment_id if own_ else getattr(obj, "remote_log_segment_id", None)
-    start_offset = obj.start_offset if own_ else getattr(obj, "start_offset", None)
-    end_offset = obj.end_offset if own_ else getattr(obj, "end_offset", None)
-    broker_id = obj.broker_id if own_ else getattr(obj, "broker_id", None)
-    max_timestamp_ms = obj.max_timestamp_ms if own_ else getattr(obj, "max_timestamp_ms", None)
-    event_timestamp_ms = obj.event_timestamp_ms if own_ else getattr(obj, "event_timestamp_ms", None)
-    segment_leader_epochs = obj.segment_leader_epochs if own_ else getattr(obj, "segment_leader_epochs", None)
-    segment_size_in_bytes = obj.segment_size_in_bytes if own_ else getattr(obj, "segment_size_in_bytes", None)
-    custom_metadata = obj.custom_metadata if own_ else getattr(obj, "custom_metadata", None)
-    remote_log_segment_state = obj.remote_log_segment_state if own_ else getattr(obj, "remote_log_segment_state", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is RemoteLogSegmentMetadataRecord:
+        remote_log_segment_id = obj.remote_log_segment_id
+        start_offset = obj.start_offset
+        end_offset = obj.end_offset
+        broker_id = obj.broker_id
+        max_timestamp_ms = obj.max_timestamp_ms
+        event_timestamp_ms = obj.event_timestamp_ms
+        segment_leader_epochs = obj.segment_leader_epochs
+        segment_size_in_bytes = obj.segment_size_in_bytes
+        custom_metadata = obj.custom_metadata
+        remote_log_segment_state = obj.remote_log_segment_state
+        tagged_fields = obj.tagged_fields
+    else:
+        remote_log_segment_id = getattr(obj, "remote_log_segment_id", None)
+        start_offset = getattr(obj, "start_offset", None)
+        end_offset = getattr(obj, "end_offset", None)
+        broker_id = getattr(obj, "broker_id", None)
+        max_timestamp_ms = getattr(obj, "max_timestamp_ms", None)
+        event_timestamp_ms = getattr(obj, "event_timestamp_ms", None)
+        segment_leader_epochs = getattr(obj, "segment_leader_epochs", None)
+        segment_size_in_bytes = getattr(obj, "segment_size_in_bytes", None)
+        custom_metadata = getattr(obj, "custom_metadata", None)
+        remote_log_segment_state = getattr(obj, "remote_log_segment_state", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     _fencode_remote_log_segment_id_entry(remote_log_segment_id, out, 0)
     out += _S3.pack(start_offset, end_offset, broker_id, max_timestamp_ms, event_timestamp_ms)
     n_ = len(segment_leader_epochs)
@@ -836,26 +913,24 @@ def _fencode_remote_log_segment_metadata_record(obj, out, index, version):
     else:
         _write_uvarint(out, n_ + 1, "remote_log_segment_metadata_record.segment_leader_epochs")
     for item_ in segment_leader_epochs:
-        own__segment_leader_epoch_entry_ = type(item_) is SegmentLeaderEpochEntry
-        leader_epoch_segment_leader_epoch_entry_ = (
-            item_.leader_epoch if own__segment_leader_epoch_entry_ else getattr(item_, "leader_epoch", None)
-        )
-        offset_segment_leader_epoch_entry_ = (
-            item_.offset if own__segment_leader_epoch_entry_ else getattr(item_, "offset", None)
-        )
-        tagged_fields_segment_leader_epoch_entry_ = (
-            item_.tagged_fields if own__segment_leader_epoch_entry_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is SegmentLeaderEpochEntry:
+            leader_epoch_segment_leader_epoch_entry_ = item_.leader_epoch
+            offset_segment_leader_epoch_entry_ = item_.offset
+            tagged_fields_segment_leader_epoch_entry_ = item_.tagged_fields
+        else:
+            leader_epoch_segment_leader_epoch_entry_ = getattr(item_, "leader_epoch", None)
+            offset_segment_leader_epoch_entry_ = getattr(item_, "offset", None)
+            tagged_fields_segment_leader_epoch_entry_ = getattr(item_, "tagged_fields", None)
         out += _S2.pack(leader_epoch_segment_leader_epoch_entry_, offset_segment_leader_epoch_entry_)
-        tags__segment_leader_epoch_entry_ = []
-        valid__segment_leader_epoch_entry_ = None
-        _write_tagged(
-            out,
-            tags__segment_leader_epoch_entry_,
-            tagged_fields_segment_leader_epoch_entry_,
-            "segment_leader_epoch_entry.tagged_fields",
-            valid__segment_leader_epoch_entry_,
-        )
+        if (
+            tagged_fields_segment_leader_epoch_entry_
+            or tagged_fields_segment_leader_epoch_entry_.__class__ is _TagSection
+        ):
+            _write_tagged(
+                out, [], tagged_fields_segment_leader_epoch_entry_, "segment_leader_epoch_entry.tagged_fields", None
+            )
+        else:
+            out.append(0)
     out += _S4.pack(segment_size_in_bytes)
     if custom_metadata is None:
         out.append(0)
@@ -873,9 +948,10 @@ def _fencode_remote_log_segment_metadata_record(obj, out, index, version):
             f"{remote_log_segment_state} does not fit int8",
             path="remote_log_segment_metadata_record.remote_log_segment_state",
         )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "remote_log_segment_metadata_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "remote_log_segment_metadata_record.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_remote_log_segment_metadata_update_record(buf, pos, end, opts, version):
@@ -936,36 +1012,39 @@ def _decode_remote_log_segment_metadata_update_record(buf, pos, end, opts, versi
     (remote_log_segment_state,) = _S5.unpack_from(buf, pos)
     pos += 1
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_update_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="remote_log_segment_metadata_update_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_update_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_update_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_update_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="remote_log_segment_metadata_update_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_update_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_update_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="remote_log_segment_metadata_update_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return RemoteLogSegmentMetadataUpdateRecord(
         remote_log_segment_id, broker_id, event_timestamp_ms, custom_metadata, remote_log_segment_state, tagged_fields
     ), pos
@@ -1011,36 +1090,39 @@ def _fdecode_remote_log_segment_metadata_update_record(buf, pos, end, opts, vers
         remote_log_segment_state -= 256
     pos += 1
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_update_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="remote_log_segment_metadata_update_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_update_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_update_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_update_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="remote_log_segment_metadata_update_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_update_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_update_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="remote_log_segment_metadata_update_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(
         RemoteLogSegmentMetadataUpdateRecord
     )  # slots set directly: a third of the cost of calling __init__
@@ -1060,13 +1142,20 @@ def _encode_remote_log_segment_metadata_update_record(obj, out, index, version):
             f"RemoteLogSegmentMetadataUpdateRecord is not defined for version {version} (this schema has it for (remote_log_metadata_record.version <= 0))",
             path="remote_log_segment_metadata_update_record",
         )
-    own_ = type(obj) is RemoteLogSegmentMetadataUpdateRecord
-    remote_log_segment_id = obj.remote_log_segment_id if own_ else getattr(obj, "remote_log_segment_id", None)
-    broker_id = obj.broker_id if own_ else getattr(obj, "broker_id", None)
-    event_timestamp_ms = obj.event_timestamp_ms if own_ else getattr(obj, "event_timestamp_ms", None)
-    custom_metadata = obj.custom_metadata if own_ else getattr(obj, "custom_metadata", None)
-    remote_log_segment_state = obj.remote_log_segment_state if own_ else getattr(obj, "remote_log_segment_state", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is RemoteLogSegmentMetadataUpdateRecord:
+        remote_log_segment_id = obj.remote_log_segment_id
+        broker_id = obj.broker_id
+        event_timestamp_ms = obj.event_timestamp_ms
+        custom_metadata = obj.custom_metadata
+        remote_log_segment_state = obj.remote_log_segment_state
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        remote_log_segment_id = getattr(obj, "remote_log_segment_id", None)
+        broker_id = getattr(obj, "broker_id", None)
+        event_timestamp_ms = getattr(obj, "event_timestamp_ms", None)
+        custom_metadata = getattr(obj, "custom_metadata", None)
+        remote_log_segment_state = getattr(obj, "remote_log_segment_state", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     _encode_remote_log_segment_id_entry(remote_log_segment_id, out, 0)
     out += _S2.pack(broker_id, event_timestamp_ms)
     if custom_metadata is None:
@@ -1086,9 +1175,10 @@ def _encode_remote_log_segment_metadata_update_record(obj, out, index, version):
             f"{remote_log_segment_state} does not fit int8",
             path="remote_log_segment_metadata_update_record.remote_log_segment_state",
         )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "remote_log_segment_metadata_update_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "remote_log_segment_metadata_update_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_remote_log_segment_metadata_update_record(obj, out, index, version):
@@ -1098,13 +1188,20 @@ def _fencode_remote_log_segment_metadata_update_record(obj, out, index, version)
             f"RemoteLogSegmentMetadataUpdateRecord is not defined for version {version} (this schema has it for (remote_log_metadata_record.version <= 0))",
             path="remote_log_segment_metadata_update_record",
         )
-    own_ = type(obj) is RemoteLogSegmentMetadataUpdateRecord
-    remote_log_segment_id = obj.remote_log_segment_id if own_ else getattr(obj, "remote_log_segment_id", None)
-    broker_id = obj.broker_id if own_ else getattr(obj, "broker_id", None)
-    event_timestamp_ms = obj.event_timestamp_ms if own_ else getattr(obj, "event_timestamp_ms", None)
-    custom_metadata = obj.custom_metadata if own_ else getattr(obj, "custom_metadata", None)
-    remote_log_segment_state = obj.remote_log_segment_state if own_ else getattr(obj, "remote_log_segment_state", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is RemoteLogSegmentMetadataUpdateRecord:
+        remote_log_segment_id = obj.remote_log_segment_id
+        broker_id = obj.broker_id
+        event_timestamp_ms = obj.event_timestamp_ms
+        custom_metadata = obj.custom_metadata
+        remote_log_segment_state = obj.remote_log_segment_state
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        remote_log_segment_id = getattr(obj, "remote_log_segment_id", None)
+        broker_id = getattr(obj, "broker_id", None)
+        event_timestamp_ms = getattr(obj, "event_timestamp_ms", None)
+        custom_metadata = getattr(obj, "custom_metadata", None)
+        remote_log_segment_state = getattr(obj, "remote_log_segment_state", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     _fencode_remote_log_segment_id_entry(remote_log_segment_id, out, 0)
     out += _S2.pack(broker_id, event_timestamp_ms)
     if custom_metadata is None:
@@ -1124,9 +1221,10 @@ def _fencode_remote_log_segment_metadata_update_record(obj, out, index, version)
             f"{remote_log_segment_state} does not fit int8",
             path="remote_log_segment_metadata_update_record.remote_log_segment_state",
         )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "remote_log_segment_metadata_update_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "remote_log_segment_metadata_update_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_remote_partition_delete_metadata_record(buf, pos, end, opts, version):
@@ -1149,36 +1247,39 @@ def _decode_remote_partition_delete_metadata_record(buf, pos, end, opts, version
     ) = _S6.unpack_from(buf, pos)
     pos += 13
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_partition_delete_metadata_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="remote_partition_delete_metadata_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "remote_partition_delete_metadata_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "remote_partition_delete_metadata_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_partition_delete_metadata_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="remote_partition_delete_metadata_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "remote_partition_delete_metadata_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "remote_partition_delete_metadata_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="remote_partition_delete_metadata_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return RemotePartitionDeleteMetadataRecord(
         topic_id_partition, broker_id, event_timestamp_ms, remote_partition_delete_state, tagged_fields
     ), pos
@@ -1200,36 +1301,39 @@ def _fdecode_remote_partition_delete_metadata_record(buf, pos, end, opts, versio
     ) = _S6.unpack_from(buf, pos)
     pos += 13
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_partition_delete_metadata_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="remote_partition_delete_metadata_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "remote_partition_delete_metadata_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "remote_partition_delete_metadata_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_partition_delete_metadata_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="remote_partition_delete_metadata_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "remote_partition_delete_metadata_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "remote_partition_delete_metadata_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="remote_partition_delete_metadata_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(
         RemotePartitionDeleteMetadataRecord
     )  # slots set directly: a third of the cost of calling __init__
@@ -1248,19 +1352,24 @@ def _encode_remote_partition_delete_metadata_record(obj, out, index, version):
             f"RemotePartitionDeleteMetadataRecord is not defined for version {version} (this schema has it for (remote_log_metadata_record.version <= 0))",
             path="remote_partition_delete_metadata_record",
         )
-    own_ = type(obj) is RemotePartitionDeleteMetadataRecord
-    topic_id_partition = obj.topic_id_partition if own_ else getattr(obj, "topic_id_partition", None)
-    broker_id = obj.broker_id if own_ else getattr(obj, "broker_id", None)
-    event_timestamp_ms = obj.event_timestamp_ms if own_ else getattr(obj, "event_timestamp_ms", None)
-    remote_partition_delete_state = (
-        obj.remote_partition_delete_state if own_ else getattr(obj, "remote_partition_delete_state", None)
-    )
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is RemotePartitionDeleteMetadataRecord:
+        topic_id_partition = obj.topic_id_partition
+        broker_id = obj.broker_id
+        event_timestamp_ms = obj.event_timestamp_ms
+        remote_partition_delete_state = obj.remote_partition_delete_state
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_id_partition = getattr(obj, "topic_id_partition", None)
+        broker_id = getattr(obj, "broker_id", None)
+        event_timestamp_ms = getattr(obj, "event_timestamp_ms", None)
+        remote_partition_delete_state = getattr(obj, "remote_partition_delete_state", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     _encode_topic_id_partition_entry(topic_id_partition, out, 0)
     out += _S6.pack(broker_id, event_timestamp_ms, remote_partition_delete_state)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "remote_partition_delete_metadata_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "remote_partition_delete_metadata_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_remote_partition_delete_metadata_record(obj, out, index, version):
@@ -1270,19 +1379,24 @@ def _fencode_remote_partition_delete_metadata_record(obj, out, index, version):
             f"RemotePartitionDeleteMetadataRecord is not defined for version {version} (this schema has it for (remote_log_metadata_record.version <= 0))",
             path="remote_partition_delete_metadata_record",
         )
-    own_ = type(obj) is RemotePartitionDeleteMetadataRecord
-    topic_id_partition = obj.topic_id_partition if own_ else getattr(obj, "topic_id_partition", None)
-    broker_id = obj.broker_id if own_ else getattr(obj, "broker_id", None)
-    event_timestamp_ms = obj.event_timestamp_ms if own_ else getattr(obj, "event_timestamp_ms", None)
-    remote_partition_delete_state = (
-        obj.remote_partition_delete_state if own_ else getattr(obj, "remote_partition_delete_state", None)
-    )
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is RemotePartitionDeleteMetadataRecord:
+        topic_id_partition = obj.topic_id_partition
+        broker_id = obj.broker_id
+        event_timestamp_ms = obj.event_timestamp_ms
+        remote_partition_delete_state = obj.remote_partition_delete_state
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_id_partition = getattr(obj, "topic_id_partition", None)
+        broker_id = getattr(obj, "broker_id", None)
+        event_timestamp_ms = getattr(obj, "event_timestamp_ms", None)
+        remote_partition_delete_state = getattr(obj, "remote_partition_delete_state", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     _fencode_topic_id_partition_entry(topic_id_partition, out, 0)
     out += _S6.pack(broker_id, event_timestamp_ms, remote_partition_delete_state)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "remote_partition_delete_metadata_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "remote_partition_delete_metadata_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_remote_log_segment_metadata_snapshot_record(buf, pos, end, opts, version):
@@ -1408,36 +1522,39 @@ def _decode_remote_log_segment_metadata_snapshot_record(buf, pos, end, opts, ver
     (remote_log_segment_state,) = _S5.unpack_from(buf, pos)
     pos += 1
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_snapshot_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="remote_log_segment_metadata_snapshot_record.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_snapshot_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_snapshot_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_snapshot_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="remote_log_segment_metadata_snapshot_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_snapshot_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_snapshot_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="remote_log_segment_metadata_snapshot_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return RemoteLogSegmentMetadataSnapshotRecord(
         segment_id,
         start_offset,
@@ -1497,46 +1614,49 @@ def _fdecode_remote_log_segment_metadata_snapshot_record(buf, pos, end, opts, ve
         leader_epoch_segment_leader_epoch_entry_, offset_segment_leader_epoch_entry_ = _S2.unpack_from(buf, pos)
         pos += 12
         tagged_fields_segment_leader_epoch_entry_ = []
-        sec__segment_leader_epoch_entry_ = pos
-        prev__segment_leader_epoch_entry_, odd__segment_leader_epoch_entry_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__segment_leader_epoch_entry_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__segment_leader_epoch_entry_, pos = _read_uvarint32(
-                buf, pos, end, "segment_leader_epoch_entry.tagged_fields"
-            )
-        if n_tags__segment_leader_epoch_entry_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__segment_leader_epoch_entry_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="segment_leader_epoch_entry.tagged_fields",
-            )
-        for __segment_leader_epoch_entry_ in range(n_tags__segment_leader_epoch_entry_):
-            tag__segment_leader_epoch_entry_, pos = _read_uvarint32(
-                buf, pos, end, "segment_leader_epoch_entry.tagged_fields"
-            )
-            size__segment_leader_epoch_entry_, pos = _read_uvarint32(
-                buf, pos, end, "segment_leader_epoch_entry.tagged_fields"
-            )
-            if size__segment_leader_epoch_entry_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__segment_leader_epoch_entry_} declares {size__segment_leader_epoch_entry_} bytes, {end - pos} left",
+            sec__segment_leader_epoch_entry_ = pos
+            prev__segment_leader_epoch_entry_, odd__segment_leader_epoch_entry_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__segment_leader_epoch_entry_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__segment_leader_epoch_entry_, pos = _read_uvarint32(
+                    buf, pos, end, "segment_leader_epoch_entry.tagged_fields"
+                )
+            if n_tags__segment_leader_epoch_entry_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__segment_leader_epoch_entry_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="segment_leader_epoch_entry.tagged_fields",
                 )
-            stop__segment_leader_epoch_entry_ = pos + size__segment_leader_epoch_entry_
-            if tag__segment_leader_epoch_entry_ <= prev__segment_leader_epoch_entry_:
-                odd__segment_leader_epoch_entry_ = True
-            prev__segment_leader_epoch_entry_ = tag__segment_leader_epoch_entry_
-            tagged_fields_segment_leader_epoch_entry_.append(
-                (tag__segment_leader_epoch_entry_, bytes(buf[pos:stop__segment_leader_epoch_entry_]))
-            )
-            pos = stop__segment_leader_epoch_entry_
-        if odd__segment_leader_epoch_entry_:
-            tagged_fields_segment_leader_epoch_entry_ = _keep_tags(
-                tagged_fields_segment_leader_epoch_entry_, buf[sec__segment_leader_epoch_entry_:pos], ()
-            )
+            for __segment_leader_epoch_entry_ in range(n_tags__segment_leader_epoch_entry_):
+                tag__segment_leader_epoch_entry_, pos = _read_uvarint32(
+                    buf, pos, end, "segment_leader_epoch_entry.tagged_fields"
+                )
+                size__segment_leader_epoch_entry_, pos = _read_uvarint32(
+                    buf, pos, end, "segment_leader_epoch_entry.tagged_fields"
+                )
+                if size__segment_leader_epoch_entry_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__segment_leader_epoch_entry_} declares {size__segment_leader_epoch_entry_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="segment_leader_epoch_entry.tagged_fields",
+                    )
+                stop__segment_leader_epoch_entry_ = pos + size__segment_leader_epoch_entry_
+                if tag__segment_leader_epoch_entry_ <= prev__segment_leader_epoch_entry_:
+                    odd__segment_leader_epoch_entry_ = True
+                prev__segment_leader_epoch_entry_ = tag__segment_leader_epoch_entry_
+                tagged_fields_segment_leader_epoch_entry_.append(
+                    (tag__segment_leader_epoch_entry_, bytes(buf[pos:stop__segment_leader_epoch_entry_]))
+                )
+                pos = stop__segment_leader_epoch_entry_
+            if odd__segment_leader_epoch_entry_:
+                tagged_fields_segment_leader_epoch_entry_ = _keep_tags(
+                    tagged_fields_segment_leader_epoch_entry_, buf[sec__segment_leader_epoch_entry_:pos], ()
+                )
         value__segment_leader_epoch_entry_ = _new_object(SegmentLeaderEpochEntry)
         value__segment_leader_epoch_entry_.leader_epoch = leader_epoch_segment_leader_epoch_entry_
         value__segment_leader_epoch_entry_.offset = offset_segment_leader_epoch_entry_
@@ -1570,36 +1690,39 @@ def _fdecode_remote_log_segment_metadata_snapshot_record(buf, pos, end, opts, ve
         remote_log_segment_state -= 256
     pos += 1
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_snapshot_record.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="remote_log_segment_metadata_snapshot_record.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_snapshot_record.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_snapshot_record.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_snapshot_record.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="remote_log_segment_metadata_snapshot_record.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_snapshot_record.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_snapshot_record.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="remote_log_segment_metadata_snapshot_record.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(RemoteLogSegmentMetadataSnapshotRecord)
     value_.segment_id = segment_id
     value_.start_offset = start_offset
@@ -1622,18 +1745,30 @@ def _encode_remote_log_segment_metadata_snapshot_record(obj, out, index, version
             f"RemoteLogSegmentMetadataSnapshotRecord is not defined for version {version} (this schema has it for (remote_log_metadata_record.version <= 0))",
             path="remote_log_segment_metadata_snapshot_record",
         )
-    own_ = type(obj) is RemoteLogSegmentMetadataSnapshotRecord
-    segment_id = obj.segment_id if own_ else getattr(obj, "segment_id", None)
-    start_offset = obj.start_offset if own_ else getattr(obj, "start_offset", None)
-    end_offset = obj.end_offset if own_ else getattr(obj, "end_offset", None)
-    broker_id = obj.broker_id if own_ else getattr(obj, "broker_id", None)
-    max_timestamp_ms = obj.max_timestamp_ms if own_ else getattr(obj, "max_timestamp_ms", None)
-    event_timestamp_ms = obj.event_timestamp_ms if own_ else getattr(obj, "event_timestamp_ms", None)
-    segment_leader_epochs = obj.segment_leader_epochs if own_ else getattr(obj, "segment_leader_epochs", None)
-    segment_size_in_bytes = obj.segment_size_in_bytes if own_ else getattr(obj, "segment_size_in_bytes", None)
-    custom_metadata = obj.custom_metadata if own_ else getattr(obj, "custom_metadata", None)
-    remote_log_segment_state = obj.remote_log_segment_state if own_ else getattr(obj, "remote_log_segment_state", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is RemoteLogSegmentMetadataSnapshotRecord:
+        segment_id = obj.segment_id
+        start_offset = obj.start_offset
+        end_offset = obj.end_offset
+        broker_id = obj.broker_id
+        max_timestamp_ms = obj.max_timestamp_ms
+        event_timestamp_ms = obj.event_timestamp_ms
+        segment_leader_epochs = obj.segment_leader_epochs
+        segment_size_in_bytes = obj.segment_size_in_bytes
+        custom_metadata = obj.custom_metadata
+        remote_log_segment_state = obj.remote_log_segment_state
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        segment_id = getattr(obj, "segment_id", None)
+        start_offset = getattr(obj, "start_offset", None)
+        end_offset = getattr(obj, "end_offset", None)
+        broker_id = getattr(obj, "broker_id", None)
+        max_timestamp_ms = getattr(obj, "max_timestamp_ms", None)
+        event_timestamp_ms = getattr(obj, "event_timestamp_ms", None)
+        segment_leader_epochs = getattr(obj, "segment_leader_epochs", None)
+        segment_size_in_bytes = getattr(obj, "segment_size_in_bytes", None)
+        custom_metadata = getattr(obj, "custom_metadata", None)
+        remote_log_segment_state = getattr(obj, "remote_log_segment_state", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S7.pack(_uuid16(segment_id), start_offset, end_offset, broker_id, max_timestamp_ms, event_timestamp_ms)
     n_ = len(segment_leader_epochs)
     if -1 <= n_ < 0x3FFF:
@@ -1672,9 +1807,10 @@ def _encode_remote_log_segment_metadata_snapshot_record(obj, out, index, version
             f"{remote_log_segment_state} does not fit int8",
             path="remote_log_segment_metadata_snapshot_record.remote_log_segment_state",
         )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "remote_log_segment_metadata_snapshot_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "remote_log_segment_metadata_snapshot_record.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_remote_log_segment_metadata_snapshot_record(obj, out, index, version):
@@ -1684,18 +1820,30 @@ def _fencode_remote_log_segment_metadata_snapshot_record(obj, out, index, versio
             f"RemoteLogSegmentMetadataSnapshotRecord is not defined for version {version} (this schema has it for (remote_log_metadata_record.version <= 0))",
             path="remote_log_segment_metadata_snapshot_record",
         )
-    own_ = type(obj) is RemoteLogSegmentMetadataSnapshotRecord
-    segment_id = obj.segment_id if own_ else getattr(obj, "segment_id", None)
-    start_offset = obj.start_offset if own_ else getattr(obj, "start_offset", None)
-    end_offset = obj.end_offset if own_ else getattr(obj, "end_offset", None)
-    broker_id = obj.broker_id if own_ else getattr(obj, "broker_id", None)
-    max_timestamp_ms = obj.max_timestamp_ms if own_ else getattr(obj, "max_timestamp_ms", None)
-    event_timestamp_ms = obj.event_timestamp_ms if own_ else getattr(obj, "event_timestamp_ms", None)
-    segment_leader_epochs = obj.segment_leader_epochs if own_ else getattr(obj, "segment_leader_epochs", None)
-    segment_size_in_bytes = obj.segment_size_in_bytes if own_ else getattr(obj, "segment_size_in_bytes", None)
-    custom_metadata = obj.custom_metadata if own_ else getattr(obj, "custom_metadata", None)
-    remote_log_segment_state = obj.remote_log_segment_state if own_ else getattr(obj, "remote_log_segment_state", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is RemoteLogSegmentMetadataSnapshotRecord:
+        segment_id = obj.segment_id
+        start_offset = obj.start_offset
+        end_offset = obj.end_offset
+        broker_id = obj.broker_id
+        max_timestamp_ms = obj.max_timestamp_ms
+        event_timestamp_ms = obj.event_timestamp_ms
+        segment_leader_epochs = obj.segment_leader_epochs
+        segment_size_in_bytes = obj.segment_size_in_bytes
+        custom_metadata = obj.custom_metadata
+        remote_log_segment_state = obj.remote_log_segment_state
+        tagged_fields = obj.tagged_fields
+    else:
+        segment_id = getattr(obj, "segment_id", None)
+        start_offset = getattr(obj, "start_offset", None)
+        end_offset = getattr(obj, "end_offset", None)
+        broker_id = getattr(obj, "broker_id", None)
+        max_timestamp_ms = getattr(obj, "max_timestamp_ms", None)
+        event_timestamp_ms = getattr(obj, "event_timestamp_ms", None)
+        segment_leader_epochs = getattr(obj, "segment_leader_epochs", None)
+        segment_size_in_bytes = getattr(obj, "segment_size_in_bytes", None)
+        custom_metadata = getattr(obj, "custom_metadata", None)
+        remote_log_segment_state = getattr(obj, "remote_log_segment_state", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S7.pack(_uuid16(segment_id), start_offset, end_offset, broker_id, max_timestamp_ms, event_timestamp_ms)
     n_ = len(segment_leader_epochs)
     if -1 <= n_ < 16383:
@@ -1703,26 +1851,24 @@ def _fencode_remote_log_segment_metadata_snapshot_record(obj, out, index, versio
     else:
         _write_uvarint(out, n_ + 1, "remote_log_segment_metadata_snapshot_record.segment_leader_epochs")
     for item_ in segment_leader_epochs:
-        own__segment_leader_epoch_entry_ = type(item_) is SegmentLeaderEpochEntry
-        leader_epoch_segment_leader_epoch_entry_ = (
-            item_.leader_epoch if own__segment_leader_epoch_entry_ else getattr(item_, "leader_epoch", None)
-        )
-        offset_segment_leader_epoch_entry_ = (
-            item_.offset if own__segment_leader_epoch_entry_ else getattr(item_, "offset", None)
-        )
-        tagged_fields_segment_leader_epoch_entry_ = (
-            item_.tagged_fields if own__segment_leader_epoch_entry_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is SegmentLeaderEpochEntry:
+            leader_epoch_segment_leader_epoch_entry_ = item_.leader_epoch
+            offset_segment_leader_epoch_entry_ = item_.offset
+            tagged_fields_segment_leader_epoch_entry_ = item_.tagged_fields
+        else:
+            leader_epoch_segment_leader_epoch_entry_ = getattr(item_, "leader_epoch", None)
+            offset_segment_leader_epoch_entry_ = getattr(item_, "offset", None)
+            tagged_fields_segment_leader_epoch_entry_ = getattr(item_, "tagged_fields", None)
         out += _S2.pack(leader_epoch_segment_leader_epoch_entry_, offset_segment_leader_epoch_entry_)
-        tags__segment_leader_epoch_entry_ = []
-        valid__segment_leader_epoch_entry_ = None
-        _write_tagged(
-            out,
-            tags__segment_leader_epoch_entry_,
-            tagged_fields_segment_leader_epoch_entry_,
-            "segment_leader_epoch_entry.tagged_fields",
-            valid__segment_leader_epoch_entry_,
-        )
+        if (
+            tagged_fields_segment_leader_epoch_entry_
+            or tagged_fields_segment_leader_epoch_entry_.__class__ is _TagSection
+        ):
+            _write_tagged(
+                out, [], tagged_fields_segment_leader_epoch_entry_, "segment_leader_epoch_entry.tagged_fields", None
+            )
+        else:
+            out.append(0)
     out += _S4.pack(segment_size_in_bytes)
     if custom_metadata is None:
         out.append(0)
@@ -1740,9 +1886,10 @@ def _fencode_remote_log_segment_metadata_snapshot_record(obj, out, index, versio
             f"{remote_log_segment_state} does not fit int8",
             path="remote_log_segment_metadata_snapshot_record.remote_log_segment_state",
         )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "remote_log_segment_metadata_snapshot_record.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "remote_log_segment_metadata_snapshot_record.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_remote_log_metadata_record(buf, pos, end, opts):
@@ -1846,11 +1993,16 @@ def _fdecode_remote_log_metadata_record(buf, pos, end, opts):
 
 def _encode_remote_log_metadata_record(obj, out, index):
     """Append one remote_log_metadata_record to out."""
-    own_ = type(obj) is RemoteLogMetadataRecord
-    frame_version = obj.frame_version if own_ else getattr(obj, "frame_version", 1)
-    api_key = obj.api_key if own_ else getattr(obj, "api_key", None)
-    version = obj.version if own_ else getattr(obj, "version", None)
-    record = obj.record if own_ else getattr(obj, "record", None)
+    if type(obj) is RemoteLogMetadataRecord:
+        frame_version = obj.frame_version
+        api_key = obj.api_key
+        version = obj.version
+        record = obj.record
+    else:  # another class: its fields by name, a missing one at its default
+        frame_version = getattr(obj, "frame_version", 1)
+        api_key = getattr(obj, "api_key", None)
+        version = getattr(obj, "version", None)
+        record = getattr(obj, "record", None)
     if 0 <= frame_version < 0x4000:
         out += _UV_BYTES[frame_version]
     else:
@@ -1899,11 +2051,16 @@ def _encode_remote_log_metadata_record(obj, out, index):
 
 def _fencode_remote_log_metadata_record(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is RemoteLogMetadataRecord
-    frame_version = obj.frame_version if own_ else getattr(obj, "frame_version", 1)
-    api_key = obj.api_key if own_ else getattr(obj, "api_key", None)
-    version = obj.version if own_ else getattr(obj, "version", None)
-    record = obj.record if own_ else getattr(obj, "record", None)
+    if type(obj) is RemoteLogMetadataRecord:
+        frame_version = obj.frame_version
+        api_key = obj.api_key
+        version = obj.version
+        record = obj.record
+    else:  # another class: its fields by name, a missing one at its default
+        frame_version = getattr(obj, "frame_version", 1)
+        api_key = getattr(obj, "api_key", None)
+        version = getattr(obj, "version", None)
+        record = getattr(obj, "record", None)
     if 0 <= frame_version < 0x4000:
         out += _UV_BYTES[frame_version]
     else:

@@ -108,10 +108,14 @@ def _fdecode_share_snapshot_key(buf, pos, end, opts):
 
 def _encode_share_snapshot_key(obj, out, index):
     """Append one share_snapshot_key to out."""
-    own_ = type(obj) is ShareSnapshotKey
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", None)
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    partition = obj.partition if own_ else getattr(obj, "partition", None)
+    if type(obj) is ShareSnapshotKey:
+        group_id = obj.group_id
+        topic_id = obj.topic_id
+        partition = obj.partition
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", None)
+        topic_id = getattr(obj, "topic_id", None)
+        partition = getattr(obj, "partition", None)
     if group_id is None:
         raise _InvalidValueError("may not be null", path="share_snapshot_key.group_id")
     else:
@@ -124,10 +128,14 @@ def _encode_share_snapshot_key(obj, out, index):
 
 def _fencode_share_snapshot_key(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is ShareSnapshotKey
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", None)
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    partition = obj.partition if own_ else getattr(obj, "partition", None)
+    if type(obj) is ShareSnapshotKey:
+        group_id = obj.group_id
+        topic_id = obj.topic_id
+        partition = obj.partition
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", None)
+        topic_id = getattr(obj, "topic_id", None)
+        partition = getattr(obj, "partition", None)
     b_ = _STR_ENCODED.get(group_id)
     group_id = _encode_str(group_id) if b_ is None else b_
     out += _S0.pack(len(group_id))
@@ -194,10 +202,14 @@ def _fdecode_share_update_key(buf, pos, end, opts):
 
 def _encode_share_update_key(obj, out, index):
     """Append one share_update_key to out."""
-    own_ = type(obj) is ShareUpdateKey
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", None)
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    partition = obj.partition if own_ else getattr(obj, "partition", None)
+    if type(obj) is ShareUpdateKey:
+        group_id = obj.group_id
+        topic_id = obj.topic_id
+        partition = obj.partition
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", None)
+        topic_id = getattr(obj, "topic_id", None)
+        partition = getattr(obj, "partition", None)
     if group_id is None:
         raise _InvalidValueError("may not be null", path="share_update_key.group_id")
     else:
@@ -210,10 +222,14 @@ def _encode_share_update_key(obj, out, index):
 
 def _fencode_share_update_key(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is ShareUpdateKey
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", None)
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    partition = obj.partition if own_ else getattr(obj, "partition", None)
+    if type(obj) is ShareUpdateKey:
+        group_id = obj.group_id
+        topic_id = obj.topic_id
+        partition = obj.partition
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", None)
+        topic_id = getattr(obj, "topic_id", None)
+        partition = getattr(obj, "partition", None)
     b_ = _STR_ENCODED.get(group_id)
     group_id = _encode_str(group_id) if b_ is None else b_
     out += _S0.pack(len(group_id))
@@ -258,9 +274,12 @@ def _fdecode_share_coordinator_key(buf, pos, end, opts):
 
 def _encode_share_coordinator_key(obj, out, index):
     """Append one share_coordinator_key to out."""
-    own_ = type(obj) is ShareCoordinatorKey
-    record_type = obj.record_type if own_ else getattr(obj, "record_type", None)
-    key = obj.key if own_ else getattr(obj, "key", None)
+    if type(obj) is ShareCoordinatorKey:
+        record_type = obj.record_type
+        key = obj.key
+    else:  # another class: its fields by name, a missing one at its default
+        record_type = getattr(obj, "record_type", None)
+        key = getattr(obj, "key", None)
     out += _S0.pack(record_type)
     if record_type == 0:
         if type(key) is not ShareSnapshotKey:
@@ -284,9 +303,12 @@ def _encode_share_coordinator_key(obj, out, index):
 
 def _fencode_share_coordinator_key(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is ShareCoordinatorKey
-    record_type = obj.record_type if own_ else getattr(obj, "record_type", None)
-    key = obj.key if own_ else getattr(obj, "key", None)
+    if type(obj) is ShareCoordinatorKey:
+        record_type = obj.record_type
+        key = obj.key
+    else:  # another class: its fields by name, a missing one at its default
+        record_type = getattr(obj, "record_type", None)
+        key = getattr(obj, "key", None)
     out += _S0.pack(record_type)
     if record_type == 0:
         if type(key) is not ShareSnapshotKey:

@@ -21,6 +21,7 @@ from kfmt.runtime.options import options_for as _options_for
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -67,47 +68,57 @@ def _decode_state_batch(buf, pos, end, opts):
     ) = _S0.unpack_from(buf, pos)
     pos += 19
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="state_batch.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="state_batch.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="state_batch.tagged_fields"
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="state_batch.tagged_fields"
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return StateBatch(first_offset, last_offset, delivery_state, delivery_count, tagged_fields), pos
 
 
 def _encode_state_batch(obj, out, index):
     """Append one state_batch to out."""
-    own_ = type(obj) is StateBatch
-    first_offset = obj.first_offset if own_ else getattr(obj, "first_offset", None)
-    last_offset = obj.last_offset if own_ else getattr(obj, "last_offset", None)
-    delivery_state = obj.delivery_state if own_ else getattr(obj, "delivery_state", None)
-    delivery_count = obj.delivery_count if own_ else getattr(obj, "delivery_count", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is StateBatch:
+        first_offset = obj.first_offset
+        last_offset = obj.last_offset
+        delivery_state = obj.delivery_state
+        delivery_count = obj.delivery_count
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        first_offset = getattr(obj, "first_offset", None)
+        last_offset = getattr(obj, "last_offset", None)
+        delivery_state = getattr(obj, "delivery_state", None)
+        delivery_count = getattr(obj, "delivery_count", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(first_offset, last_offset, delivery_state, delivery_count)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "state_batch.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "state_batch.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_share_snapshot_value(buf, pos, end, opts, version):
@@ -172,36 +183,39 @@ def _decode_share_snapshot_value(buf, pos, end, opts, version):
             raise exc.within("share_snapshot_value.state_batches", i_state_batches, "state_batch") from None
         append_state_batches(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_snapshot_value.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="share_snapshot_value.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "share_snapshot_value.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "share_snapshot_value.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "share_snapshot_value.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="share_snapshot_value.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "share_snapshot_value.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "share_snapshot_value.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="share_snapshot_value.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ShareSnapshotValue(
         snapshot_epoch, state_epoch, leader_epoch, start_offset, state_batches, tagged_fields
     ), pos
@@ -252,36 +266,39 @@ def _fdecode_share_snapshot_value(buf, pos, end, opts, version):
         ) = _S0.unpack_from(buf, pos)
         pos += 19
         tagged_fields_state_batch_ = []
-        sec__state_batch_ = pos
-        prev__state_batch_, odd__state_batch_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__state_batch_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__state_batch_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
-        if n_tags__state_batch_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__state_batch_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="state_batch.tagged_fields",
-            )
-        for __state_batch_ in range(n_tags__state_batch_):
-            tag__state_batch_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
-            size__state_batch_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
-            if size__state_batch_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__state_batch_} declares {size__state_batch_} bytes, {end - pos} left",
+            sec__state_batch_ = pos
+            prev__state_batch_, odd__state_batch_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__state_batch_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__state_batch_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
+            if n_tags__state_batch_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__state_batch_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="state_batch.tagged_fields",
                 )
-            stop__state_batch_ = pos + size__state_batch_
-            if tag__state_batch_ <= prev__state_batch_:
-                odd__state_batch_ = True
-            prev__state_batch_ = tag__state_batch_
-            tagged_fields_state_batch_.append((tag__state_batch_, bytes(buf[pos:stop__state_batch_])))
-            pos = stop__state_batch_
-        if odd__state_batch_:
-            tagged_fields_state_batch_ = _keep_tags(tagged_fields_state_batch_, buf[sec__state_batch_:pos], ())
+            for __state_batch_ in range(n_tags__state_batch_):
+                tag__state_batch_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
+                size__state_batch_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
+                if size__state_batch_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__state_batch_} declares {size__state_batch_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="state_batch.tagged_fields",
+                    )
+                stop__state_batch_ = pos + size__state_batch_
+                if tag__state_batch_ <= prev__state_batch_:
+                    odd__state_batch_ = True
+                prev__state_batch_ = tag__state_batch_
+                tagged_fields_state_batch_.append((tag__state_batch_, bytes(buf[pos:stop__state_batch_])))
+                pos = stop__state_batch_
+            if odd__state_batch_:
+                tagged_fields_state_batch_ = _keep_tags(tagged_fields_state_batch_, buf[sec__state_batch_:pos], ())
         value__state_batch_ = _new_object(StateBatch)
         value__state_batch_.first_offset = first_offset_state_batch_
         value__state_batch_.last_offset = last_offset_state_batch_
@@ -291,36 +308,39 @@ def _fdecode_share_snapshot_value(buf, pos, end, opts, version):
         item_ = value__state_batch_
         append_state_batches(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_snapshot_value.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="share_snapshot_value.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "share_snapshot_value.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "share_snapshot_value.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "share_snapshot_value.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="share_snapshot_value.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "share_snapshot_value.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "share_snapshot_value.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="share_snapshot_value.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ShareSnapshotValue)
     value_.snapshot_epoch = snapshot_epoch
     value_.state_epoch = state_epoch
@@ -338,13 +358,20 @@ def _encode_share_snapshot_value(obj, out, index, version):
             f"ShareSnapshotValue is not defined for version {version} (this schema has it for (share_coordinator_value.version <= 0))",
             path="share_snapshot_value",
         )
-    own_ = type(obj) is ShareSnapshotValue
-    snapshot_epoch = obj.snapshot_epoch if own_ else getattr(obj, "snapshot_epoch", None)
-    state_epoch = obj.state_epoch if own_ else getattr(obj, "state_epoch", None)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", None)
-    start_offset = obj.start_offset if own_ else getattr(obj, "start_offset", None)
-    state_batches = obj.state_batches if own_ else getattr(obj, "state_batches", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ShareSnapshotValue:
+        snapshot_epoch = obj.snapshot_epoch
+        state_epoch = obj.state_epoch
+        leader_epoch = obj.leader_epoch
+        start_offset = obj.start_offset
+        state_batches = obj.state_batches
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        snapshot_epoch = getattr(obj, "snapshot_epoch", None)
+        state_epoch = getattr(obj, "state_epoch", None)
+        leader_epoch = getattr(obj, "leader_epoch", None)
+        start_offset = getattr(obj, "start_offset", None)
+        state_batches = getattr(obj, "state_batches", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(snapshot_epoch, state_epoch, leader_epoch, start_offset)
     n_ = len(state_batches)
     if -1 <= n_ < 0x3FFF:
@@ -362,9 +389,10 @@ def _encode_share_snapshot_value(obj, out, index, version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"share_snapshot_value.state_batches[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "share_snapshot_value.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "share_snapshot_value.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_share_snapshot_value(obj, out, index, version):
@@ -374,13 +402,20 @@ def _fencode_share_snapshot_value(obj, out, index, version):
             f"ShareSnapshotValue is not defined for version {version} (this schema has it for (share_coordinator_value.version <= 0))",
             path="share_snapshot_value",
         )
-    own_ = type(obj) is ShareSnapshotValue
-    snapshot_epoch = obj.snapshot_epoch if own_ else getattr(obj, "snapshot_epoch", None)
-    state_epoch = obj.state_epoch if own_ else getattr(obj, "state_epoch", None)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", None)
-    start_offset = obj.start_offset if own_ else getattr(obj, "start_offset", None)
-    state_batches = obj.state_batches if own_ else getattr(obj, "state_batches", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ShareSnapshotValue:
+        snapshot_epoch = obj.snapshot_epoch
+        state_epoch = obj.state_epoch
+        leader_epoch = obj.leader_epoch
+        start_offset = obj.start_offset
+        state_batches = obj.state_batches
+        tagged_fields = obj.tagged_fields
+    else:
+        snapshot_epoch = getattr(obj, "snapshot_epoch", None)
+        state_epoch = getattr(obj, "state_epoch", None)
+        leader_epoch = getattr(obj, "leader_epoch", None)
+        start_offset = getattr(obj, "start_offset", None)
+        state_batches = getattr(obj, "state_batches", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(snapshot_epoch, state_epoch, leader_epoch, start_offset)
     n_ = len(state_batches)
     if -1 <= n_ < 16383:
@@ -388,30 +423,32 @@ def _fencode_share_snapshot_value(obj, out, index, version):
     else:
         _write_uvarint(out, n_ + 1, "share_snapshot_value.state_batches")
     for item_ in state_batches:
-        own__state_batch_ = type(item_) is StateBatch
-        first_offset_state_batch_ = item_.first_offset if own__state_batch_ else getattr(item_, "first_offset", None)
-        last_offset_state_batch_ = item_.last_offset if own__state_batch_ else getattr(item_, "last_offset", None)
-        delivery_state_state_batch_ = (
-            item_.delivery_state if own__state_batch_ else getattr(item_, "delivery_state", None)
-        )
-        delivery_count_state_batch_ = (
-            item_.delivery_count if own__state_batch_ else getattr(item_, "delivery_count", None)
-        )
-        tagged_fields_state_batch_ = item_.tagged_fields if own__state_batch_ else getattr(item_, "tagged_fields", None)
+        if type(item_) is StateBatch:
+            first_offset_state_batch_ = item_.first_offset
+            last_offset_state_batch_ = item_.last_offset
+            delivery_state_state_batch_ = item_.delivery_state
+            delivery_count_state_batch_ = item_.delivery_count
+            tagged_fields_state_batch_ = item_.tagged_fields
+        else:
+            first_offset_state_batch_ = getattr(item_, "first_offset", None)
+            last_offset_state_batch_ = getattr(item_, "last_offset", None)
+            delivery_state_state_batch_ = getattr(item_, "delivery_state", None)
+            delivery_count_state_batch_ = getattr(item_, "delivery_count", None)
+            tagged_fields_state_batch_ = getattr(item_, "tagged_fields", None)
         out += _S0.pack(
             first_offset_state_batch_,
             last_offset_state_batch_,
             delivery_state_state_batch_,
             delivery_count_state_batch_,
         )
-        tags__state_batch_ = []
-        valid__state_batch_ = None
-        _write_tagged(
-            out, tags__state_batch_, tagged_fields_state_batch_, "state_batch.tagged_fields", valid__state_batch_
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "share_snapshot_value.tagged_fields", valid_)
+        if tagged_fields_state_batch_ or tagged_fields_state_batch_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_state_batch_, "state_batch.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "share_snapshot_value.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_share_update_value(buf, pos, end, opts, version):
@@ -475,36 +512,39 @@ def _decode_share_update_value(buf, pos, end, opts, version):
             raise exc.within("share_update_value.state_batches", i_state_batches, "state_batch") from None
         append_state_batches(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_update_value.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="share_update_value.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "share_update_value.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "share_update_value.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "share_update_value.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="share_update_value.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "share_update_value.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "share_update_value.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="share_update_value.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ShareUpdateValue(snapshot_epoch, leader_epoch, start_offset, state_batches, tagged_fields), pos
 
 
@@ -553,36 +593,39 @@ def _fdecode_share_update_value(buf, pos, end, opts, version):
         ) = _S0.unpack_from(buf, pos)
         pos += 19
         tagged_fields_state_batch_ = []
-        sec__state_batch_ = pos
-        prev__state_batch_, odd__state_batch_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__state_batch_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__state_batch_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
-        if n_tags__state_batch_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__state_batch_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="state_batch.tagged_fields",
-            )
-        for __state_batch_ in range(n_tags__state_batch_):
-            tag__state_batch_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
-            size__state_batch_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
-            if size__state_batch_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__state_batch_} declares {size__state_batch_} bytes, {end - pos} left",
+            sec__state_batch_ = pos
+            prev__state_batch_, odd__state_batch_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__state_batch_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__state_batch_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
+            if n_tags__state_batch_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__state_batch_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="state_batch.tagged_fields",
                 )
-            stop__state_batch_ = pos + size__state_batch_
-            if tag__state_batch_ <= prev__state_batch_:
-                odd__state_batch_ = True
-            prev__state_batch_ = tag__state_batch_
-            tagged_fields_state_batch_.append((tag__state_batch_, bytes(buf[pos:stop__state_batch_])))
-            pos = stop__state_batch_
-        if odd__state_batch_:
-            tagged_fields_state_batch_ = _keep_tags(tagged_fields_state_batch_, buf[sec__state_batch_:pos], ())
+            for __state_batch_ in range(n_tags__state_batch_):
+                tag__state_batch_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
+                size__state_batch_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
+                if size__state_batch_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__state_batch_} declares {size__state_batch_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="state_batch.tagged_fields",
+                    )
+                stop__state_batch_ = pos + size__state_batch_
+                if tag__state_batch_ <= prev__state_batch_:
+                    odd__state_batch_ = True
+                prev__state_batch_ = tag__state_batch_
+                tagged_fields_state_batch_.append((tag__state_batch_, bytes(buf[pos:stop__state_batch_])))
+                pos = stop__state_batch_
+            if odd__state_batch_:
+                tagged_fields_state_batch_ = _keep_tags(tagged_fields_state_batch_, buf[sec__state_batch_:pos], ())
         value__state_batch_ = _new_object(StateBatch)
         value__state_batch_.first_offset = first_offset_state_batch_
         value__state_batch_.last_offset = last_offset_state_batch_
@@ -592,36 +635,39 @@ def _fdecode_share_update_value(buf, pos, end, opts, version):
         item_ = value__state_batch_
         append_state_batches(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_update_value.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="share_update_value.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "share_update_value.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "share_update_value.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "share_update_value.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="share_update_value.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "share_update_value.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "share_update_value.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="share_update_value.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ShareUpdateValue)
     value_.snapshot_epoch = snapshot_epoch
     value_.leader_epoch = leader_epoch
@@ -638,12 +684,18 @@ def _encode_share_update_value(obj, out, index, version):
             f"ShareUpdateValue is not defined for version {version} (this schema has it for (share_coordinator_value.version <= 0))",
             path="share_update_value",
         )
-    own_ = type(obj) is ShareUpdateValue
-    snapshot_epoch = obj.snapshot_epoch if own_ else getattr(obj, "snapshot_epoch", None)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", None)
-    start_offset = obj.start_offset if own_ else getattr(obj, "start_offset", None)
-    state_batches = obj.state_batches if own_ else getattr(obj, "state_batches", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ShareUpdateValue:
+        snapshot_epoch = obj.snapshot_epoch
+        leader_epoch = obj.leader_epoch
+        start_offset = obj.start_offset
+        state_batches = obj.state_batches
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        snapshot_epoch = getattr(obj, "snapshot_epoch", None)
+        leader_epoch = getattr(obj, "leader_epoch", None)
+        start_offset = getattr(obj, "start_offset", None)
+        state_batches = getattr(obj, "state_batches", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(snapshot_epoch, leader_epoch, start_offset)
     n_ = len(state_batches)
     if -1 <= n_ < 0x3FFF:
@@ -661,9 +713,10 @@ def _encode_share_update_value(obj, out, index, version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"share_update_value.state_batches[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "share_update_value.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "share_update_value.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_share_update_value(obj, out, index, version):
@@ -673,12 +726,18 @@ def _fencode_share_update_value(obj, out, index, version):
             f"ShareUpdateValue is not defined for version {version} (this schema has it for (share_coordinator_value.version <= 0))",
             path="share_update_value",
         )
-    own_ = type(obj) is ShareUpdateValue
-    snapshot_epoch = obj.snapshot_epoch if own_ else getattr(obj, "snapshot_epoch", None)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", None)
-    start_offset = obj.start_offset if own_ else getattr(obj, "start_offset", None)
-    state_batches = obj.state_batches if own_ else getattr(obj, "state_batches", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ShareUpdateValue:
+        snapshot_epoch = obj.snapshot_epoch
+        leader_epoch = obj.leader_epoch
+        start_offset = obj.start_offset
+        state_batches = obj.state_batches
+        tagged_fields = obj.tagged_fields
+    else:
+        snapshot_epoch = getattr(obj, "snapshot_epoch", None)
+        leader_epoch = getattr(obj, "leader_epoch", None)
+        start_offset = getattr(obj, "start_offset", None)
+        state_batches = getattr(obj, "state_batches", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(snapshot_epoch, leader_epoch, start_offset)
     n_ = len(state_batches)
     if -1 <= n_ < 16383:
@@ -686,30 +745,32 @@ def _fencode_share_update_value(obj, out, index, version):
     else:
         _write_uvarint(out, n_ + 1, "share_update_value.state_batches")
     for item_ in state_batches:
-        own__state_batch_ = type(item_) is StateBatch
-        first_offset_state_batch_ = item_.first_offset if own__state_batch_ else getattr(item_, "first_offset", None)
-        last_offset_state_batch_ = item_.last_offset if own__state_batch_ else getattr(item_, "last_offset", None)
-        delivery_state_state_batch_ = (
-            item_.delivery_state if own__state_batch_ else getattr(item_, "delivery_state", None)
-        )
-        delivery_count_state_batch_ = (
-            item_.delivery_count if own__state_batch_ else getattr(item_, "delivery_count", None)
-        )
-        tagged_fields_state_batch_ = item_.tagged_fields if own__state_batch_ else getattr(item_, "tagged_fields", None)
+        if type(item_) is StateBatch:
+            first_offset_state_batch_ = item_.first_offset
+            last_offset_state_batch_ = item_.last_offset
+            delivery_state_state_batch_ = item_.delivery_state
+            delivery_count_state_batch_ = item_.delivery_count
+            tagged_fields_state_batch_ = item_.tagged_fields
+        else:
+            first_offset_state_batch_ = getattr(item_, "first_offset", None)
+            last_offset_state_batch_ = getattr(item_, "last_offset", None)
+            delivery_state_state_batch_ = getattr(item_, "delivery_state", None)
+            delivery_count_state_batch_ = getattr(item_, "delivery_count", None)
+            tagged_fields_state_batch_ = getattr(item_, "tagged_fields", None)
         out += _S0.pack(
             first_offset_state_batch_,
             last_offset_state_batch_,
             delivery_state_state_batch_,
             delivery_count_state_batch_,
         )
-        tags__state_batch_ = []
-        valid__state_batch_ = None
-        _write_tagged(
-            out, tags__state_batch_, tagged_fields_state_batch_, "state_batch.tagged_fields", valid__state_batch_
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "share_update_value.tagged_fields", valid_)
+        if tagged_fields_state_batch_ or tagged_fields_state_batch_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_state_batch_, "state_batch.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "share_update_value.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_share_coordinator_value(buf, pos, end, opts, record_type):
@@ -749,9 +810,12 @@ def _fdecode_share_coordinator_value(buf, pos, end, opts, record_type):
 
 def _encode_share_coordinator_value(obj, out, index, record_type):
     """Append one share_coordinator_value to out."""
-    own_ = type(obj) is ShareCoordinatorValue
-    version = obj.version if own_ else getattr(obj, "version", None)
-    value = obj.value if own_ else getattr(obj, "value", None)
+    if type(obj) is ShareCoordinatorValue:
+        version = obj.version
+        value = obj.value
+    else:  # another class: its fields by name, a missing one at its default
+        version = getattr(obj, "version", None)
+        value = getattr(obj, "value", None)
     out += _S3.pack(version)
     if record_type == 0:
         if type(value) is not ShareSnapshotValue:
@@ -775,9 +839,12 @@ def _encode_share_coordinator_value(obj, out, index, record_type):
 
 def _fencode_share_coordinator_value(obj, out, index, record_type):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is ShareCoordinatorValue
-    version = obj.version if own_ else getattr(obj, "version", None)
-    value = obj.value if own_ else getattr(obj, "value", None)
+    if type(obj) is ShareCoordinatorValue:
+        version = obj.version
+        value = obj.value
+    else:  # another class: its fields by name, a missing one at its default
+        version = getattr(obj, "version", None)
+        value = getattr(obj, "value", None)
     out += _S3.pack(version)
     if record_type == 0:
         if type(value) is not ShareSnapshotValue:

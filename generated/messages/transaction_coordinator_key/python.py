@@ -150,9 +150,12 @@ def _fdecode_transaction_coordinator_key(buf, pos, end, opts):
 
 def _encode_transaction_coordinator_key(obj, out, index):
     """Append one transaction_coordinator_key to out."""
-    own_ = type(obj) is TransactionCoordinatorKey
-    record_type = obj.record_type if own_ else getattr(obj, "record_type", None)
-    key = obj.key if own_ else getattr(obj, "key", None)
+    if type(obj) is TransactionCoordinatorKey:
+        record_type = obj.record_type
+        key = obj.key
+    else:  # another class: its fields by name, a missing one at its default
+        record_type = getattr(obj, "record_type", None)
+        key = getattr(obj, "key", None)
     out += _S0.pack(record_type)
     if record_type == 0:
         if type(key) is not TransactionLogKey:
@@ -169,9 +172,12 @@ def _encode_transaction_coordinator_key(obj, out, index):
 
 def _fencode_transaction_coordinator_key(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is TransactionCoordinatorKey
-    record_type = obj.record_type if own_ else getattr(obj, "record_type", None)
-    key = obj.key if own_ else getattr(obj, "key", None)
+    if type(obj) is TransactionCoordinatorKey:
+        record_type = obj.record_type
+        key = obj.key
+    else:  # another class: its fields by name, a missing one at its default
+        record_type = getattr(obj, "record_type", None)
+        key = getattr(obj, "key", None)
     out += _S0.pack(record_type)
     if record_type == 0:
         if type(key) is not TransactionLogKey:

@@ -18,6 +18,8 @@ from kfmt.runtime.errors import LimitExceededError as _LimitExceededError
 from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
+from kfmt.runtime.scalars import PACKED as _PACKED
+from kfmt.runtime.scalars import PACKED_MAX as _PACKED_MAX
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -25,6 +27,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -156,9 +159,12 @@ def _decode_partitions_schema(buf, pos, end, opts):
 
 def _encode_partitions_schema(obj, out, index):
     """Append one partitions_schema to out."""
-    own_ = type(obj) is PartitionsSchema
-    topic = obj.topic if own_ else getattr(obj, "topic", None)
-    partition_ids = obj.partition_ids if own_ else getattr(obj, "partition_ids", None)
+    if type(obj) is PartitionsSchema:
+        topic = obj.topic
+        partition_ids = obj.partition_ids
+    else:  # another class: its fields by name, a missing one at its default
+        topic = getattr(obj, "topic", None)
+        partition_ids = getattr(obj, "partition_ids", None)
     if topic is None:
         raise _InvalidValueError("may not be null", path="partitions_schema.topic")
     else:
@@ -382,18 +388,22 @@ def _encode_transaction_log_value(obj, out, index, version):
             f"TransactionLogValue is not defined for version {version} (this schema has it for (transaction_coordinator_value.version <= 0))",
             path="transaction_log_value",
         )
-    own_ = type(obj) is TransactionLogValue
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", None)
-    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", None)
-    transaction_timeout_ms = obj.transaction_timeout_ms if own_ else getattr(obj, "transaction_timeout_ms", None)
-    transaction_status = obj.transaction_status if own_ else getattr(obj, "transaction_status", "Empty")
-    transaction_partitions = obj.transaction_partitions if own_ else getattr(obj, "transaction_partitions", None)
-    transaction_last_update_timestamp_ms = (
-        obj.transaction_last_update_timestamp_ms if own_ else getattr(obj, "transaction_last_update_timestamp_ms", None)
-    )
-    transaction_start_timestamp_ms = (
-        obj.transaction_start_timestamp_ms if own_ else getattr(obj, "transaction_start_timestamp_ms", None)
-    )
+    if type(obj) is TransactionLogValue:
+        producer_id = obj.producer_id
+        producer_epoch = obj.producer_epoch
+        transaction_timeout_ms = obj.transaction_timeout_ms
+        transaction_status = obj.transaction_status
+        transaction_partitions = obj.transaction_partitions
+        transaction_last_update_timestamp_ms = obj.transaction_last_update_timestamp_ms
+        transaction_start_timestamp_ms = obj.transaction_start_timestamp_ms
+    else:  # another class: its fields by name, a missing one at its default
+        producer_id = getattr(obj, "producer_id", None)
+        producer_epoch = getattr(obj, "producer_epoch", None)
+        transaction_timeout_ms = getattr(obj, "transaction_timeout_ms", None)
+        transaction_status = getattr(obj, "transaction_status", "Empty")
+        transaction_partitions = getattr(obj, "transaction_partitions", None)
+        transaction_last_update_timestamp_ms = getattr(obj, "transaction_last_update_timestamp_ms", None)
+        transaction_start_timestamp_ms = getattr(obj, "transaction_start_timestamp_ms", None)
     transaction_status_id = 0
     id_ = _ENUM_IDS_transaction_state.get(transaction_status)
     if id_ is None:
@@ -427,18 +437,22 @@ def _fencode_transaction_log_value(obj, out, index, version):
             f"TransactionLogValue is not defined for version {version} (this schema has it for (transaction_coordinator_value.version <= 0))",
             path="transaction_log_value",
         )
-    own_ = type(obj) is TransactionLogValue
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", None)
-    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", None)
-    transaction_timeout_ms = obj.transaction_timeout_ms if own_ else getattr(obj, "transaction_timeout_ms", None)
-    transaction_status = obj.transaction_status if own_ else getattr(obj, "transaction_status", "Empty")
-    transaction_partitions = obj.transaction_partitions if own_ else getattr(obj, "transaction_partitions", None)
-    transaction_last_update_timestamp_ms = (
-        obj.transaction_last_update_timestamp_ms if own_ else getattr(obj, "transaction_last_update_timestamp_ms", None)
-    )
-    transaction_start_timestamp_ms = (
-        obj.transaction_start_timestamp_ms if own_ else getattr(obj, "transaction_start_timestamp_ms", None)
-    )
+    if type(obj) is TransactionLogValue:
+        producer_id = obj.producer_id
+        producer_epoch = obj.producer_epoch
+        transaction_timeout_ms = obj.transaction_timeout_ms
+        transaction_status = obj.transaction_status
+        transaction_partitions = obj.transaction_partitions
+        transaction_last_update_timestamp_ms = obj.transaction_last_update_timestamp_ms
+        transaction_start_timestamp_ms = obj.transaction_start_timestamp_ms
+    else:
+        producer_id = getattr(obj, "producer_id", None)
+        producer_epoch = getattr(obj, "producer_epoch", None)
+        transaction_timeout_ms = getattr(obj, "transaction_timeout_ms", None)
+        transaction_status = getattr(obj, "transaction_status", "Empty")
+        transaction_partitions = getattr(obj, "transaction_partitions", None)
+        transaction_last_update_timestamp_ms = getattr(obj, "transaction_last_update_timestamp_ms", None)
+        transaction_start_timestamp_ms = getattr(obj, "transaction_start_timestamp_ms", None)
     transaction_status_id = 0
     id_ = _ENUM_IDS_transaction_state.get(transaction_status)
     if id_ is None:
@@ -452,11 +466,12 @@ def _fencode_transaction_log_value(obj, out, index, version):
     else:
         out += _S0.pack(len(transaction_partitions))
         for item_ in transaction_partitions:
-            own__partitions_schema_ = type(item_) is PartitionsSchema
-            topic_partitions_schema_ = item_.topic if own__partitions_schema_ else getattr(item_, "topic", None)
-            partition_ids_partitions_schema_ = (
-                item_.partition_ids if own__partitions_schema_ else getattr(item_, "partition_ids", None)
-            )
+            if type(item_) is PartitionsSchema:
+                topic_partitions_schema_ = item_.topic
+                partition_ids_partitions_schema_ = item_.partition_ids
+            else:
+                topic_partitions_schema_ = getattr(item_, "topic", None)
+                partition_ids_partitions_schema_ = getattr(item_, "partition_ids", None)
             b__partitions_schema_ = _STR_ENCODED.get(topic_partitions_schema_)
             topic_partitions_schema_ = (
                 _encode_str(topic_partitions_schema_) if b__partitions_schema_ is None else b__partitions_schema_
@@ -464,9 +479,12 @@ def _fencode_transaction_log_value(obj, out, index, version):
             out += _S1.pack(len(topic_partitions_schema_))
             out += topic_partitions_schema_
             out += _S0.pack(len(partition_ids_partitions_schema_))
-            for item__partitions_schema_ in partition_ids_partitions_schema_:
-                value_partitions_schema_partition_ids_item__partitions_schema_ = item__partitions_schema_
-                out += _S0.pack(value_partitions_schema_partition_ids_item__partitions_schema_)
+            if len(partition_ids_partitions_schema_) <= _PACKED_MAX:
+                out += _PACKED["i"][len(partition_ids_partitions_schema_)].pack(*partition_ids_partitions_schema_)
+            else:
+                for item__partitions_schema_ in partition_ids_partitions_schema_:
+                    value_partitions_schema_partition_ids_item__partitions_schema_ = item__partitions_schema_
+                    out += _S0.pack(value_partitions_schema_partition_ids_item__partitions_schema_)
     out += _S3.pack(transaction_last_update_timestamp_ms, transaction_start_timestamp_ms)
 
 
@@ -567,45 +585,52 @@ def _decode_transaction_log_value_partitions_schema(buf, pos, end, opts):
             ) from None
         append_partition_ids(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "transaction_log_value_partitions_schema.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="transaction_log_value_partitions_schema.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "transaction_log_value_partitions_schema.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "transaction_log_value_partitions_schema.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "transaction_log_value_partitions_schema.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="transaction_log_value_partitions_schema.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "transaction_log_value_partitions_schema.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "transaction_log_value_partitions_schema.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="transaction_log_value_partitions_schema.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TransactionLogValuePartitionsSchema(topic, partition_ids, tagged_fields), pos
 
 
 def _encode_transaction_log_value_partitions_schema(obj, out, index):
     """Append one transaction_log_value_partitions_schema to out."""
-    own_ = type(obj) is TransactionLogValuePartitionsSchema
-    topic = obj.topic if own_ else getattr(obj, "topic", None)
-    partition_ids = obj.partition_ids if own_ else getattr(obj, "partition_ids", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TransactionLogValuePartitionsSchema:
+        topic = obj.topic
+        partition_ids = obj.partition_ids
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic = getattr(obj, "topic", None)
+        partition_ids = getattr(obj, "partition_ids", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if topic is None:
         raise _InvalidValueError("may not be null", path="transaction_log_value_partitions_schema.topic")
     else:
@@ -639,9 +664,10 @@ def _encode_transaction_log_value_partitions_schema(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"transaction_log_value_partitions_schema.partition_ids[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "transaction_log_value_partitions_schema.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "transaction_log_value_partitions_schema.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_transaction_log_value_flexible_previous_producer_id_tag(buf, pos, end, opts):
@@ -837,81 +863,86 @@ def _decode_transaction_log_value_flexible(buf, pos, end, opts, version):
     previous_producer_id = -1
     next_producer_id = -1
     client_transaction_version = 0
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "transaction_log_value_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="transaction_log_value_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "transaction_log_value_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "transaction_log_value_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "transaction_log_value_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="transaction_log_value_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0:
-            previous_producer_id, q_ = _decode_transaction_log_value_flexible_previous_producer_id_tag(
-                buf, pos, stop_, opts
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "transaction_log_value_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "transaction_log_value_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="transaction_log_value_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            if tag_ == 0:
+                previous_producer_id, q_ = _decode_transaction_log_value_flexible_previous_producer_id_tag(
+                    buf, pos, stop_, opts
+                )
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (previous_producer_id) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="transaction_log_value_flexible.tagged_fields.previous_producer_id",
+                    )
+                if previous_producer_id == -1 or previous_producer_id is None:  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 1:
+                next_producer_id, q_ = _decode_transaction_log_value_flexible_next_producer_id_tag(
+                    buf, pos, stop_, opts
+                )
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 1 (next_producer_id) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="transaction_log_value_flexible.tagged_fields.next_producer_id",
+                    )
+                if next_producer_id == -1 or next_producer_id is None:  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 2:
+                client_transaction_version, q_ = _decode_transaction_log_value_flexible_client_transaction_version_tag(
+                    buf, pos, stop_, opts
+                )
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 2 (client_transaction_version) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="transaction_log_value_flexible.tagged_fields.client_transaction_version",
+                    )
+                if (
+                    client_transaction_version == 0 or client_transaction_version is None
+                ):  # written at its default: kept as read
+                    odd_ = True
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(
+                tagged_fields,
+                buf[sec_:pos],
+                (
+                    (0, (previous_producer_id == -1 or previous_producer_id is None)),
+                    (1, (next_producer_id == -1 or next_producer_id is None)),
+                    (2, (client_transaction_version == 0 or client_transaction_version is None)),
+                ),
             )
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 0 (previous_producer_id) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="transaction_log_value_flexible.tagged_fields.previous_producer_id",
-                )
-            if previous_producer_id == -1 or previous_producer_id is None:  # written at its default: kept as read
-                odd_ = True
-        elif tag_ == 1:
-            next_producer_id, q_ = _decode_transaction_log_value_flexible_next_producer_id_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 1 (next_producer_id) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="transaction_log_value_flexible.tagged_fields.next_producer_id",
-                )
-            if next_producer_id == -1 or next_producer_id is None:  # written at its default: kept as read
-                odd_ = True
-        elif tag_ == 2:
-            client_transaction_version, q_ = _decode_transaction_log_value_flexible_client_transaction_version_tag(
-                buf, pos, stop_, opts
-            )
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 2 (client_transaction_version) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="transaction_log_value_flexible.tagged_fields.client_transaction_version",
-                )
-            if (
-                client_transaction_version == 0 or client_transaction_version is None
-            ):  # written at its default: kept as read
-                odd_ = True
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(
-            tagged_fields,
-            buf[sec_:pos],
-            (
-                (0, (previous_producer_id == -1 or previous_producer_id is None)),
-                (1, (next_producer_id == -1 or next_producer_id is None)),
-                (2, (client_transaction_version == 0 or client_transaction_version is None)),
-            ),
-        )
     return TransactionLogValueFlexible(
         producer_id,
         producer_epoch,
@@ -1051,51 +1082,54 @@ def _fdecode_transaction_log_value_flexible(buf, pos, end, opts, version):
                 item__transaction_log_value_partitions_schema_
             )
         tagged_fields_transaction_log_value_partitions_schema_ = []
-        sec__transaction_log_value_partitions_schema_ = pos
-        prev__transaction_log_value_partitions_schema_, odd__transaction_log_value_partitions_schema_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__transaction_log_value_partitions_schema_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__transaction_log_value_partitions_schema_, pos = _read_uvarint32(
-                buf, pos, end, "transaction_log_value_partitions_schema.tagged_fields"
-            )
-        if n_tags__transaction_log_value_partitions_schema_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__transaction_log_value_partitions_schema_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="transaction_log_value_partitions_schema.tagged_fields",
-            )
-        for __transaction_log_value_partitions_schema_ in range(n_tags__transaction_log_value_partitions_schema_):
-            tag__transaction_log_value_partitions_schema_, pos = _read_uvarint32(
-                buf, pos, end, "transaction_log_value_partitions_schema.tagged_fields"
-            )
-            size__transaction_log_value_partitions_schema_, pos = _read_uvarint32(
-                buf, pos, end, "transaction_log_value_partitions_schema.tagged_fields"
-            )
-            if size__transaction_log_value_partitions_schema_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__transaction_log_value_partitions_schema_} declares {size__transaction_log_value_partitions_schema_} bytes, {end - pos} left",
+            sec__transaction_log_value_partitions_schema_ = pos
+            prev__transaction_log_value_partitions_schema_, odd__transaction_log_value_partitions_schema_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__transaction_log_value_partitions_schema_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__transaction_log_value_partitions_schema_, pos = _read_uvarint32(
+                    buf, pos, end, "transaction_log_value_partitions_schema.tagged_fields"
+                )
+            if n_tags__transaction_log_value_partitions_schema_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__transaction_log_value_partitions_schema_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="transaction_log_value_partitions_schema.tagged_fields",
                 )
-            stop__transaction_log_value_partitions_schema_ = pos + size__transaction_log_value_partitions_schema_
-            if tag__transaction_log_value_partitions_schema_ <= prev__transaction_log_value_partitions_schema_:
-                odd__transaction_log_value_partitions_schema_ = True
-            prev__transaction_log_value_partitions_schema_ = tag__transaction_log_value_partitions_schema_
-            tagged_fields_transaction_log_value_partitions_schema_.append(
-                (
-                    tag__transaction_log_value_partitions_schema_,
-                    bytes(buf[pos:stop__transaction_log_value_partitions_schema_]),
+            for __transaction_log_value_partitions_schema_ in range(n_tags__transaction_log_value_partitions_schema_):
+                tag__transaction_log_value_partitions_schema_, pos = _read_uvarint32(
+                    buf, pos, end, "transaction_log_value_partitions_schema.tagged_fields"
                 )
-            )
-            pos = stop__transaction_log_value_partitions_schema_
-        if odd__transaction_log_value_partitions_schema_:
-            tagged_fields_transaction_log_value_partitions_schema_ = _keep_tags(
-                tagged_fields_transaction_log_value_partitions_schema_,
-                buf[sec__transaction_log_value_partitions_schema_:pos],
-                (),
-            )
+                size__transaction_log_value_partitions_schema_, pos = _read_uvarint32(
+                    buf, pos, end, "transaction_log_value_partitions_schema.tagged_fields"
+                )
+                if size__transaction_log_value_partitions_schema_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__transaction_log_value_partitions_schema_} declares {size__transaction_log_value_partitions_schema_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="transaction_log_value_partitions_schema.tagged_fields",
+                    )
+                stop__transaction_log_value_partitions_schema_ = pos + size__transaction_log_value_partitions_schema_
+                if tag__transaction_log_value_partitions_schema_ <= prev__transaction_log_value_partitions_schema_:
+                    odd__transaction_log_value_partitions_schema_ = True
+                prev__transaction_log_value_partitions_schema_ = tag__transaction_log_value_partitions_schema_
+                tagged_fields_transaction_log_value_partitions_schema_.append(
+                    (
+                        tag__transaction_log_value_partitions_schema_,
+                        bytes(buf[pos:stop__transaction_log_value_partitions_schema_]),
+                    )
+                )
+                pos = stop__transaction_log_value_partitions_schema_
+            if odd__transaction_log_value_partitions_schema_:
+                tagged_fields_transaction_log_value_partitions_schema_ = _keep_tags(
+                    tagged_fields_transaction_log_value_partitions_schema_,
+                    buf[sec__transaction_log_value_partitions_schema_:pos],
+                    (),
+                )
         value__transaction_log_value_partitions_schema_ = _new_object(TransactionLogValuePartitionsSchema)
         value__transaction_log_value_partitions_schema_.topic = topic_transaction_log_value_partitions_schema_
         value__transaction_log_value_partitions_schema_.partition_ids = (
@@ -1118,79 +1152,84 @@ def _fdecode_transaction_log_value_flexible(buf, pos, end, opts, version):
     previous_producer_id = -1
     next_producer_id = -1
     client_transaction_version = 0
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "transaction_log_value_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="transaction_log_value_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "transaction_log_value_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "transaction_log_value_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "transaction_log_value_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="transaction_log_value_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0:
-            previous_producer_id, q_ = _fdecode_transaction_log_value_flexible_previous_producer_id_tag(
-                buf, pos, stop_, opts
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "transaction_log_value_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "transaction_log_value_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="transaction_log_value_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            if tag_ == 0:
+                previous_producer_id, q_ = _fdecode_transaction_log_value_flexible_previous_producer_id_tag(
+                    buf, pos, stop_, opts
+                )
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (previous_producer_id) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="transaction_log_value_flexible.tagged_fields.previous_producer_id",
+                    )
+                if previous_producer_id == -1 or previous_producer_id is None:
+                    odd_ = True
+            elif tag_ == 1:
+                next_producer_id, q_ = _fdecode_transaction_log_value_flexible_next_producer_id_tag(
+                    buf, pos, stop_, opts
+                )
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 1 (next_producer_id) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="transaction_log_value_flexible.tagged_fields.next_producer_id",
+                    )
+                if next_producer_id == -1 or next_producer_id is None:
+                    odd_ = True
+            elif tag_ == 2:
+                client_transaction_version, q_ = _fdecode_transaction_log_value_flexible_client_transaction_version_tag(
+                    buf, pos, stop_, opts
+                )
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 2 (client_transaction_version) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="transaction_log_value_flexible.tagged_fields.client_transaction_version",
+                    )
+                if client_transaction_version == 0 or client_transaction_version is None:
+                    odd_ = True
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(
+                tagged_fields,
+                buf[sec_:pos],
+                (
+                    (0, previous_producer_id == -1 or previous_producer_id is None),
+                    (1, next_producer_id == -1 or next_producer_id is None),
+                    (2, client_transaction_version == 0 or client_transaction_version is None),
+                ),
             )
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 0 (previous_producer_id) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="transaction_log_value_flexible.tagged_fields.previous_producer_id",
-                )
-            if previous_producer_id == -1 or previous_producer_id is None:
-                odd_ = True
-        elif tag_ == 1:
-            next_producer_id, q_ = _fdecode_transaction_log_value_flexible_next_producer_id_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 1 (next_producer_id) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="transaction_log_value_flexible.tagged_fields.next_producer_id",
-                )
-            if next_producer_id == -1 or next_producer_id is None:
-                odd_ = True
-        elif tag_ == 2:
-            client_transaction_version, q_ = _fdecode_transaction_log_value_flexible_client_transaction_version_tag(
-                buf, pos, stop_, opts
-            )
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 2 (client_transaction_version) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="transaction_log_value_flexible.tagged_fields.client_transaction_version",
-                )
-            if client_transaction_version == 0 or client_transaction_version is None:
-                odd_ = True
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(
-            tagged_fields,
-            buf[sec_:pos],
-            (
-                (0, previous_producer_id == -1 or previous_producer_id is None),
-                (1, next_producer_id == -1 or next_producer_id is None),
-                (2, client_transaction_version == 0 or client_transaction_version is None),
-            ),
-        )
     value_ = _new_object(TransactionLogValueFlexible)
     value_.producer_id = producer_id
     value_.producer_epoch = producer_epoch
@@ -1213,19 +1252,24 @@ def _encode_transaction_log_value_flexible(obj, out, index, version):
             f"TransactionLogValue is not defined for version {version} (this schema has it for ((transaction_coordinator_value.version >= 1) and (transaction_coordinator_value.version <= 1)))",
             path="transaction_log_value_flexible",
         )
-    own_ = type(obj) is TransactionLogValueFlexible
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", None)
-    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", None)
-    transaction_timeout_ms = obj.transaction_timeout_ms if own_ else getattr(obj, "transaction_timeout_ms", None)
-    transaction_status = obj.transaction_status if own_ else getattr(obj, "transaction_status", "Empty")
-    transaction_partitions = obj.transaction_partitions if own_ else getattr(obj, "transaction_partitions", None)
-    transaction_last_update_timestamp_ms = (
-        obj.transaction_last_update_timestamp_ms if own_ else getattr(obj, "transaction_last_update_timestamp_ms", None)
-    )
-    transaction_start_timestamp_ms = (
-        obj.transaction_start_timestamp_ms if own_ else getattr(obj, "transaction_start_timestamp_ms", None)
-    )
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TransactionLogValueFlexible:
+        producer_id = obj.producer_id
+        producer_epoch = obj.producer_epoch
+        transaction_timeout_ms = obj.transaction_timeout_ms
+        transaction_status = obj.transaction_status
+        transaction_partitions = obj.transaction_partitions
+        transaction_last_update_timestamp_ms = obj.transaction_last_update_timestamp_ms
+        transaction_start_timestamp_ms = obj.transaction_start_timestamp_ms
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        producer_id = getattr(obj, "producer_id", None)
+        producer_epoch = getattr(obj, "producer_epoch", None)
+        transaction_timeout_ms = getattr(obj, "transaction_timeout_ms", None)
+        transaction_status = getattr(obj, "transaction_status", "Empty")
+        transaction_partitions = getattr(obj, "transaction_partitions", None)
+        transaction_last_update_timestamp_ms = getattr(obj, "transaction_last_update_timestamp_ms", None)
+        transaction_start_timestamp_ms = getattr(obj, "transaction_start_timestamp_ms", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     transaction_status_id = 0
     id_ = _ENUM_IDS_transaction_state.get(transaction_status)
     if id_ is None:
@@ -1277,7 +1321,10 @@ def _encode_transaction_log_value_flexible(obj, out, index, version):
         _encode_transaction_log_value_flexible_client_transaction_version_tag(client_transaction_version, tmp_, 0)
         tags_.append((2, tmp_))
     valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "transaction_log_value_flexible.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "transaction_log_value_flexible.tagged_fields", valid_)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_transaction_log_value_flexible(obj, out, index, version):
@@ -1287,19 +1334,24 @@ def _fencode_transaction_log_value_flexible(obj, out, index, version):
             f"TransactionLogValue is not defined for version {version} (this schema has it for ((transaction_coordinator_value.version >= 1) and (transaction_coordinator_value.version <= 1)))",
             path="transaction_log_value_flexible",
         )
-    own_ = type(obj) is TransactionLogValueFlexible
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", None)
-    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", None)
-    transaction_timeout_ms = obj.transaction_timeout_ms if own_ else getattr(obj, "transaction_timeout_ms", None)
-    transaction_status = obj.transaction_status if own_ else getattr(obj, "transaction_status", "Empty")
-    transaction_partitions = obj.transaction_partitions if own_ else getattr(obj, "transaction_partitions", None)
-    transaction_last_update_timestamp_ms = (
-        obj.transaction_last_update_timestamp_ms if own_ else getattr(obj, "transaction_last_update_timestamp_ms", None)
-    )
-    transaction_start_timestamp_ms = (
-        obj.transaction_start_timestamp_ms if own_ else getattr(obj, "transaction_start_timestamp_ms", None)
-    )
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TransactionLogValueFlexible:
+        producer_id = obj.producer_id
+        producer_epoch = obj.producer_epoch
+        transaction_timeout_ms = obj.transaction_timeout_ms
+        transaction_status = obj.transaction_status
+        transaction_partitions = obj.transaction_partitions
+        transaction_last_update_timestamp_ms = obj.transaction_last_update_timestamp_ms
+        transaction_start_timestamp_ms = obj.transaction_start_timestamp_ms
+        tagged_fields = obj.tagged_fields
+    else:
+        producer_id = getattr(obj, "producer_id", None)
+        producer_epoch = getattr(obj, "producer_epoch", None)
+        transaction_timeout_ms = getattr(obj, "transaction_timeout_ms", None)
+        transaction_status = getattr(obj, "transaction_status", "Empty")
+        transaction_partitions = getattr(obj, "transaction_partitions", None)
+        transaction_last_update_timestamp_ms = getattr(obj, "transaction_last_update_timestamp_ms", None)
+        transaction_start_timestamp_ms = getattr(obj, "transaction_start_timestamp_ms", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     transaction_status_id = 0
     id_ = _ENUM_IDS_transaction_state.get(transaction_status)
     if id_ is None:
@@ -1318,20 +1370,14 @@ def _fencode_transaction_log_value_flexible(obj, out, index, version):
         else:
             _write_uvarint(out, n_ + 1, "transaction_log_value_flexible.transaction_partitions")
         for item_ in transaction_partitions:
-            own__transaction_log_value_partitions_schema_ = type(item_) is TransactionLogValuePartitionsSchema
-            topic_transaction_log_value_partitions_schema_ = (
-                item_.topic if own__transaction_log_value_partitions_schema_ else getattr(item_, "topic", None)
-            )
-            partition_ids_transaction_log_value_partitions_schema_ = (
-                item_.partition_ids
-                if own__transaction_log_value_partitions_schema_
-                else getattr(item_, "partition_ids", None)
-            )
-            tagged_fields_transaction_log_value_partitions_schema_ = (
-                item_.tagged_fields
-                if own__transaction_log_value_partitions_schema_
-                else getattr(item_, "tagged_fields", None)
-            )
+            if type(item_) is TransactionLogValuePartitionsSchema:
+                topic_transaction_log_value_partitions_schema_ = item_.topic
+                partition_ids_transaction_log_value_partitions_schema_ = item_.partition_ids
+                tagged_fields_transaction_log_value_partitions_schema_ = item_.tagged_fields
+            else:
+                topic_transaction_log_value_partitions_schema_ = getattr(item_, "topic", None)
+                partition_ids_transaction_log_value_partitions_schema_ = getattr(item_, "partition_ids", None)
+                tagged_fields_transaction_log_value_partitions_schema_ = getattr(item_, "tagged_fields", None)
             b__transaction_log_value_partitions_schema_ = _STR_ENCODED.get(
                 topic_transaction_log_value_partitions_schema_
             )
@@ -1359,22 +1405,31 @@ def _fencode_transaction_log_value_flexible(obj, out, index, version):
                     n__transaction_log_value_partitions_schema_ + 1,
                     "transaction_log_value_partitions_schema.partition_ids",
                 )
-            for (
-                item__transaction_log_value_partitions_schema_
-            ) in partition_ids_transaction_log_value_partitions_schema_:
-                value_transaction_log_value_partitions_schema_partition_ids_item__transaction_log_value_partitions_schema_ = item__transaction_log_value_partitions_schema_
-                out += _S0.pack(
-                    value_transaction_log_value_partitions_schema_partition_ids_item__transaction_log_value_partitions_schema_
+            if n__transaction_log_value_partitions_schema_ <= _PACKED_MAX:
+                out += _PACKED["i"][n__transaction_log_value_partitions_schema_].pack(
+                    *partition_ids_transaction_log_value_partitions_schema_
                 )
-            tags__transaction_log_value_partitions_schema_ = []
-            valid__transaction_log_value_partitions_schema_ = None
-            _write_tagged(
-                out,
-                tags__transaction_log_value_partitions_schema_,
-                tagged_fields_transaction_log_value_partitions_schema_,
-                "transaction_log_value_partitions_schema.tagged_fields",
-                valid__transaction_log_value_partitions_schema_,
-            )
+            else:
+                for (
+                    item__transaction_log_value_partitions_schema_
+                ) in partition_ids_transaction_log_value_partitions_schema_:
+                    value_transaction_log_value_partitions_schema_partition_ids_item__transaction_log_value_partitions_schema_ = item__transaction_log_value_partitions_schema_
+                    out += _S0.pack(
+                        value_transaction_log_value_partitions_schema_partition_ids_item__transaction_log_value_partitions_schema_
+                    )
+            if (
+                tagged_fields_transaction_log_value_partitions_schema_
+                or tagged_fields_transaction_log_value_partitions_schema_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_transaction_log_value_partitions_schema_,
+                    "transaction_log_value_partitions_schema.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
     out += _S3.pack(transaction_last_update_timestamp_ms, transaction_start_timestamp_ms)
     tags_ = []
     previous_producer_id = getattr(obj, "previous_producer_id", -1)
@@ -1393,7 +1448,10 @@ def _fencode_transaction_log_value_flexible(obj, out, index, version):
         _fencode_transaction_log_value_flexible_client_transaction_version_tag(client_transaction_version, tmp_, 0)
         tags_.append((2, tmp_))
     valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "transaction_log_value_flexible.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "transaction_log_value_flexible.tagged_fields", valid_)
+    else:
+        out.append(0)
 
 
 def _decode_transaction_log_value_versions(buf, pos, end, opts, version):
@@ -1505,9 +1563,12 @@ def _fdecode_transaction_coordinator_value(buf, pos, end, opts, record_type):
 
 def _encode_transaction_coordinator_value(obj, out, index, record_type):
     """Append one transaction_coordinator_value to out."""
-    own_ = type(obj) is TransactionCoordinatorValue
-    version = obj.version if own_ else getattr(obj, "version", None)
-    value = obj.value if own_ else getattr(obj, "value", None)
+    if type(obj) is TransactionCoordinatorValue:
+        version = obj.version
+        value = obj.value
+    else:  # another class: its fields by name, a missing one at its default
+        version = getattr(obj, "version", None)
+        value = getattr(obj, "value", None)
     out += _S1.pack(version)
     if record_type == 0:
         _encode_transaction_log_value_versions(value, out, 0, version)
@@ -1519,9 +1580,12 @@ def _encode_transaction_coordinator_value(obj, out, index, record_type):
 
 def _fencode_transaction_coordinator_value(obj, out, index, record_type):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is TransactionCoordinatorValue
-    version = obj.version if own_ else getattr(obj, "version", None)
-    value = obj.value if own_ else getattr(obj, "value", None)
+    if type(obj) is TransactionCoordinatorValue:
+        version = obj.version
+        value = obj.value
+    else:  # another class: its fields by name, a missing one at its default
+        version = getattr(obj, "version", None)
+        value = getattr(obj, "value", None)
     out += _S1.pack(version)
     if record_type == 0:
         _fencode_transaction_log_value_versions(value, out, 0, version)

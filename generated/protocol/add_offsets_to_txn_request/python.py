@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -174,11 +175,16 @@ def _encode_add_offsets_to_txn_request(obj, out, index, api_version):
             f"AddOffsetsToTxnRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 2))",
             path="add_offsets_to_txn_request",
         )
-    own_ = type(obj) is AddOffsetsToTxnRequest
-    transactional_id = obj.transactional_id if own_ else getattr(obj, "transactional_id", "")
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", 0)
-    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", 0)
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
+    if type(obj) is AddOffsetsToTxnRequest:
+        transactional_id = obj.transactional_id
+        producer_id = obj.producer_id
+        producer_epoch = obj.producer_epoch
+        group_id = obj.group_id
+    else:  # another class: its fields by name, a missing one at its default
+        transactional_id = getattr(obj, "transactional_id", "")
+        producer_id = getattr(obj, "producer_id", 0)
+        producer_epoch = getattr(obj, "producer_epoch", 0)
+        group_id = getattr(obj, "group_id", "")
     if transactional_id is None:
         raise _InvalidValueError("may not be null", path="add_offsets_to_txn_request.transactional_id")
     else:
@@ -203,11 +209,16 @@ def _fencode_add_offsets_to_txn_request(obj, out, index, api_version):
             f"AddOffsetsToTxnRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 2))",
             path="add_offsets_to_txn_request",
         )
-    own_ = type(obj) is AddOffsetsToTxnRequest
-    transactional_id = obj.transactional_id if own_ else getattr(obj, "transactional_id", "")
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", 0)
-    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", 0)
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
+    if type(obj) is AddOffsetsToTxnRequest:
+        transactional_id = obj.transactional_id
+        producer_id = obj.producer_id
+        producer_epoch = obj.producer_epoch
+        group_id = obj.group_id
+    else:  # another class: its fields by name, a missing one at its default
+        transactional_id = getattr(obj, "transactional_id", "")
+        producer_id = getattr(obj, "producer_id", 0)
+        producer_epoch = getattr(obj, "producer_epoch", 0)
+        group_id = getattr(obj, "group_id", "")
     b_ = _STR_ENCODED.get(transactional_id)
     transactional_id = _encode_str(transactional_id) if b_ is None else b_
     out += _S0.pack(len(transactional_id))
@@ -305,36 +316,39 @@ def _decode_add_offsets_to_txn_request_flexible(buf, pos, end, opts, api_version
         group_id = str(buf[pos : pos + n_group_id], "utf-8", "surrogateescape")
         pos += n_group_id
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "add_offsets_to_txn_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="add_offsets_to_txn_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "add_offsets_to_txn_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "add_offsets_to_txn_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "add_offsets_to_txn_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="add_offsets_to_txn_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "add_offsets_to_txn_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "add_offsets_to_txn_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="add_offsets_to_txn_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return AddOffsetsToTxnRequestFlexible(transactional_id, producer_id, producer_epoch, group_id, tagged_fields), pos
 
 
@@ -398,36 +412,39 @@ def _fdecode_add_offsets_to_txn_request_flexible(buf, pos, end, opts, api_versio
             group_id = _decode_str(r_)
         pos += n_group_id
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "add_offsets_to_txn_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="add_offsets_to_txn_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "add_offsets_to_txn_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "add_offsets_to_txn_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "add_offsets_to_txn_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="add_offsets_to_txn_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "add_offsets_to_txn_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "add_offsets_to_txn_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="add_offsets_to_txn_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(AddOffsetsToTxnRequestFlexible)  # slots set directly: a third of the cost of calling __init__
     value_.transactional_id = transactional_id
     value_.producer_id = producer_id
@@ -444,12 +461,18 @@ def _encode_add_offsets_to_txn_request_flexible(obj, out, index, api_version):
             f"AddOffsetsToTxnRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 3) and (<params>.api_version <= 4)))",
             path="add_offsets_to_txn_request_flexible",
         )
-    own_ = type(obj) is AddOffsetsToTxnRequestFlexible
-    transactional_id = obj.transactional_id if own_ else getattr(obj, "transactional_id", "")
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", 0)
-    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", 0)
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AddOffsetsToTxnRequestFlexible:
+        transactional_id = obj.transactional_id
+        producer_id = obj.producer_id
+        producer_epoch = obj.producer_epoch
+        group_id = obj.group_id
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        transactional_id = getattr(obj, "transactional_id", "")
+        producer_id = getattr(obj, "producer_id", 0)
+        producer_epoch = getattr(obj, "producer_epoch", 0)
+        group_id = getattr(obj, "group_id", "")
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if transactional_id is None:
         raise _InvalidValueError("may not be null", path="add_offsets_to_txn_request_flexible.transactional_id")
     else:
@@ -475,9 +498,10 @@ def _encode_add_offsets_to_txn_request_flexible(obj, out, index, api_version):
             _write_uvarint(out, n_ + 1, "add_offsets_to_txn_request_flexible.group_id")
 
         out += group_id
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "add_offsets_to_txn_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "add_offsets_to_txn_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_add_offsets_to_txn_request_flexible(obj, out, index, api_version):
@@ -487,12 +511,18 @@ def _fencode_add_offsets_to_txn_request_flexible(obj, out, index, api_version):
             f"AddOffsetsToTxnRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 3) and (<params>.api_version <= 4)))",
             path="add_offsets_to_txn_request_flexible",
         )
-    own_ = type(obj) is AddOffsetsToTxnRequestFlexible
-    transactional_id = obj.transactional_id if own_ else getattr(obj, "transactional_id", "")
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", 0)
-    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", 0)
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AddOffsetsToTxnRequestFlexible:
+        transactional_id = obj.transactional_id
+        producer_id = obj.producer_id
+        producer_epoch = obj.producer_epoch
+        group_id = obj.group_id
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        transactional_id = getattr(obj, "transactional_id", "")
+        producer_id = getattr(obj, "producer_id", 0)
+        producer_epoch = getattr(obj, "producer_epoch", 0)
+        group_id = getattr(obj, "group_id", "")
+        tagged_fields = getattr(obj, "tagged_fields", None)
     b_ = _STR_ENCODED.get(transactional_id)
     transactional_id = _encode_str(transactional_id) if b_ is None else b_
     n_ = len(transactional_id)
@@ -512,9 +542,10 @@ def _fencode_add_offsets_to_txn_request_flexible(obj, out, index, api_version):
         _write_uvarint(out, n_ + 1, "add_offsets_to_txn_request_flexible.group_id")
 
     out += group_id
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "add_offsets_to_txn_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "add_offsets_to_txn_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_add_offsets_to_txn_request_by_version(buf, pos, end, opts, api_version):

@@ -18,6 +18,8 @@ from kfmt.runtime.errors import LimitExceededError as _LimitExceededError
 from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
+from kfmt.runtime.scalars import PACKED as _PACKED
+from kfmt.runtime.scalars import PACKED_MAX as _PACKED_MAX
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -25,6 +27,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -139,9 +142,12 @@ def _decode_add_partitions_to_txn_topic(buf, pos, end, opts):
 
 def _encode_add_partitions_to_txn_topic(obj, out, index):
     """Append one add_partitions_to_txn_topic to out."""
-    own_ = type(obj) is AddPartitionsToTxnTopic
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
+    if type(obj) is AddPartitionsToTxnTopic:
+        name = obj.name
+        partitions = obj.partitions
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="add_partitions_to_txn_topic.name")
     else:
@@ -383,15 +389,16 @@ def _encode_add_partitions_to_txn_request(obj, out, index, api_version):
             f"AddPartitionsToTxnRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 2))",
             path="add_partitions_to_txn_request",
         )
-    own_ = type(obj) is AddPartitionsToTxnRequest
-    v3_and_below_transactional_id = (
-        obj.v3_and_below_transactional_id if own_ else getattr(obj, "v3_and_below_transactional_id", "")
-    )
-    v3_and_below_producer_id = obj.v3_and_below_producer_id if own_ else getattr(obj, "v3_and_below_producer_id", 0)
-    v3_and_below_producer_epoch = (
-        obj.v3_and_below_producer_epoch if own_ else getattr(obj, "v3_and_below_producer_epoch", 0)
-    )
-    v3_and_below_topics = obj.v3_and_below_topics if own_ else getattr(obj, "v3_and_below_topics", None)
+    if type(obj) is AddPartitionsToTxnRequest:
+        v3_and_below_transactional_id = obj.v3_and_below_transactional_id
+        v3_and_below_producer_id = obj.v3_and_below_producer_id
+        v3_and_below_producer_epoch = obj.v3_and_below_producer_epoch
+        v3_and_below_topics = obj.v3_and_below_topics
+    else:  # another class: its fields by name, a missing one at its default
+        v3_and_below_transactional_id = getattr(obj, "v3_and_below_transactional_id", "")
+        v3_and_below_producer_id = getattr(obj, "v3_and_below_producer_id", 0)
+        v3_and_below_producer_epoch = getattr(obj, "v3_and_below_producer_epoch", 0)
+        v3_and_below_topics = getattr(obj, "v3_and_below_topics", None)
     if v3_and_below_transactional_id is None:
         raise _InvalidValueError("may not be null", path="add_partitions_to_txn_request.v3_and_below_transactional_id")
     else:
@@ -423,15 +430,16 @@ def _fencode_add_partitions_to_txn_request(obj, out, index, api_version):
             f"AddPartitionsToTxnRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 2))",
             path="add_partitions_to_txn_request",
         )
-    own_ = type(obj) is AddPartitionsToTxnRequest
-    v3_and_below_transactional_id = (
-        obj.v3_and_below_transactional_id if own_ else getattr(obj, "v3_and_below_transactional_id", "")
-    )
-    v3_and_below_producer_id = obj.v3_and_below_producer_id if own_ else getattr(obj, "v3_and_below_producer_id", 0)
-    v3_and_below_producer_epoch = (
-        obj.v3_and_below_producer_epoch if own_ else getattr(obj, "v3_and_below_producer_epoch", 0)
-    )
-    v3_and_below_topics = obj.v3_and_below_topics if own_ else getattr(obj, "v3_and_below_topics", None)
+    if type(obj) is AddPartitionsToTxnRequest:
+        v3_and_below_transactional_id = obj.v3_and_below_transactional_id
+        v3_and_below_producer_id = obj.v3_and_below_producer_id
+        v3_and_below_producer_epoch = obj.v3_and_below_producer_epoch
+        v3_and_below_topics = obj.v3_and_below_topics
+    else:
+        v3_and_below_transactional_id = getattr(obj, "v3_and_below_transactional_id", "")
+        v3_and_below_producer_id = getattr(obj, "v3_and_below_producer_id", 0)
+        v3_and_below_producer_epoch = getattr(obj, "v3_and_below_producer_epoch", 0)
+        v3_and_below_topics = getattr(obj, "v3_and_below_topics", None)
     b_ = _STR_ENCODED.get(v3_and_below_transactional_id)
     v3_and_below_transactional_id = _encode_str(v3_and_below_transactional_id) if b_ is None else b_
     out += _S1.pack(len(v3_and_below_transactional_id))
@@ -439,13 +447,12 @@ def _fencode_add_partitions_to_txn_request(obj, out, index, api_version):
     out += _S2.pack(v3_and_below_producer_id, v3_and_below_producer_epoch)
     out += _S0.pack(len(v3_and_below_topics))
     for item_ in v3_and_below_topics:
-        own__add_partitions_to_txn_topic_ = type(item_) is AddPartitionsToTxnTopic
-        name_add_partitions_to_txn_topic_ = (
-            item_.name if own__add_partitions_to_txn_topic_ else getattr(item_, "name", "")
-        )
-        partitions_add_partitions_to_txn_topic_ = (
-            item_.partitions if own__add_partitions_to_txn_topic_ else getattr(item_, "partitions", None)
-        )
+        if type(item_) is AddPartitionsToTxnTopic:
+            name_add_partitions_to_txn_topic_ = item_.name
+            partitions_add_partitions_to_txn_topic_ = item_.partitions
+        else:
+            name_add_partitions_to_txn_topic_ = getattr(item_, "name", "")
+            partitions_add_partitions_to_txn_topic_ = getattr(item_, "partitions", None)
         b__add_partitions_to_txn_topic_ = _STR_ENCODED.get(name_add_partitions_to_txn_topic_)
         name_add_partitions_to_txn_topic_ = (
             _encode_str(name_add_partitions_to_txn_topic_)
@@ -455,11 +462,16 @@ def _fencode_add_partitions_to_txn_request(obj, out, index, api_version):
         out += _S1.pack(len(name_add_partitions_to_txn_topic_))
         out += name_add_partitions_to_txn_topic_
         out += _S0.pack(len(partitions_add_partitions_to_txn_topic_))
-        for item__add_partitions_to_txn_topic_ in partitions_add_partitions_to_txn_topic_:
-            value_add_partitions_to_txn_topic_partitions_item__add_partitions_to_txn_topic_ = (
-                item__add_partitions_to_txn_topic_
+        if len(partitions_add_partitions_to_txn_topic_) <= _PACKED_MAX:
+            out += _PACKED["i"][len(partitions_add_partitions_to_txn_topic_)].pack(
+                *partitions_add_partitions_to_txn_topic_
             )
-            out += _S0.pack(value_add_partitions_to_txn_topic_partitions_item__add_partitions_to_txn_topic_)
+        else:
+            for item__add_partitions_to_txn_topic_ in partitions_add_partitions_to_txn_topic_:
+                value_add_partitions_to_txn_topic_partitions_item__add_partitions_to_txn_topic_ = (
+                    item__add_partitions_to_txn_topic_
+                )
+                out += _S0.pack(value_add_partitions_to_txn_topic_partitions_item__add_partitions_to_txn_topic_)
 
 
 def _decode_add_partitions_to_txn_topic_flexible_partitions_item(buf, pos, end, opts):
@@ -555,45 +567,52 @@ def _decode_add_partitions_to_txn_topic_flexible(buf, pos, end, opts):
             ) from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_topic_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="add_partitions_to_txn_topic_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_topic_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_topic_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_topic_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="add_partitions_to_txn_topic_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_topic_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_topic_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="add_partitions_to_txn_topic_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return AddPartitionsToTxnTopicFlexible(name, partitions, tagged_fields), pos
 
 
 def _encode_add_partitions_to_txn_topic_flexible(obj, out, index):
     """Append one add_partitions_to_txn_topic_flexible to out."""
-    own_ = type(obj) is AddPartitionsToTxnTopicFlexible
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AddPartitionsToTxnTopicFlexible:
+        name = obj.name
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="add_partitions_to_txn_topic_flexible.name")
     else:
@@ -627,9 +646,10 @@ def _encode_add_partitions_to_txn_topic_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"add_partitions_to_txn_topic_flexible.partitions[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "add_partitions_to_txn_topic_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "add_partitions_to_txn_topic_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_add_partitions_to_txn_transaction(buf, pos, end, opts):
@@ -716,36 +736,39 @@ def _decode_add_partitions_to_txn_transaction(buf, pos, end, opts):
             ) from None
         append_topics(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_transaction.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="add_partitions_to_txn_transaction.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_transaction.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_transaction.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_transaction.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="add_partitions_to_txn_transaction.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_transaction.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_transaction.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="add_partitions_to_txn_transaction.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return AddPartitionsToTxnTransaction(
         transactional_id, producer_id, producer_epoch, verify_only, topics, tagged_fields
     ), pos
@@ -753,13 +776,20 @@ def _decode_add_partitions_to_txn_transaction(buf, pos, end, opts):
 
 def _encode_add_partitions_to_txn_transaction(obj, out, index):
     """Append one add_partitions_to_txn_transaction to out."""
-    own_ = type(obj) is AddPartitionsToTxnTransaction
-    transactional_id = obj.transactional_id if own_ else getattr(obj, "transactional_id", "")
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", 0)
-    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", 0)
-    verify_only = obj.verify_only if own_ else getattr(obj, "verify_only", False)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AddPartitionsToTxnTransaction:
+        transactional_id = obj.transactional_id
+        producer_id = obj.producer_id
+        producer_epoch = obj.producer_epoch
+        verify_only = obj.verify_only
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        transactional_id = getattr(obj, "transactional_id", "")
+        producer_id = getattr(obj, "producer_id", 0)
+        producer_epoch = getattr(obj, "producer_epoch", 0)
+        verify_only = getattr(obj, "verify_only", False)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if transactional_id is None:
         raise _InvalidValueError("may not be null", path="add_partitions_to_txn_transaction.transactional_id")
     else:
@@ -791,9 +821,10 @@ def _encode_add_partitions_to_txn_transaction(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"add_partitions_to_txn_transaction.topics[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "add_partitions_to_txn_transaction.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "add_partitions_to_txn_transaction.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_add_partitions_to_txn_request_flexible(buf, pos, end, opts, api_version):
@@ -1001,36 +1032,39 @@ def _decode_add_partitions_to_txn_request_flexible(buf, pos, end, opts, api_vers
     else:
         v3_and_below_topics = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="add_partitions_to_txn_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="add_partitions_to_txn_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="add_partitions_to_txn_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return AddPartitionsToTxnRequestFlexible(
         transactions,
         v3_and_below_transactional_id,
@@ -1234,65 +1268,75 @@ def _fdecode_add_partitions_to_txn_request_flexible(buf, pos, end, opts, api_ver
                         item__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_
                     )
                 tagged_fields_add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_ = []
-                sec__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_ = pos
-                (
-                    prev__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_,
-                    odd__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_,
-                ) = (-1, False)
-                if pos < end and buf[pos] < 128:
-                    n_tags__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_ = buf[pos]
+                if pos < end and buf[pos] == 0:
                     pos += 1
                 else:
-                    n_tags__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_, pos = (
-                        _read_uvarint32(buf, pos, end, "add_partitions_to_txn_topic_flexible.tagged_fields")
-                    )
-                if n_tags__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_ > (end - pos) // 2:
-                    raise _InvalidValueError(
-                        f"{n_tags__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_} tagged fields cannot fit in {end - pos} bytes",
-                        offset=pos,
-                        path="add_partitions_to_txn_topic_flexible.tagged_fields",
-                    )
-                for __add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_ in range(
-                    n_tags__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_
-                ):
-                    tag__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_, pos = (
-                        _read_uvarint32(buf, pos, end, "add_partitions_to_txn_topic_flexible.tagged_fields")
-                    )
-                    size__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_, pos = (
-                        _read_uvarint32(buf, pos, end, "add_partitions_to_txn_topic_flexible.tagged_fields")
-                    )
-                    if size__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_ > end - pos:
-                        raise _TruncatedError(
-                            f"tag {tag__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_} declares {size__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_} bytes, {end - pos} left",
+                    sec__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_ = pos
+                    (
+                        prev__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_,
+                        odd__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_,
+                    ) = (-1, False)
+                    if pos < end and buf[pos] < 128:
+                        n_tags__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_ = buf[pos]
+                        pos += 1
+                    else:
+                        n_tags__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_, pos = (
+                            _read_uvarint32(buf, pos, end, "add_partitions_to_txn_topic_flexible.tagged_fields")
+                        )
+                    if (
+                        n_tags__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_
+                        > (end - pos) // 2
+                    ):
+                        raise _InvalidValueError(
+                            f"{n_tags__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_} tagged fields cannot fit in {end - pos} bytes",
                             offset=pos,
                             path="add_partitions_to_txn_topic_flexible.tagged_fields",
                         )
-                    stop__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_ = (
-                        pos + size__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_
-                    )
-                    if (
-                        tag__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_
-                        <= prev__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_
+                    for __add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_ in range(
+                        n_tags__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_
                     ):
-                        odd__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_ = True
-                    prev__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_ = (
-                        tag__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_
-                    )
-                    tagged_fields_add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_.append(
-                        (
-                            tag__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_,
-                            bytes(
-                                buf[pos:stop__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_]
-                            ),
+                        tag__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_, pos = (
+                            _read_uvarint32(buf, pos, end, "add_partitions_to_txn_topic_flexible.tagged_fields")
                         )
-                    )
-                    pos = stop__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_
-                if odd__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_:
-                    tagged_fields_add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_ = _keep_tags(
-                        tagged_fields_add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_,
-                        buf[sec__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_:pos],
-                        (),
-                    )
+                        size__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_, pos = (
+                            _read_uvarint32(buf, pos, end, "add_partitions_to_txn_topic_flexible.tagged_fields")
+                        )
+                        if size__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_ > end - pos:
+                            raise _TruncatedError(
+                                f"tag {tag__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_} declares {size__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_} bytes, {end - pos} left",
+                                offset=pos,
+                                path="add_partitions_to_txn_topic_flexible.tagged_fields",
+                            )
+                        stop__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_ = (
+                            pos + size__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_
+                        )
+                        if (
+                            tag__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_
+                            <= prev__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_
+                        ):
+                            odd__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_ = True
+                        prev__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_ = (
+                            tag__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_
+                        )
+                        tagged_fields_add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_.append(
+                            (
+                                tag__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_,
+                                bytes(
+                                    buf[
+                                        pos:stop__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_
+                                    ]
+                                ),
+                            )
+                        )
+                        pos = stop__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_
+                    if odd__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_:
+                        tagged_fields_add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_ = (
+                            _keep_tags(
+                                tagged_fields_add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_,
+                                buf[sec__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_:pos],
+                                (),
+                            )
+                        )
                 value__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_ = _new_object(
                     AddPartitionsToTxnTopicFlexible
                 )
@@ -1310,48 +1354,54 @@ def _fdecode_add_partitions_to_txn_request_flexible(buf, pos, end, opts, api_ver
                 )
                 append_topics_add_partitions_to_txn_transaction_(item__add_partitions_to_txn_transaction_)
             tagged_fields_add_partitions_to_txn_transaction_ = []
-            sec__add_partitions_to_txn_transaction_ = pos
-            prev__add_partitions_to_txn_transaction_, odd__add_partitions_to_txn_transaction_ = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__add_partitions_to_txn_transaction_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__add_partitions_to_txn_transaction_, pos = _read_uvarint32(
-                    buf, pos, end, "add_partitions_to_txn_transaction.tagged_fields"
-                )
-            if n_tags__add_partitions_to_txn_transaction_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__add_partitions_to_txn_transaction_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="add_partitions_to_txn_transaction.tagged_fields",
-                )
-            for __add_partitions_to_txn_transaction_ in range(n_tags__add_partitions_to_txn_transaction_):
-                tag__add_partitions_to_txn_transaction_, pos = _read_uvarint32(
-                    buf, pos, end, "add_partitions_to_txn_transaction.tagged_fields"
-                )
-                size__add_partitions_to_txn_transaction_, pos = _read_uvarint32(
-                    buf, pos, end, "add_partitions_to_txn_transaction.tagged_fields"
-                )
-                if size__add_partitions_to_txn_transaction_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__add_partitions_to_txn_transaction_} declares {size__add_partitions_to_txn_transaction_} bytes, {end - pos} left",
+                sec__add_partitions_to_txn_transaction_ = pos
+                prev__add_partitions_to_txn_transaction_, odd__add_partitions_to_txn_transaction_ = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__add_partitions_to_txn_transaction_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__add_partitions_to_txn_transaction_, pos = _read_uvarint32(
+                        buf, pos, end, "add_partitions_to_txn_transaction.tagged_fields"
+                    )
+                if n_tags__add_partitions_to_txn_transaction_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__add_partitions_to_txn_transaction_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="add_partitions_to_txn_transaction.tagged_fields",
                     )
-                stop__add_partitions_to_txn_transaction_ = pos + size__add_partitions_to_txn_transaction_
-                if tag__add_partitions_to_txn_transaction_ <= prev__add_partitions_to_txn_transaction_:
-                    odd__add_partitions_to_txn_transaction_ = True
-                prev__add_partitions_to_txn_transaction_ = tag__add_partitions_to_txn_transaction_
-                tagged_fields_add_partitions_to_txn_transaction_.append(
-                    (tag__add_partitions_to_txn_transaction_, bytes(buf[pos:stop__add_partitions_to_txn_transaction_]))
-                )
-                pos = stop__add_partitions_to_txn_transaction_
-            if odd__add_partitions_to_txn_transaction_:
-                tagged_fields_add_partitions_to_txn_transaction_ = _keep_tags(
-                    tagged_fields_add_partitions_to_txn_transaction_,
-                    buf[sec__add_partitions_to_txn_transaction_:pos],
-                    (),
-                )
+                for __add_partitions_to_txn_transaction_ in range(n_tags__add_partitions_to_txn_transaction_):
+                    tag__add_partitions_to_txn_transaction_, pos = _read_uvarint32(
+                        buf, pos, end, "add_partitions_to_txn_transaction.tagged_fields"
+                    )
+                    size__add_partitions_to_txn_transaction_, pos = _read_uvarint32(
+                        buf, pos, end, "add_partitions_to_txn_transaction.tagged_fields"
+                    )
+                    if size__add_partitions_to_txn_transaction_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__add_partitions_to_txn_transaction_} declares {size__add_partitions_to_txn_transaction_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="add_partitions_to_txn_transaction.tagged_fields",
+                        )
+                    stop__add_partitions_to_txn_transaction_ = pos + size__add_partitions_to_txn_transaction_
+                    if tag__add_partitions_to_txn_transaction_ <= prev__add_partitions_to_txn_transaction_:
+                        odd__add_partitions_to_txn_transaction_ = True
+                    prev__add_partitions_to_txn_transaction_ = tag__add_partitions_to_txn_transaction_
+                    tagged_fields_add_partitions_to_txn_transaction_.append(
+                        (
+                            tag__add_partitions_to_txn_transaction_,
+                            bytes(buf[pos:stop__add_partitions_to_txn_transaction_]),
+                        )
+                    )
+                    pos = stop__add_partitions_to_txn_transaction_
+                if odd__add_partitions_to_txn_transaction_:
+                    tagged_fields_add_partitions_to_txn_transaction_ = _keep_tags(
+                        tagged_fields_add_partitions_to_txn_transaction_,
+                        buf[sec__add_partitions_to_txn_transaction_:pos],
+                        (),
+                    )
             value__add_partitions_to_txn_transaction_ = _new_object(AddPartitionsToTxnTransaction)
             value__add_partitions_to_txn_transaction_.transactional_id = (
                 transactional_id_add_partitions_to_txn_transaction_
@@ -1506,51 +1556,54 @@ def _fdecode_add_partitions_to_txn_request_flexible(buf, pos, end, opts, api_ver
                 )
                 append_partitions_add_partitions_to_txn_topic_flexible_(item__add_partitions_to_txn_topic_flexible_)
             tagged_fields_add_partitions_to_txn_topic_flexible_ = []
-            sec__add_partitions_to_txn_topic_flexible_ = pos
-            prev__add_partitions_to_txn_topic_flexible_, odd__add_partitions_to_txn_topic_flexible_ = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__add_partitions_to_txn_topic_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__add_partitions_to_txn_topic_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "add_partitions_to_txn_topic_flexible.tagged_fields"
-                )
-            if n_tags__add_partitions_to_txn_topic_flexible_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__add_partitions_to_txn_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="add_partitions_to_txn_topic_flexible.tagged_fields",
-                )
-            for __add_partitions_to_txn_topic_flexible_ in range(n_tags__add_partitions_to_txn_topic_flexible_):
-                tag__add_partitions_to_txn_topic_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "add_partitions_to_txn_topic_flexible.tagged_fields"
-                )
-                size__add_partitions_to_txn_topic_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "add_partitions_to_txn_topic_flexible.tagged_fields"
-                )
-                if size__add_partitions_to_txn_topic_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__add_partitions_to_txn_topic_flexible_} declares {size__add_partitions_to_txn_topic_flexible_} bytes, {end - pos} left",
+                sec__add_partitions_to_txn_topic_flexible_ = pos
+                prev__add_partitions_to_txn_topic_flexible_, odd__add_partitions_to_txn_topic_flexible_ = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__add_partitions_to_txn_topic_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__add_partitions_to_txn_topic_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "add_partitions_to_txn_topic_flexible.tagged_fields"
+                    )
+                if n_tags__add_partitions_to_txn_topic_flexible_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__add_partitions_to_txn_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="add_partitions_to_txn_topic_flexible.tagged_fields",
                     )
-                stop__add_partitions_to_txn_topic_flexible_ = pos + size__add_partitions_to_txn_topic_flexible_
-                if tag__add_partitions_to_txn_topic_flexible_ <= prev__add_partitions_to_txn_topic_flexible_:
-                    odd__add_partitions_to_txn_topic_flexible_ = True
-                prev__add_partitions_to_txn_topic_flexible_ = tag__add_partitions_to_txn_topic_flexible_
-                tagged_fields_add_partitions_to_txn_topic_flexible_.append(
-                    (
-                        tag__add_partitions_to_txn_topic_flexible_,
-                        bytes(buf[pos:stop__add_partitions_to_txn_topic_flexible_]),
+                for __add_partitions_to_txn_topic_flexible_ in range(n_tags__add_partitions_to_txn_topic_flexible_):
+                    tag__add_partitions_to_txn_topic_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "add_partitions_to_txn_topic_flexible.tagged_fields"
                     )
-                )
-                pos = stop__add_partitions_to_txn_topic_flexible_
-            if odd__add_partitions_to_txn_topic_flexible_:
-                tagged_fields_add_partitions_to_txn_topic_flexible_ = _keep_tags(
-                    tagged_fields_add_partitions_to_txn_topic_flexible_,
-                    buf[sec__add_partitions_to_txn_topic_flexible_:pos],
-                    (),
-                )
+                    size__add_partitions_to_txn_topic_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "add_partitions_to_txn_topic_flexible.tagged_fields"
+                    )
+                    if size__add_partitions_to_txn_topic_flexible_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__add_partitions_to_txn_topic_flexible_} declares {size__add_partitions_to_txn_topic_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="add_partitions_to_txn_topic_flexible.tagged_fields",
+                        )
+                    stop__add_partitions_to_txn_topic_flexible_ = pos + size__add_partitions_to_txn_topic_flexible_
+                    if tag__add_partitions_to_txn_topic_flexible_ <= prev__add_partitions_to_txn_topic_flexible_:
+                        odd__add_partitions_to_txn_topic_flexible_ = True
+                    prev__add_partitions_to_txn_topic_flexible_ = tag__add_partitions_to_txn_topic_flexible_
+                    tagged_fields_add_partitions_to_txn_topic_flexible_.append(
+                        (
+                            tag__add_partitions_to_txn_topic_flexible_,
+                            bytes(buf[pos:stop__add_partitions_to_txn_topic_flexible_]),
+                        )
+                    )
+                    pos = stop__add_partitions_to_txn_topic_flexible_
+                if odd__add_partitions_to_txn_topic_flexible_:
+                    tagged_fields_add_partitions_to_txn_topic_flexible_ = _keep_tags(
+                        tagged_fields_add_partitions_to_txn_topic_flexible_,
+                        buf[sec__add_partitions_to_txn_topic_flexible_:pos],
+                        (),
+                    )
             value__add_partitions_to_txn_topic_flexible_ = _new_object(AddPartitionsToTxnTopicFlexible)
             value__add_partitions_to_txn_topic_flexible_.name = name_add_partitions_to_txn_topic_flexible_
             value__add_partitions_to_txn_topic_flexible_.partitions = partitions_add_partitions_to_txn_topic_flexible_
@@ -1566,36 +1619,39 @@ def _fdecode_add_partitions_to_txn_request_flexible(buf, pos, end, opts, api_ver
     else:
         v3_and_below_topics = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="add_partitions_to_txn_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="add_partitions_to_txn_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="add_partitions_to_txn_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(AddPartitionsToTxnRequestFlexible)
     value_.transactions = transactions
     value_.v3_and_below_transactional_id = v3_and_below_transactional_id
@@ -1613,17 +1669,20 @@ def _encode_add_partitions_to_txn_request_flexible(obj, out, index, api_version)
             f"AddPartitionsToTxnRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 3) and (<params>.api_version <= 5)))",
             path="add_partitions_to_txn_request_flexible",
         )
-    own_ = type(obj) is AddPartitionsToTxnRequestFlexible
-    transactions = obj.transactions if own_ else getattr(obj, "transactions", None)
-    v3_and_below_transactional_id = (
-        obj.v3_and_below_transactional_id if own_ else getattr(obj, "v3_and_below_transactional_id", "")
-    )
-    v3_and_below_producer_id = obj.v3_and_below_producer_id if own_ else getattr(obj, "v3_and_below_producer_id", 0)
-    v3_and_below_producer_epoch = (
-        obj.v3_and_below_producer_epoch if own_ else getattr(obj, "v3_and_below_producer_epoch", 0)
-    )
-    v3_and_below_topics = obj.v3_and_below_topics if own_ else getattr(obj, "v3_and_below_topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AddPartitionsToTxnRequestFlexible:
+        transactions = obj.transactions
+        v3_and_below_transactional_id = obj.v3_and_below_transactional_id
+        v3_and_below_producer_id = obj.v3_and_below_producer_id
+        v3_and_below_producer_epoch = obj.v3_and_below_producer_epoch
+        v3_and_below_topics = obj.v3_and_below_topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        transactions = getattr(obj, "transactions", None)
+        v3_and_below_transactional_id = getattr(obj, "v3_and_below_transactional_id", "")
+        v3_and_below_producer_id = getattr(obj, "v3_and_below_producer_id", 0)
+        v3_and_below_producer_epoch = getattr(obj, "v3_and_below_producer_epoch", 0)
+        v3_and_below_topics = getattr(obj, "v3_and_below_topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if api_version >= 4:
         n_ = len(transactions)
         if -1 <= n_ < 0x3FFF:
@@ -1685,9 +1744,10 @@ def _encode_add_partitions_to_txn_request_flexible(obj, out, index, api_version)
                 f"cannot encode: {type(exc).__name__}: {exc}",
                 path=f"add_partitions_to_txn_request_flexible.v3_and_below_topics[{index_}]",
             ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "add_partitions_to_txn_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "add_partitions_to_txn_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_add_partitions_to_txn_request_flexible(obj, out, index, api_version):
@@ -1697,17 +1757,20 @@ def _fencode_add_partitions_to_txn_request_flexible(obj, out, index, api_version
             f"AddPartitionsToTxnRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 3) and (<params>.api_version <= 5)))",
             path="add_partitions_to_txn_request_flexible",
         )
-    own_ = type(obj) is AddPartitionsToTxnRequestFlexible
-    transactions = obj.transactions if own_ else getattr(obj, "transactions", None)
-    v3_and_below_transactional_id = (
-        obj.v3_and_below_transactional_id if own_ else getattr(obj, "v3_and_below_transactional_id", "")
-    )
-    v3_and_below_producer_id = obj.v3_and_below_producer_id if own_ else getattr(obj, "v3_and_below_producer_id", 0)
-    v3_and_below_producer_epoch = (
-        obj.v3_and_below_producer_epoch if own_ else getattr(obj, "v3_and_below_producer_epoch", 0)
-    )
-    v3_and_below_topics = obj.v3_and_below_topics if own_ else getattr(obj, "v3_and_below_topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AddPartitionsToTxnRequestFlexible:
+        transactions = obj.transactions
+        v3_and_below_transactional_id = obj.v3_and_below_transactional_id
+        v3_and_below_producer_id = obj.v3_and_below_producer_id
+        v3_and_below_producer_epoch = obj.v3_and_below_producer_epoch
+        v3_and_below_topics = obj.v3_and_below_topics
+        tagged_fields = obj.tagged_fields
+    else:
+        transactions = getattr(obj, "transactions", None)
+        v3_and_below_transactional_id = getattr(obj, "v3_and_below_transactional_id", "")
+        v3_and_below_producer_id = getattr(obj, "v3_and_below_producer_id", 0)
+        v3_and_below_producer_epoch = getattr(obj, "v3_and_below_producer_epoch", 0)
+        v3_and_below_topics = getattr(obj, "v3_and_below_topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if api_version >= 4:
         n_ = len(transactions)
         if -1 <= n_ < 16383:
@@ -1715,29 +1778,20 @@ def _fencode_add_partitions_to_txn_request_flexible(obj, out, index, api_version
         else:
             _write_uvarint(out, n_ + 1, "add_partitions_to_txn_request_flexible.transactions")
         for item_ in transactions:
-            own__add_partitions_to_txn_transaction_ = type(item_) is AddPartitionsToTxnTransaction
-            transactional_id_add_partitions_to_txn_transaction_ = (
-                item_.transactional_id
-                if own__add_partitions_to_txn_transaction_
-                else getattr(item_, "transactional_id", "")
-            )
-            producer_id_add_partitions_to_txn_transaction_ = (
-                item_.producer_id if own__add_partitions_to_txn_transaction_ else getattr(item_, "producer_id", 0)
-            )
-            producer_epoch_add_partitions_to_txn_transaction_ = (
-                item_.producer_epoch if own__add_partitions_to_txn_transaction_ else getattr(item_, "producer_epoch", 0)
-            )
-            verify_only_add_partitions_to_txn_transaction_ = (
-                item_.verify_only if own__add_partitions_to_txn_transaction_ else getattr(item_, "verify_only", False)
-            )
-            topics_add_partitions_to_txn_transaction_ = (
-                item_.topics if own__add_partitions_to_txn_transaction_ else getattr(item_, "topics", None)
-            )
-            tagged_fields_add_partitions_to_txn_transaction_ = (
-                item_.tagged_fields
-                if own__add_partitions_to_txn_transaction_
-                else getattr(item_, "tagged_fields", None)
-            )
+            if type(item_) is AddPartitionsToTxnTransaction:
+                transactional_id_add_partitions_to_txn_transaction_ = item_.transactional_id
+                producer_id_add_partitions_to_txn_transaction_ = item_.producer_id
+                producer_epoch_add_partitions_to_txn_transaction_ = item_.producer_epoch
+                verify_only_add_partitions_to_txn_transaction_ = item_.verify_only
+                topics_add_partitions_to_txn_transaction_ = item_.topics
+                tagged_fields_add_partitions_to_txn_transaction_ = item_.tagged_fields
+            else:
+                transactional_id_add_partitions_to_txn_transaction_ = getattr(item_, "transactional_id", "")
+                producer_id_add_partitions_to_txn_transaction_ = getattr(item_, "producer_id", 0)
+                producer_epoch_add_partitions_to_txn_transaction_ = getattr(item_, "producer_epoch", 0)
+                verify_only_add_partitions_to_txn_transaction_ = getattr(item_, "verify_only", False)
+                topics_add_partitions_to_txn_transaction_ = getattr(item_, "topics", None)
+                tagged_fields_add_partitions_to_txn_transaction_ = getattr(item_, "tagged_fields", None)
             b__add_partitions_to_txn_transaction_ = _STR_ENCODED.get(
                 transactional_id_add_partitions_to_txn_transaction_
             )
@@ -1767,24 +1821,26 @@ def _fencode_add_partitions_to_txn_request_flexible(obj, out, index, api_version
                     out, n__add_partitions_to_txn_transaction_ + 1, "add_partitions_to_txn_transaction.topics"
                 )
             for item__add_partitions_to_txn_transaction_ in topics_add_partitions_to_txn_transaction_:
-                own__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_ = (
-                    type(item__add_partitions_to_txn_transaction_) is AddPartitionsToTxnTopicFlexible
-                )
-                name_add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_ = (
-                    item__add_partitions_to_txn_transaction_.name
-                    if own__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_
-                    else getattr(item__add_partitions_to_txn_transaction_, "name", "")
-                )
-                partitions_add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_ = (
-                    item__add_partitions_to_txn_transaction_.partitions
-                    if own__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_
-                    else getattr(item__add_partitions_to_txn_transaction_, "partitions", None)
-                )
-                tagged_fields_add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_ = (
-                    item__add_partitions_to_txn_transaction_.tagged_fields
-                    if own__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_
-                    else getattr(item__add_partitions_to_txn_transaction_, "tagged_fields", None)
-                )
+                if type(item__add_partitions_to_txn_transaction_) is AddPartitionsToTxnTopicFlexible:
+                    name_add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_ = (
+                        item__add_partitions_to_txn_transaction_.name
+                    )
+                    partitions_add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_ = (
+                        item__add_partitions_to_txn_transaction_.partitions
+                    )
+                    tagged_fields_add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_ = (
+                        item__add_partitions_to_txn_transaction_.tagged_fields
+                    )
+                else:
+                    name_add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_ = getattr(
+                        item__add_partitions_to_txn_transaction_, "name", ""
+                    )
+                    partitions_add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_ = getattr(
+                        item__add_partitions_to_txn_transaction_, "partitions", None
+                    )
+                    tagged_fields_add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_ = getattr(
+                        item__add_partitions_to_txn_transaction_, "tagged_fields", None
+                    )
                 b__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_ = _STR_ENCODED.get(
                     name_add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_
                 )
@@ -1816,31 +1872,45 @@ def _fencode_add_partitions_to_txn_request_flexible(obj, out, index, api_version
                         n__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_ + 1,
                         "add_partitions_to_txn_topic_flexible.partitions",
                     )
-                for (
-                    item__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_
-                ) in partitions_add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_:
-                    value_add_partitions_to_txn_topic_flexible_partitions_item__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_ = item__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_
-                    out += _S0.pack(
-                        value_add_partitions_to_txn_topic_flexible_partitions_item__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_
+                if n__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_ <= _PACKED_MAX:
+                    out += _PACKED["i"][
+                        n__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_
+                    ].pack(*partitions_add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_)
+                else:
+                    for (
+                        item__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_
+                    ) in partitions_add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_:
+                        value_add_partitions_to_txn_topic_flexible_partitions_item__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_ = item__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_
+                        out += _S0.pack(
+                            value_add_partitions_to_txn_topic_flexible_partitions_item__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_
+                        )
+                if (
+                    tagged_fields_add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_
+                    or tagged_fields_add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_.__class__
+                    is _TagSection
+                ):
+                    _write_tagged(
+                        out,
+                        [],
+                        tagged_fields_add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_,
+                        "add_partitions_to_txn_topic_flexible.tagged_fields",
+                        None,
                     )
-                tags__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_ = []
-                valid__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_ = None
+                else:
+                    out.append(0)
+            if (
+                tagged_fields_add_partitions_to_txn_transaction_
+                or tagged_fields_add_partitions_to_txn_transaction_.__class__ is _TagSection
+            ):
                 _write_tagged(
                     out,
-                    tags__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_,
-                    tagged_fields_add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_,
-                    "add_partitions_to_txn_topic_flexible.tagged_fields",
-                    valid__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_,
+                    [],
+                    tagged_fields_add_partitions_to_txn_transaction_,
+                    "add_partitions_to_txn_transaction.tagged_fields",
+                    None,
                 )
-            tags__add_partitions_to_txn_transaction_ = []
-            valid__add_partitions_to_txn_transaction_ = None
-            _write_tagged(
-                out,
-                tags__add_partitions_to_txn_transaction_,
-                tagged_fields_add_partitions_to_txn_transaction_,
-                "add_partitions_to_txn_transaction.tagged_fields",
-                valid__add_partitions_to_txn_transaction_,
-            )
+            else:
+                out.append(0)
     if api_version <= 3:
         b_ = _STR_ENCODED.get(v3_and_below_transactional_id)
         v3_and_below_transactional_id = _encode_str(v3_and_below_transactional_id) if b_ is None else b_
@@ -1861,18 +1931,14 @@ def _fencode_add_partitions_to_txn_request_flexible(obj, out, index, api_version
         else:
             _write_uvarint(out, n_ + 1, "add_partitions_to_txn_request_flexible.v3_and_below_topics")
         for item_ in v3_and_below_topics:
-            own__add_partitions_to_txn_topic_flexible_ = type(item_) is AddPartitionsToTxnTopicFlexible
-            name_add_partitions_to_txn_topic_flexible_ = (
-                item_.name if own__add_partitions_to_txn_topic_flexible_ else getattr(item_, "name", "")
-            )
-            partitions_add_partitions_to_txn_topic_flexible_ = (
-                item_.partitions if own__add_partitions_to_txn_topic_flexible_ else getattr(item_, "partitions", None)
-            )
-            tagged_fields_add_partitions_to_txn_topic_flexible_ = (
-                item_.tagged_fields
-                if own__add_partitions_to_txn_topic_flexible_
-                else getattr(item_, "tagged_fields", None)
-            )
+            if type(item_) is AddPartitionsToTxnTopicFlexible:
+                name_add_partitions_to_txn_topic_flexible_ = item_.name
+                partitions_add_partitions_to_txn_topic_flexible_ = item_.partitions
+                tagged_fields_add_partitions_to_txn_topic_flexible_ = item_.tagged_fields
+            else:
+                name_add_partitions_to_txn_topic_flexible_ = getattr(item_, "name", "")
+                partitions_add_partitions_to_txn_topic_flexible_ = getattr(item_, "partitions", None)
+                tagged_fields_add_partitions_to_txn_topic_flexible_ = getattr(item_, "tagged_fields", None)
             b__add_partitions_to_txn_topic_flexible_ = _STR_ENCODED.get(name_add_partitions_to_txn_topic_flexible_)
             name_add_partitions_to_txn_topic_flexible_ = (
                 _encode_str(name_add_partitions_to_txn_topic_flexible_)
@@ -1894,25 +1960,33 @@ def _fencode_add_partitions_to_txn_request_flexible(obj, out, index, api_version
                 _write_uvarint(
                     out, n__add_partitions_to_txn_topic_flexible_ + 1, "add_partitions_to_txn_topic_flexible.partitions"
                 )
-            for item__add_partitions_to_txn_topic_flexible_ in partitions_add_partitions_to_txn_topic_flexible_:
-                value_add_partitions_to_txn_topic_flexible_partitions_item__add_partitions_to_txn_topic_flexible_ = (
-                    item__add_partitions_to_txn_topic_flexible_
+            if n__add_partitions_to_txn_topic_flexible_ <= _PACKED_MAX:
+                out += _PACKED["i"][n__add_partitions_to_txn_topic_flexible_].pack(
+                    *partitions_add_partitions_to_txn_topic_flexible_
                 )
-                out += _S0.pack(
-                    value_add_partitions_to_txn_topic_flexible_partitions_item__add_partitions_to_txn_topic_flexible_
+            else:
+                for item__add_partitions_to_txn_topic_flexible_ in partitions_add_partitions_to_txn_topic_flexible_:
+                    value_add_partitions_to_txn_topic_flexible_partitions_item__add_partitions_to_txn_topic_flexible_ = item__add_partitions_to_txn_topic_flexible_
+                    out += _S0.pack(
+                        value_add_partitions_to_txn_topic_flexible_partitions_item__add_partitions_to_txn_topic_flexible_
+                    )
+            if (
+                tagged_fields_add_partitions_to_txn_topic_flexible_
+                or tagged_fields_add_partitions_to_txn_topic_flexible_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_add_partitions_to_txn_topic_flexible_,
+                    "add_partitions_to_txn_topic_flexible.tagged_fields",
+                    None,
                 )
-            tags__add_partitions_to_txn_topic_flexible_ = []
-            valid__add_partitions_to_txn_topic_flexible_ = None
-            _write_tagged(
-                out,
-                tags__add_partitions_to_txn_topic_flexible_,
-                tagged_fields_add_partitions_to_txn_topic_flexible_,
-                "add_partitions_to_txn_topic_flexible.tagged_fields",
-                valid__add_partitions_to_txn_topic_flexible_,
-            )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "add_partitions_to_txn_request_flexible.tagged_fields", valid_)
+            else:
+                out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "add_partitions_to_txn_request_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_add_partitions_to_txn_request_by_version(buf, pos, end, opts, api_version):

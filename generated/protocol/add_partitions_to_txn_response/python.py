@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -80,9 +81,12 @@ def _decode_add_partitions_to_txn_partition_result(buf, pos, end, opts):
 
 def _encode_add_partitions_to_txn_partition_result(obj, out, index):
     """Append one add_partitions_to_txn_partition_result to out."""
-    own_ = type(obj) is AddPartitionsToTxnPartitionResult
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    partition_error_code = obj.partition_error_code if own_ else getattr(obj, "partition_error_code", 0)
+    if type(obj) is AddPartitionsToTxnPartitionResult:
+        partition_index = obj.partition_index
+        partition_error_code = obj.partition_error_code
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        partition_error_code = getattr(obj, "partition_error_code", 0)
     out += _S0.pack(partition_index, partition_error_code)
 
 
@@ -154,9 +158,12 @@ def _decode_add_partitions_to_txn_topic_result(buf, pos, end, opts):
 
 def _encode_add_partitions_to_txn_topic_result(obj, out, index):
     """Append one add_partitions_to_txn_topic_result to out."""
-    own_ = type(obj) is AddPartitionsToTxnTopicResult
-    name = obj.name if own_ else getattr(obj, "name", "")
-    results_by_partition = obj.results_by_partition if own_ else getattr(obj, "results_by_partition", None)
+    if type(obj) is AddPartitionsToTxnTopicResult:
+        name = obj.name
+        results_by_partition = obj.results_by_partition
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        results_by_partition = getattr(obj, "results_by_partition", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="add_partitions_to_txn_topic_result.name")
     else:
@@ -369,11 +376,12 @@ def _encode_add_partitions_to_txn_response(obj, out, index, api_version):
             f"AddPartitionsToTxnResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 2))",
             path="add_partitions_to_txn_response",
         )
-    own_ = type(obj) is AddPartitionsToTxnResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    results_by_topic_v3_and_below = (
-        obj.results_by_topic_v3_and_below if own_ else getattr(obj, "results_by_topic_v3_and_below", None)
-    )
+    if type(obj) is AddPartitionsToTxnResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        results_by_topic_v3_and_below = obj.results_by_topic_v3_and_below
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        results_by_topic_v3_and_below = getattr(obj, "results_by_topic_v3_and_below", None)
     out += _S2.pack(throttle_time_ms)
     out += _S2.pack(len(results_by_topic_v3_and_below))
     index_ = 0
@@ -398,23 +406,21 @@ def _fencode_add_partitions_to_txn_response(obj, out, index, api_version):
             f"AddPartitionsToTxnResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 2))",
             path="add_partitions_to_txn_response",
         )
-    own_ = type(obj) is AddPartitionsToTxnResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    results_by_topic_v3_and_below = (
-        obj.results_by_topic_v3_and_below if own_ else getattr(obj, "results_by_topic_v3_and_below", None)
-    )
+    if type(obj) is AddPartitionsToTxnResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        results_by_topic_v3_and_below = obj.results_by_topic_v3_and_below
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        results_by_topic_v3_and_below = getattr(obj, "results_by_topic_v3_and_below", None)
     out += _S2.pack(throttle_time_ms)
     out += _S2.pack(len(results_by_topic_v3_and_below))
     for item_ in results_by_topic_v3_and_below:
-        own__add_partitions_to_txn_topic_result_ = type(item_) is AddPartitionsToTxnTopicResult
-        name_add_partitions_to_txn_topic_result_ = (
-            item_.name if own__add_partitions_to_txn_topic_result_ else getattr(item_, "name", "")
-        )
-        results_by_partition_add_partitions_to_txn_topic_result_ = (
-            item_.results_by_partition
-            if own__add_partitions_to_txn_topic_result_
-            else getattr(item_, "results_by_partition", None)
-        )
+        if type(item_) is AddPartitionsToTxnTopicResult:
+            name_add_partitions_to_txn_topic_result_ = item_.name
+            results_by_partition_add_partitions_to_txn_topic_result_ = item_.results_by_partition
+        else:
+            name_add_partitions_to_txn_topic_result_ = getattr(item_, "name", "")
+            results_by_partition_add_partitions_to_txn_topic_result_ = getattr(item_, "results_by_partition", None)
         b__add_partitions_to_txn_topic_result_ = _STR_ENCODED.get(name_add_partitions_to_txn_topic_result_)
         name_add_partitions_to_txn_topic_result_ = (
             _encode_str(name_add_partitions_to_txn_topic_result_)
@@ -425,19 +431,20 @@ def _fencode_add_partitions_to_txn_response(obj, out, index, api_version):
         out += name_add_partitions_to_txn_topic_result_
         out += _S2.pack(len(results_by_partition_add_partitions_to_txn_topic_result_))
         for item__add_partitions_to_txn_topic_result_ in results_by_partition_add_partitions_to_txn_topic_result_:
-            own__add_partitions_to_txn_partition_result__add_partitions_to_txn_topic_result_ = (
-                type(item__add_partitions_to_txn_topic_result_) is AddPartitionsToTxnPartitionResult
-            )
-            partition_index_add_partitions_to_txn_partition_result__add_partitions_to_txn_topic_result_ = (
-                item__add_partitions_to_txn_topic_result_.partition_index
-                if own__add_partitions_to_txn_partition_result__add_partitions_to_txn_topic_result_
-                else getattr(item__add_partitions_to_txn_topic_result_, "partition_index", 0)
-            )
-            partition_error_code_add_partitions_to_txn_partition_result__add_partitions_to_txn_topic_result_ = (
-                item__add_partitions_to_txn_topic_result_.partition_error_code
-                if own__add_partitions_to_txn_partition_result__add_partitions_to_txn_topic_result_
-                else getattr(item__add_partitions_to_txn_topic_result_, "partition_error_code", 0)
-            )
+            if type(item__add_partitions_to_txn_topic_result_) is AddPartitionsToTxnPartitionResult:
+                partition_index_add_partitions_to_txn_partition_result__add_partitions_to_txn_topic_result_ = (
+                    item__add_partitions_to_txn_topic_result_.partition_index
+                )
+                partition_error_code_add_partitions_to_txn_partition_result__add_partitions_to_txn_topic_result_ = (
+                    item__add_partitions_to_txn_topic_result_.partition_error_code
+                )
+            else:
+                partition_index_add_partitions_to_txn_partition_result__add_partitions_to_txn_topic_result_ = getattr(
+                    item__add_partitions_to_txn_topic_result_, "partition_index", 0
+                )
+                partition_error_code_add_partitions_to_txn_partition_result__add_partitions_to_txn_topic_result_ = (
+                    getattr(item__add_partitions_to_txn_topic_result_, "partition_error_code", 0)
+                )
             out += _S0.pack(
                 partition_index_add_partitions_to_txn_partition_result__add_partitions_to_txn_topic_result_,
                 partition_error_code_add_partitions_to_txn_partition_result__add_partitions_to_txn_topic_result_,
@@ -456,49 +463,59 @@ def _decode_add_partitions_to_txn_partition_result_flexible(buf, pos, end, opts)
     ) = _S0.unpack_from(buf, pos)
     pos += 6
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_partition_result_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="add_partitions_to_txn_partition_result_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_partition_result_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_partition_result_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(
+                buf, pos, end, "add_partitions_to_txn_partition_result_flexible.tagged_fields"
+            )
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="add_partitions_to_txn_partition_result_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_partition_result_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_partition_result_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="add_partitions_to_txn_partition_result_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return AddPartitionsToTxnPartitionResultFlexible(partition_index, partition_error_code, tagged_fields), pos
 
 
 def _encode_add_partitions_to_txn_partition_result_flexible(obj, out, index):
     """Append one add_partitions_to_txn_partition_result_flexible to out."""
-    own_ = type(obj) is AddPartitionsToTxnPartitionResultFlexible
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    partition_error_code = obj.partition_error_code if own_ else getattr(obj, "partition_error_code", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AddPartitionsToTxnPartitionResultFlexible:
+        partition_index = obj.partition_index
+        partition_error_code = obj.partition_error_code
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        partition_error_code = getattr(obj, "partition_error_code", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition_index, partition_error_code)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "add_partitions_to_txn_partition_result_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "add_partitions_to_txn_partition_result_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_add_partitions_to_txn_topic_result_flexible(buf, pos, end, opts):
@@ -585,45 +602,52 @@ def _decode_add_partitions_to_txn_topic_result_flexible(buf, pos, end, opts):
             ) from None
         append_results_by_partition(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_topic_result_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="add_partitions_to_txn_topic_result_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_topic_result_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_topic_result_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_topic_result_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="add_partitions_to_txn_topic_result_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_topic_result_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_topic_result_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="add_partitions_to_txn_topic_result_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return AddPartitionsToTxnTopicResultFlexible(name, results_by_partition, tagged_fields), pos
 
 
 def _encode_add_partitions_to_txn_topic_result_flexible(obj, out, index):
     """Append one add_partitions_to_txn_topic_result_flexible to out."""
-    own_ = type(obj) is AddPartitionsToTxnTopicResultFlexible
-    name = obj.name if own_ else getattr(obj, "name", "")
-    results_by_partition = obj.results_by_partition if own_ else getattr(obj, "results_by_partition", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AddPartitionsToTxnTopicResultFlexible:
+        name = obj.name
+        results_by_partition = obj.results_by_partition
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        results_by_partition = getattr(obj, "results_by_partition", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="add_partitions_to_txn_topic_result_flexible.name")
     else:
@@ -657,9 +681,10 @@ def _encode_add_partitions_to_txn_topic_result_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"add_partitions_to_txn_topic_result_flexible.results_by_partition[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "add_partitions_to_txn_topic_result_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "add_partitions_to_txn_topic_result_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_add_partitions_to_txn_result(buf, pos, end, opts):
@@ -740,45 +765,52 @@ def _decode_add_partitions_to_txn_result(buf, pos, end, opts):
             ) from None
         append_topic_results(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_result.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="add_partitions_to_txn_result.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_result.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_result.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_result.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="add_partitions_to_txn_result.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_result.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_result.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="add_partitions_to_txn_result.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return AddPartitionsToTxnResult(transactional_id, topic_results, tagged_fields), pos
 
 
 def _encode_add_partitions_to_txn_result(obj, out, index):
     """Append one add_partitions_to_txn_result to out."""
-    own_ = type(obj) is AddPartitionsToTxnResult
-    transactional_id = obj.transactional_id if own_ else getattr(obj, "transactional_id", "")
-    topic_results = obj.topic_results if own_ else getattr(obj, "topic_results", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AddPartitionsToTxnResult:
+        transactional_id = obj.transactional_id
+        topic_results = obj.topic_results
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        transactional_id = getattr(obj, "transactional_id", "")
+        topic_results = getattr(obj, "topic_results", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if transactional_id is None:
         raise _InvalidValueError("may not be null", path="add_partitions_to_txn_result.transactional_id")
     else:
@@ -809,9 +841,10 @@ def _encode_add_partitions_to_txn_result(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"add_partitions_to_txn_result.topic_results[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "add_partitions_to_txn_result.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "add_partitions_to_txn_result.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_add_partitions_to_txn_response_flexible(buf, pos, end, opts, api_version):
@@ -976,36 +1009,39 @@ def _decode_add_partitions_to_txn_response_flexible(buf, pos, end, opts, api_ver
     else:
         results_by_topic_v3_and_below = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="add_partitions_to_txn_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="add_partitions_to_txn_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="add_partitions_to_txn_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return AddPartitionsToTxnResponseFlexible(
         throttle_time_ms, error_code, results_by_transaction, results_by_topic_v3_and_below, tagged_fields
     ), pos
@@ -1205,85 +1241,88 @@ def _fdecode_add_partitions_to_txn_response_flexible(buf, pos, end, opts, api_ve
                     ) = _S0.unpack_from(buf, pos)
                     pos += 6
                     tagged_fields_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = []
-                    sec__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = pos
-                    (
-                        prev__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_,
-                        odd__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_,
-                    ) = (-1, False)
-                    if pos < end and buf[pos] < 128:
-                        n_tags__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = buf[
-                            pos
-                        ]
+                    if pos < end and buf[pos] == 0:
                         pos += 1
                     else:
+                        sec__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = pos
                         (
-                            n_tags__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_,
-                            pos,
-                        ) = _read_uvarint32(
-                            buf, pos, end, "add_partitions_to_txn_partition_result_flexible.tagged_fields"
-                        )
-                    if (
-                        n_tags__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
-                        > (end - pos) // 2
-                    ):
-                        raise _InvalidValueError(
-                            f"{n_tags__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_} tagged fields cannot fit in {end - pos} bytes",
-                            offset=pos,
-                            path="add_partitions_to_txn_partition_result_flexible.tagged_fields",
-                        )
-                    for __add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ in range(
-                        n_tags__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
-                    ):
-                        (
-                            tag__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_,
-                            pos,
-                        ) = _read_uvarint32(
-                            buf, pos, end, "add_partitions_to_txn_partition_result_flexible.tagged_fields"
-                        )
-                        (
-                            size__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_,
-                            pos,
-                        ) = _read_uvarint32(
-                            buf, pos, end, "add_partitions_to_txn_partition_result_flexible.tagged_fields"
-                        )
+                            prev__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_,
+                            odd__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_,
+                        ) = (-1, False)
+                        if pos < end and buf[pos] < 128:
+                            n_tags__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = buf[
+                                pos
+                            ]
+                            pos += 1
+                        else:
+                            (
+                                n_tags__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_,
+                                pos,
+                            ) = _read_uvarint32(
+                                buf, pos, end, "add_partitions_to_txn_partition_result_flexible.tagged_fields"
+                            )
                         if (
-                            size__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
-                            > end - pos
+                            n_tags__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
+                            > (end - pos) // 2
                         ):
-                            raise _TruncatedError(
-                                f"tag {tag__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_} declares {size__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_} bytes, {end - pos} left",
+                            raise _InvalidValueError(
+                                f"{n_tags__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_} tagged fields cannot fit in {end - pos} bytes",
                                 offset=pos,
                                 path="add_partitions_to_txn_partition_result_flexible.tagged_fields",
                             )
-                        stop__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = (
-                            pos
-                            + size__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
-                        )
-                        if (
-                            tag__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
-                            <= prev__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
+                        for __add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ in range(
+                            n_tags__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
                         ):
-                            odd__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = True
-                        prev__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = tag__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
-                        tagged_fields_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_.append(
                             (
                                 tag__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_,
-                                bytes(
-                                    buf[
-                                        pos:stop__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
-                                    ]
-                                ),
+                                pos,
+                            ) = _read_uvarint32(
+                                buf, pos, end, "add_partitions_to_txn_partition_result_flexible.tagged_fields"
                             )
-                        )
-                        pos = stop__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
-                    if odd__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_:
-                        tagged_fields_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = _keep_tags(
-                            tagged_fields_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_,
-                            buf[
-                                sec__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_:pos
-                            ],
-                            (),
-                        )
+                            (
+                                size__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_,
+                                pos,
+                            ) = _read_uvarint32(
+                                buf, pos, end, "add_partitions_to_txn_partition_result_flexible.tagged_fields"
+                            )
+                            if (
+                                size__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
+                                > end - pos
+                            ):
+                                raise _TruncatedError(
+                                    f"tag {tag__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_} declares {size__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_} bytes, {end - pos} left",
+                                    offset=pos,
+                                    path="add_partitions_to_txn_partition_result_flexible.tagged_fields",
+                                )
+                            stop__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = (
+                                pos
+                                + size__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
+                            )
+                            if (
+                                tag__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
+                                <= prev__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
+                            ):
+                                odd__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = True
+                            prev__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = tag__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
+                            tagged_fields_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_.append(
+                                (
+                                    tag__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_,
+                                    bytes(
+                                        buf[
+                                            pos:stop__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
+                                        ]
+                                    ),
+                                )
+                            )
+                            pos = stop__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
+                        if odd__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_:
+                            tagged_fields_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = _keep_tags(
+                                tagged_fields_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_,
+                                buf[
+                                    sec__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_:pos
+                                ],
+                                (),
+                            )
                     value__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = _new_object(
                         AddPartitionsToTxnPartitionResultFlexible
                     )
@@ -1295,72 +1334,73 @@ def _fdecode_add_partitions_to_txn_response_flexible(buf, pos, end, opts, api_ve
                         item__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
                     )
                 tagged_fields_add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = []
-                sec__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = pos
-                (
-                    prev__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_,
-                    odd__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_,
-                ) = (-1, False)
-                if pos < end and buf[pos] < 128:
-                    n_tags__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = buf[pos]
+                if pos < end and buf[pos] == 0:
                     pos += 1
                 else:
-                    n_tags__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_, pos = (
-                        _read_uvarint32(buf, pos, end, "add_partitions_to_txn_topic_result_flexible.tagged_fields")
-                    )
-                if (
-                    n_tags__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
-                    > (end - pos) // 2
-                ):
-                    raise _InvalidValueError(
-                        f"{n_tags__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_} tagged fields cannot fit in {end - pos} bytes",
-                        offset=pos,
-                        path="add_partitions_to_txn_topic_result_flexible.tagged_fields",
-                    )
-                for __add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ in range(
-                    n_tags__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
-                ):
-                    tag__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_, pos = (
-                        _read_uvarint32(buf, pos, end, "add_partitions_to_txn_topic_result_flexible.tagged_fields")
-                    )
-                    size__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_, pos = (
-                        _read_uvarint32(buf, pos, end, "add_partitions_to_txn_topic_result_flexible.tagged_fields")
-                    )
-                    if size__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ > end - pos:
-                        raise _TruncatedError(
-                            f"tag {tag__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_} declares {size__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_} bytes, {end - pos} left",
+                    sec__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = pos
+                    (
+                        prev__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_,
+                        odd__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_,
+                    ) = (-1, False)
+                    if pos < end and buf[pos] < 128:
+                        n_tags__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = buf[pos]
+                        pos += 1
+                    else:
+                        n_tags__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_, pos = (
+                            _read_uvarint32(buf, pos, end, "add_partitions_to_txn_topic_result_flexible.tagged_fields")
+                        )
+                    if (
+                        n_tags__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
+                        > (end - pos) // 2
+                    ):
+                        raise _InvalidValueError(
+                            f"{n_tags__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_} tagged fields cannot fit in {end - pos} bytes",
                             offset=pos,
                             path="add_partitions_to_txn_topic_result_flexible.tagged_fields",
                         )
-                    stop__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = (
-                        pos + size__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
-                    )
-                    if (
-                        tag__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
-                        <= prev__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
+                    for __add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ in range(
+                        n_tags__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
                     ):
-                        odd__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = True
-                    prev__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = (
-                        tag__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
-                    )
-                    tagged_fields_add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_.append(
-                        (
-                            tag__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_,
-                            bytes(
-                                buf[
-                                    pos:stop__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
-                                ]
-                            ),
+                        tag__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_, pos = (
+                            _read_uvarint32(buf, pos, end, "add_partitions_to_txn_topic_result_flexible.tagged_fields")
                         )
-                    )
-                    pos = stop__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
-                if odd__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_:
-                    tagged_fields_add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = (
-                        _keep_tags(
+                        size__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_, pos = (
+                            _read_uvarint32(buf, pos, end, "add_partitions_to_txn_topic_result_flexible.tagged_fields")
+                        )
+                        if size__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ > end - pos:
+                            raise _TruncatedError(
+                                f"tag {tag__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_} declares {size__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_} bytes, {end - pos} left",
+                                offset=pos,
+                                path="add_partitions_to_txn_topic_result_flexible.tagged_fields",
+                            )
+                        stop__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = (
+                            pos + size__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
+                        )
+                        if (
+                            tag__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
+                            <= prev__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
+                        ):
+                            odd__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = True
+                        prev__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = (
+                            tag__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
+                        )
+                        tagged_fields_add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_.append(
+                            (
+                                tag__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_,
+                                bytes(
+                                    buf[
+                                        pos:stop__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
+                                    ]
+                                ),
+                            )
+                        )
+                        pos = stop__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
+                    if odd__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_:
+                        tagged_fields_add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = _keep_tags(
                             tagged_fields_add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_,
                             buf[sec__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_:pos],
                             (),
                         )
-                    )
                 value__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = _new_object(
                     AddPartitionsToTxnTopicResultFlexible
                 )
@@ -1376,46 +1416,49 @@ def _fdecode_add_partitions_to_txn_response_flexible(buf, pos, end, opts, api_ve
                 )
                 append_topic_results_add_partitions_to_txn_result_(item__add_partitions_to_txn_result_)
             tagged_fields_add_partitions_to_txn_result_ = []
-            sec__add_partitions_to_txn_result_ = pos
-            prev__add_partitions_to_txn_result_, odd__add_partitions_to_txn_result_ = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__add_partitions_to_txn_result_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__add_partitions_to_txn_result_, pos = _read_uvarint32(
-                    buf, pos, end, "add_partitions_to_txn_result.tagged_fields"
-                )
-            if n_tags__add_partitions_to_txn_result_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__add_partitions_to_txn_result_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="add_partitions_to_txn_result.tagged_fields",
-                )
-            for __add_partitions_to_txn_result_ in range(n_tags__add_partitions_to_txn_result_):
-                tag__add_partitions_to_txn_result_, pos = _read_uvarint32(
-                    buf, pos, end, "add_partitions_to_txn_result.tagged_fields"
-                )
-                size__add_partitions_to_txn_result_, pos = _read_uvarint32(
-                    buf, pos, end, "add_partitions_to_txn_result.tagged_fields"
-                )
-                if size__add_partitions_to_txn_result_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__add_partitions_to_txn_result_} declares {size__add_partitions_to_txn_result_} bytes, {end - pos} left",
+                sec__add_partitions_to_txn_result_ = pos
+                prev__add_partitions_to_txn_result_, odd__add_partitions_to_txn_result_ = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__add_partitions_to_txn_result_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__add_partitions_to_txn_result_, pos = _read_uvarint32(
+                        buf, pos, end, "add_partitions_to_txn_result.tagged_fields"
+                    )
+                if n_tags__add_partitions_to_txn_result_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__add_partitions_to_txn_result_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="add_partitions_to_txn_result.tagged_fields",
                     )
-                stop__add_partitions_to_txn_result_ = pos + size__add_partitions_to_txn_result_
-                if tag__add_partitions_to_txn_result_ <= prev__add_partitions_to_txn_result_:
-                    odd__add_partitions_to_txn_result_ = True
-                prev__add_partitions_to_txn_result_ = tag__add_partitions_to_txn_result_
-                tagged_fields_add_partitions_to_txn_result_.append(
-                    (tag__add_partitions_to_txn_result_, bytes(buf[pos:stop__add_partitions_to_txn_result_]))
-                )
-                pos = stop__add_partitions_to_txn_result_
-            if odd__add_partitions_to_txn_result_:
-                tagged_fields_add_partitions_to_txn_result_ = _keep_tags(
-                    tagged_fields_add_partitions_to_txn_result_, buf[sec__add_partitions_to_txn_result_:pos], ()
-                )
+                for __add_partitions_to_txn_result_ in range(n_tags__add_partitions_to_txn_result_):
+                    tag__add_partitions_to_txn_result_, pos = _read_uvarint32(
+                        buf, pos, end, "add_partitions_to_txn_result.tagged_fields"
+                    )
+                    size__add_partitions_to_txn_result_, pos = _read_uvarint32(
+                        buf, pos, end, "add_partitions_to_txn_result.tagged_fields"
+                    )
+                    if size__add_partitions_to_txn_result_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__add_partitions_to_txn_result_} declares {size__add_partitions_to_txn_result_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="add_partitions_to_txn_result.tagged_fields",
+                        )
+                    stop__add_partitions_to_txn_result_ = pos + size__add_partitions_to_txn_result_
+                    if tag__add_partitions_to_txn_result_ <= prev__add_partitions_to_txn_result_:
+                        odd__add_partitions_to_txn_result_ = True
+                    prev__add_partitions_to_txn_result_ = tag__add_partitions_to_txn_result_
+                    tagged_fields_add_partitions_to_txn_result_.append(
+                        (tag__add_partitions_to_txn_result_, bytes(buf[pos:stop__add_partitions_to_txn_result_]))
+                    )
+                    pos = stop__add_partitions_to_txn_result_
+                if odd__add_partitions_to_txn_result_:
+                    tagged_fields_add_partitions_to_txn_result_ = _keep_tags(
+                        tagged_fields_add_partitions_to_txn_result_, buf[sec__add_partitions_to_txn_result_:pos], ()
+                    )
             value__add_partitions_to_txn_result_ = _new_object(AddPartitionsToTxnResult)
             value__add_partitions_to_txn_result_.transactional_id = transactional_id_add_partitions_to_txn_result_
             value__add_partitions_to_txn_result_.topic_results = topic_results_add_partitions_to_txn_result_
@@ -1534,81 +1577,90 @@ def _fdecode_add_partitions_to_txn_response_flexible(buf, pos, end, opts, api_ve
                 ) = _S0.unpack_from(buf, pos)
                 pos += 6
                 tagged_fields_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_ = []
-                sec__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_ = pos
-                (
-                    prev__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_,
-                    odd__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_,
-                ) = (-1, False)
-                if pos < end and buf[pos] < 128:
-                    n_tags__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_ = buf[
-                        pos
-                    ]
+                if pos < end and buf[pos] == 0:
                     pos += 1
                 else:
+                    sec__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_ = pos
                     (
-                        n_tags__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_,
-                        pos,
-                    ) = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_partition_result_flexible.tagged_fields")
-                if (
-                    n_tags__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_
-                    > (end - pos) // 2
-                ):
-                    raise _InvalidValueError(
-                        f"{n_tags__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                        offset=pos,
-                        path="add_partitions_to_txn_partition_result_flexible.tagged_fields",
-                    )
-                for (
-                    __add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_
-                ) in range(
-                    n_tags__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_
-                ):
-                    (
-                        tag__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_,
-                        pos,
-                    ) = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_partition_result_flexible.tagged_fields")
-                    (
-                        size__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_,
-                        pos,
-                    ) = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_partition_result_flexible.tagged_fields")
+                        prev__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_,
+                        odd__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_,
+                    ) = (-1, False)
+                    if pos < end and buf[pos] < 128:
+                        n_tags__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_ = buf[
+                            pos
+                        ]
+                        pos += 1
+                    else:
+                        (
+                            n_tags__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_,
+                            pos,
+                        ) = _read_uvarint32(
+                            buf, pos, end, "add_partitions_to_txn_partition_result_flexible.tagged_fields"
+                        )
                     if (
-                        size__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_
-                        > end - pos
+                        n_tags__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_
+                        > (end - pos) // 2
                     ):
-                        raise _TruncatedError(
-                            f"tag {tag__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_} declares {size__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_} bytes, {end - pos} left",
+                        raise _InvalidValueError(
+                            f"{n_tags__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
                             offset=pos,
                             path="add_partitions_to_txn_partition_result_flexible.tagged_fields",
                         )
-                    stop__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_ = (
-                        pos
-                        + size__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_
-                    )
-                    if (
-                        tag__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_
-                        <= prev__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_
+                    for (
+                        __add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_
+                    ) in range(
+                        n_tags__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_
                     ):
-                        odd__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_ = True
-                    prev__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_ = tag__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_
-                    tagged_fields_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_.append(
                         (
                             tag__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_,
-                            bytes(
-                                buf[
-                                    pos:stop__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_
-                                ]
-                            ),
+                            pos,
+                        ) = _read_uvarint32(
+                            buf, pos, end, "add_partitions_to_txn_partition_result_flexible.tagged_fields"
                         )
-                    )
-                    pos = stop__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_
-                if odd__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_:
-                    tagged_fields_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_ = _keep_tags(
-                        tagged_fields_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_,
-                        buf[
-                            sec__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_:pos
-                        ],
-                        (),
-                    )
+                        (
+                            size__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_,
+                            pos,
+                        ) = _read_uvarint32(
+                            buf, pos, end, "add_partitions_to_txn_partition_result_flexible.tagged_fields"
+                        )
+                        if (
+                            size__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_
+                            > end - pos
+                        ):
+                            raise _TruncatedError(
+                                f"tag {tag__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_} declares {size__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_} bytes, {end - pos} left",
+                                offset=pos,
+                                path="add_partitions_to_txn_partition_result_flexible.tagged_fields",
+                            )
+                        stop__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_ = (
+                            pos
+                            + size__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_
+                        )
+                        if (
+                            tag__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_
+                            <= prev__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_
+                        ):
+                            odd__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_ = True
+                        prev__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_ = tag__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_
+                        tagged_fields_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_.append(
+                            (
+                                tag__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_,
+                                bytes(
+                                    buf[
+                                        pos:stop__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_
+                                    ]
+                                ),
+                            )
+                        )
+                        pos = stop__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_
+                    if odd__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_:
+                        tagged_fields_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_ = _keep_tags(
+                            tagged_fields_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_,
+                            buf[
+                                sec__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_:pos
+                            ],
+                            (),
+                        )
                 value__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_ = (
                     _new_object(AddPartitionsToTxnPartitionResultFlexible)
                 )
@@ -1622,61 +1674,66 @@ def _fdecode_add_partitions_to_txn_response_flexible(buf, pos, end, opts, api_ve
                     item__add_partitions_to_txn_topic_result_flexible_
                 )
             tagged_fields_add_partitions_to_txn_topic_result_flexible_ = []
-            sec__add_partitions_to_txn_topic_result_flexible_ = pos
-            prev__add_partitions_to_txn_topic_result_flexible_, odd__add_partitions_to_txn_topic_result_flexible_ = (
-                -1,
-                False,
-            )
-            if pos < end and buf[pos] < 128:
-                n_tags__add_partitions_to_txn_topic_result_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__add_partitions_to_txn_topic_result_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "add_partitions_to_txn_topic_result_flexible.tagged_fields"
-                )
-            if n_tags__add_partitions_to_txn_topic_result_flexible_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__add_partitions_to_txn_topic_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="add_partitions_to_txn_topic_result_flexible.tagged_fields",
-                )
-            for __add_partitions_to_txn_topic_result_flexible_ in range(
-                n_tags__add_partitions_to_txn_topic_result_flexible_
-            ):
-                tag__add_partitions_to_txn_topic_result_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "add_partitions_to_txn_topic_result_flexible.tagged_fields"
-                )
-                size__add_partitions_to_txn_topic_result_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "add_partitions_to_txn_topic_result_flexible.tagged_fields"
-                )
-                if size__add_partitions_to_txn_topic_result_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__add_partitions_to_txn_topic_result_flexible_} declares {size__add_partitions_to_txn_topic_result_flexible_} bytes, {end - pos} left",
+                sec__add_partitions_to_txn_topic_result_flexible_ = pos
+                (
+                    prev__add_partitions_to_txn_topic_result_flexible_,
+                    odd__add_partitions_to_txn_topic_result_flexible_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__add_partitions_to_txn_topic_result_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__add_partitions_to_txn_topic_result_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "add_partitions_to_txn_topic_result_flexible.tagged_fields"
+                    )
+                if n_tags__add_partitions_to_txn_topic_result_flexible_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__add_partitions_to_txn_topic_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="add_partitions_to_txn_topic_result_flexible.tagged_fields",
                     )
-                stop__add_partitions_to_txn_topic_result_flexible_ = (
-                    pos + size__add_partitions_to_txn_topic_result_flexible_
-                )
-                if (
-                    tag__add_partitions_to_txn_topic_result_flexible_
-                    <= prev__add_partitions_to_txn_topic_result_flexible_
+                for __add_partitions_to_txn_topic_result_flexible_ in range(
+                    n_tags__add_partitions_to_txn_topic_result_flexible_
                 ):
-                    odd__add_partitions_to_txn_topic_result_flexible_ = True
-                prev__add_partitions_to_txn_topic_result_flexible_ = tag__add_partitions_to_txn_topic_result_flexible_
-                tagged_fields_add_partitions_to_txn_topic_result_flexible_.append(
-                    (
-                        tag__add_partitions_to_txn_topic_result_flexible_,
-                        bytes(buf[pos:stop__add_partitions_to_txn_topic_result_flexible_]),
+                    tag__add_partitions_to_txn_topic_result_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "add_partitions_to_txn_topic_result_flexible.tagged_fields"
                     )
-                )
-                pos = stop__add_partitions_to_txn_topic_result_flexible_
-            if odd__add_partitions_to_txn_topic_result_flexible_:
-                tagged_fields_add_partitions_to_txn_topic_result_flexible_ = _keep_tags(
-                    tagged_fields_add_partitions_to_txn_topic_result_flexible_,
-                    buf[sec__add_partitions_to_txn_topic_result_flexible_:pos],
-                    (),
-                )
+                    size__add_partitions_to_txn_topic_result_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "add_partitions_to_txn_topic_result_flexible.tagged_fields"
+                    )
+                    if size__add_partitions_to_txn_topic_result_flexible_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__add_partitions_to_txn_topic_result_flexible_} declares {size__add_partitions_to_txn_topic_result_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="add_partitions_to_txn_topic_result_flexible.tagged_fields",
+                        )
+                    stop__add_partitions_to_txn_topic_result_flexible_ = (
+                        pos + size__add_partitions_to_txn_topic_result_flexible_
+                    )
+                    if (
+                        tag__add_partitions_to_txn_topic_result_flexible_
+                        <= prev__add_partitions_to_txn_topic_result_flexible_
+                    ):
+                        odd__add_partitions_to_txn_topic_result_flexible_ = True
+                    prev__add_partitions_to_txn_topic_result_flexible_ = (
+                        tag__add_partitions_to_txn_topic_result_flexible_
+                    )
+                    tagged_fields_add_partitions_to_txn_topic_result_flexible_.append(
+                        (
+                            tag__add_partitions_to_txn_topic_result_flexible_,
+                            bytes(buf[pos:stop__add_partitions_to_txn_topic_result_flexible_]),
+                        )
+                    )
+                    pos = stop__add_partitions_to_txn_topic_result_flexible_
+                if odd__add_partitions_to_txn_topic_result_flexible_:
+                    tagged_fields_add_partitions_to_txn_topic_result_flexible_ = _keep_tags(
+                        tagged_fields_add_partitions_to_txn_topic_result_flexible_,
+                        buf[sec__add_partitions_to_txn_topic_result_flexible_:pos],
+                        (),
+                    )
             value__add_partitions_to_txn_topic_result_flexible_ = _new_object(AddPartitionsToTxnTopicResultFlexible)
             value__add_partitions_to_txn_topic_result_flexible_.name = name_add_partitions_to_txn_topic_result_flexible_
             value__add_partitions_to_txn_topic_result_flexible_.results_by_partition = (
@@ -1694,36 +1751,39 @@ def _fdecode_add_partitions_to_txn_response_flexible(buf, pos, end, opts, api_ve
     else:
         results_by_topic_v3_and_below = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="add_partitions_to_txn_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="add_partitions_to_txn_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="add_partitions_to_txn_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(AddPartitionsToTxnResponseFlexible)
     value_.throttle_time_ms = throttle_time_ms
     value_.error_code = error_code
@@ -1740,14 +1800,18 @@ def _encode_add_partitions_to_txn_response_flexible(obj, out, index, api_version
             f"AddPartitionsToTxnResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 3) and (<params>.api_version <= 5)))",
             path="add_partitions_to_txn_response_flexible",
         )
-    own_ = type(obj) is AddPartitionsToTxnResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    results_by_transaction = obj.results_by_transaction if own_ else getattr(obj, "results_by_transaction", None)
-    results_by_topic_v3_and_below = (
-        obj.results_by_topic_v3_and_below if own_ else getattr(obj, "results_by_topic_v3_and_below", None)
-    )
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AddPartitionsToTxnResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        results_by_transaction = obj.results_by_transaction
+        results_by_topic_v3_and_below = obj.results_by_topic_v3_and_below
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        results_by_transaction = getattr(obj, "results_by_transaction", None)
+        results_by_topic_v3_and_below = getattr(obj, "results_by_topic_v3_and_below", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(throttle_time_ms)
     if api_version >= 4:
         out += _S1.pack(error_code)
@@ -1793,9 +1857,10 @@ def _encode_add_partitions_to_txn_response_flexible(obj, out, index, api_version
                 f"cannot encode: {type(exc).__name__}: {exc}",
                 path=f"add_partitions_to_txn_response_flexible.results_by_topic_v3_and_below[{index_}]",
             ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "add_partitions_to_txn_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "add_partitions_to_txn_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_add_partitions_to_txn_response_flexible(obj, out, index, api_version):
@@ -1805,14 +1870,18 @@ def _fencode_add_partitions_to_txn_response_flexible(obj, out, index, api_versio
             f"AddPartitionsToTxnResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 3) and (<params>.api_version <= 5)))",
             path="add_partitions_to_txn_response_flexible",
         )
-    own_ = type(obj) is AddPartitionsToTxnResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    results_by_transaction = obj.results_by_transaction if own_ else getattr(obj, "results_by_transaction", None)
-    results_by_topic_v3_and_below = (
-        obj.results_by_topic_v3_and_below if own_ else getattr(obj, "results_by_topic_v3_and_below", None)
-    )
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AddPartitionsToTxnResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        results_by_transaction = obj.results_by_transaction
+        results_by_topic_v3_and_below = obj.results_by_topic_v3_and_below
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        results_by_transaction = getattr(obj, "results_by_transaction", None)
+        results_by_topic_v3_and_below = getattr(obj, "results_by_topic_v3_and_below", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(throttle_time_ms)
     if api_version >= 4:
         out += _S1.pack(error_code)
@@ -1823,16 +1892,14 @@ def _fencode_add_partitions_to_txn_response_flexible(obj, out, index, api_versio
         else:
             _write_uvarint(out, n_ + 1, "add_partitions_to_txn_response_flexible.results_by_transaction")
         for item_ in results_by_transaction:
-            own__add_partitions_to_txn_result_ = type(item_) is AddPartitionsToTxnResult
-            transactional_id_add_partitions_to_txn_result_ = (
-                item_.transactional_id if own__add_partitions_to_txn_result_ else getattr(item_, "transactional_id", "")
-            )
-            topic_results_add_partitions_to_txn_result_ = (
-                item_.topic_results if own__add_partitions_to_txn_result_ else getattr(item_, "topic_results", None)
-            )
-            tagged_fields_add_partitions_to_txn_result_ = (
-                item_.tagged_fields if own__add_partitions_to_txn_result_ else getattr(item_, "tagged_fields", None)
-            )
+            if type(item_) is AddPartitionsToTxnResult:
+                transactional_id_add_partitions_to_txn_result_ = item_.transactional_id
+                topic_results_add_partitions_to_txn_result_ = item_.topic_results
+                tagged_fields_add_partitions_to_txn_result_ = item_.tagged_fields
+            else:
+                transactional_id_add_partitions_to_txn_result_ = getattr(item_, "transactional_id", "")
+                topic_results_add_partitions_to_txn_result_ = getattr(item_, "topic_results", None)
+                tagged_fields_add_partitions_to_txn_result_ = getattr(item_, "tagged_fields", None)
             b__add_partitions_to_txn_result_ = _STR_ENCODED.get(transactional_id_add_partitions_to_txn_result_)
             transactional_id_add_partitions_to_txn_result_ = (
                 _encode_str(transactional_id_add_partitions_to_txn_result_)
@@ -1853,24 +1920,26 @@ def _fencode_add_partitions_to_txn_response_flexible(obj, out, index, api_versio
             else:
                 _write_uvarint(out, n__add_partitions_to_txn_result_ + 1, "add_partitions_to_txn_result.topic_results")
             for item__add_partitions_to_txn_result_ in topic_results_add_partitions_to_txn_result_:
-                own__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = (
-                    type(item__add_partitions_to_txn_result_) is AddPartitionsToTxnTopicResultFlexible
-                )
-                name_add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = (
-                    item__add_partitions_to_txn_result_.name
-                    if own__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
-                    else getattr(item__add_partitions_to_txn_result_, "name", "")
-                )
-                results_by_partition_add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = (
-                    item__add_partitions_to_txn_result_.results_by_partition
-                    if own__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
-                    else getattr(item__add_partitions_to_txn_result_, "results_by_partition", None)
-                )
-                tagged_fields_add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = (
-                    item__add_partitions_to_txn_result_.tagged_fields
-                    if own__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
-                    else getattr(item__add_partitions_to_txn_result_, "tagged_fields", None)
-                )
+                if type(item__add_partitions_to_txn_result_) is AddPartitionsToTxnTopicResultFlexible:
+                    name_add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = (
+                        item__add_partitions_to_txn_result_.name
+                    )
+                    results_by_partition_add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = (
+                        item__add_partitions_to_txn_result_.results_by_partition
+                    )
+                    tagged_fields_add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = (
+                        item__add_partitions_to_txn_result_.tagged_fields
+                    )
+                else:
+                    name_add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = getattr(
+                        item__add_partitions_to_txn_result_, "name", ""
+                    )
+                    results_by_partition_add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = (
+                        getattr(item__add_partitions_to_txn_result_, "results_by_partition", None)
+                    )
+                    tagged_fields_add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = getattr(
+                        item__add_partitions_to_txn_result_, "tagged_fields", None
+                    )
                 b__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = _STR_ENCODED.get(
                     name_add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
                 )
@@ -1905,68 +1974,74 @@ def _fencode_add_partitions_to_txn_response_flexible(obj, out, index, api_versio
                 for (
                     item__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
                 ) in results_by_partition_add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_:
-                    own__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = (
+                    if (
                         type(item__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_)
                         is AddPartitionsToTxnPartitionResultFlexible
-                    )
-                    partition_index_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = (
-                        item__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_.partition_index
-                        if own__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
-                        else getattr(
+                    ):
+                        partition_index_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = item__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_.partition_index
+                        partition_error_code_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = item__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_.partition_error_code
+                        tagged_fields_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = item__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_.tagged_fields
+                    else:
+                        partition_index_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = getattr(
                             item__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_,
                             "partition_index",
                             0,
                         )
-                    )
-                    partition_error_code_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = (
-                        item__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_.partition_error_code
-                        if own__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
-                        else getattr(
+                        partition_error_code_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = getattr(
                             item__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_,
                             "partition_error_code",
                             0,
                         )
-                    )
-                    tagged_fields_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = (
-                        item__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_.tagged_fields
-                        if own__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
-                        else getattr(
+                        tagged_fields_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = getattr(
                             item__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_,
                             "tagged_fields",
                             None,
                         )
-                    )
                     out += _S0.pack(
                         partition_index_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_,
                         partition_error_code_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_,
                     )
-                    tags__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = []
-                    valid__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = None
+                    if (
+                        tagged_fields_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
+                        or tagged_fields_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_.__class__
+                        is _TagSection
+                    ):
+                        _write_tagged(
+                            out,
+                            [],
+                            tagged_fields_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_,
+                            "add_partitions_to_txn_partition_result_flexible.tagged_fields",
+                            None,
+                        )
+                    else:
+                        out.append(0)
+                if (
+                    tagged_fields_add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
+                    or tagged_fields_add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_.__class__
+                    is _TagSection
+                ):
                     _write_tagged(
                         out,
-                        tags__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_,
-                        tagged_fields_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_,
-                        "add_partitions_to_txn_partition_result_flexible.tagged_fields",
-                        valid__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_,
+                        [],
+                        tagged_fields_add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_,
+                        "add_partitions_to_txn_topic_result_flexible.tagged_fields",
+                        None,
                     )
-                tags__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = []
-                valid__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = None
+                else:
+                    out.append(0)
+            if (
+                tagged_fields_add_partitions_to_txn_result_
+                or tagged_fields_add_partitions_to_txn_result_.__class__ is _TagSection
+            ):
                 _write_tagged(
                     out,
-                    tags__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_,
-                    tagged_fields_add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_,
-                    "add_partitions_to_txn_topic_result_flexible.tagged_fields",
-                    valid__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_,
+                    [],
+                    tagged_fields_add_partitions_to_txn_result_,
+                    "add_partitions_to_txn_result.tagged_fields",
+                    None,
                 )
-            tags__add_partitions_to_txn_result_ = []
-            valid__add_partitions_to_txn_result_ = None
-            _write_tagged(
-                out,
-                tags__add_partitions_to_txn_result_,
-                tagged_fields_add_partitions_to_txn_result_,
-                "add_partitions_to_txn_result.tagged_fields",
-                valid__add_partitions_to_txn_result_,
-            )
+            else:
+                out.append(0)
     if api_version <= 3:
         n_ = len(results_by_topic_v3_and_below)
         if -1 <= n_ < 16383:
@@ -1974,20 +2049,16 @@ def _fencode_add_partitions_to_txn_response_flexible(obj, out, index, api_versio
         else:
             _write_uvarint(out, n_ + 1, "add_partitions_to_txn_response_flexible.results_by_topic_v3_and_below")
         for item_ in results_by_topic_v3_and_below:
-            own__add_partitions_to_txn_topic_result_flexible_ = type(item_) is AddPartitionsToTxnTopicResultFlexible
-            name_add_partitions_to_txn_topic_result_flexible_ = (
-                item_.name if own__add_partitions_to_txn_topic_result_flexible_ else getattr(item_, "name", "")
-            )
-            results_by_partition_add_partitions_to_txn_topic_result_flexible_ = (
-                item_.results_by_partition
-                if own__add_partitions_to_txn_topic_result_flexible_
-                else getattr(item_, "results_by_partition", None)
-            )
-            tagged_fields_add_partitions_to_txn_topic_result_flexible_ = (
-                item_.tagged_fields
-                if own__add_partitions_to_txn_topic_result_flexible_
-                else getattr(item_, "tagged_fields", None)
-            )
+            if type(item_) is AddPartitionsToTxnTopicResultFlexible:
+                name_add_partitions_to_txn_topic_result_flexible_ = item_.name
+                results_by_partition_add_partitions_to_txn_topic_result_flexible_ = item_.results_by_partition
+                tagged_fields_add_partitions_to_txn_topic_result_flexible_ = item_.tagged_fields
+            else:
+                name_add_partitions_to_txn_topic_result_flexible_ = getattr(item_, "name", "")
+                results_by_partition_add_partitions_to_txn_topic_result_flexible_ = getattr(
+                    item_, "results_by_partition", None
+                )
+                tagged_fields_add_partitions_to_txn_topic_result_flexible_ = getattr(item_, "tagged_fields", None)
             b__add_partitions_to_txn_topic_result_flexible_ = _STR_ENCODED.get(
                 name_add_partitions_to_txn_topic_result_flexible_
             )
@@ -2020,52 +2091,58 @@ def _fencode_add_partitions_to_txn_response_flexible(obj, out, index, api_versio
             for (
                 item__add_partitions_to_txn_topic_result_flexible_
             ) in results_by_partition_add_partitions_to_txn_topic_result_flexible_:
-                own__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_ = (
+                if (
                     type(item__add_partitions_to_txn_topic_result_flexible_)
                     is AddPartitionsToTxnPartitionResultFlexible
-                )
-                partition_index_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_ = (
-                    item__add_partitions_to_txn_topic_result_flexible_.partition_index
-                    if own__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_
-                    else getattr(item__add_partitions_to_txn_topic_result_flexible_, "partition_index", 0)
-                )
-                partition_error_code_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_ = (
-                    item__add_partitions_to_txn_topic_result_flexible_.partition_error_code
-                    if own__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_
-                    else getattr(item__add_partitions_to_txn_topic_result_flexible_, "partition_error_code", 0)
-                )
-                tagged_fields_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_ = (
-                    item__add_partitions_to_txn_topic_result_flexible_.tagged_fields
-                    if own__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_
-                    else getattr(item__add_partitions_to_txn_topic_result_flexible_, "tagged_fields", None)
-                )
+                ):
+                    partition_index_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_ = item__add_partitions_to_txn_topic_result_flexible_.partition_index
+                    partition_error_code_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_ = item__add_partitions_to_txn_topic_result_flexible_.partition_error_code
+                    tagged_fields_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_ = item__add_partitions_to_txn_topic_result_flexible_.tagged_fields
+                else:
+                    partition_index_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_ = getattr(
+                        item__add_partitions_to_txn_topic_result_flexible_, "partition_index", 0
+                    )
+                    partition_error_code_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_ = getattr(
+                        item__add_partitions_to_txn_topic_result_flexible_, "partition_error_code", 0
+                    )
+                    tagged_fields_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_ = getattr(
+                        item__add_partitions_to_txn_topic_result_flexible_, "tagged_fields", None
+                    )
                 out += _S0.pack(
                     partition_index_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_,
                     partition_error_code_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_,
                 )
-                tags__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_ = []
-                valid__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_ = (
-                    None
-                )
+                if (
+                    tagged_fields_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_
+                    or tagged_fields_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_.__class__
+                    is _TagSection
+                ):
+                    _write_tagged(
+                        out,
+                        [],
+                        tagged_fields_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_,
+                        "add_partitions_to_txn_partition_result_flexible.tagged_fields",
+                        None,
+                    )
+                else:
+                    out.append(0)
+            if (
+                tagged_fields_add_partitions_to_txn_topic_result_flexible_
+                or tagged_fields_add_partitions_to_txn_topic_result_flexible_.__class__ is _TagSection
+            ):
                 _write_tagged(
                     out,
-                    tags__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_,
-                    tagged_fields_add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_,
-                    "add_partitions_to_txn_partition_result_flexible.tagged_fields",
-                    valid__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_,
+                    [],
+                    tagged_fields_add_partitions_to_txn_topic_result_flexible_,
+                    "add_partitions_to_txn_topic_result_flexible.tagged_fields",
+                    None,
                 )
-            tags__add_partitions_to_txn_topic_result_flexible_ = []
-            valid__add_partitions_to_txn_topic_result_flexible_ = None
-            _write_tagged(
-                out,
-                tags__add_partitions_to_txn_topic_result_flexible_,
-                tagged_fields_add_partitions_to_txn_topic_result_flexible_,
-                "add_partitions_to_txn_topic_result_flexible.tagged_fields",
-                valid__add_partitions_to_txn_topic_result_flexible_,
-            )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "add_partitions_to_txn_response_flexible.tagged_fields", valid_)
+            else:
+                out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "add_partitions_to_txn_response_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_add_partitions_to_txn_response_by_version(buf, pos, end, opts, api_version):

@@ -26,6 +26,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -109,42 +110,50 @@ def _decode_listener(buf, pos, end, opts):
     (port,) = _S0.unpack_from(buf, pos)
     pos += 2
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="listener.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="listener.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="listener.tagged_fields"
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="listener.tagged_fields"
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return Listener(name, host, port, tagged_fields), pos
 
 
 def _encode_listener(obj, out, index):
     """Append one listener to out."""
-    own_ = type(obj) is Listener
-    name = obj.name if own_ else getattr(obj, "name", "")
-    host = obj.host if own_ else getattr(obj, "host", "")
-    port = obj.port if own_ else getattr(obj, "port", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is Listener:
+        name = obj.name
+        host = obj.host
+        port = obj.port
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        host = getattr(obj, "host", "")
+        port = getattr(obj, "port", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="listener.name")
     else:
@@ -170,9 +179,10 @@ def _encode_listener(obj, out, index):
 
         out += host
     out += _S0.pack(port)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "listener.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "listener.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_add_raft_voter_request(buf, pos, end, opts, api_version):
@@ -261,36 +271,39 @@ def _decode_add_raft_voter_request(buf, pos, end, opts, api_version):
             raise exc.within("add_raft_voter_request.listeners", i_listeners, "listener") from None
         append_listeners(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "add_raft_voter_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="add_raft_voter_request.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "add_raft_voter_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "add_raft_voter_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "add_raft_voter_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="add_raft_voter_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "add_raft_voter_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "add_raft_voter_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="add_raft_voter_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return AddRaftVoterRequest(cluster_id, timeout_ms, voter_id, voter_directory_id, listeners, tagged_fields), pos
 
 
@@ -396,36 +409,39 @@ def _fdecode_add_raft_voter_request(buf, pos, end, opts, api_version):
         (port_listener_,) = _S0.unpack_from(buf, pos)
         pos += 2
         tagged_fields_listener_ = []
-        sec__listener_ = pos
-        prev__listener_, odd__listener_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__listener_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__listener_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
-        if n_tags__listener_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__listener_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="listener.tagged_fields",
-            )
-        for __listener_ in range(n_tags__listener_):
-            tag__listener_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
-            size__listener_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
-            if size__listener_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__listener_} declares {size__listener_} bytes, {end - pos} left",
+            sec__listener_ = pos
+            prev__listener_, odd__listener_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__listener_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__listener_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
+            if n_tags__listener_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__listener_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="listener.tagged_fields",
                 )
-            stop__listener_ = pos + size__listener_
-            if tag__listener_ <= prev__listener_:
-                odd__listener_ = True
-            prev__listener_ = tag__listener_
-            tagged_fields_listener_.append((tag__listener_, bytes(buf[pos:stop__listener_])))
-            pos = stop__listener_
-        if odd__listener_:
-            tagged_fields_listener_ = _keep_tags(tagged_fields_listener_, buf[sec__listener_:pos], ())
+            for __listener_ in range(n_tags__listener_):
+                tag__listener_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
+                size__listener_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
+                if size__listener_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__listener_} declares {size__listener_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="listener.tagged_fields",
+                    )
+                stop__listener_ = pos + size__listener_
+                if tag__listener_ <= prev__listener_:
+                    odd__listener_ = True
+                prev__listener_ = tag__listener_
+                tagged_fields_listener_.append((tag__listener_, bytes(buf[pos:stop__listener_])))
+                pos = stop__listener_
+            if odd__listener_:
+                tagged_fields_listener_ = _keep_tags(tagged_fields_listener_, buf[sec__listener_:pos], ())
         value__listener_ = _new_object(Listener)
         value__listener_.name = name_listener_
         value__listener_.host = host_listener_
@@ -434,36 +450,39 @@ def _fdecode_add_raft_voter_request(buf, pos, end, opts, api_version):
         item_ = value__listener_
         append_listeners(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "add_raft_voter_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="add_raft_voter_request.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "add_raft_voter_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "add_raft_voter_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "add_raft_voter_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="add_raft_voter_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "add_raft_voter_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "add_raft_voter_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="add_raft_voter_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(AddRaftVoterRequest)
     value_.cluster_id = cluster_id
     value_.timeout_ms = timeout_ms
@@ -481,13 +500,20 @@ def _encode_add_raft_voter_request(obj, out, index, api_version):
             f"AddRaftVoterRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="add_raft_voter_request",
         )
-    own_ = type(obj) is AddRaftVoterRequest
-    cluster_id = obj.cluster_id if own_ else getattr(obj, "cluster_id", "")
-    timeout_ms = obj.timeout_ms if own_ else getattr(obj, "timeout_ms", 0)
-    voter_id = obj.voter_id if own_ else getattr(obj, "voter_id", 0)
-    voter_directory_id = obj.voter_directory_id if own_ else getattr(obj, "voter_directory_id", None)
-    listeners = obj.listeners if own_ else getattr(obj, "listeners", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AddRaftVoterRequest:
+        cluster_id = obj.cluster_id
+        timeout_ms = obj.timeout_ms
+        voter_id = obj.voter_id
+        voter_directory_id = obj.voter_directory_id
+        listeners = obj.listeners
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        cluster_id = getattr(obj, "cluster_id", "")
+        timeout_ms = getattr(obj, "timeout_ms", 0)
+        voter_id = getattr(obj, "voter_id", 0)
+        voter_directory_id = getattr(obj, "voter_directory_id", None)
+        listeners = getattr(obj, "listeners", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if cluster_id is None:
         out.append(0)
     else:
@@ -517,9 +543,10 @@ def _encode_add_raft_voter_request(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"add_raft_voter_request.listeners[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "add_raft_voter_request.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "add_raft_voter_request.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_add_raft_voter_request(obj, out, index, api_version):
@@ -529,13 +556,20 @@ def _fencode_add_raft_voter_request(obj, out, index, api_version):
             f"AddRaftVoterRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="add_raft_voter_request",
         )
-    own_ = type(obj) is AddRaftVoterRequest
-    cluster_id = obj.cluster_id if own_ else getattr(obj, "cluster_id", "")
-    timeout_ms = obj.timeout_ms if own_ else getattr(obj, "timeout_ms", 0)
-    voter_id = obj.voter_id if own_ else getattr(obj, "voter_id", 0)
-    voter_directory_id = obj.voter_directory_id if own_ else getattr(obj, "voter_directory_id", None)
-    listeners = obj.listeners if own_ else getattr(obj, "listeners", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AddRaftVoterRequest:
+        cluster_id = obj.cluster_id
+        timeout_ms = obj.timeout_ms
+        voter_id = obj.voter_id
+        voter_directory_id = obj.voter_directory_id
+        listeners = obj.listeners
+        tagged_fields = obj.tagged_fields
+    else:
+        cluster_id = getattr(obj, "cluster_id", "")
+        timeout_ms = getattr(obj, "timeout_ms", 0)
+        voter_id = getattr(obj, "voter_id", 0)
+        voter_directory_id = getattr(obj, "voter_directory_id", None)
+        listeners = getattr(obj, "listeners", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if cluster_id is None:
         out.append(0)
     else:
@@ -554,11 +588,16 @@ def _fencode_add_raft_voter_request(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "add_raft_voter_request.listeners")
     for item_ in listeners:
-        own__listener_ = type(item_) is Listener
-        name_listener_ = item_.name if own__listener_ else getattr(item_, "name", "")
-        host_listener_ = item_.host if own__listener_ else getattr(item_, "host", "")
-        port_listener_ = item_.port if own__listener_ else getattr(item_, "port", 0)
-        tagged_fields_listener_ = item_.tagged_fields if own__listener_ else getattr(item_, "tagged_fields", None)
+        if type(item_) is Listener:
+            name_listener_ = item_.name
+            host_listener_ = item_.host
+            port_listener_ = item_.port
+            tagged_fields_listener_ = item_.tagged_fields
+        else:
+            name_listener_ = getattr(item_, "name", "")
+            host_listener_ = getattr(item_, "host", "")
+            port_listener_ = getattr(item_, "port", 0)
+            tagged_fields_listener_ = getattr(item_, "tagged_fields", None)
         b__listener_ = _STR_ENCODED.get(name_listener_)
         name_listener_ = _encode_str(name_listener_) if b__listener_ is None else b__listener_
         n__listener_ = len(name_listener_)
@@ -576,12 +615,14 @@ def _fencode_add_raft_voter_request(obj, out, index, api_version):
             _write_uvarint(out, n__listener_ + 1, "listener.host")
         out += host_listener_
         out += _S0.pack(port_listener_)
-        tags__listener_ = []
-        valid__listener_ = None
-        _write_tagged(out, tags__listener_, tagged_fields_listener_, "listener.tagged_fields", valid__listener_)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "add_raft_voter_request.tagged_fields", valid_)
+        if tagged_fields_listener_ or tagged_fields_listener_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_listener_, "listener.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "add_raft_voter_request.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_add_raft_voter_request_by_version(buf, pos, end, opts, api_version):

@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -111,9 +112,12 @@ def _decode_entity_data(buf, pos, end, opts):
 
 def _encode_entity_data(obj, out, index):
     """Append one entity_data to out."""
-    own_ = type(obj) is EntityData
-    entity_type = obj.entity_type if own_ else getattr(obj, "entity_type", "")
-    entity_name = obj.entity_name if own_ else getattr(obj, "entity_name", "")
+    if type(obj) is EntityData:
+        entity_type = obj.entity_type
+        entity_name = obj.entity_name
+    else:  # another class: its fields by name, a missing one at its default
+        entity_type = getattr(obj, "entity_type", "")
+        entity_name = getattr(obj, "entity_name", "")
     if entity_type is None:
         raise _InvalidValueError("may not be null", path="entity_data.entity_type")
     else:
@@ -159,10 +163,14 @@ def _decode_op_data(buf, pos, end, opts):
 
 def _encode_op_data(obj, out, index):
     """Append one op_data to out."""
-    own_ = type(obj) is OpData
-    key = obj.key if own_ else getattr(obj, "key", "")
-    value = obj.value if own_ else getattr(obj, "value", None)
-    remove = obj.remove if own_ else getattr(obj, "remove", False)
+    if type(obj) is OpData:
+        key = obj.key
+        value = obj.value
+        remove = obj.remove
+    else:  # another class: its fields by name, a missing one at its default
+        key = getattr(obj, "key", "")
+        value = getattr(obj, "value", None)
+        remove = getattr(obj, "remove", False)
     if key is None:
         raise _InvalidValueError("may not be null", path="op_data.key")
     else:
@@ -228,9 +236,12 @@ def _decode_entry_data(buf, pos, end, opts):
 
 def _encode_entry_data(obj, out, index):
     """Append one entry_data to out."""
-    own_ = type(obj) is EntryData
-    entity = obj.entity if own_ else getattr(obj, "entity", None)
-    ops = obj.ops if own_ else getattr(obj, "ops", None)
+    if type(obj) is EntryData:
+        entity = obj.entity
+        ops = obj.ops
+    else:  # another class: its fields by name, a missing one at its default
+        entity = getattr(obj, "entity", None)
+        ops = getattr(obj, "ops", None)
     out += _S2.pack(len(entity))
     index_ = 0
     try:
@@ -448,9 +459,12 @@ def _encode_alter_client_quotas_request(obj, out, index, api_version):
             f"AlterClientQuotasRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="alter_client_quotas_request",
         )
-    own_ = type(obj) is AlterClientQuotasRequest
-    entries = obj.entries if own_ else getattr(obj, "entries", None)
-    validate_only = obj.validate_only if own_ else getattr(obj, "validate_only", False)
+    if type(obj) is AlterClientQuotasRequest:
+        entries = obj.entries
+        validate_only = obj.validate_only
+    else:  # another class: its fields by name, a missing one at its default
+        entries = getattr(obj, "entries", None)
+        validate_only = getattr(obj, "validate_only", False)
     out += _S2.pack(len(entries))
     index_ = 0
     try:
@@ -472,27 +486,28 @@ def _fencode_alter_client_quotas_request(obj, out, index, api_version):
             f"AlterClientQuotasRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="alter_client_quotas_request",
         )
-    own_ = type(obj) is AlterClientQuotasRequest
-    entries = obj.entries if own_ else getattr(obj, "entries", None)
-    validate_only = obj.validate_only if own_ else getattr(obj, "validate_only", False)
+    if type(obj) is AlterClientQuotasRequest:
+        entries = obj.entries
+        validate_only = obj.validate_only
+    else:
+        entries = getattr(obj, "entries", None)
+        validate_only = getattr(obj, "validate_only", False)
     out += _S2.pack(len(entries))
     for item_ in entries:
-        own__entry_data_ = type(item_) is EntryData
-        entity_entry_data_ = item_.entity if own__entry_data_ else getattr(item_, "entity", None)
-        ops_entry_data_ = item_.ops if own__entry_data_ else getattr(item_, "ops", None)
+        if type(item_) is EntryData:
+            entity_entry_data_ = item_.entity
+            ops_entry_data_ = item_.ops
+        else:
+            entity_entry_data_ = getattr(item_, "entity", None)
+            ops_entry_data_ = getattr(item_, "ops", None)
         out += _S2.pack(len(entity_entry_data_))
         for item__entry_data_ in entity_entry_data_:
-            own__entity_data__entry_data_ = type(item__entry_data_) is EntityData
-            entity_type_entity_data__entry_data_ = (
-                item__entry_data_.entity_type
-                if own__entity_data__entry_data_
-                else getattr(item__entry_data_, "entity_type", "")
-            )
-            entity_name_entity_data__entry_data_ = (
-                item__entry_data_.entity_name
-                if own__entity_data__entry_data_
-                else getattr(item__entry_data_, "entity_name", "")
-            )
+            if type(item__entry_data_) is EntityData:
+                entity_type_entity_data__entry_data_ = item__entry_data_.entity_type
+                entity_name_entity_data__entry_data_ = item__entry_data_.entity_name
+            else:
+                entity_type_entity_data__entry_data_ = getattr(item__entry_data_, "entity_type", "")
+                entity_name_entity_data__entry_data_ = getattr(item__entry_data_, "entity_name", "")
             b__entity_data__entry_data_ = _STR_ENCODED.get(entity_type_entity_data__entry_data_)
             entity_type_entity_data__entry_data_ = (
                 _encode_str(entity_type_entity_data__entry_data_)
@@ -514,16 +529,14 @@ def _fencode_alter_client_quotas_request(obj, out, index, api_version):
                 out += entity_name_entity_data__entry_data_
         out += _S2.pack(len(ops_entry_data_))
         for item__entry_data_ in ops_entry_data_:
-            own__op_data__entry_data_ = type(item__entry_data_) is OpData
-            key_op_data__entry_data_ = (
-                item__entry_data_.key if own__op_data__entry_data_ else getattr(item__entry_data_, "key", "")
-            )
-            value_op_data__entry_data_ = (
-                item__entry_data_.value if own__op_data__entry_data_ else getattr(item__entry_data_, "value", None)
-            )
-            remove_op_data__entry_data_ = (
-                item__entry_data_.remove if own__op_data__entry_data_ else getattr(item__entry_data_, "remove", False)
-            )
+            if type(item__entry_data_) is OpData:
+                key_op_data__entry_data_ = item__entry_data_.key
+                value_op_data__entry_data_ = item__entry_data_.value
+                remove_op_data__entry_data_ = item__entry_data_.remove
+            else:
+                key_op_data__entry_data_ = getattr(item__entry_data_, "key", "")
+                value_op_data__entry_data_ = getattr(item__entry_data_, "value", None)
+                remove_op_data__entry_data_ = getattr(item__entry_data_, "remove", False)
             b__op_data__entry_data_ = _STR_ENCODED.get(key_op_data__entry_data_)
             key_op_data__entry_data_ = (
                 _encode_str(key_op_data__entry_data_) if b__op_data__entry_data_ is None else b__op_data__entry_data_
@@ -593,45 +606,52 @@ def _decode_entity_data_flexible(buf, pos, end, opts):
         entity_name = str(buf[pos : pos + n_entity_name], "utf-8", "surrogateescape")
         pos += n_entity_name
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "entity_data_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="entity_data_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "entity_data_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "entity_data_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "entity_data_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="entity_data_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "entity_data_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "entity_data_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="entity_data_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return EntityDataFlexible(entity_type, entity_name, tagged_fields), pos
 
 
 def _encode_entity_data_flexible(obj, out, index):
     """Append one entity_data_flexible to out."""
-    own_ = type(obj) is EntityDataFlexible
-    entity_type = obj.entity_type if own_ else getattr(obj, "entity_type", "")
-    entity_name = obj.entity_name if own_ else getattr(obj, "entity_name", "")
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is EntityDataFlexible:
+        entity_type = obj.entity_type
+        entity_name = obj.entity_name
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        entity_type = getattr(obj, "entity_type", "")
+        entity_name = getattr(obj, "entity_name", "")
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if entity_type is None:
         raise _InvalidValueError("may not be null", path="entity_data_flexible.entity_type")
     else:
@@ -656,9 +676,10 @@ def _encode_entity_data_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "entity_data_flexible.entity_name")
 
         out += entity_name
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "entity_data_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "entity_data_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_op_data_flexible(buf, pos, end, opts):
@@ -694,46 +715,54 @@ def _decode_op_data_flexible(buf, pos, end, opts):
     ) = _S1.unpack_from(buf, pos)
     pos += 9
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "op_data_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="op_data_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "op_data_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "op_data_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "op_data_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="op_data_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "op_data_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "op_data_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="op_data_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return OpDataFlexible(key, value, remove, tagged_fields), pos
 
 
 def _encode_op_data_flexible(obj, out, index):
     """Append one op_data_flexible to out."""
-    own_ = type(obj) is OpDataFlexible
-    key = obj.key if own_ else getattr(obj, "key", "")
-    value = obj.value if own_ else getattr(obj, "value", None)
-    remove = obj.remove if own_ else getattr(obj, "remove", False)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OpDataFlexible:
+        key = obj.key
+        value = obj.value
+        remove = obj.remove
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        key = getattr(obj, "key", "")
+        value = getattr(obj, "value", None)
+        remove = getattr(obj, "remove", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if key is None:
         raise _InvalidValueError("may not be null", path="op_data_flexible.key")
     else:
@@ -747,9 +776,10 @@ def _encode_op_data_flexible(obj, out, index):
 
         out += key
     out += _S1.pack(value, remove)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "op_data_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "op_data_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_entry_data_flexible(buf, pos, end, opts):
@@ -819,45 +849,52 @@ def _decode_entry_data_flexible(buf, pos, end, opts):
             raise exc.within("entry_data_flexible.ops", i_ops, "op_data_flexible") from None
         append_ops(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "entry_data_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="entry_data_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "entry_data_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "entry_data_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "entry_data_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="entry_data_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "entry_data_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "entry_data_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="entry_data_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return EntryDataFlexible(entity, ops, tagged_fields), pos
 
 
 def _encode_entry_data_flexible(obj, out, index):
     """Append one entry_data_flexible to out."""
-    own_ = type(obj) is EntryDataFlexible
-    entity = obj.entity if own_ else getattr(obj, "entity", None)
-    ops = obj.ops if own_ else getattr(obj, "ops", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is EntryDataFlexible:
+        entity = obj.entity
+        ops = obj.ops
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        entity = getattr(obj, "entity", None)
+        ops = getattr(obj, "ops", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(entity)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -890,9 +927,10 @@ def _encode_entry_data_flexible(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"entry_data_flexible.ops[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "entry_data_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "entry_data_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_alter_client_quotas_request_flexible(buf, pos, end, opts, api_version):
@@ -966,36 +1004,39 @@ def _decode_alter_client_quotas_request_flexible(buf, pos, end, opts, api_versio
     (validate_only,) = _S3.unpack_from(buf, pos)
     pos += 1
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_client_quotas_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="alter_client_quotas_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "alter_client_quotas_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "alter_client_quotas_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_client_quotas_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="alter_client_quotas_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "alter_client_quotas_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "alter_client_quotas_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="alter_client_quotas_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return AlterClientQuotasRequestFlexible(entries, validate_only, tagged_fields), pos
 
 
@@ -1126,58 +1167,64 @@ def _fdecode_alter_client_quotas_request_flexible(buf, pos, end, opts, api_versi
                     )
                 pos += n_entity_name_entity_data_flexible__entry_data_flexible_
             tagged_fields_entity_data_flexible__entry_data_flexible_ = []
-            sec__entity_data_flexible__entry_data_flexible_ = pos
-            prev__entity_data_flexible__entry_data_flexible_, odd__entity_data_flexible__entry_data_flexible_ = (
-                -1,
-                False,
-            )
-            if pos < end and buf[pos] < 128:
-                n_tags__entity_data_flexible__entry_data_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__entity_data_flexible__entry_data_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "entity_data_flexible.tagged_fields"
+                sec__entity_data_flexible__entry_data_flexible_ = pos
+                prev__entity_data_flexible__entry_data_flexible_, odd__entity_data_flexible__entry_data_flexible_ = (
+                    -1,
+                    False,
                 )
-            if n_tags__entity_data_flexible__entry_data_flexible_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__entity_data_flexible__entry_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="entity_data_flexible.tagged_fields",
-                )
-            for __entity_data_flexible__entry_data_flexible_ in range(
-                n_tags__entity_data_flexible__entry_data_flexible_
-            ):
-                tag__entity_data_flexible__entry_data_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "entity_data_flexible.tagged_fields"
-                )
-                size__entity_data_flexible__entry_data_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "entity_data_flexible.tagged_fields"
-                )
-                if size__entity_data_flexible__entry_data_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__entity_data_flexible__entry_data_flexible_} declares {size__entity_data_flexible__entry_data_flexible_} bytes, {end - pos} left",
+                if pos < end and buf[pos] < 128:
+                    n_tags__entity_data_flexible__entry_data_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__entity_data_flexible__entry_data_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "entity_data_flexible.tagged_fields"
+                    )
+                if n_tags__entity_data_flexible__entry_data_flexible_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__entity_data_flexible__entry_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="entity_data_flexible.tagged_fields",
                     )
-                stop__entity_data_flexible__entry_data_flexible_ = (
-                    pos + size__entity_data_flexible__entry_data_flexible_
-                )
-                if tag__entity_data_flexible__entry_data_flexible_ <= prev__entity_data_flexible__entry_data_flexible_:
-                    odd__entity_data_flexible__entry_data_flexible_ = True
-                prev__entity_data_flexible__entry_data_flexible_ = tag__entity_data_flexible__entry_data_flexible_
-                tagged_fields_entity_data_flexible__entry_data_flexible_.append(
-                    (
-                        tag__entity_data_flexible__entry_data_flexible_,
-                        bytes(buf[pos:stop__entity_data_flexible__entry_data_flexible_]),
+                for __entity_data_flexible__entry_data_flexible_ in range(
+                    n_tags__entity_data_flexible__entry_data_flexible_
+                ):
+                    tag__entity_data_flexible__entry_data_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "entity_data_flexible.tagged_fields"
                     )
-                )
-                pos = stop__entity_data_flexible__entry_data_flexible_
-            if odd__entity_data_flexible__entry_data_flexible_:
-                tagged_fields_entity_data_flexible__entry_data_flexible_ = _keep_tags(
-                    tagged_fields_entity_data_flexible__entry_data_flexible_,
-                    buf[sec__entity_data_flexible__entry_data_flexible_:pos],
-                    (),
-                )
+                    size__entity_data_flexible__entry_data_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "entity_data_flexible.tagged_fields"
+                    )
+                    if size__entity_data_flexible__entry_data_flexible_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__entity_data_flexible__entry_data_flexible_} declares {size__entity_data_flexible__entry_data_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="entity_data_flexible.tagged_fields",
+                        )
+                    stop__entity_data_flexible__entry_data_flexible_ = (
+                        pos + size__entity_data_flexible__entry_data_flexible_
+                    )
+                    if (
+                        tag__entity_data_flexible__entry_data_flexible_
+                        <= prev__entity_data_flexible__entry_data_flexible_
+                    ):
+                        odd__entity_data_flexible__entry_data_flexible_ = True
+                    prev__entity_data_flexible__entry_data_flexible_ = tag__entity_data_flexible__entry_data_flexible_
+                    tagged_fields_entity_data_flexible__entry_data_flexible_.append(
+                        (
+                            tag__entity_data_flexible__entry_data_flexible_,
+                            bytes(buf[pos:stop__entity_data_flexible__entry_data_flexible_]),
+                        )
+                    )
+                    pos = stop__entity_data_flexible__entry_data_flexible_
+                if odd__entity_data_flexible__entry_data_flexible_:
+                    tagged_fields_entity_data_flexible__entry_data_flexible_ = _keep_tags(
+                        tagged_fields_entity_data_flexible__entry_data_flexible_,
+                        buf[sec__entity_data_flexible__entry_data_flexible_:pos],
+                        (),
+                    )
             value__entity_data_flexible__entry_data_flexible_ = _new_object(EntityDataFlexible)
             value__entity_data_flexible__entry_data_flexible_.entity_type = (
                 entity_type_entity_data_flexible__entry_data_flexible_
@@ -1247,51 +1294,54 @@ def _fdecode_alter_client_quotas_request_flexible(buf, pos, end, opts, api_versi
             )
             pos += 9
             tagged_fields_op_data_flexible__entry_data_flexible_ = []
-            sec__op_data_flexible__entry_data_flexible_ = pos
-            prev__op_data_flexible__entry_data_flexible_, odd__op_data_flexible__entry_data_flexible_ = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__op_data_flexible__entry_data_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__op_data_flexible__entry_data_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "op_data_flexible.tagged_fields"
-                )
-            if n_tags__op_data_flexible__entry_data_flexible_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__op_data_flexible__entry_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="op_data_flexible.tagged_fields",
-                )
-            for __op_data_flexible__entry_data_flexible_ in range(n_tags__op_data_flexible__entry_data_flexible_):
-                tag__op_data_flexible__entry_data_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "op_data_flexible.tagged_fields"
-                )
-                size__op_data_flexible__entry_data_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "op_data_flexible.tagged_fields"
-                )
-                if size__op_data_flexible__entry_data_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__op_data_flexible__entry_data_flexible_} declares {size__op_data_flexible__entry_data_flexible_} bytes, {end - pos} left",
+                sec__op_data_flexible__entry_data_flexible_ = pos
+                prev__op_data_flexible__entry_data_flexible_, odd__op_data_flexible__entry_data_flexible_ = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__op_data_flexible__entry_data_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__op_data_flexible__entry_data_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "op_data_flexible.tagged_fields"
+                    )
+                if n_tags__op_data_flexible__entry_data_flexible_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__op_data_flexible__entry_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="op_data_flexible.tagged_fields",
                     )
-                stop__op_data_flexible__entry_data_flexible_ = pos + size__op_data_flexible__entry_data_flexible_
-                if tag__op_data_flexible__entry_data_flexible_ <= prev__op_data_flexible__entry_data_flexible_:
-                    odd__op_data_flexible__entry_data_flexible_ = True
-                prev__op_data_flexible__entry_data_flexible_ = tag__op_data_flexible__entry_data_flexible_
-                tagged_fields_op_data_flexible__entry_data_flexible_.append(
-                    (
-                        tag__op_data_flexible__entry_data_flexible_,
-                        bytes(buf[pos:stop__op_data_flexible__entry_data_flexible_]),
+                for __op_data_flexible__entry_data_flexible_ in range(n_tags__op_data_flexible__entry_data_flexible_):
+                    tag__op_data_flexible__entry_data_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "op_data_flexible.tagged_fields"
                     )
-                )
-                pos = stop__op_data_flexible__entry_data_flexible_
-            if odd__op_data_flexible__entry_data_flexible_:
-                tagged_fields_op_data_flexible__entry_data_flexible_ = _keep_tags(
-                    tagged_fields_op_data_flexible__entry_data_flexible_,
-                    buf[sec__op_data_flexible__entry_data_flexible_:pos],
-                    (),
-                )
+                    size__op_data_flexible__entry_data_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "op_data_flexible.tagged_fields"
+                    )
+                    if size__op_data_flexible__entry_data_flexible_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__op_data_flexible__entry_data_flexible_} declares {size__op_data_flexible__entry_data_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="op_data_flexible.tagged_fields",
+                        )
+                    stop__op_data_flexible__entry_data_flexible_ = pos + size__op_data_flexible__entry_data_flexible_
+                    if tag__op_data_flexible__entry_data_flexible_ <= prev__op_data_flexible__entry_data_flexible_:
+                        odd__op_data_flexible__entry_data_flexible_ = True
+                    prev__op_data_flexible__entry_data_flexible_ = tag__op_data_flexible__entry_data_flexible_
+                    tagged_fields_op_data_flexible__entry_data_flexible_.append(
+                        (
+                            tag__op_data_flexible__entry_data_flexible_,
+                            bytes(buf[pos:stop__op_data_flexible__entry_data_flexible_]),
+                        )
+                    )
+                    pos = stop__op_data_flexible__entry_data_flexible_
+                if odd__op_data_flexible__entry_data_flexible_:
+                    tagged_fields_op_data_flexible__entry_data_flexible_ = _keep_tags(
+                        tagged_fields_op_data_flexible__entry_data_flexible_,
+                        buf[sec__op_data_flexible__entry_data_flexible_:pos],
+                        (),
+                    )
             value__op_data_flexible__entry_data_flexible_ = _new_object(OpDataFlexible)
             value__op_data_flexible__entry_data_flexible_.key = key_op_data_flexible__entry_data_flexible_
             value__op_data_flexible__entry_data_flexible_.value = value_op_data_flexible__entry_data_flexible_
@@ -1302,40 +1352,43 @@ def _fdecode_alter_client_quotas_request_flexible(buf, pos, end, opts, api_versi
             item__entry_data_flexible_ = value__op_data_flexible__entry_data_flexible_
             append_ops_entry_data_flexible_(item__entry_data_flexible_)
         tagged_fields_entry_data_flexible_ = []
-        sec__entry_data_flexible_ = pos
-        prev__entry_data_flexible_, odd__entry_data_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__entry_data_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__entry_data_flexible_, pos = _read_uvarint32(buf, pos, end, "entry_data_flexible.tagged_fields")
-        if n_tags__entry_data_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__entry_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="entry_data_flexible.tagged_fields",
-            )
-        for __entry_data_flexible_ in range(n_tags__entry_data_flexible_):
-            tag__entry_data_flexible_, pos = _read_uvarint32(buf, pos, end, "entry_data_flexible.tagged_fields")
-            size__entry_data_flexible_, pos = _read_uvarint32(buf, pos, end, "entry_data_flexible.tagged_fields")
-            if size__entry_data_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__entry_data_flexible_} declares {size__entry_data_flexible_} bytes, {end - pos} left",
+            sec__entry_data_flexible_ = pos
+            prev__entry_data_flexible_, odd__entry_data_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__entry_data_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__entry_data_flexible_, pos = _read_uvarint32(buf, pos, end, "entry_data_flexible.tagged_fields")
+            if n_tags__entry_data_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__entry_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="entry_data_flexible.tagged_fields",
                 )
-            stop__entry_data_flexible_ = pos + size__entry_data_flexible_
-            if tag__entry_data_flexible_ <= prev__entry_data_flexible_:
-                odd__entry_data_flexible_ = True
-            prev__entry_data_flexible_ = tag__entry_data_flexible_
-            tagged_fields_entry_data_flexible_.append(
-                (tag__entry_data_flexible_, bytes(buf[pos:stop__entry_data_flexible_]))
-            )
-            pos = stop__entry_data_flexible_
-        if odd__entry_data_flexible_:
-            tagged_fields_entry_data_flexible_ = _keep_tags(
-                tagged_fields_entry_data_flexible_, buf[sec__entry_data_flexible_:pos], ()
-            )
+            for __entry_data_flexible_ in range(n_tags__entry_data_flexible_):
+                tag__entry_data_flexible_, pos = _read_uvarint32(buf, pos, end, "entry_data_flexible.tagged_fields")
+                size__entry_data_flexible_, pos = _read_uvarint32(buf, pos, end, "entry_data_flexible.tagged_fields")
+                if size__entry_data_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__entry_data_flexible_} declares {size__entry_data_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="entry_data_flexible.tagged_fields",
+                    )
+                stop__entry_data_flexible_ = pos + size__entry_data_flexible_
+                if tag__entry_data_flexible_ <= prev__entry_data_flexible_:
+                    odd__entry_data_flexible_ = True
+                prev__entry_data_flexible_ = tag__entry_data_flexible_
+                tagged_fields_entry_data_flexible_.append(
+                    (tag__entry_data_flexible_, bytes(buf[pos:stop__entry_data_flexible_]))
+                )
+                pos = stop__entry_data_flexible_
+            if odd__entry_data_flexible_:
+                tagged_fields_entry_data_flexible_ = _keep_tags(
+                    tagged_fields_entry_data_flexible_, buf[sec__entry_data_flexible_:pos], ()
+                )
         value__entry_data_flexible_ = _new_object(EntryDataFlexible)
         value__entry_data_flexible_.entity = entity_entry_data_flexible_
         value__entry_data_flexible_.ops = ops_entry_data_flexible_
@@ -1349,36 +1402,39 @@ def _fdecode_alter_client_quotas_request_flexible(buf, pos, end, opts, api_versi
     (validate_only,) = _S3.unpack_from(buf, pos)
     pos += 1
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_client_quotas_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="alter_client_quotas_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "alter_client_quotas_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "alter_client_quotas_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_client_quotas_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="alter_client_quotas_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "alter_client_quotas_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "alter_client_quotas_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="alter_client_quotas_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(AlterClientQuotasRequestFlexible)
     value_.entries = entries
     value_.validate_only = validate_only
@@ -1393,10 +1449,14 @@ def _encode_alter_client_quotas_request_flexible(obj, out, index, api_version):
             f"AlterClientQuotasRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 1) and (<params>.api_version <= 1)))",
             path="alter_client_quotas_request_flexible",
         )
-    own_ = type(obj) is AlterClientQuotasRequestFlexible
-    entries = obj.entries if own_ else getattr(obj, "entries", None)
-    validate_only = obj.validate_only if own_ else getattr(obj, "validate_only", False)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AlterClientQuotasRequestFlexible:
+        entries = obj.entries
+        validate_only = obj.validate_only
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        entries = getattr(obj, "entries", None)
+        validate_only = getattr(obj, "validate_only", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(entries)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -1415,9 +1475,10 @@ def _encode_alter_client_quotas_request_flexible(obj, out, index, api_version):
             path=f"alter_client_quotas_request_flexible.entries[{index_}]",
         ) from None
     out += _S3.pack(validate_only)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "alter_client_quotas_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "alter_client_quotas_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_alter_client_quotas_request_flexible(obj, out, index, api_version):
@@ -1427,44 +1488,48 @@ def _fencode_alter_client_quotas_request_flexible(obj, out, index, api_version):
             f"AlterClientQuotasRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 1) and (<params>.api_version <= 1)))",
             path="alter_client_quotas_request_flexible",
         )
-    own_ = type(obj) is AlterClientQuotasRequestFlexible
-    entries = obj.entries if own_ else getattr(obj, "entries", None)
-    validate_only = obj.validate_only if own_ else getattr(obj, "validate_only", False)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AlterClientQuotasRequestFlexible:
+        entries = obj.entries
+        validate_only = obj.validate_only
+        tagged_fields = obj.tagged_fields
+    else:
+        entries = getattr(obj, "entries", None)
+        validate_only = getattr(obj, "validate_only", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(entries)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "alter_client_quotas_request_flexible.entries")
     for item_ in entries:
-        own__entry_data_flexible_ = type(item_) is EntryDataFlexible
-        entity_entry_data_flexible_ = item_.entity if own__entry_data_flexible_ else getattr(item_, "entity", None)
-        ops_entry_data_flexible_ = item_.ops if own__entry_data_flexible_ else getattr(item_, "ops", None)
-        tagged_fields_entry_data_flexible_ = (
-            item_.tagged_fields if own__entry_data_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is EntryDataFlexible:
+            entity_entry_data_flexible_ = item_.entity
+            ops_entry_data_flexible_ = item_.ops
+            tagged_fields_entry_data_flexible_ = item_.tagged_fields
+        else:
+            entity_entry_data_flexible_ = getattr(item_, "entity", None)
+            ops_entry_data_flexible_ = getattr(item_, "ops", None)
+            tagged_fields_entry_data_flexible_ = getattr(item_, "tagged_fields", None)
         n__entry_data_flexible_ = len(entity_entry_data_flexible_)
         if -1 <= n__entry_data_flexible_ < 16383:
             out += _UV_BYTES[n__entry_data_flexible_ + 1]
         else:
             _write_uvarint(out, n__entry_data_flexible_ + 1, "entry_data_flexible.entity")
         for item__entry_data_flexible_ in entity_entry_data_flexible_:
-            own__entity_data_flexible__entry_data_flexible_ = type(item__entry_data_flexible_) is EntityDataFlexible
-            entity_type_entity_data_flexible__entry_data_flexible_ = (
-                item__entry_data_flexible_.entity_type
-                if own__entity_data_flexible__entry_data_flexible_
-                else getattr(item__entry_data_flexible_, "entity_type", "")
-            )
-            entity_name_entity_data_flexible__entry_data_flexible_ = (
-                item__entry_data_flexible_.entity_name
-                if own__entity_data_flexible__entry_data_flexible_
-                else getattr(item__entry_data_flexible_, "entity_name", "")
-            )
-            tagged_fields_entity_data_flexible__entry_data_flexible_ = (
-                item__entry_data_flexible_.tagged_fields
-                if own__entity_data_flexible__entry_data_flexible_
-                else getattr(item__entry_data_flexible_, "tagged_fields", None)
-            )
+            if type(item__entry_data_flexible_) is EntityDataFlexible:
+                entity_type_entity_data_flexible__entry_data_flexible_ = item__entry_data_flexible_.entity_type
+                entity_name_entity_data_flexible__entry_data_flexible_ = item__entry_data_flexible_.entity_name
+                tagged_fields_entity_data_flexible__entry_data_flexible_ = item__entry_data_flexible_.tagged_fields
+            else:
+                entity_type_entity_data_flexible__entry_data_flexible_ = getattr(
+                    item__entry_data_flexible_, "entity_type", ""
+                )
+                entity_name_entity_data_flexible__entry_data_flexible_ = getattr(
+                    item__entry_data_flexible_, "entity_name", ""
+                )
+                tagged_fields_entity_data_flexible__entry_data_flexible_ = getattr(
+                    item__entry_data_flexible_, "tagged_fields", None
+                )
             b__entity_data_flexible__entry_data_flexible_ = _STR_ENCODED.get(
                 entity_type_entity_data_flexible__entry_data_flexible_
             )
@@ -1502,42 +1567,37 @@ def _fencode_alter_client_quotas_request_flexible(obj, out, index, api_version):
                         out, n__entity_data_flexible__entry_data_flexible_ + 1, "entity_data_flexible.entity_name"
                     )
                 out += entity_name_entity_data_flexible__entry_data_flexible_
-            tags__entity_data_flexible__entry_data_flexible_ = []
-            valid__entity_data_flexible__entry_data_flexible_ = None
-            _write_tagged(
-                out,
-                tags__entity_data_flexible__entry_data_flexible_,
-                tagged_fields_entity_data_flexible__entry_data_flexible_,
-                "entity_data_flexible.tagged_fields",
-                valid__entity_data_flexible__entry_data_flexible_,
-            )
+            if (
+                tagged_fields_entity_data_flexible__entry_data_flexible_
+                or tagged_fields_entity_data_flexible__entry_data_flexible_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_entity_data_flexible__entry_data_flexible_,
+                    "entity_data_flexible.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
         n__entry_data_flexible_ = len(ops_entry_data_flexible_)
         if -1 <= n__entry_data_flexible_ < 16383:
             out += _UV_BYTES[n__entry_data_flexible_ + 1]
         else:
             _write_uvarint(out, n__entry_data_flexible_ + 1, "entry_data_flexible.ops")
         for item__entry_data_flexible_ in ops_entry_data_flexible_:
-            own__op_data_flexible__entry_data_flexible_ = type(item__entry_data_flexible_) is OpDataFlexible
-            key_op_data_flexible__entry_data_flexible_ = (
-                item__entry_data_flexible_.key
-                if own__op_data_flexible__entry_data_flexible_
-                else getattr(item__entry_data_flexible_, "key", "")
-            )
-            value_op_data_flexible__entry_data_flexible_ = (
-                item__entry_data_flexible_.value
-                if own__op_data_flexible__entry_data_flexible_
-                else getattr(item__entry_data_flexible_, "value", None)
-            )
-            remove_op_data_flexible__entry_data_flexible_ = (
-                item__entry_data_flexible_.remove
-                if own__op_data_flexible__entry_data_flexible_
-                else getattr(item__entry_data_flexible_, "remove", False)
-            )
-            tagged_fields_op_data_flexible__entry_data_flexible_ = (
-                item__entry_data_flexible_.tagged_fields
-                if own__op_data_flexible__entry_data_flexible_
-                else getattr(item__entry_data_flexible_, "tagged_fields", None)
-            )
+            if type(item__entry_data_flexible_) is OpDataFlexible:
+                key_op_data_flexible__entry_data_flexible_ = item__entry_data_flexible_.key
+                value_op_data_flexible__entry_data_flexible_ = item__entry_data_flexible_.value
+                remove_op_data_flexible__entry_data_flexible_ = item__entry_data_flexible_.remove
+                tagged_fields_op_data_flexible__entry_data_flexible_ = item__entry_data_flexible_.tagged_fields
+            else:
+                key_op_data_flexible__entry_data_flexible_ = getattr(item__entry_data_flexible_, "key", "")
+                value_op_data_flexible__entry_data_flexible_ = getattr(item__entry_data_flexible_, "value", None)
+                remove_op_data_flexible__entry_data_flexible_ = getattr(item__entry_data_flexible_, "remove", False)
+                tagged_fields_op_data_flexible__entry_data_flexible_ = getattr(
+                    item__entry_data_flexible_, "tagged_fields", None
+                )
             b__op_data_flexible__entry_data_flexible_ = _STR_ENCODED.get(key_op_data_flexible__entry_data_flexible_)
             key_op_data_flexible__entry_data_flexible_ = (
                 _encode_str(key_op_data_flexible__entry_data_flexible_)
@@ -1551,28 +1611,28 @@ def _fencode_alter_client_quotas_request_flexible(obj, out, index, api_version):
                 _write_uvarint(out, n__op_data_flexible__entry_data_flexible_ + 1, "op_data_flexible.key")
             out += key_op_data_flexible__entry_data_flexible_
             out += _S1.pack(value_op_data_flexible__entry_data_flexible_, remove_op_data_flexible__entry_data_flexible_)
-            tags__op_data_flexible__entry_data_flexible_ = []
-            valid__op_data_flexible__entry_data_flexible_ = None
-            _write_tagged(
-                out,
-                tags__op_data_flexible__entry_data_flexible_,
-                tagged_fields_op_data_flexible__entry_data_flexible_,
-                "op_data_flexible.tagged_fields",
-                valid__op_data_flexible__entry_data_flexible_,
-            )
-        tags__entry_data_flexible_ = []
-        valid__entry_data_flexible_ = None
-        _write_tagged(
-            out,
-            tags__entry_data_flexible_,
-            tagged_fields_entry_data_flexible_,
-            "entry_data_flexible.tagged_fields",
-            valid__entry_data_flexible_,
-        )
+            if (
+                tagged_fields_op_data_flexible__entry_data_flexible_
+                or tagged_fields_op_data_flexible__entry_data_flexible_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_op_data_flexible__entry_data_flexible_,
+                    "op_data_flexible.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if tagged_fields_entry_data_flexible_ or tagged_fields_entry_data_flexible_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_entry_data_flexible_, "entry_data_flexible.tagged_fields", None)
+        else:
+            out.append(0)
     out += _S3.pack(validate_only)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "alter_client_quotas_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "alter_client_quotas_request_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_alter_client_quotas_request_by_version(buf, pos, end, opts, api_version):

@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -126,11 +127,16 @@ def _decode_alter_configs_resource_response(buf, pos, end, opts):
 
 def _encode_alter_configs_resource_response(obj, out, index):
     """Append one alter_configs_resource_response to out."""
-    own_ = type(obj) is AlterConfigsResourceResponse
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    resource_type = obj.resource_type if own_ else getattr(obj, "resource_type", 0)
-    resource_name = obj.resource_name if own_ else getattr(obj, "resource_name", "")
+    if type(obj) is AlterConfigsResourceResponse:
+        error_code = obj.error_code
+        error_message = obj.error_message
+        resource_type = obj.resource_type
+        resource_name = obj.resource_name
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        resource_type = getattr(obj, "resource_type", 0)
+        resource_name = getattr(obj, "resource_name", "")
     out += _S0.pack(error_code)
     if error_message is None:
         out += _S0.pack(-1)
@@ -284,9 +290,12 @@ def _encode_alter_configs_response(obj, out, index, api_version):
             f"AlterConfigsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="alter_configs_response",
         )
-    own_ = type(obj) is AlterConfigsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    responses = obj.responses if own_ else getattr(obj, "responses", None)
+    if type(obj) is AlterConfigsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        responses = obj.responses
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        responses = getattr(obj, "responses", None)
     out += _S4.pack(throttle_time_ms)
     out += _S4.pack(len(responses))
     index_ = 0
@@ -308,25 +317,25 @@ def _fencode_alter_configs_response(obj, out, index, api_version):
             f"AlterConfigsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="alter_configs_response",
         )
-    own_ = type(obj) is AlterConfigsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    responses = obj.responses if own_ else getattr(obj, "responses", None)
+    if type(obj) is AlterConfigsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        responses = obj.responses
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        responses = getattr(obj, "responses", None)
     out += _S4.pack(throttle_time_ms)
     out += _S4.pack(len(responses))
     for item_ in responses:
-        own__alter_configs_resource_response_ = type(item_) is AlterConfigsResourceResponse
-        error_code_alter_configs_resource_response_ = (
-            item_.error_code if own__alter_configs_resource_response_ else getattr(item_, "error_code", 0)
-        )
-        error_message_alter_configs_resource_response_ = (
-            item_.error_message if own__alter_configs_resource_response_ else getattr(item_, "error_message", "")
-        )
-        resource_type_alter_configs_resource_response_ = (
-            item_.resource_type if own__alter_configs_resource_response_ else getattr(item_, "resource_type", 0)
-        )
-        resource_name_alter_configs_resource_response_ = (
-            item_.resource_name if own__alter_configs_resource_response_ else getattr(item_, "resource_name", "")
-        )
+        if type(item_) is AlterConfigsResourceResponse:
+            error_code_alter_configs_resource_response_ = item_.error_code
+            error_message_alter_configs_resource_response_ = item_.error_message
+            resource_type_alter_configs_resource_response_ = item_.resource_type
+            resource_name_alter_configs_resource_response_ = item_.resource_name
+        else:
+            error_code_alter_configs_resource_response_ = getattr(item_, "error_code", 0)
+            error_message_alter_configs_resource_response_ = getattr(item_, "error_message", "")
+            resource_type_alter_configs_resource_response_ = getattr(item_, "resource_type", 0)
+            resource_name_alter_configs_resource_response_ = getattr(item_, "resource_name", "")
         out += _S0.pack(error_code_alter_configs_resource_response_)
         if error_message_alter_configs_resource_response_ is None:
             out += _S0.pack(-1)
@@ -437,36 +446,39 @@ def _decode_alter_configs_resource_response_flexible(buf, pos, end, opts):
         resource_name = str(buf[pos : pos + n_resource_name], "utf-8", "surrogateescape")
         pos += n_resource_name
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_configs_resource_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="alter_configs_resource_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "alter_configs_resource_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "alter_configs_resource_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_configs_resource_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="alter_configs_resource_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "alter_configs_resource_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "alter_configs_resource_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="alter_configs_resource_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return AlterConfigsResourceResponseFlexible(
         error_code, error_message, resource_type, resource_name, tagged_fields
     ), pos
@@ -474,12 +486,18 @@ def _decode_alter_configs_resource_response_flexible(buf, pos, end, opts):
 
 def _encode_alter_configs_resource_response_flexible(obj, out, index):
     """Append one alter_configs_resource_response_flexible to out."""
-    own_ = type(obj) is AlterConfigsResourceResponseFlexible
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    resource_type = obj.resource_type if own_ else getattr(obj, "resource_type", 0)
-    resource_name = obj.resource_name if own_ else getattr(obj, "resource_name", "")
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AlterConfigsResourceResponseFlexible:
+        error_code = obj.error_code
+        error_message = obj.error_message
+        resource_type = obj.resource_type
+        resource_name = obj.resource_name
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        resource_type = getattr(obj, "resource_type", 0)
+        resource_name = getattr(obj, "resource_name", "")
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(error_code)
     if error_message is None:
         out.append(0)
@@ -511,9 +529,10 @@ def _encode_alter_configs_resource_response_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "alter_configs_resource_response_flexible.resource_name")
 
         out += resource_name
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "alter_configs_resource_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "alter_configs_resource_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_alter_configs_response_flexible(buf, pos, end, opts, api_version):
@@ -577,36 +596,39 @@ def _decode_alter_configs_response_flexible(buf, pos, end, opts, api_version):
             ) from None
         append_responses(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_configs_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="alter_configs_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "alter_configs_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "alter_configs_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_configs_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="alter_configs_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "alter_configs_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "alter_configs_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="alter_configs_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return AlterConfigsResponseFlexible(throttle_time_ms, responses, tagged_fields), pos
 
 
@@ -719,51 +741,57 @@ def _fdecode_alter_configs_response_flexible(buf, pos, end, opts, api_version):
                 )
             pos += n_resource_name_alter_configs_resource_response_flexible_
         tagged_fields_alter_configs_resource_response_flexible_ = []
-        sec__alter_configs_resource_response_flexible_ = pos
-        prev__alter_configs_resource_response_flexible_, odd__alter_configs_resource_response_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__alter_configs_resource_response_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__alter_configs_resource_response_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "alter_configs_resource_response_flexible.tagged_fields"
+            sec__alter_configs_resource_response_flexible_ = pos
+            prev__alter_configs_resource_response_flexible_, odd__alter_configs_resource_response_flexible_ = (
+                -1,
+                False,
             )
-        if n_tags__alter_configs_resource_response_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__alter_configs_resource_response_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="alter_configs_resource_response_flexible.tagged_fields",
-            )
-        for __alter_configs_resource_response_flexible_ in range(n_tags__alter_configs_resource_response_flexible_):
-            tag__alter_configs_resource_response_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "alter_configs_resource_response_flexible.tagged_fields"
-            )
-            size__alter_configs_resource_response_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "alter_configs_resource_response_flexible.tagged_fields"
-            )
-            if size__alter_configs_resource_response_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__alter_configs_resource_response_flexible_} declares {size__alter_configs_resource_response_flexible_} bytes, {end - pos} left",
+            if pos < end and buf[pos] < 128:
+                n_tags__alter_configs_resource_response_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__alter_configs_resource_response_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "alter_configs_resource_response_flexible.tagged_fields"
+                )
+            if n_tags__alter_configs_resource_response_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__alter_configs_resource_response_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="alter_configs_resource_response_flexible.tagged_fields",
                 )
-            stop__alter_configs_resource_response_flexible_ = pos + size__alter_configs_resource_response_flexible_
-            if tag__alter_configs_resource_response_flexible_ <= prev__alter_configs_resource_response_flexible_:
-                odd__alter_configs_resource_response_flexible_ = True
-            prev__alter_configs_resource_response_flexible_ = tag__alter_configs_resource_response_flexible_
-            tagged_fields_alter_configs_resource_response_flexible_.append(
-                (
-                    tag__alter_configs_resource_response_flexible_,
-                    bytes(buf[pos:stop__alter_configs_resource_response_flexible_]),
+            for __alter_configs_resource_response_flexible_ in range(n_tags__alter_configs_resource_response_flexible_):
+                tag__alter_configs_resource_response_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "alter_configs_resource_response_flexible.tagged_fields"
                 )
-            )
-            pos = stop__alter_configs_resource_response_flexible_
-        if odd__alter_configs_resource_response_flexible_:
-            tagged_fields_alter_configs_resource_response_flexible_ = _keep_tags(
-                tagged_fields_alter_configs_resource_response_flexible_,
-                buf[sec__alter_configs_resource_response_flexible_:pos],
-                (),
-            )
+                size__alter_configs_resource_response_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "alter_configs_resource_response_flexible.tagged_fields"
+                )
+                if size__alter_configs_resource_response_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__alter_configs_resource_response_flexible_} declares {size__alter_configs_resource_response_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="alter_configs_resource_response_flexible.tagged_fields",
+                    )
+                stop__alter_configs_resource_response_flexible_ = pos + size__alter_configs_resource_response_flexible_
+                if tag__alter_configs_resource_response_flexible_ <= prev__alter_configs_resource_response_flexible_:
+                    odd__alter_configs_resource_response_flexible_ = True
+                prev__alter_configs_resource_response_flexible_ = tag__alter_configs_resource_response_flexible_
+                tagged_fields_alter_configs_resource_response_flexible_.append(
+                    (
+                        tag__alter_configs_resource_response_flexible_,
+                        bytes(buf[pos:stop__alter_configs_resource_response_flexible_]),
+                    )
+                )
+                pos = stop__alter_configs_resource_response_flexible_
+            if odd__alter_configs_resource_response_flexible_:
+                tagged_fields_alter_configs_resource_response_flexible_ = _keep_tags(
+                    tagged_fields_alter_configs_resource_response_flexible_,
+                    buf[sec__alter_configs_resource_response_flexible_:pos],
+                    (),
+                )
         value__alter_configs_resource_response_flexible_ = _new_object(AlterConfigsResourceResponseFlexible)
         value__alter_configs_resource_response_flexible_.error_code = (
             error_code_alter_configs_resource_response_flexible_
@@ -783,36 +811,39 @@ def _fdecode_alter_configs_response_flexible(buf, pos, end, opts, api_version):
         item_ = value__alter_configs_resource_response_flexible_
         append_responses(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_configs_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="alter_configs_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "alter_configs_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "alter_configs_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_configs_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="alter_configs_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "alter_configs_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "alter_configs_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="alter_configs_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(AlterConfigsResponseFlexible)
     value_.throttle_time_ms = throttle_time_ms
     value_.responses = responses
@@ -827,10 +858,14 @@ def _encode_alter_configs_response_flexible(obj, out, index, api_version):
             f"AlterConfigsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 2)))",
             path="alter_configs_response_flexible",
         )
-    own_ = type(obj) is AlterConfigsResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    responses = obj.responses if own_ else getattr(obj, "responses", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AlterConfigsResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        responses = obj.responses
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        responses = getattr(obj, "responses", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S4.pack(throttle_time_ms)
     n_ = len(responses)
     if -1 <= n_ < 0x3FFF:
@@ -850,9 +885,10 @@ def _encode_alter_configs_response_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"alter_configs_response_flexible.responses[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "alter_configs_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "alter_configs_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_alter_configs_response_flexible(obj, out, index, api_version):
@@ -862,10 +898,14 @@ def _fencode_alter_configs_response_flexible(obj, out, index, api_version):
             f"AlterConfigsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 2)))",
             path="alter_configs_response_flexible",
         )
-    own_ = type(obj) is AlterConfigsResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    responses = obj.responses if own_ else getattr(obj, "responses", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AlterConfigsResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        responses = obj.responses
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        responses = getattr(obj, "responses", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S4.pack(throttle_time_ms)
     n_ = len(responses)
     if -1 <= n_ < 16383:
@@ -873,30 +913,18 @@ def _fencode_alter_configs_response_flexible(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "alter_configs_response_flexible.responses")
     for item_ in responses:
-        own__alter_configs_resource_response_flexible_ = type(item_) is AlterConfigsResourceResponseFlexible
-        error_code_alter_configs_resource_response_flexible_ = (
-            item_.error_code if own__alter_configs_resource_response_flexible_ else getattr(item_, "error_code", 0)
-        )
-        error_message_alter_configs_resource_response_flexible_ = (
-            item_.error_message
-            if own__alter_configs_resource_response_flexible_
-            else getattr(item_, "error_message", "")
-        )
-        resource_type_alter_configs_resource_response_flexible_ = (
-            item_.resource_type
-            if own__alter_configs_resource_response_flexible_
-            else getattr(item_, "resource_type", 0)
-        )
-        resource_name_alter_configs_resource_response_flexible_ = (
-            item_.resource_name
-            if own__alter_configs_resource_response_flexible_
-            else getattr(item_, "resource_name", "")
-        )
-        tagged_fields_alter_configs_resource_response_flexible_ = (
-            item_.tagged_fields
-            if own__alter_configs_resource_response_flexible_
-            else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is AlterConfigsResourceResponseFlexible:
+            error_code_alter_configs_resource_response_flexible_ = item_.error_code
+            error_message_alter_configs_resource_response_flexible_ = item_.error_message
+            resource_type_alter_configs_resource_response_flexible_ = item_.resource_type
+            resource_name_alter_configs_resource_response_flexible_ = item_.resource_name
+            tagged_fields_alter_configs_resource_response_flexible_ = item_.tagged_fields
+        else:
+            error_code_alter_configs_resource_response_flexible_ = getattr(item_, "error_code", 0)
+            error_message_alter_configs_resource_response_flexible_ = getattr(item_, "error_message", "")
+            resource_type_alter_configs_resource_response_flexible_ = getattr(item_, "resource_type", 0)
+            resource_name_alter_configs_resource_response_flexible_ = getattr(item_, "resource_name", "")
+            tagged_fields_alter_configs_resource_response_flexible_ = getattr(item_, "tagged_fields", None)
         out += _S0.pack(error_code_alter_configs_resource_response_flexible_)
         if error_message_alter_configs_resource_response_flexible_ is None:
             out.append(0)
@@ -944,18 +972,23 @@ def _fencode_alter_configs_response_flexible(obj, out, index, api_version):
                 "alter_configs_resource_response_flexible.resource_name",
             )
         out += resource_name_alter_configs_resource_response_flexible_
-        tags__alter_configs_resource_response_flexible_ = []
-        valid__alter_configs_resource_response_flexible_ = None
-        _write_tagged(
-            out,
-            tags__alter_configs_resource_response_flexible_,
-            tagged_fields_alter_configs_resource_response_flexible_,
-            "alter_configs_resource_response_flexible.tagged_fields",
-            valid__alter_configs_resource_response_flexible_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "alter_configs_response_flexible.tagged_fields", valid_)
+        if (
+            tagged_fields_alter_configs_resource_response_flexible_
+            or tagged_fields_alter_configs_resource_response_flexible_.__class__ is _TagSection
+        ):
+            _write_tagged(
+                out,
+                [],
+                tagged_fields_alter_configs_resource_response_flexible_,
+                "alter_configs_resource_response_flexible.tagged_fields",
+                None,
+            )
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "alter_configs_response_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_alter_configs_response_by_version(buf, pos, end, opts, api_version):

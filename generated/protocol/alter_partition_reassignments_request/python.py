@@ -18,6 +18,8 @@ from kfmt.runtime.errors import LimitExceededError as _LimitExceededError
 from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
+from kfmt.runtime.scalars import PACKED as _PACKED
+from kfmt.runtime.scalars import PACKED_MAX as _PACKED_MAX
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -25,6 +27,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -122,45 +125,52 @@ def _decode_reassignable_partition(buf, pos, end, opts):
     if null_replicas:
         replicas = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "reassignable_partition.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="reassignable_partition.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "reassignable_partition.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "reassignable_partition.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "reassignable_partition.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="reassignable_partition.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "reassignable_partition.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "reassignable_partition.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="reassignable_partition.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ReassignablePartition(partition_index, replicas, tagged_fields), pos
 
 
 def _encode_reassignable_partition(obj, out, index):
     """Append one reassignable_partition to out."""
-    own_ = type(obj) is ReassignablePartition
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    replicas = obj.replicas if own_ else getattr(obj, "replicas", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ReassignablePartition:
+        partition_index = obj.partition_index
+        replicas = obj.replicas
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        replicas = getattr(obj, "replicas", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition_index)
     if replicas is None:
         out.append(0)
@@ -183,9 +193,10 @@ def _encode_reassignable_partition(obj, out, index):
             raise _InvalidValueError(
                 f"cannot encode: {type(exc).__name__}: {exc}", path=f"reassignable_partition.replicas[{index_}]"
             ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "reassignable_partition.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "reassignable_partition.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_reassignable_topic(buf, pos, end, opts):
@@ -250,45 +261,52 @@ def _decode_reassignable_topic(buf, pos, end, opts):
             raise exc.within("reassignable_topic.partitions", i_partitions, "reassignable_partition") from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "reassignable_topic.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="reassignable_topic.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "reassignable_topic.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "reassignable_topic.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "reassignable_topic.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="reassignable_topic.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "reassignable_topic.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "reassignable_topic.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="reassignable_topic.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ReassignableTopic(name, partitions, tagged_fields), pos
 
 
 def _encode_reassignable_topic(obj, out, index):
     """Append one reassignable_topic to out."""
-    own_ = type(obj) is ReassignableTopic
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ReassignableTopic:
+        name = obj.name
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="reassignable_topic.name")
     else:
@@ -317,9 +335,10 @@ def _encode_reassignable_topic(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"reassignable_topic.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "reassignable_topic.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "reassignable_topic.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_alter_partition_reassignments_request(buf, pos, end, opts, api_version):
@@ -393,36 +412,39 @@ def _decode_alter_partition_reassignments_request(buf, pos, end, opts, api_versi
                     path="alter_partition_reassignments_request.topics",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="alter_partition_reassignments_request.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="alter_partition_reassignments_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="alter_partition_reassignments_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return AlterPartitionReassignmentsRequest(timeout_ms, topics, tagged_fields), pos
 
 
@@ -560,61 +582,64 @@ def _fdecode_alter_partition_reassignments_request(buf, pos, end, opts, api_vers
             if null_replicas_reassignable_partition__reassignable_topic_:
                 replicas_reassignable_partition__reassignable_topic_ = None
             tagged_fields_reassignable_partition__reassignable_topic_ = []
-            sec__reassignable_partition__reassignable_topic_ = pos
-            prev__reassignable_partition__reassignable_topic_, odd__reassignable_partition__reassignable_topic_ = (
-                -1,
-                False,
-            )
-            if pos < end and buf[pos] < 128:
-                n_tags__reassignable_partition__reassignable_topic_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__reassignable_partition__reassignable_topic_, pos = _read_uvarint32(
-                    buf, pos, end, "reassignable_partition.tagged_fields"
+                sec__reassignable_partition__reassignable_topic_ = pos
+                prev__reassignable_partition__reassignable_topic_, odd__reassignable_partition__reassignable_topic_ = (
+                    -1,
+                    False,
                 )
-            if n_tags__reassignable_partition__reassignable_topic_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__reassignable_partition__reassignable_topic_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="reassignable_partition.tagged_fields",
-                )
-            for __reassignable_partition__reassignable_topic_ in range(
-                n_tags__reassignable_partition__reassignable_topic_
-            ):
-                tag__reassignable_partition__reassignable_topic_, pos = _read_uvarint32(
-                    buf, pos, end, "reassignable_partition.tagged_fields"
-                )
-                size__reassignable_partition__reassignable_topic_, pos = _read_uvarint32(
-                    buf, pos, end, "reassignable_partition.tagged_fields"
-                )
-                if size__reassignable_partition__reassignable_topic_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__reassignable_partition__reassignable_topic_} declares {size__reassignable_partition__reassignable_topic_} bytes, {end - pos} left",
+                if pos < end and buf[pos] < 128:
+                    n_tags__reassignable_partition__reassignable_topic_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__reassignable_partition__reassignable_topic_, pos = _read_uvarint32(
+                        buf, pos, end, "reassignable_partition.tagged_fields"
+                    )
+                if n_tags__reassignable_partition__reassignable_topic_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__reassignable_partition__reassignable_topic_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="reassignable_partition.tagged_fields",
                     )
-                stop__reassignable_partition__reassignable_topic_ = (
-                    pos + size__reassignable_partition__reassignable_topic_
-                )
-                if (
-                    tag__reassignable_partition__reassignable_topic_
-                    <= prev__reassignable_partition__reassignable_topic_
+                for __reassignable_partition__reassignable_topic_ in range(
+                    n_tags__reassignable_partition__reassignable_topic_
                 ):
-                    odd__reassignable_partition__reassignable_topic_ = True
-                prev__reassignable_partition__reassignable_topic_ = tag__reassignable_partition__reassignable_topic_
-                tagged_fields_reassignable_partition__reassignable_topic_.append(
-                    (
-                        tag__reassignable_partition__reassignable_topic_,
-                        bytes(buf[pos:stop__reassignable_partition__reassignable_topic_]),
+                    tag__reassignable_partition__reassignable_topic_, pos = _read_uvarint32(
+                        buf, pos, end, "reassignable_partition.tagged_fields"
                     )
-                )
-                pos = stop__reassignable_partition__reassignable_topic_
-            if odd__reassignable_partition__reassignable_topic_:
-                tagged_fields_reassignable_partition__reassignable_topic_ = _keep_tags(
-                    tagged_fields_reassignable_partition__reassignable_topic_,
-                    buf[sec__reassignable_partition__reassignable_topic_:pos],
-                    (),
-                )
+                    size__reassignable_partition__reassignable_topic_, pos = _read_uvarint32(
+                        buf, pos, end, "reassignable_partition.tagged_fields"
+                    )
+                    if size__reassignable_partition__reassignable_topic_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__reassignable_partition__reassignable_topic_} declares {size__reassignable_partition__reassignable_topic_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="reassignable_partition.tagged_fields",
+                        )
+                    stop__reassignable_partition__reassignable_topic_ = (
+                        pos + size__reassignable_partition__reassignable_topic_
+                    )
+                    if (
+                        tag__reassignable_partition__reassignable_topic_
+                        <= prev__reassignable_partition__reassignable_topic_
+                    ):
+                        odd__reassignable_partition__reassignable_topic_ = True
+                    prev__reassignable_partition__reassignable_topic_ = tag__reassignable_partition__reassignable_topic_
+                    tagged_fields_reassignable_partition__reassignable_topic_.append(
+                        (
+                            tag__reassignable_partition__reassignable_topic_,
+                            bytes(buf[pos:stop__reassignable_partition__reassignable_topic_]),
+                        )
+                    )
+                    pos = stop__reassignable_partition__reassignable_topic_
+                if odd__reassignable_partition__reassignable_topic_:
+                    tagged_fields_reassignable_partition__reassignable_topic_ = _keep_tags(
+                        tagged_fields_reassignable_partition__reassignable_topic_,
+                        buf[sec__reassignable_partition__reassignable_topic_:pos],
+                        (),
+                    )
             value__reassignable_partition__reassignable_topic_ = _new_object(ReassignablePartition)
             value__reassignable_partition__reassignable_topic_.partition_index = (
                 partition_index_reassignable_partition__reassignable_topic_
@@ -628,40 +653,43 @@ def _fdecode_alter_partition_reassignments_request(buf, pos, end, opts, api_vers
             item__reassignable_topic_ = value__reassignable_partition__reassignable_topic_
             append_partitions_reassignable_topic_(item__reassignable_topic_)
         tagged_fields_reassignable_topic_ = []
-        sec__reassignable_topic_ = pos
-        prev__reassignable_topic_, odd__reassignable_topic_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__reassignable_topic_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__reassignable_topic_, pos = _read_uvarint32(buf, pos, end, "reassignable_topic.tagged_fields")
-        if n_tags__reassignable_topic_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__reassignable_topic_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="reassignable_topic.tagged_fields",
-            )
-        for __reassignable_topic_ in range(n_tags__reassignable_topic_):
-            tag__reassignable_topic_, pos = _read_uvarint32(buf, pos, end, "reassignable_topic.tagged_fields")
-            size__reassignable_topic_, pos = _read_uvarint32(buf, pos, end, "reassignable_topic.tagged_fields")
-            if size__reassignable_topic_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__reassignable_topic_} declares {size__reassignable_topic_} bytes, {end - pos} left",
+            sec__reassignable_topic_ = pos
+            prev__reassignable_topic_, odd__reassignable_topic_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__reassignable_topic_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__reassignable_topic_, pos = _read_uvarint32(buf, pos, end, "reassignable_topic.tagged_fields")
+            if n_tags__reassignable_topic_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__reassignable_topic_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="reassignable_topic.tagged_fields",
                 )
-            stop__reassignable_topic_ = pos + size__reassignable_topic_
-            if tag__reassignable_topic_ <= prev__reassignable_topic_:
-                odd__reassignable_topic_ = True
-            prev__reassignable_topic_ = tag__reassignable_topic_
-            tagged_fields_reassignable_topic_.append(
-                (tag__reassignable_topic_, bytes(buf[pos:stop__reassignable_topic_]))
-            )
-            pos = stop__reassignable_topic_
-        if odd__reassignable_topic_:
-            tagged_fields_reassignable_topic_ = _keep_tags(
-                tagged_fields_reassignable_topic_, buf[sec__reassignable_topic_:pos], ()
-            )
+            for __reassignable_topic_ in range(n_tags__reassignable_topic_):
+                tag__reassignable_topic_, pos = _read_uvarint32(buf, pos, end, "reassignable_topic.tagged_fields")
+                size__reassignable_topic_, pos = _read_uvarint32(buf, pos, end, "reassignable_topic.tagged_fields")
+                if size__reassignable_topic_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__reassignable_topic_} declares {size__reassignable_topic_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="reassignable_topic.tagged_fields",
+                    )
+                stop__reassignable_topic_ = pos + size__reassignable_topic_
+                if tag__reassignable_topic_ <= prev__reassignable_topic_:
+                    odd__reassignable_topic_ = True
+                prev__reassignable_topic_ = tag__reassignable_topic_
+                tagged_fields_reassignable_topic_.append(
+                    (tag__reassignable_topic_, bytes(buf[pos:stop__reassignable_topic_]))
+                )
+                pos = stop__reassignable_topic_
+            if odd__reassignable_topic_:
+                tagged_fields_reassignable_topic_ = _keep_tags(
+                    tagged_fields_reassignable_topic_, buf[sec__reassignable_topic_:pos], ()
+                )
         value__reassignable_topic_ = _new_object(ReassignableTopic)
         value__reassignable_topic_.name = name_reassignable_topic_
         value__reassignable_topic_.partitions = partitions_reassignable_topic_
@@ -673,36 +701,39 @@ def _fdecode_alter_partition_reassignments_request(buf, pos, end, opts, api_vers
             if budget_topics < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="alter_partition_reassignments_request.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="alter_partition_reassignments_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="alter_partition_reassignments_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(AlterPartitionReassignmentsRequest)
     value_.timeout_ms = timeout_ms
     value_.topics = topics
@@ -717,10 +748,14 @@ def _encode_alter_partition_reassignments_request(obj, out, index, api_version):
             f"AlterPartitionReassignmentsRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="alter_partition_reassignments_request",
         )
-    own_ = type(obj) is AlterPartitionReassignmentsRequest
-    timeout_ms = obj.timeout_ms if own_ else getattr(obj, "timeout_ms", 60000)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AlterPartitionReassignmentsRequest:
+        timeout_ms = obj.timeout_ms
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        timeout_ms = getattr(obj, "timeout_ms", 60000)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(timeout_ms)
     n_ = len(topics)
     if -1 <= n_ < 0x3FFF:
@@ -739,9 +774,10 @@ def _encode_alter_partition_reassignments_request(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"alter_partition_reassignments_request.topics[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "alter_partition_reassignments_request.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "alter_partition_reassignments_request.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_alter_partition_reassignments_request(obj, out, index, api_version):
@@ -751,10 +787,14 @@ def _fencode_alter_partition_reassignments_request(obj, out, index, api_version)
             f"AlterPartitionReassignmentsRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="alter_partition_reassignments_request",
         )
-    own_ = type(obj) is AlterPartitionReassignmentsRequest
-    timeout_ms = obj.timeout_ms if own_ else getattr(obj, "timeout_ms", 60000)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AlterPartitionReassignmentsRequest:
+        timeout_ms = obj.timeout_ms
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:
+        timeout_ms = getattr(obj, "timeout_ms", 60000)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(timeout_ms)
     n_ = len(topics)
     if -1 <= n_ < 16383:
@@ -762,14 +802,14 @@ def _fencode_alter_partition_reassignments_request(obj, out, index, api_version)
     else:
         _write_uvarint(out, n_ + 1, "alter_partition_reassignments_request.topics")
     for item_ in topics:
-        own__reassignable_topic_ = type(item_) is ReassignableTopic
-        name_reassignable_topic_ = item_.name if own__reassignable_topic_ else getattr(item_, "name", "")
-        partitions_reassignable_topic_ = (
-            item_.partitions if own__reassignable_topic_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_reassignable_topic_ = (
-            item_.tagged_fields if own__reassignable_topic_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is ReassignableTopic:
+            name_reassignable_topic_ = item_.name
+            partitions_reassignable_topic_ = item_.partitions
+            tagged_fields_reassignable_topic_ = item_.tagged_fields
+        else:
+            name_reassignable_topic_ = getattr(item_, "name", "")
+            partitions_reassignable_topic_ = getattr(item_, "partitions", None)
+            tagged_fields_reassignable_topic_ = getattr(item_, "tagged_fields", None)
         b__reassignable_topic_ = _STR_ENCODED.get(name_reassignable_topic_)
         name_reassignable_topic_ = (
             _encode_str(name_reassignable_topic_) if b__reassignable_topic_ is None else b__reassignable_topic_
@@ -786,22 +826,20 @@ def _fencode_alter_partition_reassignments_request(obj, out, index, api_version)
         else:
             _write_uvarint(out, n__reassignable_topic_ + 1, "reassignable_topic.partitions")
         for item__reassignable_topic_ in partitions_reassignable_topic_:
-            own__reassignable_partition__reassignable_topic_ = type(item__reassignable_topic_) is ReassignablePartition
-            partition_index_reassignable_partition__reassignable_topic_ = (
-                item__reassignable_topic_.partition_index
-                if own__reassignable_partition__reassignable_topic_
-                else getattr(item__reassignable_topic_, "partition_index", 0)
-            )
-            replicas_reassignable_partition__reassignable_topic_ = (
-                item__reassignable_topic_.replicas
-                if own__reassignable_partition__reassignable_topic_
-                else getattr(item__reassignable_topic_, "replicas", None)
-            )
-            tagged_fields_reassignable_partition__reassignable_topic_ = (
-                item__reassignable_topic_.tagged_fields
-                if own__reassignable_partition__reassignable_topic_
-                else getattr(item__reassignable_topic_, "tagged_fields", None)
-            )
+            if type(item__reassignable_topic_) is ReassignablePartition:
+                partition_index_reassignable_partition__reassignable_topic_ = item__reassignable_topic_.partition_index
+                replicas_reassignable_partition__reassignable_topic_ = item__reassignable_topic_.replicas
+                tagged_fields_reassignable_partition__reassignable_topic_ = item__reassignable_topic_.tagged_fields
+            else:
+                partition_index_reassignable_partition__reassignable_topic_ = getattr(
+                    item__reassignable_topic_, "partition_index", 0
+                )
+                replicas_reassignable_partition__reassignable_topic_ = getattr(
+                    item__reassignable_topic_, "replicas", None
+                )
+                tagged_fields_reassignable_partition__reassignable_topic_ = getattr(
+                    item__reassignable_topic_, "tagged_fields", None
+                )
             out += _S0.pack(partition_index_reassignable_partition__reassignable_topic_)
             if replicas_reassignable_partition__reassignable_topic_ is None:
                 out.append(0)
@@ -815,36 +853,41 @@ def _fencode_alter_partition_reassignments_request(obj, out, index, api_version)
                     _write_uvarint(
                         out, n__reassignable_partition__reassignable_topic_ + 1, "reassignable_partition.replicas"
                     )
-                for (
-                    item__reassignable_partition__reassignable_topic_
-                ) in replicas_reassignable_partition__reassignable_topic_:
-                    value_reassignable_partition_replicas_item__reassignable_partition__reassignable_topic_ = (
+                if n__reassignable_partition__reassignable_topic_ <= _PACKED_MAX:
+                    out += _PACKED["i"][n__reassignable_partition__reassignable_topic_].pack(
+                        *replicas_reassignable_partition__reassignable_topic_
+                    )
+                else:
+                    for (
                         item__reassignable_partition__reassignable_topic_
-                    )
-                    out += _S0.pack(
-                        value_reassignable_partition_replicas_item__reassignable_partition__reassignable_topic_
-                    )
-            tags__reassignable_partition__reassignable_topic_ = []
-            valid__reassignable_partition__reassignable_topic_ = None
-            _write_tagged(
-                out,
-                tags__reassignable_partition__reassignable_topic_,
-                tagged_fields_reassignable_partition__reassignable_topic_,
-                "reassignable_partition.tagged_fields",
-                valid__reassignable_partition__reassignable_topic_,
-            )
-        tags__reassignable_topic_ = []
-        valid__reassignable_topic_ = None
-        _write_tagged(
-            out,
-            tags__reassignable_topic_,
-            tagged_fields_reassignable_topic_,
-            "reassignable_topic.tagged_fields",
-            valid__reassignable_topic_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "alter_partition_reassignments_request.tagged_fields", valid_)
+                    ) in replicas_reassignable_partition__reassignable_topic_:
+                        value_reassignable_partition_replicas_item__reassignable_partition__reassignable_topic_ = (
+                            item__reassignable_partition__reassignable_topic_
+                        )
+                        out += _S0.pack(
+                            value_reassignable_partition_replicas_item__reassignable_partition__reassignable_topic_
+                        )
+            if (
+                tagged_fields_reassignable_partition__reassignable_topic_
+                or tagged_fields_reassignable_partition__reassignable_topic_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_reassignable_partition__reassignable_topic_,
+                    "reassignable_partition.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if tagged_fields_reassignable_topic_ or tagged_fields_reassignable_topic_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_reassignable_topic_, "reassignable_topic.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "alter_partition_reassignments_request.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_alter_partition_reassignments_request_v1(buf, pos, end, opts, api_version):
@@ -923,36 +966,39 @@ def _decode_alter_partition_reassignments_request_v1(buf, pos, end, opts, api_ve
                     path="alter_partition_reassignments_request_v1.topics",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_request_v1.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="alter_partition_reassignments_request_v1.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_request_v1.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_request_v1.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_request_v1.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="alter_partition_reassignments_request_v1.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_request_v1.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_request_v1.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="alter_partition_reassignments_request_v1.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return AlterPartitionReassignmentsRequestV1(timeout_ms, allow_replication_factor_change, topics, tagged_fields), pos
 
 
@@ -1090,61 +1136,64 @@ def _fdecode_alter_partition_reassignments_request_v1(buf, pos, end, opts, api_v
             if null_replicas_reassignable_partition__reassignable_topic_:
                 replicas_reassignable_partition__reassignable_topic_ = None
             tagged_fields_reassignable_partition__reassignable_topic_ = []
-            sec__reassignable_partition__reassignable_topic_ = pos
-            prev__reassignable_partition__reassignable_topic_, odd__reassignable_partition__reassignable_topic_ = (
-                -1,
-                False,
-            )
-            if pos < end and buf[pos] < 128:
-                n_tags__reassignable_partition__reassignable_topic_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__reassignable_partition__reassignable_topic_, pos = _read_uvarint32(
-                    buf, pos, end, "reassignable_partition.tagged_fields"
+                sec__reassignable_partition__reassignable_topic_ = pos
+                prev__reassignable_partition__reassignable_topic_, odd__reassignable_partition__reassignable_topic_ = (
+                    -1,
+                    False,
                 )
-            if n_tags__reassignable_partition__reassignable_topic_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__reassignable_partition__reassignable_topic_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="reassignable_partition.tagged_fields",
-                )
-            for __reassignable_partition__reassignable_topic_ in range(
-                n_tags__reassignable_partition__reassignable_topic_
-            ):
-                tag__reassignable_partition__reassignable_topic_, pos = _read_uvarint32(
-                    buf, pos, end, "reassignable_partition.tagged_fields"
-                )
-                size__reassignable_partition__reassignable_topic_, pos = _read_uvarint32(
-                    buf, pos, end, "reassignable_partition.tagged_fields"
-                )
-                if size__reassignable_partition__reassignable_topic_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__reassignable_partition__reassignable_topic_} declares {size__reassignable_partition__reassignable_topic_} bytes, {end - pos} left",
+                if pos < end and buf[pos] < 128:
+                    n_tags__reassignable_partition__reassignable_topic_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__reassignable_partition__reassignable_topic_, pos = _read_uvarint32(
+                        buf, pos, end, "reassignable_partition.tagged_fields"
+                    )
+                if n_tags__reassignable_partition__reassignable_topic_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__reassignable_partition__reassignable_topic_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="reassignable_partition.tagged_fields",
                     )
-                stop__reassignable_partition__reassignable_topic_ = (
-                    pos + size__reassignable_partition__reassignable_topic_
-                )
-                if (
-                    tag__reassignable_partition__reassignable_topic_
-                    <= prev__reassignable_partition__reassignable_topic_
+                for __reassignable_partition__reassignable_topic_ in range(
+                    n_tags__reassignable_partition__reassignable_topic_
                 ):
-                    odd__reassignable_partition__reassignable_topic_ = True
-                prev__reassignable_partition__reassignable_topic_ = tag__reassignable_partition__reassignable_topic_
-                tagged_fields_reassignable_partition__reassignable_topic_.append(
-                    (
-                        tag__reassignable_partition__reassignable_topic_,
-                        bytes(buf[pos:stop__reassignable_partition__reassignable_topic_]),
+                    tag__reassignable_partition__reassignable_topic_, pos = _read_uvarint32(
+                        buf, pos, end, "reassignable_partition.tagged_fields"
                     )
-                )
-                pos = stop__reassignable_partition__reassignable_topic_
-            if odd__reassignable_partition__reassignable_topic_:
-                tagged_fields_reassignable_partition__reassignable_topic_ = _keep_tags(
-                    tagged_fields_reassignable_partition__reassignable_topic_,
-                    buf[sec__reassignable_partition__reassignable_topic_:pos],
-                    (),
-                )
+                    size__reassignable_partition__reassignable_topic_, pos = _read_uvarint32(
+                        buf, pos, end, "reassignable_partition.tagged_fields"
+                    )
+                    if size__reassignable_partition__reassignable_topic_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__reassignable_partition__reassignable_topic_} declares {size__reassignable_partition__reassignable_topic_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="reassignable_partition.tagged_fields",
+                        )
+                    stop__reassignable_partition__reassignable_topic_ = (
+                        pos + size__reassignable_partition__reassignable_topic_
+                    )
+                    if (
+                        tag__reassignable_partition__reassignable_topic_
+                        <= prev__reassignable_partition__reassignable_topic_
+                    ):
+                        odd__reassignable_partition__reassignable_topic_ = True
+                    prev__reassignable_partition__reassignable_topic_ = tag__reassignable_partition__reassignable_topic_
+                    tagged_fields_reassignable_partition__reassignable_topic_.append(
+                        (
+                            tag__reassignable_partition__reassignable_topic_,
+                            bytes(buf[pos:stop__reassignable_partition__reassignable_topic_]),
+                        )
+                    )
+                    pos = stop__reassignable_partition__reassignable_topic_
+                if odd__reassignable_partition__reassignable_topic_:
+                    tagged_fields_reassignable_partition__reassignable_topic_ = _keep_tags(
+                        tagged_fields_reassignable_partition__reassignable_topic_,
+                        buf[sec__reassignable_partition__reassignable_topic_:pos],
+                        (),
+                    )
             value__reassignable_partition__reassignable_topic_ = _new_object(ReassignablePartition)
             value__reassignable_partition__reassignable_topic_.partition_index = (
                 partition_index_reassignable_partition__reassignable_topic_
@@ -1158,40 +1207,43 @@ def _fdecode_alter_partition_reassignments_request_v1(buf, pos, end, opts, api_v
             item__reassignable_topic_ = value__reassignable_partition__reassignable_topic_
             append_partitions_reassignable_topic_(item__reassignable_topic_)
         tagged_fields_reassignable_topic_ = []
-        sec__reassignable_topic_ = pos
-        prev__reassignable_topic_, odd__reassignable_topic_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__reassignable_topic_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__reassignable_topic_, pos = _read_uvarint32(buf, pos, end, "reassignable_topic.tagged_fields")
-        if n_tags__reassignable_topic_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__reassignable_topic_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="reassignable_topic.tagged_fields",
-            )
-        for __reassignable_topic_ in range(n_tags__reassignable_topic_):
-            tag__reassignable_topic_, pos = _read_uvarint32(buf, pos, end, "reassignable_topic.tagged_fields")
-            size__reassignable_topic_, pos = _read_uvarint32(buf, pos, end, "reassignable_topic.tagged_fields")
-            if size__reassignable_topic_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__reassignable_topic_} declares {size__reassignable_topic_} bytes, {end - pos} left",
+            sec__reassignable_topic_ = pos
+            prev__reassignable_topic_, odd__reassignable_topic_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__reassignable_topic_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__reassignable_topic_, pos = _read_uvarint32(buf, pos, end, "reassignable_topic.tagged_fields")
+            if n_tags__reassignable_topic_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__reassignable_topic_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="reassignable_topic.tagged_fields",
                 )
-            stop__reassignable_topic_ = pos + size__reassignable_topic_
-            if tag__reassignable_topic_ <= prev__reassignable_topic_:
-                odd__reassignable_topic_ = True
-            prev__reassignable_topic_ = tag__reassignable_topic_
-            tagged_fields_reassignable_topic_.append(
-                (tag__reassignable_topic_, bytes(buf[pos:stop__reassignable_topic_]))
-            )
-            pos = stop__reassignable_topic_
-        if odd__reassignable_topic_:
-            tagged_fields_reassignable_topic_ = _keep_tags(
-                tagged_fields_reassignable_topic_, buf[sec__reassignable_topic_:pos], ()
-            )
+            for __reassignable_topic_ in range(n_tags__reassignable_topic_):
+                tag__reassignable_topic_, pos = _read_uvarint32(buf, pos, end, "reassignable_topic.tagged_fields")
+                size__reassignable_topic_, pos = _read_uvarint32(buf, pos, end, "reassignable_topic.tagged_fields")
+                if size__reassignable_topic_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__reassignable_topic_} declares {size__reassignable_topic_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="reassignable_topic.tagged_fields",
+                    )
+                stop__reassignable_topic_ = pos + size__reassignable_topic_
+                if tag__reassignable_topic_ <= prev__reassignable_topic_:
+                    odd__reassignable_topic_ = True
+                prev__reassignable_topic_ = tag__reassignable_topic_
+                tagged_fields_reassignable_topic_.append(
+                    (tag__reassignable_topic_, bytes(buf[pos:stop__reassignable_topic_]))
+                )
+                pos = stop__reassignable_topic_
+            if odd__reassignable_topic_:
+                tagged_fields_reassignable_topic_ = _keep_tags(
+                    tagged_fields_reassignable_topic_, buf[sec__reassignable_topic_:pos], ()
+                )
         value__reassignable_topic_ = _new_object(ReassignableTopic)
         value__reassignable_topic_.name = name_reassignable_topic_
         value__reassignable_topic_.partitions = partitions_reassignable_topic_
@@ -1203,36 +1255,39 @@ def _fdecode_alter_partition_reassignments_request_v1(buf, pos, end, opts, api_v
             if budget_topics < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_request_v1.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="alter_partition_reassignments_request_v1.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_request_v1.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_request_v1.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_request_v1.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="alter_partition_reassignments_request_v1.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_request_v1.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_request_v1.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="alter_partition_reassignments_request_v1.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(AlterPartitionReassignmentsRequestV1)
     value_.timeout_ms = timeout_ms
     value_.allow_replication_factor_change = allow_replication_factor_change
@@ -1248,13 +1303,16 @@ def _encode_alter_partition_reassignments_request_v1(obj, out, index, api_versio
             f"AlterPartitionReassignmentsRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 1) and (<params>.api_version <= 1)))",
             path="alter_partition_reassignments_request_v1",
         )
-    own_ = type(obj) is AlterPartitionReassignmentsRequestV1
-    timeout_ms = obj.timeout_ms if own_ else getattr(obj, "timeout_ms", 60000)
-    allow_replication_factor_change = (
-        obj.allow_replication_factor_change if own_ else getattr(obj, "allow_replication_factor_change", True)
-    )
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AlterPartitionReassignmentsRequestV1:
+        timeout_ms = obj.timeout_ms
+        allow_replication_factor_change = obj.allow_replication_factor_change
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        timeout_ms = getattr(obj, "timeout_ms", 60000)
+        allow_replication_factor_change = getattr(obj, "allow_replication_factor_change", True)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(timeout_ms, allow_replication_factor_change)
     n_ = len(topics)
     if -1 <= n_ < 0x3FFF:
@@ -1273,9 +1331,10 @@ def _encode_alter_partition_reassignments_request_v1(obj, out, index, api_versio
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"alter_partition_reassignments_request_v1.topics[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "alter_partition_reassignments_request_v1.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "alter_partition_reassignments_request_v1.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_alter_partition_reassignments_request_v1(obj, out, index, api_version):
@@ -1285,13 +1344,16 @@ def _fencode_alter_partition_reassignments_request_v1(obj, out, index, api_versi
             f"AlterPartitionReassignmentsRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 1) and (<params>.api_version <= 1)))",
             path="alter_partition_reassignments_request_v1",
         )
-    own_ = type(obj) is AlterPartitionReassignmentsRequestV1
-    timeout_ms = obj.timeout_ms if own_ else getattr(obj, "timeout_ms", 60000)
-    allow_replication_factor_change = (
-        obj.allow_replication_factor_change if own_ else getattr(obj, "allow_replication_factor_change", True)
-    )
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AlterPartitionReassignmentsRequestV1:
+        timeout_ms = obj.timeout_ms
+        allow_replication_factor_change = obj.allow_replication_factor_change
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:
+        timeout_ms = getattr(obj, "timeout_ms", 60000)
+        allow_replication_factor_change = getattr(obj, "allow_replication_factor_change", True)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(timeout_ms, allow_replication_factor_change)
     n_ = len(topics)
     if -1 <= n_ < 16383:
@@ -1299,14 +1361,14 @@ def _fencode_alter_partition_reassignments_request_v1(obj, out, index, api_versi
     else:
         _write_uvarint(out, n_ + 1, "alter_partition_reassignments_request_v1.topics")
     for item_ in topics:
-        own__reassignable_topic_ = type(item_) is ReassignableTopic
-        name_reassignable_topic_ = item_.name if own__reassignable_topic_ else getattr(item_, "name", "")
-        partitions_reassignable_topic_ = (
-            item_.partitions if own__reassignable_topic_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_reassignable_topic_ = (
-            item_.tagged_fields if own__reassignable_topic_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is ReassignableTopic:
+            name_reassignable_topic_ = item_.name
+            partitions_reassignable_topic_ = item_.partitions
+            tagged_fields_reassignable_topic_ = item_.tagged_fields
+        else:
+            name_reassignable_topic_ = getattr(item_, "name", "")
+            partitions_reassignable_topic_ = getattr(item_, "partitions", None)
+            tagged_fields_reassignable_topic_ = getattr(item_, "tagged_fields", None)
         b__reassignable_topic_ = _STR_ENCODED.get(name_reassignable_topic_)
         name_reassignable_topic_ = (
             _encode_str(name_reassignable_topic_) if b__reassignable_topic_ is None else b__reassignable_topic_
@@ -1323,22 +1385,20 @@ def _fencode_alter_partition_reassignments_request_v1(obj, out, index, api_versi
         else:
             _write_uvarint(out, n__reassignable_topic_ + 1, "reassignable_topic.partitions")
         for item__reassignable_topic_ in partitions_reassignable_topic_:
-            own__reassignable_partition__reassignable_topic_ = type(item__reassignable_topic_) is ReassignablePartition
-            partition_index_reassignable_partition__reassignable_topic_ = (
-                item__reassignable_topic_.partition_index
-                if own__reassignable_partition__reassignable_topic_
-                else getattr(item__reassignable_topic_, "partition_index", 0)
-            )
-            replicas_reassignable_partition__reassignable_topic_ = (
-                item__reassignable_topic_.replicas
-                if own__reassignable_partition__reassignable_topic_
-                else getattr(item__reassignable_topic_, "replicas", None)
-            )
-            tagged_fields_reassignable_partition__reassignable_topic_ = (
-                item__reassignable_topic_.tagged_fields
-                if own__reassignable_partition__reassignable_topic_
-                else getattr(item__reassignable_topic_, "tagged_fields", None)
-            )
+            if type(item__reassignable_topic_) is ReassignablePartition:
+                partition_index_reassignable_partition__reassignable_topic_ = item__reassignable_topic_.partition_index
+                replicas_reassignable_partition__reassignable_topic_ = item__reassignable_topic_.replicas
+                tagged_fields_reassignable_partition__reassignable_topic_ = item__reassignable_topic_.tagged_fields
+            else:
+                partition_index_reassignable_partition__reassignable_topic_ = getattr(
+                    item__reassignable_topic_, "partition_index", 0
+                )
+                replicas_reassignable_partition__reassignable_topic_ = getattr(
+                    item__reassignable_topic_, "replicas", None
+                )
+                tagged_fields_reassignable_partition__reassignable_topic_ = getattr(
+                    item__reassignable_topic_, "tagged_fields", None
+                )
             out += _S0.pack(partition_index_reassignable_partition__reassignable_topic_)
             if replicas_reassignable_partition__reassignable_topic_ is None:
                 out.append(0)
@@ -1352,36 +1412,41 @@ def _fencode_alter_partition_reassignments_request_v1(obj, out, index, api_versi
                     _write_uvarint(
                         out, n__reassignable_partition__reassignable_topic_ + 1, "reassignable_partition.replicas"
                     )
-                for (
-                    item__reassignable_partition__reassignable_topic_
-                ) in replicas_reassignable_partition__reassignable_topic_:
-                    value_reassignable_partition_replicas_item__reassignable_partition__reassignable_topic_ = (
+                if n__reassignable_partition__reassignable_topic_ <= _PACKED_MAX:
+                    out += _PACKED["i"][n__reassignable_partition__reassignable_topic_].pack(
+                        *replicas_reassignable_partition__reassignable_topic_
+                    )
+                else:
+                    for (
                         item__reassignable_partition__reassignable_topic_
-                    )
-                    out += _S0.pack(
-                        value_reassignable_partition_replicas_item__reassignable_partition__reassignable_topic_
-                    )
-            tags__reassignable_partition__reassignable_topic_ = []
-            valid__reassignable_partition__reassignable_topic_ = None
-            _write_tagged(
-                out,
-                tags__reassignable_partition__reassignable_topic_,
-                tagged_fields_reassignable_partition__reassignable_topic_,
-                "reassignable_partition.tagged_fields",
-                valid__reassignable_partition__reassignable_topic_,
-            )
-        tags__reassignable_topic_ = []
-        valid__reassignable_topic_ = None
-        _write_tagged(
-            out,
-            tags__reassignable_topic_,
-            tagged_fields_reassignable_topic_,
-            "reassignable_topic.tagged_fields",
-            valid__reassignable_topic_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "alter_partition_reassignments_request_v1.tagged_fields", valid_)
+                    ) in replicas_reassignable_partition__reassignable_topic_:
+                        value_reassignable_partition_replicas_item__reassignable_partition__reassignable_topic_ = (
+                            item__reassignable_partition__reassignable_topic_
+                        )
+                        out += _S0.pack(
+                            value_reassignable_partition_replicas_item__reassignable_partition__reassignable_topic_
+                        )
+            if (
+                tagged_fields_reassignable_partition__reassignable_topic_
+                or tagged_fields_reassignable_partition__reassignable_topic_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_reassignable_partition__reassignable_topic_,
+                    "reassignable_partition.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if tagged_fields_reassignable_topic_ or tagged_fields_reassignable_topic_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_reassignable_topic_, "reassignable_topic.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "alter_partition_reassignments_request_v1.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_alter_partition_reassignments_request_by_version(buf, pos, end, opts, api_version):

@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -99,46 +100,54 @@ def _decode_reassignable_partition_response(buf, pos, end, opts):
         error_message = str(buf[pos : pos + n_error_message], "utf-8", "surrogateescape")
         pos += n_error_message
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "reassignable_partition_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="reassignable_partition_response.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "reassignable_partition_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "reassignable_partition_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "reassignable_partition_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="reassignable_partition_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "reassignable_partition_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "reassignable_partition_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="reassignable_partition_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ReassignablePartitionResponse(partition_index, error_code, error_message, tagged_fields), pos
 
 
 def _encode_reassignable_partition_response(obj, out, index):
     """Append one reassignable_partition_response to out."""
-    own_ = type(obj) is ReassignablePartitionResponse
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ReassignablePartitionResponse:
+        partition_index = obj.partition_index
+        error_code = obj.error_code
+        error_message = obj.error_message
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition_index, error_code)
     if error_message is None:
         out.append(0)
@@ -152,9 +161,10 @@ def _encode_reassignable_partition_response(obj, out, index):
             _write_uvarint(out, n_ + 1, "reassignable_partition_response.error_message")
 
         out += error_message
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "reassignable_partition_response.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "reassignable_partition_response.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_reassignable_topic_response(buf, pos, end, opts):
@@ -225,45 +235,52 @@ def _decode_reassignable_topic_response(buf, pos, end, opts):
             ) from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "reassignable_topic_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="reassignable_topic_response.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "reassignable_topic_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "reassignable_topic_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "reassignable_topic_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="reassignable_topic_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "reassignable_topic_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "reassignable_topic_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="reassignable_topic_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ReassignableTopicResponse(name, partitions, tagged_fields), pos
 
 
 def _encode_reassignable_topic_response(obj, out, index):
     """Append one reassignable_topic_response to out."""
-    own_ = type(obj) is ReassignableTopicResponse
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ReassignableTopicResponse:
+        name = obj.name
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="reassignable_topic_response.name")
     else:
@@ -292,9 +309,10 @@ def _encode_reassignable_topic_response(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"reassignable_topic_response.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "reassignable_topic_response.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "reassignable_topic_response.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_alter_partition_reassignments_response(buf, pos, end, opts, api_version):
@@ -404,36 +422,39 @@ def _decode_alter_partition_reassignments_response(buf, pos, end, opts, api_vers
                     path="alter_partition_reassignments_response.responses",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="alter_partition_reassignments_response.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="alter_partition_reassignments_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="alter_partition_reassignments_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return AlterPartitionReassignmentsResponse(
         throttle_time_ms, error_code, error_message, responses, tagged_fields
     ), pos
@@ -595,63 +616,66 @@ def _fdecode_alter_partition_reassignments_response(buf, pos, end, opts, api_ver
                     )
                 pos += n_error_message_reassignable_partition_response__reassignable_topic_response_
             tagged_fields_reassignable_partition_response__reassignable_topic_response_ = []
-            sec__reassignable_partition_response__reassignable_topic_response_ = pos
-            (
-                prev__reassignable_partition_response__reassignable_topic_response_,
-                odd__reassignable_partition_response__reassignable_topic_response_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__reassignable_partition_response__reassignable_topic_response_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__reassignable_partition_response__reassignable_topic_response_, pos = _read_uvarint32(
-                    buf, pos, end, "reassignable_partition_response.tagged_fields"
-                )
-            if n_tags__reassignable_partition_response__reassignable_topic_response_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__reassignable_partition_response__reassignable_topic_response_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="reassignable_partition_response.tagged_fields",
-                )
-            for __reassignable_partition_response__reassignable_topic_response_ in range(
-                n_tags__reassignable_partition_response__reassignable_topic_response_
-            ):
-                tag__reassignable_partition_response__reassignable_topic_response_, pos = _read_uvarint32(
-                    buf, pos, end, "reassignable_partition_response.tagged_fields"
-                )
-                size__reassignable_partition_response__reassignable_topic_response_, pos = _read_uvarint32(
-                    buf, pos, end, "reassignable_partition_response.tagged_fields"
-                )
-                if size__reassignable_partition_response__reassignable_topic_response_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__reassignable_partition_response__reassignable_topic_response_} declares {size__reassignable_partition_response__reassignable_topic_response_} bytes, {end - pos} left",
+                sec__reassignable_partition_response__reassignable_topic_response_ = pos
+                (
+                    prev__reassignable_partition_response__reassignable_topic_response_,
+                    odd__reassignable_partition_response__reassignable_topic_response_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__reassignable_partition_response__reassignable_topic_response_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__reassignable_partition_response__reassignable_topic_response_, pos = _read_uvarint32(
+                        buf, pos, end, "reassignable_partition_response.tagged_fields"
+                    )
+                if n_tags__reassignable_partition_response__reassignable_topic_response_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__reassignable_partition_response__reassignable_topic_response_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="reassignable_partition_response.tagged_fields",
                     )
-                stop__reassignable_partition_response__reassignable_topic_response_ = (
-                    pos + size__reassignable_partition_response__reassignable_topic_response_
-                )
-                if (
-                    tag__reassignable_partition_response__reassignable_topic_response_
-                    <= prev__reassignable_partition_response__reassignable_topic_response_
+                for __reassignable_partition_response__reassignable_topic_response_ in range(
+                    n_tags__reassignable_partition_response__reassignable_topic_response_
                 ):
-                    odd__reassignable_partition_response__reassignable_topic_response_ = True
-                prev__reassignable_partition_response__reassignable_topic_response_ = (
-                    tag__reassignable_partition_response__reassignable_topic_response_
-                )
-                tagged_fields_reassignable_partition_response__reassignable_topic_response_.append(
-                    (
-                        tag__reassignable_partition_response__reassignable_topic_response_,
-                        bytes(buf[pos:stop__reassignable_partition_response__reassignable_topic_response_]),
+                    tag__reassignable_partition_response__reassignable_topic_response_, pos = _read_uvarint32(
+                        buf, pos, end, "reassignable_partition_response.tagged_fields"
                     )
-                )
-                pos = stop__reassignable_partition_response__reassignable_topic_response_
-            if odd__reassignable_partition_response__reassignable_topic_response_:
-                tagged_fields_reassignable_partition_response__reassignable_topic_response_ = _keep_tags(
-                    tagged_fields_reassignable_partition_response__reassignable_topic_response_,
-                    buf[sec__reassignable_partition_response__reassignable_topic_response_:pos],
-                    (),
-                )
+                    size__reassignable_partition_response__reassignable_topic_response_, pos = _read_uvarint32(
+                        buf, pos, end, "reassignable_partition_response.tagged_fields"
+                    )
+                    if size__reassignable_partition_response__reassignable_topic_response_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__reassignable_partition_response__reassignable_topic_response_} declares {size__reassignable_partition_response__reassignable_topic_response_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="reassignable_partition_response.tagged_fields",
+                        )
+                    stop__reassignable_partition_response__reassignable_topic_response_ = (
+                        pos + size__reassignable_partition_response__reassignable_topic_response_
+                    )
+                    if (
+                        tag__reassignable_partition_response__reassignable_topic_response_
+                        <= prev__reassignable_partition_response__reassignable_topic_response_
+                    ):
+                        odd__reassignable_partition_response__reassignable_topic_response_ = True
+                    prev__reassignable_partition_response__reassignable_topic_response_ = (
+                        tag__reassignable_partition_response__reassignable_topic_response_
+                    )
+                    tagged_fields_reassignable_partition_response__reassignable_topic_response_.append(
+                        (
+                            tag__reassignable_partition_response__reassignable_topic_response_,
+                            bytes(buf[pos:stop__reassignable_partition_response__reassignable_topic_response_]),
+                        )
+                    )
+                    pos = stop__reassignable_partition_response__reassignable_topic_response_
+                if odd__reassignable_partition_response__reassignable_topic_response_:
+                    tagged_fields_reassignable_partition_response__reassignable_topic_response_ = _keep_tags(
+                        tagged_fields_reassignable_partition_response__reassignable_topic_response_,
+                        buf[sec__reassignable_partition_response__reassignable_topic_response_:pos],
+                        (),
+                    )
             value__reassignable_partition_response__reassignable_topic_response_ = _new_object(
                 ReassignablePartitionResponse
             )
@@ -670,46 +694,49 @@ def _fdecode_alter_partition_reassignments_response(buf, pos, end, opts, api_ver
             item__reassignable_topic_response_ = value__reassignable_partition_response__reassignable_topic_response_
             append_partitions_reassignable_topic_response_(item__reassignable_topic_response_)
         tagged_fields_reassignable_topic_response_ = []
-        sec__reassignable_topic_response_ = pos
-        prev__reassignable_topic_response_, odd__reassignable_topic_response_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__reassignable_topic_response_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__reassignable_topic_response_, pos = _read_uvarint32(
-                buf, pos, end, "reassignable_topic_response.tagged_fields"
-            )
-        if n_tags__reassignable_topic_response_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__reassignable_topic_response_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="reassignable_topic_response.tagged_fields",
-            )
-        for __reassignable_topic_response_ in range(n_tags__reassignable_topic_response_):
-            tag__reassignable_topic_response_, pos = _read_uvarint32(
-                buf, pos, end, "reassignable_topic_response.tagged_fields"
-            )
-            size__reassignable_topic_response_, pos = _read_uvarint32(
-                buf, pos, end, "reassignable_topic_response.tagged_fields"
-            )
-            if size__reassignable_topic_response_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__reassignable_topic_response_} declares {size__reassignable_topic_response_} bytes, {end - pos} left",
+            sec__reassignable_topic_response_ = pos
+            prev__reassignable_topic_response_, odd__reassignable_topic_response_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__reassignable_topic_response_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__reassignable_topic_response_, pos = _read_uvarint32(
+                    buf, pos, end, "reassignable_topic_response.tagged_fields"
+                )
+            if n_tags__reassignable_topic_response_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__reassignable_topic_response_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="reassignable_topic_response.tagged_fields",
                 )
-            stop__reassignable_topic_response_ = pos + size__reassignable_topic_response_
-            if tag__reassignable_topic_response_ <= prev__reassignable_topic_response_:
-                odd__reassignable_topic_response_ = True
-            prev__reassignable_topic_response_ = tag__reassignable_topic_response_
-            tagged_fields_reassignable_topic_response_.append(
-                (tag__reassignable_topic_response_, bytes(buf[pos:stop__reassignable_topic_response_]))
-            )
-            pos = stop__reassignable_topic_response_
-        if odd__reassignable_topic_response_:
-            tagged_fields_reassignable_topic_response_ = _keep_tags(
-                tagged_fields_reassignable_topic_response_, buf[sec__reassignable_topic_response_:pos], ()
-            )
+            for __reassignable_topic_response_ in range(n_tags__reassignable_topic_response_):
+                tag__reassignable_topic_response_, pos = _read_uvarint32(
+                    buf, pos, end, "reassignable_topic_response.tagged_fields"
+                )
+                size__reassignable_topic_response_, pos = _read_uvarint32(
+                    buf, pos, end, "reassignable_topic_response.tagged_fields"
+                )
+                if size__reassignable_topic_response_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__reassignable_topic_response_} declares {size__reassignable_topic_response_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="reassignable_topic_response.tagged_fields",
+                    )
+                stop__reassignable_topic_response_ = pos + size__reassignable_topic_response_
+                if tag__reassignable_topic_response_ <= prev__reassignable_topic_response_:
+                    odd__reassignable_topic_response_ = True
+                prev__reassignable_topic_response_ = tag__reassignable_topic_response_
+                tagged_fields_reassignable_topic_response_.append(
+                    (tag__reassignable_topic_response_, bytes(buf[pos:stop__reassignable_topic_response_]))
+                )
+                pos = stop__reassignable_topic_response_
+            if odd__reassignable_topic_response_:
+                tagged_fields_reassignable_topic_response_ = _keep_tags(
+                    tagged_fields_reassignable_topic_response_, buf[sec__reassignable_topic_response_:pos], ()
+                )
         value__reassignable_topic_response_ = _new_object(ReassignableTopicResponse)
         value__reassignable_topic_response_.name = name_reassignable_topic_response_
         value__reassignable_topic_response_.partitions = partitions_reassignable_topic_response_
@@ -721,36 +748,39 @@ def _fdecode_alter_partition_reassignments_response(buf, pos, end, opts, api_ver
             if budget_responses < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="alter_partition_reassignments_response.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="alter_partition_reassignments_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="alter_partition_reassignments_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(AlterPartitionReassignmentsResponse)
     value_.throttle_time_ms = throttle_time_ms
     value_.error_code = error_code
@@ -767,12 +797,18 @@ def _encode_alter_partition_reassignments_response(obj, out, index, api_version)
             f"AlterPartitionReassignmentsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="alter_partition_reassignments_response",
         )
-    own_ = type(obj) is AlterPartitionReassignmentsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    responses = obj.responses if own_ else getattr(obj, "responses", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AlterPartitionReassignmentsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        error_message = obj.error_message
+        responses = obj.responses
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        responses = getattr(obj, "responses", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(throttle_time_ms, error_code)
     if error_message is None:
         out.append(0)
@@ -805,9 +841,10 @@ def _encode_alter_partition_reassignments_response(obj, out, index, api_version)
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"alter_partition_reassignments_response.responses[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "alter_partition_reassignments_response.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "alter_partition_reassignments_response.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_alter_partition_reassignments_response(obj, out, index, api_version):
@@ -817,12 +854,18 @@ def _fencode_alter_partition_reassignments_response(obj, out, index, api_version
             f"AlterPartitionReassignmentsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="alter_partition_reassignments_response",
         )
-    own_ = type(obj) is AlterPartitionReassignmentsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    responses = obj.responses if own_ else getattr(obj, "responses", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AlterPartitionReassignmentsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        error_message = obj.error_message
+        responses = obj.responses
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        responses = getattr(obj, "responses", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(throttle_time_ms, error_code)
     if error_message is None:
         out.append(0)
@@ -841,16 +884,14 @@ def _fencode_alter_partition_reassignments_response(obj, out, index, api_version
     else:
         _write_uvarint(out, n_ + 1, "alter_partition_reassignments_response.responses")
     for item_ in responses:
-        own__reassignable_topic_response_ = type(item_) is ReassignableTopicResponse
-        name_reassignable_topic_response_ = (
-            item_.name if own__reassignable_topic_response_ else getattr(item_, "name", "")
-        )
-        partitions_reassignable_topic_response_ = (
-            item_.partitions if own__reassignable_topic_response_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_reassignable_topic_response_ = (
-            item_.tagged_fields if own__reassignable_topic_response_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is ReassignableTopicResponse:
+            name_reassignable_topic_response_ = item_.name
+            partitions_reassignable_topic_response_ = item_.partitions
+            tagged_fields_reassignable_topic_response_ = item_.tagged_fields
+        else:
+            name_reassignable_topic_response_ = getattr(item_, "name", "")
+            partitions_reassignable_topic_response_ = getattr(item_, "partitions", None)
+            tagged_fields_reassignable_topic_response_ = getattr(item_, "tagged_fields", None)
         b__reassignable_topic_response_ = _STR_ENCODED.get(name_reassignable_topic_response_)
         name_reassignable_topic_response_ = (
             _encode_str(name_reassignable_topic_response_)
@@ -869,29 +910,32 @@ def _fencode_alter_partition_reassignments_response(obj, out, index, api_version
         else:
             _write_uvarint(out, n__reassignable_topic_response_ + 1, "reassignable_topic_response.partitions")
         for item__reassignable_topic_response_ in partitions_reassignable_topic_response_:
-            own__reassignable_partition_response__reassignable_topic_response_ = (
-                type(item__reassignable_topic_response_) is ReassignablePartitionResponse
-            )
-            partition_index_reassignable_partition_response__reassignable_topic_response_ = (
-                item__reassignable_topic_response_.partition_index
-                if own__reassignable_partition_response__reassignable_topic_response_
-                else getattr(item__reassignable_topic_response_, "partition_index", 0)
-            )
-            error_code_reassignable_partition_response__reassignable_topic_response_ = (
-                item__reassignable_topic_response_.error_code
-                if own__reassignable_partition_response__reassignable_topic_response_
-                else getattr(item__reassignable_topic_response_, "error_code", 0)
-            )
-            error_message_reassignable_partition_response__reassignable_topic_response_ = (
-                item__reassignable_topic_response_.error_message
-                if own__reassignable_partition_response__reassignable_topic_response_
-                else getattr(item__reassignable_topic_response_, "error_message", "")
-            )
-            tagged_fields_reassignable_partition_response__reassignable_topic_response_ = (
-                item__reassignable_topic_response_.tagged_fields
-                if own__reassignable_partition_response__reassignable_topic_response_
-                else getattr(item__reassignable_topic_response_, "tagged_fields", None)
-            )
+            if type(item__reassignable_topic_response_) is ReassignablePartitionResponse:
+                partition_index_reassignable_partition_response__reassignable_topic_response_ = (
+                    item__reassignable_topic_response_.partition_index
+                )
+                error_code_reassignable_partition_response__reassignable_topic_response_ = (
+                    item__reassignable_topic_response_.error_code
+                )
+                error_message_reassignable_partition_response__reassignable_topic_response_ = (
+                    item__reassignable_topic_response_.error_message
+                )
+                tagged_fields_reassignable_partition_response__reassignable_topic_response_ = (
+                    item__reassignable_topic_response_.tagged_fields
+                )
+            else:
+                partition_index_reassignable_partition_response__reassignable_topic_response_ = getattr(
+                    item__reassignable_topic_response_, "partition_index", 0
+                )
+                error_code_reassignable_partition_response__reassignable_topic_response_ = getattr(
+                    item__reassignable_topic_response_, "error_code", 0
+                )
+                error_message_reassignable_partition_response__reassignable_topic_response_ = getattr(
+                    item__reassignable_topic_response_, "error_message", ""
+                )
+                tagged_fields_reassignable_partition_response__reassignable_topic_response_ = getattr(
+                    item__reassignable_topic_response_, "tagged_fields", None
+                )
             out += _S0.pack(
                 partition_index_reassignable_partition_response__reassignable_topic_response_,
                 error_code_reassignable_partition_response__reassignable_topic_response_,
@@ -919,27 +963,32 @@ def _fencode_alter_partition_reassignments_response(obj, out, index, api_version
                         "reassignable_partition_response.error_message",
                     )
                 out += error_message_reassignable_partition_response__reassignable_topic_response_
-            tags__reassignable_partition_response__reassignable_topic_response_ = []
-            valid__reassignable_partition_response__reassignable_topic_response_ = None
+            if (
+                tagged_fields_reassignable_partition_response__reassignable_topic_response_
+                or tagged_fields_reassignable_partition_response__reassignable_topic_response_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_reassignable_partition_response__reassignable_topic_response_,
+                    "reassignable_partition_response.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if (
+            tagged_fields_reassignable_topic_response_
+            or tagged_fields_reassignable_topic_response_.__class__ is _TagSection
+        ):
             _write_tagged(
-                out,
-                tags__reassignable_partition_response__reassignable_topic_response_,
-                tagged_fields_reassignable_partition_response__reassignable_topic_response_,
-                "reassignable_partition_response.tagged_fields",
-                valid__reassignable_partition_response__reassignable_topic_response_,
+                out, [], tagged_fields_reassignable_topic_response_, "reassignable_topic_response.tagged_fields", None
             )
-        tags__reassignable_topic_response_ = []
-        valid__reassignable_topic_response_ = None
-        _write_tagged(
-            out,
-            tags__reassignable_topic_response_,
-            tagged_fields_reassignable_topic_response_,
-            "reassignable_topic_response.tagged_fields",
-            valid__reassignable_topic_response_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "alter_partition_reassignments_response.tagged_fields", valid_)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "alter_partition_reassignments_response.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_alter_partition_reassignments_response_v1(buf, pos, end, opts, api_version):
@@ -1050,36 +1099,39 @@ def _decode_alter_partition_reassignments_response_v1(buf, pos, end, opts, api_v
                     path="alter_partition_reassignments_response_v1.responses",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_response_v1.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="alter_partition_reassignments_response_v1.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_response_v1.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_response_v1.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_response_v1.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="alter_partition_reassignments_response_v1.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_response_v1.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_response_v1.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="alter_partition_reassignments_response_v1.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return AlterPartitionReassignmentsResponseV1(
         throttle_time_ms, allow_replication_factor_change, error_code, error_message, responses, tagged_fields
     ), pos
@@ -1241,63 +1293,66 @@ def _fdecode_alter_partition_reassignments_response_v1(buf, pos, end, opts, api_
                     )
                 pos += n_error_message_reassignable_partition_response__reassignable_topic_response_
             tagged_fields_reassignable_partition_response__reassignable_topic_response_ = []
-            sec__reassignable_partition_response__reassignable_topic_response_ = pos
-            (
-                prev__reassignable_partition_response__reassignable_topic_response_,
-                odd__reassignable_partition_response__reassignable_topic_response_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__reassignable_partition_response__reassignable_topic_response_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__reassignable_partition_response__reassignable_topic_response_, pos = _read_uvarint32(
-                    buf, pos, end, "reassignable_partition_response.tagged_fields"
-                )
-            if n_tags__reassignable_partition_response__reassignable_topic_response_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__reassignable_partition_response__reassignable_topic_response_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="reassignable_partition_response.tagged_fields",
-                )
-            for __reassignable_partition_response__reassignable_topic_response_ in range(
-                n_tags__reassignable_partition_response__reassignable_topic_response_
-            ):
-                tag__reassignable_partition_response__reassignable_topic_response_, pos = _read_uvarint32(
-                    buf, pos, end, "reassignable_partition_response.tagged_fields"
-                )
-                size__reassignable_partition_response__reassignable_topic_response_, pos = _read_uvarint32(
-                    buf, pos, end, "reassignable_partition_response.tagged_fields"
-                )
-                if size__reassignable_partition_response__reassignable_topic_response_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__reassignable_partition_response__reassignable_topic_response_} declares {size__reassignable_partition_response__reassignable_topic_response_} bytes, {end - pos} left",
+                sec__reassignable_partition_response__reassignable_topic_response_ = pos
+                (
+                    prev__reassignable_partition_response__reassignable_topic_response_,
+                    odd__reassignable_partition_response__reassignable_topic_response_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__reassignable_partition_response__reassignable_topic_response_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__reassignable_partition_response__reassignable_topic_response_, pos = _read_uvarint32(
+                        buf, pos, end, "reassignable_partition_response.tagged_fields"
+                    )
+                if n_tags__reassignable_partition_response__reassignable_topic_response_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__reassignable_partition_response__reassignable_topic_response_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="reassignable_partition_response.tagged_fields",
                     )
-                stop__reassignable_partition_response__reassignable_topic_response_ = (
-                    pos + size__reassignable_partition_response__reassignable_topic_response_
-                )
-                if (
-                    tag__reassignable_partition_response__reassignable_topic_response_
-                    <= prev__reassignable_partition_response__reassignable_topic_response_
+                for __reassignable_partition_response__reassignable_topic_response_ in range(
+                    n_tags__reassignable_partition_response__reassignable_topic_response_
                 ):
-                    odd__reassignable_partition_response__reassignable_topic_response_ = True
-                prev__reassignable_partition_response__reassignable_topic_response_ = (
-                    tag__reassignable_partition_response__reassignable_topic_response_
-                )
-                tagged_fields_reassignable_partition_response__reassignable_topic_response_.append(
-                    (
-                        tag__reassignable_partition_response__reassignable_topic_response_,
-                        bytes(buf[pos:stop__reassignable_partition_response__reassignable_topic_response_]),
+                    tag__reassignable_partition_response__reassignable_topic_response_, pos = _read_uvarint32(
+                        buf, pos, end, "reassignable_partition_response.tagged_fields"
                     )
-                )
-                pos = stop__reassignable_partition_response__reassignable_topic_response_
-            if odd__reassignable_partition_response__reassignable_topic_response_:
-                tagged_fields_reassignable_partition_response__reassignable_topic_response_ = _keep_tags(
-                    tagged_fields_reassignable_partition_response__reassignable_topic_response_,
-                    buf[sec__reassignable_partition_response__reassignable_topic_response_:pos],
-                    (),
-                )
+                    size__reassignable_partition_response__reassignable_topic_response_, pos = _read_uvarint32(
+                        buf, pos, end, "reassignable_partition_response.tagged_fields"
+                    )
+                    if size__reassignable_partition_response__reassignable_topic_response_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__reassignable_partition_response__reassignable_topic_response_} declares {size__reassignable_partition_response__reassignable_topic_response_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="reassignable_partition_response.tagged_fields",
+                        )
+                    stop__reassignable_partition_response__reassignable_topic_response_ = (
+                        pos + size__reassignable_partition_response__reassignable_topic_response_
+                    )
+                    if (
+                        tag__reassignable_partition_response__reassignable_topic_response_
+                        <= prev__reassignable_partition_response__reassignable_topic_response_
+                    ):
+                        odd__reassignable_partition_response__reassignable_topic_response_ = True
+                    prev__reassignable_partition_response__reassignable_topic_response_ = (
+                        tag__reassignable_partition_response__reassignable_topic_response_
+                    )
+                    tagged_fields_reassignable_partition_response__reassignable_topic_response_.append(
+                        (
+                            tag__reassignable_partition_response__reassignable_topic_response_,
+                            bytes(buf[pos:stop__reassignable_partition_response__reassignable_topic_response_]),
+                        )
+                    )
+                    pos = stop__reassignable_partition_response__reassignable_topic_response_
+                if odd__reassignable_partition_response__reassignable_topic_response_:
+                    tagged_fields_reassignable_partition_response__reassignable_topic_response_ = _keep_tags(
+                        tagged_fields_reassignable_partition_response__reassignable_topic_response_,
+                        buf[sec__reassignable_partition_response__reassignable_topic_response_:pos],
+                        (),
+                    )
             value__reassignable_partition_response__reassignable_topic_response_ = _new_object(
                 ReassignablePartitionResponse
             )
@@ -1316,46 +1371,49 @@ def _fdecode_alter_partition_reassignments_response_v1(buf, pos, end, opts, api_
             item__reassignable_topic_response_ = value__reassignable_partition_response__reassignable_topic_response_
             append_partitions_reassignable_topic_response_(item__reassignable_topic_response_)
         tagged_fields_reassignable_topic_response_ = []
-        sec__reassignable_topic_response_ = pos
-        prev__reassignable_topic_response_, odd__reassignable_topic_response_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__reassignable_topic_response_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__reassignable_topic_response_, pos = _read_uvarint32(
-                buf, pos, end, "reassignable_topic_response.tagged_fields"
-            )
-        if n_tags__reassignable_topic_response_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__reassignable_topic_response_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="reassignable_topic_response.tagged_fields",
-            )
-        for __reassignable_topic_response_ in range(n_tags__reassignable_topic_response_):
-            tag__reassignable_topic_response_, pos = _read_uvarint32(
-                buf, pos, end, "reassignable_topic_response.tagged_fields"
-            )
-            size__reassignable_topic_response_, pos = _read_uvarint32(
-                buf, pos, end, "reassignable_topic_response.tagged_fields"
-            )
-            if size__reassignable_topic_response_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__reassignable_topic_response_} declares {size__reassignable_topic_response_} bytes, {end - pos} left",
+            sec__reassignable_topic_response_ = pos
+            prev__reassignable_topic_response_, odd__reassignable_topic_response_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__reassignable_topic_response_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__reassignable_topic_response_, pos = _read_uvarint32(
+                    buf, pos, end, "reassignable_topic_response.tagged_fields"
+                )
+            if n_tags__reassignable_topic_response_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__reassignable_topic_response_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="reassignable_topic_response.tagged_fields",
                 )
-            stop__reassignable_topic_response_ = pos + size__reassignable_topic_response_
-            if tag__reassignable_topic_response_ <= prev__reassignable_topic_response_:
-                odd__reassignable_topic_response_ = True
-            prev__reassignable_topic_response_ = tag__reassignable_topic_response_
-            tagged_fields_reassignable_topic_response_.append(
-                (tag__reassignable_topic_response_, bytes(buf[pos:stop__reassignable_topic_response_]))
-            )
-            pos = stop__reassignable_topic_response_
-        if odd__reassignable_topic_response_:
-            tagged_fields_reassignable_topic_response_ = _keep_tags(
-                tagged_fields_reassignable_topic_response_, buf[sec__reassignable_topic_response_:pos], ()
-            )
+            for __reassignable_topic_response_ in range(n_tags__reassignable_topic_response_):
+                tag__reassignable_topic_response_, pos = _read_uvarint32(
+                    buf, pos, end, "reassignable_topic_response.tagged_fields"
+                )
+                size__reassignable_topic_response_, pos = _read_uvarint32(
+                    buf, pos, end, "reassignable_topic_response.tagged_fields"
+                )
+                if size__reassignable_topic_response_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__reassignable_topic_response_} declares {size__reassignable_topic_response_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="reassignable_topic_response.tagged_fields",
+                    )
+                stop__reassignable_topic_response_ = pos + size__reassignable_topic_response_
+                if tag__reassignable_topic_response_ <= prev__reassignable_topic_response_:
+                    odd__reassignable_topic_response_ = True
+                prev__reassignable_topic_response_ = tag__reassignable_topic_response_
+                tagged_fields_reassignable_topic_response_.append(
+                    (tag__reassignable_topic_response_, bytes(buf[pos:stop__reassignable_topic_response_]))
+                )
+                pos = stop__reassignable_topic_response_
+            if odd__reassignable_topic_response_:
+                tagged_fields_reassignable_topic_response_ = _keep_tags(
+                    tagged_fields_reassignable_topic_response_, buf[sec__reassignable_topic_response_:pos], ()
+                )
         value__reassignable_topic_response_ = _new_object(ReassignableTopicResponse)
         value__reassignable_topic_response_.name = name_reassignable_topic_response_
         value__reassignable_topic_response_.partitions = partitions_reassignable_topic_response_
@@ -1367,36 +1425,39 @@ def _fdecode_alter_partition_reassignments_response_v1(buf, pos, end, opts, api_
             if budget_responses < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_response_v1.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="alter_partition_reassignments_response_v1.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_response_v1.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_response_v1.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_response_v1.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="alter_partition_reassignments_response_v1.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_response_v1.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_response_v1.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="alter_partition_reassignments_response_v1.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(AlterPartitionReassignmentsResponseV1)
     value_.throttle_time_ms = throttle_time_ms
     value_.allow_replication_factor_change = allow_replication_factor_change
@@ -1414,15 +1475,20 @@ def _encode_alter_partition_reassignments_response_v1(obj, out, index, api_versi
             f"AlterPartitionReassignmentsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 1) and (<params>.api_version <= 1)))",
             path="alter_partition_reassignments_response_v1",
         )
-    own_ = type(obj) is AlterPartitionReassignmentsResponseV1
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    allow_replication_factor_change = (
-        obj.allow_replication_factor_change if own_ else getattr(obj, "allow_replication_factor_change", True)
-    )
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    responses = obj.responses if own_ else getattr(obj, "responses", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AlterPartitionReassignmentsResponseV1:
+        throttle_time_ms = obj.throttle_time_ms
+        allow_replication_factor_change = obj.allow_replication_factor_change
+        error_code = obj.error_code
+        error_message = obj.error_message
+        responses = obj.responses
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        allow_replication_factor_change = getattr(obj, "allow_replication_factor_change", True)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        responses = getattr(obj, "responses", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(throttle_time_ms, allow_replication_factor_change, error_code)
     if error_message is None:
         out.append(0)
@@ -1455,9 +1521,10 @@ def _encode_alter_partition_reassignments_response_v1(obj, out, index, api_versi
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"alter_partition_reassignments_response_v1.responses[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "alter_partition_reassignments_response_v1.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "alter_partition_reassignments_response_v1.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_alter_partition_reassignments_response_v1(obj, out, index, api_version):
@@ -1467,15 +1534,20 @@ def _fencode_alter_partition_reassignments_response_v1(obj, out, index, api_vers
             f"AlterPartitionReassignmentsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 1) and (<params>.api_version <= 1)))",
             path="alter_partition_reassignments_response_v1",
         )
-    own_ = type(obj) is AlterPartitionReassignmentsResponseV1
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    allow_replication_factor_change = (
-        obj.allow_replication_factor_change if own_ else getattr(obj, "allow_replication_factor_change", True)
-    )
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    responses = obj.responses if own_ else getattr(obj, "responses", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AlterPartitionReassignmentsResponseV1:
+        throttle_time_ms = obj.throttle_time_ms
+        allow_replication_factor_change = obj.allow_replication_factor_change
+        error_code = obj.error_code
+        error_message = obj.error_message
+        responses = obj.responses
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        allow_replication_factor_change = getattr(obj, "allow_replication_factor_change", True)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        responses = getattr(obj, "responses", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(throttle_time_ms, allow_replication_factor_change, error_code)
     if error_message is None:
         out.append(0)
@@ -1494,16 +1566,14 @@ def _fencode_alter_partition_reassignments_response_v1(obj, out, index, api_vers
     else:
         _write_uvarint(out, n_ + 1, "alter_partition_reassignments_response_v1.responses")
     for item_ in responses:
-        own__reassignable_topic_response_ = type(item_) is ReassignableTopicResponse
-        name_reassignable_topic_response_ = (
-            item_.name if own__reassignable_topic_response_ else getattr(item_, "name", "")
-        )
-        partitions_reassignable_topic_response_ = (
-            item_.partitions if own__reassignable_topic_response_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_reassignable_topic_response_ = (
-            item_.tagged_fields if own__reassignable_topic_response_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is ReassignableTopicResponse:
+            name_reassignable_topic_response_ = item_.name
+            partitions_reassignable_topic_response_ = item_.partitions
+            tagged_fields_reassignable_topic_response_ = item_.tagged_fields
+        else:
+            name_reassignable_topic_response_ = getattr(item_, "name", "")
+            partitions_reassignable_topic_response_ = getattr(item_, "partitions", None)
+            tagged_fields_reassignable_topic_response_ = getattr(item_, "tagged_fields", None)
         b__reassignable_topic_response_ = _STR_ENCODED.get(name_reassignable_topic_response_)
         name_reassignable_topic_response_ = (
             _encode_str(name_reassignable_topic_response_)
@@ -1522,29 +1592,32 @@ def _fencode_alter_partition_reassignments_response_v1(obj, out, index, api_vers
         else:
             _write_uvarint(out, n__reassignable_topic_response_ + 1, "reassignable_topic_response.partitions")
         for item__reassignable_topic_response_ in partitions_reassignable_topic_response_:
-            own__reassignable_partition_response__reassignable_topic_response_ = (
-                type(item__reassignable_topic_response_) is ReassignablePartitionResponse
-            )
-            partition_index_reassignable_partition_response__reassignable_topic_response_ = (
-                item__reassignable_topic_response_.partition_index
-                if own__reassignable_partition_response__reassignable_topic_response_
-                else getattr(item__reassignable_topic_response_, "partition_index", 0)
-            )
-            error_code_reassignable_partition_response__reassignable_topic_response_ = (
-                item__reassignable_topic_response_.error_code
-                if own__reassignable_partition_response__reassignable_topic_response_
-                else getattr(item__reassignable_topic_response_, "error_code", 0)
-            )
-            error_message_reassignable_partition_response__reassignable_topic_response_ = (
-                item__reassignable_topic_response_.error_message
-                if own__reassignable_partition_response__reassignable_topic_response_
-                else getattr(item__reassignable_topic_response_, "error_message", "")
-            )
-            tagged_fields_reassignable_partition_response__reassignable_topic_response_ = (
-                item__reassignable_topic_response_.tagged_fields
-                if own__reassignable_partition_response__reassignable_topic_response_
-                else getattr(item__reassignable_topic_response_, "tagged_fields", None)
-            )
+            if type(item__reassignable_topic_response_) is ReassignablePartitionResponse:
+                partition_index_reassignable_partition_response__reassignable_topic_response_ = (
+                    item__reassignable_topic_response_.partition_index
+                )
+                error_code_reassignable_partition_response__reassignable_topic_response_ = (
+                    item__reassignable_topic_response_.error_code
+                )
+                error_message_reassignable_partition_response__reassignable_topic_response_ = (
+                    item__reassignable_topic_response_.error_message
+                )
+                tagged_fields_reassignable_partition_response__reassignable_topic_response_ = (
+                    item__reassignable_topic_response_.tagged_fields
+                )
+            else:
+                partition_index_reassignable_partition_response__reassignable_topic_response_ = getattr(
+                    item__reassignable_topic_response_, "partition_index", 0
+                )
+                error_code_reassignable_partition_response__reassignable_topic_response_ = getattr(
+                    item__reassignable_topic_response_, "error_code", 0
+                )
+                error_message_reassignable_partition_response__reassignable_topic_response_ = getattr(
+                    item__reassignable_topic_response_, "error_message", ""
+                )
+                tagged_fields_reassignable_partition_response__reassignable_topic_response_ = getattr(
+                    item__reassignable_topic_response_, "tagged_fields", None
+                )
             out += _S0.pack(
                 partition_index_reassignable_partition_response__reassignable_topic_response_,
                 error_code_reassignable_partition_response__reassignable_topic_response_,
@@ -1572,27 +1645,32 @@ def _fencode_alter_partition_reassignments_response_v1(obj, out, index, api_vers
                         "reassignable_partition_response.error_message",
                     )
                 out += error_message_reassignable_partition_response__reassignable_topic_response_
-            tags__reassignable_partition_response__reassignable_topic_response_ = []
-            valid__reassignable_partition_response__reassignable_topic_response_ = None
+            if (
+                tagged_fields_reassignable_partition_response__reassignable_topic_response_
+                or tagged_fields_reassignable_partition_response__reassignable_topic_response_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_reassignable_partition_response__reassignable_topic_response_,
+                    "reassignable_partition_response.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if (
+            tagged_fields_reassignable_topic_response_
+            or tagged_fields_reassignable_topic_response_.__class__ is _TagSection
+        ):
             _write_tagged(
-                out,
-                tags__reassignable_partition_response__reassignable_topic_response_,
-                tagged_fields_reassignable_partition_response__reassignable_topic_response_,
-                "reassignable_partition_response.tagged_fields",
-                valid__reassignable_partition_response__reassignable_topic_response_,
+                out, [], tagged_fields_reassignable_topic_response_, "reassignable_topic_response.tagged_fields", None
             )
-        tags__reassignable_topic_response_ = []
-        valid__reassignable_topic_response_ = None
-        _write_tagged(
-            out,
-            tags__reassignable_topic_response_,
-            tagged_fields_reassignable_topic_response_,
-            "reassignable_topic_response.tagged_fields",
-            valid__reassignable_topic_response_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "alter_partition_reassignments_response_v1.tagged_fields", valid_)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "alter_partition_reassignments_response_v1.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_alter_partition_reassignments_response_by_version(buf, pos, end, opts, api_version):

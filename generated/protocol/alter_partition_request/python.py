@@ -19,6 +19,8 @@ from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
 from kfmt.runtime.scalars import uuid16 as _uuid16
+from kfmt.runtime.scalars import PACKED as _PACKED
+from kfmt.runtime.scalars import PACKED_MAX as _PACKED_MAX
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -26,6 +28,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -84,45 +87,57 @@ def _decode_broker_state(buf, pos, end, opts):
     ) = _S1.unpack_from(buf, pos)
     pos += 12
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "broker_state.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="broker_state.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "broker_state.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "broker_state.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="broker_state.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "broker_state.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="broker_state.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "broker_state.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "broker_state.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="broker_state.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return BrokerState(broker_id, broker_epoch, tagged_fields), pos
 
 
 def _encode_broker_state(obj, out, index):
     """Append one broker_state to out."""
-    own_ = type(obj) is BrokerState
-    broker_id = obj.broker_id if own_ else getattr(obj, "broker_id", 0)
-    broker_epoch = obj.broker_epoch if own_ else getattr(obj, "broker_epoch", -1)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is BrokerState:
+        broker_id = obj.broker_id
+        broker_epoch = obj.broker_epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        broker_id = getattr(obj, "broker_id", 0)
+        broker_epoch = getattr(obj, "broker_epoch", -1)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(broker_id, broker_epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "broker_state.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "broker_state.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_partition_data(buf, pos, end, opts, api_version):
@@ -220,32 +235,39 @@ def _decode_partition_data(buf, pos, end, opts, api_version):
     (partition_epoch,) = _S0.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="partition_data.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="partition_data.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="partition_data.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="partition_data.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return PartitionData(
         partition_index,
         leader_epoch,
@@ -259,14 +281,22 @@ def _decode_partition_data(buf, pos, end, opts, api_version):
 
 def _encode_partition_data(obj, out, index, api_version):
     """Append one partition_data to out."""
-    own_ = type(obj) is PartitionData
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", 0)
-    new_isr = obj.new_isr if own_ else getattr(obj, "new_isr", None)
-    new_isr_with_epochs = obj.new_isr_with_epochs if own_ else getattr(obj, "new_isr_with_epochs", None)
-    leader_recovery_state = obj.leader_recovery_state if own_ else getattr(obj, "leader_recovery_state", 0)
-    partition_epoch = obj.partition_epoch if own_ else getattr(obj, "partition_epoch", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is PartitionData:
+        partition_index = obj.partition_index
+        leader_epoch = obj.leader_epoch
+        new_isr = obj.new_isr
+        new_isr_with_epochs = obj.new_isr_with_epochs
+        leader_recovery_state = obj.leader_recovery_state
+        partition_epoch = obj.partition_epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        leader_epoch = getattr(obj, "leader_epoch", 0)
+        new_isr = getattr(obj, "new_isr", None)
+        new_isr_with_epochs = getattr(obj, "new_isr_with_epochs", None)
+        leader_recovery_state = getattr(obj, "leader_recovery_state", 0)
+        partition_epoch = getattr(obj, "partition_epoch", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(partition_index, leader_epoch)
     if api_version <= 2:
         n_ = len(new_isr)
@@ -310,9 +340,10 @@ def _encode_partition_data(obj, out, index, api_version):
                 f"{leader_recovery_state} does not fit int8", path="partition_data.leader_recovery_state"
             )
     out += _S0.pack(partition_epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "partition_data.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "partition_data.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_topic_data(buf, pos, end, opts, api_version):
@@ -387,42 +418,50 @@ def _decode_topic_data(buf, pos, end, opts, api_version):
             raise exc.within("topic_data.partitions", i_partitions, "partition_data") from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_data.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="topic_data.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_data.tagged_fields"
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="topic_data.tagged_fields"
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TopicData(topic_name, topic_id, partitions, tagged_fields), pos
 
 
 def _encode_topic_data(obj, out, index, api_version):
     """Append one topic_data to out."""
-    own_ = type(obj) is TopicData
-    topic_name = obj.topic_name if own_ else getattr(obj, "topic_name", "")
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TopicData:
+        topic_name = obj.topic_name
+        topic_id = obj.topic_id
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_name = getattr(obj, "topic_name", "")
+        topic_id = getattr(obj, "topic_id", None)
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if api_version <= 1:
         if topic_name is None:
             raise _InvalidValueError("may not be null", path="topic_data.topic_name")
@@ -454,9 +493,10 @@ def _encode_topic_data(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_data.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "topic_data.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "topic_data.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_alter_partition_request(buf, pos, end, opts, api_version):
@@ -527,36 +567,39 @@ def _decode_alter_partition_request(buf, pos, end, opts, api_version):
                     path="alter_partition_request.topics",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_partition_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="alter_partition_request.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "alter_partition_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "alter_partition_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_partition_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="alter_partition_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "alter_partition_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "alter_partition_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="alter_partition_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return AlterPartitionRequest(broker_id, broker_epoch, topics, tagged_fields), pos
 
 
@@ -732,61 +775,66 @@ def _fdecode_alter_partition_request(buf, pos, end, opts, api_version):
                     ) = _S1.unpack_from(buf, pos)
                     pos += 12
                     tagged_fields_broker_state__partition_data__topic_data_ = []
-                    sec__broker_state__partition_data__topic_data_ = pos
-                    prev__broker_state__partition_data__topic_data_, odd__broker_state__partition_data__topic_data_ = (
-                        -1,
-                        False,
-                    )
-                    if pos < end and buf[pos] < 128:
-                        n_tags__broker_state__partition_data__topic_data_ = buf[pos]
+                    if pos < end and buf[pos] == 0:
                         pos += 1
                     else:
-                        n_tags__broker_state__partition_data__topic_data_, pos = _read_uvarint32(
-                            buf, pos, end, "broker_state.tagged_fields"
-                        )
-                    if n_tags__broker_state__partition_data__topic_data_ > (end - pos) // 2:
-                        raise _InvalidValueError(
-                            f"{n_tags__broker_state__partition_data__topic_data_} tagged fields cannot fit in {end - pos} bytes",
-                            offset=pos,
-                            path="broker_state.tagged_fields",
-                        )
-                    for __broker_state__partition_data__topic_data_ in range(
-                        n_tags__broker_state__partition_data__topic_data_
-                    ):
-                        tag__broker_state__partition_data__topic_data_, pos = _read_uvarint32(
-                            buf, pos, end, "broker_state.tagged_fields"
-                        )
-                        size__broker_state__partition_data__topic_data_, pos = _read_uvarint32(
-                            buf, pos, end, "broker_state.tagged_fields"
-                        )
-                        if size__broker_state__partition_data__topic_data_ > end - pos:
-                            raise _TruncatedError(
-                                f"tag {tag__broker_state__partition_data__topic_data_} declares {size__broker_state__partition_data__topic_data_} bytes, {end - pos} left",
+                        sec__broker_state__partition_data__topic_data_ = pos
+                        (
+                            prev__broker_state__partition_data__topic_data_,
+                            odd__broker_state__partition_data__topic_data_,
+                        ) = (-1, False)
+                        if pos < end and buf[pos] < 128:
+                            n_tags__broker_state__partition_data__topic_data_ = buf[pos]
+                            pos += 1
+                        else:
+                            n_tags__broker_state__partition_data__topic_data_, pos = _read_uvarint32(
+                                buf, pos, end, "broker_state.tagged_fields"
+                            )
+                        if n_tags__broker_state__partition_data__topic_data_ > (end - pos) // 2:
+                            raise _InvalidValueError(
+                                f"{n_tags__broker_state__partition_data__topic_data_} tagged fields cannot fit in {end - pos} bytes",
                                 offset=pos,
                                 path="broker_state.tagged_fields",
                             )
-                        stop__broker_state__partition_data__topic_data_ = (
-                            pos + size__broker_state__partition_data__topic_data_
-                        )
-                        if (
-                            tag__broker_state__partition_data__topic_data_
-                            <= prev__broker_state__partition_data__topic_data_
+                        for __broker_state__partition_data__topic_data_ in range(
+                            n_tags__broker_state__partition_data__topic_data_
                         ):
-                            odd__broker_state__partition_data__topic_data_ = True
-                        prev__broker_state__partition_data__topic_data_ = tag__broker_state__partition_data__topic_data_
-                        tagged_fields_broker_state__partition_data__topic_data_.append(
-                            (
-                                tag__broker_state__partition_data__topic_data_,
-                                bytes(buf[pos:stop__broker_state__partition_data__topic_data_]),
+                            tag__broker_state__partition_data__topic_data_, pos = _read_uvarint32(
+                                buf, pos, end, "broker_state.tagged_fields"
                             )
-                        )
-                        pos = stop__broker_state__partition_data__topic_data_
-                    if odd__broker_state__partition_data__topic_data_:
-                        tagged_fields_broker_state__partition_data__topic_data_ = _keep_tags(
-                            tagged_fields_broker_state__partition_data__topic_data_,
-                            buf[sec__broker_state__partition_data__topic_data_:pos],
-                            (),
-                        )
+                            size__broker_state__partition_data__topic_data_, pos = _read_uvarint32(
+                                buf, pos, end, "broker_state.tagged_fields"
+                            )
+                            if size__broker_state__partition_data__topic_data_ > end - pos:
+                                raise _TruncatedError(
+                                    f"tag {tag__broker_state__partition_data__topic_data_} declares {size__broker_state__partition_data__topic_data_} bytes, {end - pos} left",
+                                    offset=pos,
+                                    path="broker_state.tagged_fields",
+                                )
+                            stop__broker_state__partition_data__topic_data_ = (
+                                pos + size__broker_state__partition_data__topic_data_
+                            )
+                            if (
+                                tag__broker_state__partition_data__topic_data_
+                                <= prev__broker_state__partition_data__topic_data_
+                            ):
+                                odd__broker_state__partition_data__topic_data_ = True
+                            prev__broker_state__partition_data__topic_data_ = (
+                                tag__broker_state__partition_data__topic_data_
+                            )
+                            tagged_fields_broker_state__partition_data__topic_data_.append(
+                                (
+                                    tag__broker_state__partition_data__topic_data_,
+                                    bytes(buf[pos:stop__broker_state__partition_data__topic_data_]),
+                                )
+                            )
+                            pos = stop__broker_state__partition_data__topic_data_
+                        if odd__broker_state__partition_data__topic_data_:
+                            tagged_fields_broker_state__partition_data__topic_data_ = _keep_tags(
+                                tagged_fields_broker_state__partition_data__topic_data_,
+                                buf[sec__broker_state__partition_data__topic_data_:pos],
+                                (),
+                            )
                     value__broker_state__partition_data__topic_data_ = _new_object(BrokerState)
                     value__broker_state__partition_data__topic_data_.broker_id = (
                         broker_id_broker_state__partition_data__topic_data_
@@ -811,42 +859,49 @@ def _fdecode_alter_partition_request(buf, pos, end, opts, api_version):
             (partition_epoch_partition_data__topic_data_,) = _S0.unpack_from(buf, pos)
             pos += 4
             tagged_fields_partition_data__topic_data_ = []
-            sec__partition_data__topic_data_ = pos
-            prev__partition_data__topic_data_, odd__partition_data__topic_data_ = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__partition_data__topic_data_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__partition_data__topic_data_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_data.tagged_fields"
-                )
-            if n_tags__partition_data__topic_data_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__partition_data__topic_data_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="partition_data.tagged_fields",
-                )
-            for __partition_data__topic_data_ in range(n_tags__partition_data__topic_data_):
-                tag__partition_data__topic_data_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
-                size__partition_data__topic_data_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
-                if size__partition_data__topic_data_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__partition_data__topic_data_} declares {size__partition_data__topic_data_} bytes, {end - pos} left",
+                sec__partition_data__topic_data_ = pos
+                prev__partition_data__topic_data_, odd__partition_data__topic_data_ = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__partition_data__topic_data_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__partition_data__topic_data_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_data.tagged_fields"
+                    )
+                if n_tags__partition_data__topic_data_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__partition_data__topic_data_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="partition_data.tagged_fields",
                     )
-                stop__partition_data__topic_data_ = pos + size__partition_data__topic_data_
-                if tag__partition_data__topic_data_ <= prev__partition_data__topic_data_:
-                    odd__partition_data__topic_data_ = True
-                prev__partition_data__topic_data_ = tag__partition_data__topic_data_
-                tagged_fields_partition_data__topic_data_.append(
-                    (tag__partition_data__topic_data_, bytes(buf[pos:stop__partition_data__topic_data_]))
-                )
-                pos = stop__partition_data__topic_data_
-            if odd__partition_data__topic_data_:
-                tagged_fields_partition_data__topic_data_ = _keep_tags(
-                    tagged_fields_partition_data__topic_data_, buf[sec__partition_data__topic_data_:pos], ()
-                )
+                for __partition_data__topic_data_ in range(n_tags__partition_data__topic_data_):
+                    tag__partition_data__topic_data_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_data.tagged_fields"
+                    )
+                    size__partition_data__topic_data_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_data.tagged_fields"
+                    )
+                    if size__partition_data__topic_data_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__partition_data__topic_data_} declares {size__partition_data__topic_data_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="partition_data.tagged_fields",
+                        )
+                    stop__partition_data__topic_data_ = pos + size__partition_data__topic_data_
+                    if tag__partition_data__topic_data_ <= prev__partition_data__topic_data_:
+                        odd__partition_data__topic_data_ = True
+                    prev__partition_data__topic_data_ = tag__partition_data__topic_data_
+                    tagged_fields_partition_data__topic_data_.append(
+                        (tag__partition_data__topic_data_, bytes(buf[pos:stop__partition_data__topic_data_]))
+                    )
+                    pos = stop__partition_data__topic_data_
+                if odd__partition_data__topic_data_:
+                    tagged_fields_partition_data__topic_data_ = _keep_tags(
+                        tagged_fields_partition_data__topic_data_, buf[sec__partition_data__topic_data_:pos], ()
+                    )
             value__partition_data__topic_data_ = _new_object(PartitionData)
             value__partition_data__topic_data_.partition_index = partition_index_partition_data__topic_data_
             value__partition_data__topic_data_.leader_epoch = leader_epoch_partition_data__topic_data_
@@ -858,36 +913,39 @@ def _fdecode_alter_partition_request(buf, pos, end, opts, api_version):
             item__topic_data_ = value__partition_data__topic_data_
             append_partitions_topic_data_(item__topic_data_)
         tagged_fields_topic_data_ = []
-        sec__topic_data_ = pos
-        prev__topic_data_, odd__topic_data_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__topic_data_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__topic_data_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
-        if n_tags__topic_data_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__topic_data_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="topic_data.tagged_fields",
-            )
-        for __topic_data_ in range(n_tags__topic_data_):
-            tag__topic_data_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
-            size__topic_data_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
-            if size__topic_data_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__topic_data_} declares {size__topic_data_} bytes, {end - pos} left",
+            sec__topic_data_ = pos
+            prev__topic_data_, odd__topic_data_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__topic_data_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__topic_data_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+            if n_tags__topic_data_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__topic_data_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="topic_data.tagged_fields",
                 )
-            stop__topic_data_ = pos + size__topic_data_
-            if tag__topic_data_ <= prev__topic_data_:
-                odd__topic_data_ = True
-            prev__topic_data_ = tag__topic_data_
-            tagged_fields_topic_data_.append((tag__topic_data_, bytes(buf[pos:stop__topic_data_])))
-            pos = stop__topic_data_
-        if odd__topic_data_:
-            tagged_fields_topic_data_ = _keep_tags(tagged_fields_topic_data_, buf[sec__topic_data_:pos], ())
+            for __topic_data_ in range(n_tags__topic_data_):
+                tag__topic_data_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+                size__topic_data_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+                if size__topic_data_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__topic_data_} declares {size__topic_data_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="topic_data.tagged_fields",
+                    )
+                stop__topic_data_ = pos + size__topic_data_
+                if tag__topic_data_ <= prev__topic_data_:
+                    odd__topic_data_ = True
+                prev__topic_data_ = tag__topic_data_
+                tagged_fields_topic_data_.append((tag__topic_data_, bytes(buf[pos:stop__topic_data_])))
+                pos = stop__topic_data_
+            if odd__topic_data_:
+                tagged_fields_topic_data_ = _keep_tags(tagged_fields_topic_data_, buf[sec__topic_data_:pos], ())
         value__topic_data_ = _new_object(TopicData)
         value__topic_data_.topic_name = topic_name_topic_data_
         value__topic_data_.topic_id = topic_id_topic_data_
@@ -900,36 +958,39 @@ def _fdecode_alter_partition_request(buf, pos, end, opts, api_version):
             if budget_topics < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_partition_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="alter_partition_request.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "alter_partition_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "alter_partition_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_partition_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="alter_partition_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "alter_partition_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "alter_partition_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="alter_partition_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(AlterPartitionRequest)
     value_.broker_id = broker_id
     value_.broker_epoch = broker_epoch
@@ -945,11 +1006,16 @@ def _encode_alter_partition_request(obj, out, index, api_version):
             f"AlterPartitionRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 3))",
             path="alter_partition_request",
         )
-    own_ = type(obj) is AlterPartitionRequest
-    broker_id = obj.broker_id if own_ else getattr(obj, "broker_id", 0)
-    broker_epoch = obj.broker_epoch if own_ else getattr(obj, "broker_epoch", -1)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AlterPartitionRequest:
+        broker_id = obj.broker_id
+        broker_epoch = obj.broker_epoch
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        broker_id = getattr(obj, "broker_id", 0)
+        broker_epoch = getattr(obj, "broker_epoch", -1)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(broker_id, broker_epoch)
     n_ = len(topics)
     if -1 <= n_ < 0x3FFF:
@@ -967,9 +1033,10 @@ def _encode_alter_partition_request(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"alter_partition_request.topics[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "alter_partition_request.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "alter_partition_request.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_alter_partition_request(obj, out, index, api_version):
@@ -979,11 +1046,16 @@ def _fencode_alter_partition_request(obj, out, index, api_version):
             f"AlterPartitionRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 3))",
             path="alter_partition_request",
         )
-    own_ = type(obj) is AlterPartitionRequest
-    broker_id = obj.broker_id if own_ else getattr(obj, "broker_id", 0)
-    broker_epoch = obj.broker_epoch if own_ else getattr(obj, "broker_epoch", -1)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AlterPartitionRequest:
+        broker_id = obj.broker_id
+        broker_epoch = obj.broker_epoch
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:
+        broker_id = getattr(obj, "broker_id", 0)
+        broker_epoch = getattr(obj, "broker_epoch", -1)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(broker_id, broker_epoch)
     n_ = len(topics)
     if -1 <= n_ < 16383:
@@ -991,11 +1063,16 @@ def _fencode_alter_partition_request(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "alter_partition_request.topics")
     for item_ in topics:
-        own__topic_data_ = type(item_) is TopicData
-        topic_name_topic_data_ = item_.topic_name if own__topic_data_ else getattr(item_, "topic_name", "")
-        topic_id_topic_data_ = item_.topic_id if own__topic_data_ else getattr(item_, "topic_id", None)
-        partitions_topic_data_ = item_.partitions if own__topic_data_ else getattr(item_, "partitions", None)
-        tagged_fields_topic_data_ = item_.tagged_fields if own__topic_data_ else getattr(item_, "tagged_fields", None)
+        if type(item_) is TopicData:
+            topic_name_topic_data_ = item_.topic_name
+            topic_id_topic_data_ = item_.topic_id
+            partitions_topic_data_ = item_.partitions
+            tagged_fields_topic_data_ = item_.tagged_fields
+        else:
+            topic_name_topic_data_ = getattr(item_, "topic_name", "")
+            topic_id_topic_data_ = getattr(item_, "topic_id", None)
+            partitions_topic_data_ = getattr(item_, "partitions", None)
+            tagged_fields_topic_data_ = getattr(item_, "tagged_fields", None)
         if api_version <= 1:
             b__topic_data_ = _STR_ENCODED.get(topic_name_topic_data_)
             topic_name_topic_data_ = _encode_str(topic_name_topic_data_) if b__topic_data_ is None else b__topic_data_
@@ -1013,42 +1090,26 @@ def _fencode_alter_partition_request(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__topic_data_ + 1, "topic_data.partitions")
         for item__topic_data_ in partitions_topic_data_:
-            own__partition_data__topic_data_ = type(item__topic_data_) is PartitionData
-            partition_index_partition_data__topic_data_ = (
-                item__topic_data_.partition_index
-                if own__partition_data__topic_data_
-                else getattr(item__topic_data_, "partition_index", 0)
-            )
-            leader_epoch_partition_data__topic_data_ = (
-                item__topic_data_.leader_epoch
-                if own__partition_data__topic_data_
-                else getattr(item__topic_data_, "leader_epoch", 0)
-            )
-            new_isr_partition_data__topic_data_ = (
-                item__topic_data_.new_isr
-                if own__partition_data__topic_data_
-                else getattr(item__topic_data_, "new_isr", None)
-            )
-            new_isr_with_epochs_partition_data__topic_data_ = (
-                item__topic_data_.new_isr_with_epochs
-                if own__partition_data__topic_data_
-                else getattr(item__topic_data_, "new_isr_with_epochs", None)
-            )
-            leader_recovery_state_partition_data__topic_data_ = (
-                item__topic_data_.leader_recovery_state
-                if own__partition_data__topic_data_
-                else getattr(item__topic_data_, "leader_recovery_state", 0)
-            )
-            partition_epoch_partition_data__topic_data_ = (
-                item__topic_data_.partition_epoch
-                if own__partition_data__topic_data_
-                else getattr(item__topic_data_, "partition_epoch", 0)
-            )
-            tagged_fields_partition_data__topic_data_ = (
-                item__topic_data_.tagged_fields
-                if own__partition_data__topic_data_
-                else getattr(item__topic_data_, "tagged_fields", None)
-            )
+            if type(item__topic_data_) is PartitionData:
+                partition_index_partition_data__topic_data_ = item__topic_data_.partition_index
+                leader_epoch_partition_data__topic_data_ = item__topic_data_.leader_epoch
+                new_isr_partition_data__topic_data_ = item__topic_data_.new_isr
+                new_isr_with_epochs_partition_data__topic_data_ = item__topic_data_.new_isr_with_epochs
+                leader_recovery_state_partition_data__topic_data_ = item__topic_data_.leader_recovery_state
+                partition_epoch_partition_data__topic_data_ = item__topic_data_.partition_epoch
+                tagged_fields_partition_data__topic_data_ = item__topic_data_.tagged_fields
+            else:
+                partition_index_partition_data__topic_data_ = getattr(item__topic_data_, "partition_index", 0)
+                leader_epoch_partition_data__topic_data_ = getattr(item__topic_data_, "leader_epoch", 0)
+                new_isr_partition_data__topic_data_ = getattr(item__topic_data_, "new_isr", None)
+                new_isr_with_epochs_partition_data__topic_data_ = getattr(
+                    item__topic_data_, "new_isr_with_epochs", None
+                )
+                leader_recovery_state_partition_data__topic_data_ = getattr(
+                    item__topic_data_, "leader_recovery_state", 0
+                )
+                partition_epoch_partition_data__topic_data_ = getattr(item__topic_data_, "partition_epoch", 0)
+                tagged_fields_partition_data__topic_data_ = getattr(item__topic_data_, "tagged_fields", None)
             out += _S2.pack(partition_index_partition_data__topic_data_, leader_epoch_partition_data__topic_data_)
             if api_version <= 2:
                 n__partition_data__topic_data_ = len(new_isr_partition_data__topic_data_)
@@ -1056,9 +1117,14 @@ def _fencode_alter_partition_request(obj, out, index, api_version):
                     out += _UV_BYTES[n__partition_data__topic_data_ + 1]
                 else:
                     _write_uvarint(out, n__partition_data__topic_data_ + 1, "partition_data.new_isr")
-                for item__partition_data__topic_data_ in new_isr_partition_data__topic_data_:
-                    value_partition_data_new_isr_item__partition_data__topic_data_ = item__partition_data__topic_data_
-                    out += _S0.pack(value_partition_data_new_isr_item__partition_data__topic_data_)
+                if n__partition_data__topic_data_ <= _PACKED_MAX:
+                    out += _PACKED["i"][n__partition_data__topic_data_].pack(*new_isr_partition_data__topic_data_)
+                else:
+                    for item__partition_data__topic_data_ in new_isr_partition_data__topic_data_:
+                        value_partition_data_new_isr_item__partition_data__topic_data_ = (
+                            item__partition_data__topic_data_
+                        )
+                        out += _S0.pack(value_partition_data_new_isr_item__partition_data__topic_data_)
             if api_version >= 3:
                 n__partition_data__topic_data_ = len(new_isr_with_epochs_partition_data__topic_data_)
                 if -1 <= n__partition_data__topic_data_ < 16383:
@@ -1066,37 +1132,43 @@ def _fencode_alter_partition_request(obj, out, index, api_version):
                 else:
                     _write_uvarint(out, n__partition_data__topic_data_ + 1, "partition_data.new_isr_with_epochs")
                 for item__partition_data__topic_data_ in new_isr_with_epochs_partition_data__topic_data_:
-                    own__broker_state__partition_data__topic_data_ = (
-                        type(item__partition_data__topic_data_) is BrokerState
-                    )
-                    broker_id_broker_state__partition_data__topic_data_ = (
-                        item__partition_data__topic_data_.broker_id
-                        if own__broker_state__partition_data__topic_data_
-                        else getattr(item__partition_data__topic_data_, "broker_id", 0)
-                    )
-                    broker_epoch_broker_state__partition_data__topic_data_ = (
-                        item__partition_data__topic_data_.broker_epoch
-                        if own__broker_state__partition_data__topic_data_
-                        else getattr(item__partition_data__topic_data_, "broker_epoch", -1)
-                    )
-                    tagged_fields_broker_state__partition_data__topic_data_ = (
-                        item__partition_data__topic_data_.tagged_fields
-                        if own__broker_state__partition_data__topic_data_
-                        else getattr(item__partition_data__topic_data_, "tagged_fields", None)
-                    )
+                    if type(item__partition_data__topic_data_) is BrokerState:
+                        broker_id_broker_state__partition_data__topic_data_ = (
+                            item__partition_data__topic_data_.broker_id
+                        )
+                        broker_epoch_broker_state__partition_data__topic_data_ = (
+                            item__partition_data__topic_data_.broker_epoch
+                        )
+                        tagged_fields_broker_state__partition_data__topic_data_ = (
+                            item__partition_data__topic_data_.tagged_fields
+                        )
+                    else:
+                        broker_id_broker_state__partition_data__topic_data_ = getattr(
+                            item__partition_data__topic_data_, "broker_id", 0
+                        )
+                        broker_epoch_broker_state__partition_data__topic_data_ = getattr(
+                            item__partition_data__topic_data_, "broker_epoch", -1
+                        )
+                        tagged_fields_broker_state__partition_data__topic_data_ = getattr(
+                            item__partition_data__topic_data_, "tagged_fields", None
+                        )
                     out += _S1.pack(
                         broker_id_broker_state__partition_data__topic_data_,
                         broker_epoch_broker_state__partition_data__topic_data_,
                     )
-                    tags__broker_state__partition_data__topic_data_ = []
-                    valid__broker_state__partition_data__topic_data_ = None
-                    _write_tagged(
-                        out,
-                        tags__broker_state__partition_data__topic_data_,
-                        tagged_fields_broker_state__partition_data__topic_data_,
-                        "broker_state.tagged_fields",
-                        valid__broker_state__partition_data__topic_data_,
-                    )
+                    if (
+                        tagged_fields_broker_state__partition_data__topic_data_
+                        or tagged_fields_broker_state__partition_data__topic_data_.__class__ is _TagSection
+                    ):
+                        _write_tagged(
+                            out,
+                            [],
+                            tagged_fields_broker_state__partition_data__topic_data_,
+                            "broker_state.tagged_fields",
+                            None,
+                        )
+                    else:
+                        out.append(0)
             if api_version >= 1:
                 if -128 <= leader_recovery_state_partition_data__topic_data_ <= 127:
                     out.append(leader_recovery_state_partition_data__topic_data_ & 255)
@@ -1106,21 +1178,21 @@ def _fencode_alter_partition_request(obj, out, index, api_version):
                         path="partition_data.leader_recovery_state",
                     )
             out += _S0.pack(partition_epoch_partition_data__topic_data_)
-            tags__partition_data__topic_data_ = []
-            valid__partition_data__topic_data_ = None
-            _write_tagged(
-                out,
-                tags__partition_data__topic_data_,
-                tagged_fields_partition_data__topic_data_,
-                "partition_data.tagged_fields",
-                valid__partition_data__topic_data_,
-            )
-        tags__topic_data_ = []
-        valid__topic_data_ = None
-        _write_tagged(out, tags__topic_data_, tagged_fields_topic_data_, "topic_data.tagged_fields", valid__topic_data_)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "alter_partition_request.tagged_fields", valid_)
+            if (
+                tagged_fields_partition_data__topic_data_
+                or tagged_fields_partition_data__topic_data_.__class__ is _TagSection
+            ):
+                _write_tagged(out, [], tagged_fields_partition_data__topic_data_, "partition_data.tagged_fields", None)
+            else:
+                out.append(0)
+        if tagged_fields_topic_data_ or tagged_fields_topic_data_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_topic_data_, "topic_data.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "alter_partition_request.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_alter_partition_request_by_version(buf, pos, end, opts, api_version):

@@ -18,6 +18,8 @@ from kfmt.runtime.errors import LimitExceededError as _LimitExceededError
 from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
+from kfmt.runtime.scalars import PACKED as _PACKED
+from kfmt.runtime.scalars import PACKED_MAX as _PACKED_MAX
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -25,6 +27,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -137,9 +140,12 @@ def _decode_alter_replica_log_dir_topic(buf, pos, end, opts):
 
 def _encode_alter_replica_log_dir_topic(obj, out, index):
     """Append one alter_replica_log_dir_topic to out."""
-    own_ = type(obj) is AlterReplicaLogDirTopic
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
+    if type(obj) is AlterReplicaLogDirTopic:
+        name = obj.name
+        partitions = obj.partitions
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="alter_replica_log_dir_topic.name")
     else:
@@ -212,9 +218,12 @@ def _decode_alter_replica_log_dir(buf, pos, end, opts):
 
 def _encode_alter_replica_log_dir(obj, out, index):
     """Append one alter_replica_log_dir to out."""
-    own_ = type(obj) is AlterReplicaLogDir
-    path_field = obj.path_field if own_ else getattr(obj, "path_field", "")
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
+    if type(obj) is AlterReplicaLogDir:
+        path_field = obj.path_field
+        topics = obj.topics
+    else:  # another class: its fields by name, a missing one at its default
+        path_field = getattr(obj, "path_field", "")
+        topics = getattr(obj, "topics", None)
     if path_field is None:
         raise _InvalidValueError("may not be null", path="alter_replica_log_dir.path_field")
     else:
@@ -457,11 +466,12 @@ def _fencode_alter_replica_log_dirs_request(obj, out, index, api_version):
     dirs = getattr(obj, "dirs", None)
     out += _S0.pack(len(dirs))
     for item_ in dirs:
-        own__alter_replica_log_dir_ = type(item_) is AlterReplicaLogDir
-        path_field_alter_replica_log_dir_ = (
-            item_.path_field if own__alter_replica_log_dir_ else getattr(item_, "path_field", "")
-        )
-        topics_alter_replica_log_dir_ = item_.topics if own__alter_replica_log_dir_ else getattr(item_, "topics", None)
+        if type(item_) is AlterReplicaLogDir:
+            path_field_alter_replica_log_dir_ = item_.path_field
+            topics_alter_replica_log_dir_ = item_.topics
+        else:
+            path_field_alter_replica_log_dir_ = getattr(item_, "path_field", "")
+            topics_alter_replica_log_dir_ = getattr(item_, "topics", None)
         b__alter_replica_log_dir_ = _STR_ENCODED.get(path_field_alter_replica_log_dir_)
         path_field_alter_replica_log_dir_ = (
             _encode_str(path_field_alter_replica_log_dir_)
@@ -472,19 +482,16 @@ def _fencode_alter_replica_log_dirs_request(obj, out, index, api_version):
         out += path_field_alter_replica_log_dir_
         out += _S0.pack(len(topics_alter_replica_log_dir_))
         for item__alter_replica_log_dir_ in topics_alter_replica_log_dir_:
-            own__alter_replica_log_dir_topic__alter_replica_log_dir_ = (
-                type(item__alter_replica_log_dir_) is AlterReplicaLogDirTopic
-            )
-            name_alter_replica_log_dir_topic__alter_replica_log_dir_ = (
-                item__alter_replica_log_dir_.name
-                if own__alter_replica_log_dir_topic__alter_replica_log_dir_
-                else getattr(item__alter_replica_log_dir_, "name", "")
-            )
-            partitions_alter_replica_log_dir_topic__alter_replica_log_dir_ = (
-                item__alter_replica_log_dir_.partitions
-                if own__alter_replica_log_dir_topic__alter_replica_log_dir_
-                else getattr(item__alter_replica_log_dir_, "partitions", None)
-            )
+            if type(item__alter_replica_log_dir_) is AlterReplicaLogDirTopic:
+                name_alter_replica_log_dir_topic__alter_replica_log_dir_ = item__alter_replica_log_dir_.name
+                partitions_alter_replica_log_dir_topic__alter_replica_log_dir_ = item__alter_replica_log_dir_.partitions
+            else:
+                name_alter_replica_log_dir_topic__alter_replica_log_dir_ = getattr(
+                    item__alter_replica_log_dir_, "name", ""
+                )
+                partitions_alter_replica_log_dir_topic__alter_replica_log_dir_ = getattr(
+                    item__alter_replica_log_dir_, "partitions", None
+                )
             b__alter_replica_log_dir_topic__alter_replica_log_dir_ = _STR_ENCODED.get(
                 name_alter_replica_log_dir_topic__alter_replica_log_dir_
             )
@@ -496,13 +503,18 @@ def _fencode_alter_replica_log_dirs_request(obj, out, index, api_version):
             out += _S1.pack(len(name_alter_replica_log_dir_topic__alter_replica_log_dir_))
             out += name_alter_replica_log_dir_topic__alter_replica_log_dir_
             out += _S0.pack(len(partitions_alter_replica_log_dir_topic__alter_replica_log_dir_))
-            for (
-                item__alter_replica_log_dir_topic__alter_replica_log_dir_
-            ) in partitions_alter_replica_log_dir_topic__alter_replica_log_dir_:
-                value_alter_replica_log_dir_topic_partitions_item__alter_replica_log_dir_topic__alter_replica_log_dir_ = item__alter_replica_log_dir_topic__alter_replica_log_dir_
-                out += _S0.pack(
-                    value_alter_replica_log_dir_topic_partitions_item__alter_replica_log_dir_topic__alter_replica_log_dir_
+            if len(partitions_alter_replica_log_dir_topic__alter_replica_log_dir_) <= _PACKED_MAX:
+                out += _PACKED["i"][len(partitions_alter_replica_log_dir_topic__alter_replica_log_dir_)].pack(
+                    *partitions_alter_replica_log_dir_topic__alter_replica_log_dir_
                 )
+            else:
+                for (
+                    item__alter_replica_log_dir_topic__alter_replica_log_dir_
+                ) in partitions_alter_replica_log_dir_topic__alter_replica_log_dir_:
+                    value_alter_replica_log_dir_topic_partitions_item__alter_replica_log_dir_topic__alter_replica_log_dir_ = item__alter_replica_log_dir_topic__alter_replica_log_dir_
+                    out += _S0.pack(
+                        value_alter_replica_log_dir_topic_partitions_item__alter_replica_log_dir_topic__alter_replica_log_dir_
+                    )
 
 
 def _decode_alter_replica_log_dir_topic_flexible_partitions_item(buf, pos, end, opts):
@@ -598,45 +610,52 @@ def _decode_alter_replica_log_dir_topic_flexible(buf, pos, end, opts):
             ) from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dir_topic_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="alter_replica_log_dir_topic_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dir_topic_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dir_topic_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dir_topic_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="alter_replica_log_dir_topic_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dir_topic_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dir_topic_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="alter_replica_log_dir_topic_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return AlterReplicaLogDirTopicFlexible(name, partitions, tagged_fields), pos
 
 
 def _encode_alter_replica_log_dir_topic_flexible(obj, out, index):
     """Append one alter_replica_log_dir_topic_flexible to out."""
-    own_ = type(obj) is AlterReplicaLogDirTopicFlexible
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AlterReplicaLogDirTopicFlexible:
+        name = obj.name
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="alter_replica_log_dir_topic_flexible.name")
     else:
@@ -670,9 +689,10 @@ def _encode_alter_replica_log_dir_topic_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"alter_replica_log_dir_topic_flexible.partitions[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "alter_replica_log_dir_topic_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "alter_replica_log_dir_topic_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_alter_replica_log_dir_flexible(buf, pos, end, opts):
@@ -745,45 +765,52 @@ def _decode_alter_replica_log_dir_flexible(buf, pos, end, opts):
             ) from None
         append_topics(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dir_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="alter_replica_log_dir_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dir_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dir_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dir_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="alter_replica_log_dir_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dir_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dir_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="alter_replica_log_dir_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return AlterReplicaLogDirFlexible(path_field, topics, tagged_fields), pos
 
 
 def _encode_alter_replica_log_dir_flexible(obj, out, index):
     """Append one alter_replica_log_dir_flexible to out."""
-    own_ = type(obj) is AlterReplicaLogDirFlexible
-    path_field = obj.path_field if own_ else getattr(obj, "path_field", "")
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AlterReplicaLogDirFlexible:
+        path_field = obj.path_field
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        path_field = getattr(obj, "path_field", "")
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if path_field is None:
         raise _InvalidValueError("may not be null", path="alter_replica_log_dir_flexible.path_field")
     else:
@@ -814,9 +841,10 @@ def _encode_alter_replica_log_dir_flexible(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"alter_replica_log_dir_flexible.topics[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "alter_replica_log_dir_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "alter_replica_log_dir_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_alter_replica_log_dirs_request_flexible(buf, pos, end, opts, api_version):
@@ -886,36 +914,39 @@ def _decode_alter_replica_log_dirs_request_flexible(buf, pos, end, opts, api_ver
                     path="alter_replica_log_dirs_request_flexible.dirs",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dirs_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="alter_replica_log_dirs_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dirs_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dirs_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dirs_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="alter_replica_log_dirs_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dirs_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dirs_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="alter_replica_log_dirs_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return AlterReplicaLogDirsRequestFlexible(dirs, tagged_fields), pos
 
 
@@ -1088,63 +1119,66 @@ def _fdecode_alter_replica_log_dirs_request_flexible(buf, pos, end, opts, api_ve
                     item__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_
                 )
             tagged_fields_alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_ = []
-            sec__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_ = pos
-            (
-                prev__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_,
-                odd__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "alter_replica_log_dir_topic_flexible.tagged_fields"
-                )
-            if n_tags__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="alter_replica_log_dir_topic_flexible.tagged_fields",
-                )
-            for __alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_ in range(
-                n_tags__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_
-            ):
-                tag__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "alter_replica_log_dir_topic_flexible.tagged_fields"
-                )
-                size__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "alter_replica_log_dir_topic_flexible.tagged_fields"
-                )
-                if size__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_} declares {size__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_} bytes, {end - pos} left",
+                sec__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_ = pos
+                (
+                    prev__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_,
+                    odd__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_, pos = (
+                        _read_uvarint32(buf, pos, end, "alter_replica_log_dir_topic_flexible.tagged_fields")
+                    )
+                if n_tags__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="alter_replica_log_dir_topic_flexible.tagged_fields",
                     )
-                stop__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_ = (
-                    pos + size__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_
-                )
-                if (
-                    tag__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_
-                    <= prev__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_
+                for __alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_ in range(
+                    n_tags__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_
                 ):
-                    odd__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_ = True
-                prev__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_ = (
-                    tag__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_
-                )
-                tagged_fields_alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_.append(
-                    (
-                        tag__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_,
-                        bytes(buf[pos:stop__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_]),
+                    tag__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "alter_replica_log_dir_topic_flexible.tagged_fields"
                     )
-                )
-                pos = stop__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_
-            if odd__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_:
-                tagged_fields_alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_ = _keep_tags(
-                    tagged_fields_alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_,
-                    buf[sec__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_:pos],
-                    (),
-                )
+                    size__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "alter_replica_log_dir_topic_flexible.tagged_fields"
+                    )
+                    if size__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_} declares {size__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="alter_replica_log_dir_topic_flexible.tagged_fields",
+                        )
+                    stop__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_ = (
+                        pos + size__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_
+                    )
+                    if (
+                        tag__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_
+                        <= prev__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_
+                    ):
+                        odd__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_ = True
+                    prev__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_ = (
+                        tag__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_
+                    )
+                    tagged_fields_alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_.append(
+                        (
+                            tag__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_,
+                            bytes(buf[pos:stop__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_]),
+                        )
+                    )
+                    pos = stop__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_
+                if odd__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_:
+                    tagged_fields_alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_ = _keep_tags(
+                        tagged_fields_alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_,
+                        buf[sec__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_:pos],
+                        (),
+                    )
             value__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_ = _new_object(
                 AlterReplicaLogDirTopicFlexible
             )
@@ -1162,46 +1196,49 @@ def _fdecode_alter_replica_log_dirs_request_flexible(buf, pos, end, opts, api_ve
             )
             append_topics_alter_replica_log_dir_flexible_(item__alter_replica_log_dir_flexible_)
         tagged_fields_alter_replica_log_dir_flexible_ = []
-        sec__alter_replica_log_dir_flexible_ = pos
-        prev__alter_replica_log_dir_flexible_, odd__alter_replica_log_dir_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__alter_replica_log_dir_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__alter_replica_log_dir_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "alter_replica_log_dir_flexible.tagged_fields"
-            )
-        if n_tags__alter_replica_log_dir_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__alter_replica_log_dir_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="alter_replica_log_dir_flexible.tagged_fields",
-            )
-        for __alter_replica_log_dir_flexible_ in range(n_tags__alter_replica_log_dir_flexible_):
-            tag__alter_replica_log_dir_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "alter_replica_log_dir_flexible.tagged_fields"
-            )
-            size__alter_replica_log_dir_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "alter_replica_log_dir_flexible.tagged_fields"
-            )
-            if size__alter_replica_log_dir_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__alter_replica_log_dir_flexible_} declares {size__alter_replica_log_dir_flexible_} bytes, {end - pos} left",
+            sec__alter_replica_log_dir_flexible_ = pos
+            prev__alter_replica_log_dir_flexible_, odd__alter_replica_log_dir_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__alter_replica_log_dir_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__alter_replica_log_dir_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "alter_replica_log_dir_flexible.tagged_fields"
+                )
+            if n_tags__alter_replica_log_dir_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__alter_replica_log_dir_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="alter_replica_log_dir_flexible.tagged_fields",
                 )
-            stop__alter_replica_log_dir_flexible_ = pos + size__alter_replica_log_dir_flexible_
-            if tag__alter_replica_log_dir_flexible_ <= prev__alter_replica_log_dir_flexible_:
-                odd__alter_replica_log_dir_flexible_ = True
-            prev__alter_replica_log_dir_flexible_ = tag__alter_replica_log_dir_flexible_
-            tagged_fields_alter_replica_log_dir_flexible_.append(
-                (tag__alter_replica_log_dir_flexible_, bytes(buf[pos:stop__alter_replica_log_dir_flexible_]))
-            )
-            pos = stop__alter_replica_log_dir_flexible_
-        if odd__alter_replica_log_dir_flexible_:
-            tagged_fields_alter_replica_log_dir_flexible_ = _keep_tags(
-                tagged_fields_alter_replica_log_dir_flexible_, buf[sec__alter_replica_log_dir_flexible_:pos], ()
-            )
+            for __alter_replica_log_dir_flexible_ in range(n_tags__alter_replica_log_dir_flexible_):
+                tag__alter_replica_log_dir_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "alter_replica_log_dir_flexible.tagged_fields"
+                )
+                size__alter_replica_log_dir_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "alter_replica_log_dir_flexible.tagged_fields"
+                )
+                if size__alter_replica_log_dir_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__alter_replica_log_dir_flexible_} declares {size__alter_replica_log_dir_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="alter_replica_log_dir_flexible.tagged_fields",
+                    )
+                stop__alter_replica_log_dir_flexible_ = pos + size__alter_replica_log_dir_flexible_
+                if tag__alter_replica_log_dir_flexible_ <= prev__alter_replica_log_dir_flexible_:
+                    odd__alter_replica_log_dir_flexible_ = True
+                prev__alter_replica_log_dir_flexible_ = tag__alter_replica_log_dir_flexible_
+                tagged_fields_alter_replica_log_dir_flexible_.append(
+                    (tag__alter_replica_log_dir_flexible_, bytes(buf[pos:stop__alter_replica_log_dir_flexible_]))
+                )
+                pos = stop__alter_replica_log_dir_flexible_
+            if odd__alter_replica_log_dir_flexible_:
+                tagged_fields_alter_replica_log_dir_flexible_ = _keep_tags(
+                    tagged_fields_alter_replica_log_dir_flexible_, buf[sec__alter_replica_log_dir_flexible_:pos], ()
+                )
         value__alter_replica_log_dir_flexible_ = _new_object(AlterReplicaLogDirFlexible)
         value__alter_replica_log_dir_flexible_.path_field = path_field_alter_replica_log_dir_flexible_
         value__alter_replica_log_dir_flexible_.topics = topics_alter_replica_log_dir_flexible_
@@ -1213,36 +1250,39 @@ def _fdecode_alter_replica_log_dirs_request_flexible(buf, pos, end, opts, api_ve
             if budget_dirs < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dirs_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="alter_replica_log_dirs_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dirs_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dirs_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dirs_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="alter_replica_log_dirs_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dirs_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dirs_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="alter_replica_log_dirs_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(AlterReplicaLogDirsRequestFlexible)
     value_.dirs = dirs
     value_.tagged_fields = tagged_fields
@@ -1256,9 +1296,12 @@ def _encode_alter_replica_log_dirs_request_flexible(obj, out, index, api_version
             f"AlterReplicaLogDirsRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 2)))",
             path="alter_replica_log_dirs_request_flexible",
         )
-    own_ = type(obj) is AlterReplicaLogDirsRequestFlexible
-    dirs = obj.dirs if own_ else getattr(obj, "dirs", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AlterReplicaLogDirsRequestFlexible:
+        dirs = obj.dirs
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        dirs = getattr(obj, "dirs", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(dirs)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -1278,9 +1321,10 @@ def _encode_alter_replica_log_dirs_request_flexible(obj, out, index, api_version
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"alter_replica_log_dirs_request_flexible.dirs[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "alter_replica_log_dirs_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "alter_replica_log_dirs_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_alter_replica_log_dirs_request_flexible(obj, out, index, api_version):
@@ -1290,25 +1334,26 @@ def _fencode_alter_replica_log_dirs_request_flexible(obj, out, index, api_versio
             f"AlterReplicaLogDirsRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 2)))",
             path="alter_replica_log_dirs_request_flexible",
         )
-    own_ = type(obj) is AlterReplicaLogDirsRequestFlexible
-    dirs = obj.dirs if own_ else getattr(obj, "dirs", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AlterReplicaLogDirsRequestFlexible:
+        dirs = obj.dirs
+        tagged_fields = obj.tagged_fields
+    else:
+        dirs = getattr(obj, "dirs", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(dirs)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "alter_replica_log_dirs_request_flexible.dirs")
     for item_ in dirs:
-        own__alter_replica_log_dir_flexible_ = type(item_) is AlterReplicaLogDirFlexible
-        path_field_alter_replica_log_dir_flexible_ = (
-            item_.path_field if own__alter_replica_log_dir_flexible_ else getattr(item_, "path_field", "")
-        )
-        topics_alter_replica_log_dir_flexible_ = (
-            item_.topics if own__alter_replica_log_dir_flexible_ else getattr(item_, "topics", None)
-        )
-        tagged_fields_alter_replica_log_dir_flexible_ = (
-            item_.tagged_fields if own__alter_replica_log_dir_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is AlterReplicaLogDirFlexible:
+            path_field_alter_replica_log_dir_flexible_ = item_.path_field
+            topics_alter_replica_log_dir_flexible_ = item_.topics
+            tagged_fields_alter_replica_log_dir_flexible_ = item_.tagged_fields
+        else:
+            path_field_alter_replica_log_dir_flexible_ = getattr(item_, "path_field", "")
+            topics_alter_replica_log_dir_flexible_ = getattr(item_, "topics", None)
+            tagged_fields_alter_replica_log_dir_flexible_ = getattr(item_, "tagged_fields", None)
         b__alter_replica_log_dir_flexible_ = _STR_ENCODED.get(path_field_alter_replica_log_dir_flexible_)
         path_field_alter_replica_log_dir_flexible_ = (
             _encode_str(path_field_alter_replica_log_dir_flexible_)
@@ -1327,24 +1372,26 @@ def _fencode_alter_replica_log_dirs_request_flexible(obj, out, index, api_versio
         else:
             _write_uvarint(out, n__alter_replica_log_dir_flexible_ + 1, "alter_replica_log_dir_flexible.topics")
         for item__alter_replica_log_dir_flexible_ in topics_alter_replica_log_dir_flexible_:
-            own__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_ = (
-                type(item__alter_replica_log_dir_flexible_) is AlterReplicaLogDirTopicFlexible
-            )
-            name_alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_ = (
-                item__alter_replica_log_dir_flexible_.name
-                if own__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_
-                else getattr(item__alter_replica_log_dir_flexible_, "name", "")
-            )
-            partitions_alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_ = (
-                item__alter_replica_log_dir_flexible_.partitions
-                if own__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_
-                else getattr(item__alter_replica_log_dir_flexible_, "partitions", None)
-            )
-            tagged_fields_alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_ = (
-                item__alter_replica_log_dir_flexible_.tagged_fields
-                if own__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_
-                else getattr(item__alter_replica_log_dir_flexible_, "tagged_fields", None)
-            )
+            if type(item__alter_replica_log_dir_flexible_) is AlterReplicaLogDirTopicFlexible:
+                name_alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_ = (
+                    item__alter_replica_log_dir_flexible_.name
+                )
+                partitions_alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_ = (
+                    item__alter_replica_log_dir_flexible_.partitions
+                )
+                tagged_fields_alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_ = (
+                    item__alter_replica_log_dir_flexible_.tagged_fields
+                )
+            else:
+                name_alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_ = getattr(
+                    item__alter_replica_log_dir_flexible_, "name", ""
+                )
+                partitions_alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_ = getattr(
+                    item__alter_replica_log_dir_flexible_, "partitions", None
+                )
+                tagged_fields_alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_ = getattr(
+                    item__alter_replica_log_dir_flexible_, "tagged_fields", None
+                )
             b__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_ = _STR_ENCODED.get(
                 name_alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_
             )
@@ -1376,34 +1423,49 @@ def _fencode_alter_replica_log_dirs_request_flexible(obj, out, index, api_versio
                     n__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_ + 1,
                     "alter_replica_log_dir_topic_flexible.partitions",
                 )
-            for (
-                item__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_
-            ) in partitions_alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_:
-                value_alter_replica_log_dir_topic_flexible_partitions_item__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_ = item__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_
-                out += _S0.pack(
-                    value_alter_replica_log_dir_topic_flexible_partitions_item__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_
+            if n__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_ <= _PACKED_MAX:
+                out += _PACKED["i"][n__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_].pack(
+                    *partitions_alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_
                 )
-            tags__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_ = []
-            valid__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_ = None
+            else:
+                for (
+                    item__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_
+                ) in partitions_alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_:
+                    value_alter_replica_log_dir_topic_flexible_partitions_item__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_ = item__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_
+                    out += _S0.pack(
+                        value_alter_replica_log_dir_topic_flexible_partitions_item__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_
+                    )
+            if (
+                tagged_fields_alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_
+                or tagged_fields_alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_.__class__
+                is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_,
+                    "alter_replica_log_dir_topic_flexible.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if (
+            tagged_fields_alter_replica_log_dir_flexible_
+            or tagged_fields_alter_replica_log_dir_flexible_.__class__ is _TagSection
+        ):
             _write_tagged(
                 out,
-                tags__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_,
-                tagged_fields_alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_,
-                "alter_replica_log_dir_topic_flexible.tagged_fields",
-                valid__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_,
+                [],
+                tagged_fields_alter_replica_log_dir_flexible_,
+                "alter_replica_log_dir_flexible.tagged_fields",
+                None,
             )
-        tags__alter_replica_log_dir_flexible_ = []
-        valid__alter_replica_log_dir_flexible_ = None
-        _write_tagged(
-            out,
-            tags__alter_replica_log_dir_flexible_,
-            tagged_fields_alter_replica_log_dir_flexible_,
-            "alter_replica_log_dir_flexible.tagged_fields",
-            valid__alter_replica_log_dir_flexible_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "alter_replica_log_dirs_request_flexible.tagged_fields", valid_)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "alter_replica_log_dirs_request_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_alter_replica_log_dirs_request_by_version(buf, pos, end, opts, api_version):

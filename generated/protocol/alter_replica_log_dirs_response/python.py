@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -79,9 +80,12 @@ def _decode_alter_replica_log_dir_partition_result(buf, pos, end, opts):
 
 def _encode_alter_replica_log_dir_partition_result(obj, out, index):
     """Append one alter_replica_log_dir_partition_result to out."""
-    own_ = type(obj) is AlterReplicaLogDirPartitionResult
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
+    if type(obj) is AlterReplicaLogDirPartitionResult:
+        partition_index = obj.partition_index
+        error_code = obj.error_code
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        error_code = getattr(obj, "error_code", 0)
     out += _S0.pack(partition_index, error_code)
 
 
@@ -149,9 +153,12 @@ def _decode_alter_replica_log_dir_topic_result(buf, pos, end, opts):
 
 def _encode_alter_replica_log_dir_topic_result(obj, out, index):
     """Append one alter_replica_log_dir_topic_result to out."""
-    own_ = type(obj) is AlterReplicaLogDirTopicResult
-    topic_name = obj.topic_name if own_ else getattr(obj, "topic_name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
+    if type(obj) is AlterReplicaLogDirTopicResult:
+        topic_name = obj.topic_name
+        partitions = obj.partitions
+    else:  # another class: its fields by name, a missing one at its default
+        topic_name = getattr(obj, "topic_name", "")
+        partitions = getattr(obj, "partitions", None)
     if topic_name is None:
         raise _InvalidValueError("may not be null", path="alter_replica_log_dir_topic_result.topic_name")
     else:
@@ -348,9 +355,12 @@ def _encode_alter_replica_log_dirs_response(obj, out, index, api_version):
             f"AlterReplicaLogDirsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="alter_replica_log_dirs_response",
         )
-    own_ = type(obj) is AlterReplicaLogDirsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    results = obj.results if own_ else getattr(obj, "results", None)
+    if type(obj) is AlterReplicaLogDirsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        results = obj.results
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        results = getattr(obj, "results", None)
     out += _S2.pack(throttle_time_ms)
     out += _S2.pack(len(results))
     index_ = 0
@@ -374,19 +384,21 @@ def _fencode_alter_replica_log_dirs_response(obj, out, index, api_version):
             f"AlterReplicaLogDirsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="alter_replica_log_dirs_response",
         )
-    own_ = type(obj) is AlterReplicaLogDirsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    results = obj.results if own_ else getattr(obj, "results", None)
+    if type(obj) is AlterReplicaLogDirsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        results = obj.results
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        results = getattr(obj, "results", None)
     out += _S2.pack(throttle_time_ms)
     out += _S2.pack(len(results))
     for item_ in results:
-        own__alter_replica_log_dir_topic_result_ = type(item_) is AlterReplicaLogDirTopicResult
-        topic_name_alter_replica_log_dir_topic_result_ = (
-            item_.topic_name if own__alter_replica_log_dir_topic_result_ else getattr(item_, "topic_name", "")
-        )
-        partitions_alter_replica_log_dir_topic_result_ = (
-            item_.partitions if own__alter_replica_log_dir_topic_result_ else getattr(item_, "partitions", None)
-        )
+        if type(item_) is AlterReplicaLogDirTopicResult:
+            topic_name_alter_replica_log_dir_topic_result_ = item_.topic_name
+            partitions_alter_replica_log_dir_topic_result_ = item_.partitions
+        else:
+            topic_name_alter_replica_log_dir_topic_result_ = getattr(item_, "topic_name", "")
+            partitions_alter_replica_log_dir_topic_result_ = getattr(item_, "partitions", None)
         b__alter_replica_log_dir_topic_result_ = _STR_ENCODED.get(topic_name_alter_replica_log_dir_topic_result_)
         topic_name_alter_replica_log_dir_topic_result_ = (
             _encode_str(topic_name_alter_replica_log_dir_topic_result_)
@@ -397,19 +409,20 @@ def _fencode_alter_replica_log_dirs_response(obj, out, index, api_version):
         out += topic_name_alter_replica_log_dir_topic_result_
         out += _S2.pack(len(partitions_alter_replica_log_dir_topic_result_))
         for item__alter_replica_log_dir_topic_result_ in partitions_alter_replica_log_dir_topic_result_:
-            own__alter_replica_log_dir_partition_result__alter_replica_log_dir_topic_result_ = (
-                type(item__alter_replica_log_dir_topic_result_) is AlterReplicaLogDirPartitionResult
-            )
-            partition_index_alter_replica_log_dir_partition_result__alter_replica_log_dir_topic_result_ = (
-                item__alter_replica_log_dir_topic_result_.partition_index
-                if own__alter_replica_log_dir_partition_result__alter_replica_log_dir_topic_result_
-                else getattr(item__alter_replica_log_dir_topic_result_, "partition_index", 0)
-            )
-            error_code_alter_replica_log_dir_partition_result__alter_replica_log_dir_topic_result_ = (
-                item__alter_replica_log_dir_topic_result_.error_code
-                if own__alter_replica_log_dir_partition_result__alter_replica_log_dir_topic_result_
-                else getattr(item__alter_replica_log_dir_topic_result_, "error_code", 0)
-            )
+            if type(item__alter_replica_log_dir_topic_result_) is AlterReplicaLogDirPartitionResult:
+                partition_index_alter_replica_log_dir_partition_result__alter_replica_log_dir_topic_result_ = (
+                    item__alter_replica_log_dir_topic_result_.partition_index
+                )
+                error_code_alter_replica_log_dir_partition_result__alter_replica_log_dir_topic_result_ = (
+                    item__alter_replica_log_dir_topic_result_.error_code
+                )
+            else:
+                partition_index_alter_replica_log_dir_partition_result__alter_replica_log_dir_topic_result_ = getattr(
+                    item__alter_replica_log_dir_topic_result_, "partition_index", 0
+                )
+                error_code_alter_replica_log_dir_partition_result__alter_replica_log_dir_topic_result_ = getattr(
+                    item__alter_replica_log_dir_topic_result_, "error_code", 0
+                )
             out += _S0.pack(
                 partition_index_alter_replica_log_dir_partition_result__alter_replica_log_dir_topic_result_,
                 error_code_alter_replica_log_dir_partition_result__alter_replica_log_dir_topic_result_,
@@ -428,49 +441,59 @@ def _decode_alter_replica_log_dir_partition_result_flexible(buf, pos, end, opts)
     ) = _S0.unpack_from(buf, pos)
     pos += 6
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dir_partition_result_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="alter_replica_log_dir_partition_result_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dir_partition_result_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dir_partition_result_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(
+                buf, pos, end, "alter_replica_log_dir_partition_result_flexible.tagged_fields"
+            )
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="alter_replica_log_dir_partition_result_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dir_partition_result_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dir_partition_result_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="alter_replica_log_dir_partition_result_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return AlterReplicaLogDirPartitionResultFlexible(partition_index, error_code, tagged_fields), pos
 
 
 def _encode_alter_replica_log_dir_partition_result_flexible(obj, out, index):
     """Append one alter_replica_log_dir_partition_result_flexible to out."""
-    own_ = type(obj) is AlterReplicaLogDirPartitionResultFlexible
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AlterReplicaLogDirPartitionResultFlexible:
+        partition_index = obj.partition_index
+        error_code = obj.error_code
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        error_code = getattr(obj, "error_code", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition_index, error_code)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "alter_replica_log_dir_partition_result_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "alter_replica_log_dir_partition_result_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_alter_replica_log_dir_topic_result_flexible(buf, pos, end, opts):
@@ -551,45 +574,52 @@ def _decode_alter_replica_log_dir_topic_result_flexible(buf, pos, end, opts):
             ) from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dir_topic_result_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="alter_replica_log_dir_topic_result_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dir_topic_result_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dir_topic_result_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dir_topic_result_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="alter_replica_log_dir_topic_result_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dir_topic_result_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dir_topic_result_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="alter_replica_log_dir_topic_result_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return AlterReplicaLogDirTopicResultFlexible(topic_name, partitions, tagged_fields), pos
 
 
 def _encode_alter_replica_log_dir_topic_result_flexible(obj, out, index):
     """Append one alter_replica_log_dir_topic_result_flexible to out."""
-    own_ = type(obj) is AlterReplicaLogDirTopicResultFlexible
-    topic_name = obj.topic_name if own_ else getattr(obj, "topic_name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AlterReplicaLogDirTopicResultFlexible:
+        topic_name = obj.topic_name
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_name = getattr(obj, "topic_name", "")
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if topic_name is None:
         raise _InvalidValueError("may not be null", path="alter_replica_log_dir_topic_result_flexible.topic_name")
     else:
@@ -623,9 +653,10 @@ def _encode_alter_replica_log_dir_topic_result_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"alter_replica_log_dir_topic_result_flexible.partitions[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "alter_replica_log_dir_topic_result_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "alter_replica_log_dir_topic_result_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_alter_replica_log_dirs_response_flexible(buf, pos, end, opts, api_version):
@@ -703,36 +734,39 @@ def _decode_alter_replica_log_dirs_response_flexible(buf, pos, end, opts, api_ve
                     path="alter_replica_log_dirs_response_flexible.results",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dirs_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="alter_replica_log_dirs_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dirs_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dirs_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dirs_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="alter_replica_log_dirs_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dirs_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dirs_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="alter_replica_log_dirs_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return AlterReplicaLogDirsResponseFlexible(throttle_time_ms, results, tagged_fields), pos
 
 
@@ -849,85 +883,84 @@ def _fdecode_alter_replica_log_dirs_response_flexible(buf, pos, end, opts, api_v
             ) = _S0.unpack_from(buf, pos)
             pos += 6
             tagged_fields_alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_ = []
-            sec__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_ = pos
-            (
-                prev__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_,
-                odd__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_ = buf[
-                    pos
-                ]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
+                sec__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_ = pos
                 (
-                    n_tags__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_,
-                    pos,
-                ) = _read_uvarint32(buf, pos, end, "alter_replica_log_dir_partition_result_flexible.tagged_fields")
-            if (
-                n_tags__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_
-                > (end - pos) // 2
-            ):
-                raise _InvalidValueError(
-                    f"{n_tags__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="alter_replica_log_dir_partition_result_flexible.tagged_fields",
-                )
-            for (
-                __alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_
-            ) in range(
-                n_tags__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_
-            ):
-                (
-                    tag__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_,
-                    pos,
-                ) = _read_uvarint32(buf, pos, end, "alter_replica_log_dir_partition_result_flexible.tagged_fields")
-                (
-                    size__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_,
-                    pos,
-                ) = _read_uvarint32(buf, pos, end, "alter_replica_log_dir_partition_result_flexible.tagged_fields")
+                    prev__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_,
+                    odd__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_ = buf[
+                        pos
+                    ]
+                    pos += 1
+                else:
+                    (
+                        n_tags__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_,
+                        pos,
+                    ) = _read_uvarint32(buf, pos, end, "alter_replica_log_dir_partition_result_flexible.tagged_fields")
                 if (
-                    size__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_
-                    > end - pos
+                    n_tags__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_
+                    > (end - pos) // 2
                 ):
-                    raise _TruncatedError(
-                        f"tag {tag__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_} declares {size__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_} bytes, {end - pos} left",
+                    raise _InvalidValueError(
+                        f"{n_tags__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="alter_replica_log_dir_partition_result_flexible.tagged_fields",
                     )
-                stop__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_ = (
-                    pos
-                    + size__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_
-                )
-                if (
-                    tag__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_
-                    <= prev__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_
+                for (
+                    __alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_
+                ) in range(
+                    n_tags__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_
                 ):
-                    odd__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_ = True
-                prev__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_ = (
-                    tag__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_
-                )
-                tagged_fields_alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_.append(
                     (
                         tag__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_,
-                        bytes(
-                            buf[
-                                pos:stop__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_
-                            ]
-                        ),
+                        pos,
+                    ) = _read_uvarint32(buf, pos, end, "alter_replica_log_dir_partition_result_flexible.tagged_fields")
+                    (
+                        size__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_,
+                        pos,
+                    ) = _read_uvarint32(buf, pos, end, "alter_replica_log_dir_partition_result_flexible.tagged_fields")
+                    if (
+                        size__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_
+                        > end - pos
+                    ):
+                        raise _TruncatedError(
+                            f"tag {tag__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_} declares {size__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="alter_replica_log_dir_partition_result_flexible.tagged_fields",
+                        )
+                    stop__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_ = (
+                        pos
+                        + size__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_
                     )
-                )
-                pos = (
-                    stop__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_
-                )
-            if odd__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_:
-                tagged_fields_alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_ = _keep_tags(
-                    tagged_fields_alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_,
-                    buf[
-                        sec__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_:pos
-                    ],
-                    (),
-                )
+                    if (
+                        tag__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_
+                        <= prev__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_
+                    ):
+                        odd__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_ = True
+                    prev__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_ = tag__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_
+                    tagged_fields_alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_.append(
+                        (
+                            tag__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_,
+                            bytes(
+                                buf[
+                                    pos:stop__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_
+                                ]
+                            ),
+                        )
+                    )
+                    pos = stop__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_
+                if odd__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_:
+                    tagged_fields_alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_ = _keep_tags(
+                        tagged_fields_alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_,
+                        buf[
+                            sec__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_:pos
+                        ],
+                        (),
+                    )
             value__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_ = (
                 _new_object(AlterReplicaLogDirPartitionResultFlexible)
             )
@@ -941,58 +974,64 @@ def _fdecode_alter_replica_log_dirs_response_flexible(buf, pos, end, opts, api_v
                 item__alter_replica_log_dir_topic_result_flexible_
             )
         tagged_fields_alter_replica_log_dir_topic_result_flexible_ = []
-        sec__alter_replica_log_dir_topic_result_flexible_ = pos
-        prev__alter_replica_log_dir_topic_result_flexible_, odd__alter_replica_log_dir_topic_result_flexible_ = (
-            -1,
-            False,
-        )
-        if pos < end and buf[pos] < 128:
-            n_tags__alter_replica_log_dir_topic_result_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__alter_replica_log_dir_topic_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "alter_replica_log_dir_topic_result_flexible.tagged_fields"
+            sec__alter_replica_log_dir_topic_result_flexible_ = pos
+            prev__alter_replica_log_dir_topic_result_flexible_, odd__alter_replica_log_dir_topic_result_flexible_ = (
+                -1,
+                False,
             )
-        if n_tags__alter_replica_log_dir_topic_result_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__alter_replica_log_dir_topic_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="alter_replica_log_dir_topic_result_flexible.tagged_fields",
-            )
-        for __alter_replica_log_dir_topic_result_flexible_ in range(
-            n_tags__alter_replica_log_dir_topic_result_flexible_
-        ):
-            tag__alter_replica_log_dir_topic_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "alter_replica_log_dir_topic_result_flexible.tagged_fields"
-            )
-            size__alter_replica_log_dir_topic_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "alter_replica_log_dir_topic_result_flexible.tagged_fields"
-            )
-            if size__alter_replica_log_dir_topic_result_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__alter_replica_log_dir_topic_result_flexible_} declares {size__alter_replica_log_dir_topic_result_flexible_} bytes, {end - pos} left",
+            if pos < end and buf[pos] < 128:
+                n_tags__alter_replica_log_dir_topic_result_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__alter_replica_log_dir_topic_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "alter_replica_log_dir_topic_result_flexible.tagged_fields"
+                )
+            if n_tags__alter_replica_log_dir_topic_result_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__alter_replica_log_dir_topic_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="alter_replica_log_dir_topic_result_flexible.tagged_fields",
                 )
-            stop__alter_replica_log_dir_topic_result_flexible_ = (
-                pos + size__alter_replica_log_dir_topic_result_flexible_
-            )
-            if tag__alter_replica_log_dir_topic_result_flexible_ <= prev__alter_replica_log_dir_topic_result_flexible_:
-                odd__alter_replica_log_dir_topic_result_flexible_ = True
-            prev__alter_replica_log_dir_topic_result_flexible_ = tag__alter_replica_log_dir_topic_result_flexible_
-            tagged_fields_alter_replica_log_dir_topic_result_flexible_.append(
-                (
-                    tag__alter_replica_log_dir_topic_result_flexible_,
-                    bytes(buf[pos:stop__alter_replica_log_dir_topic_result_flexible_]),
+            for __alter_replica_log_dir_topic_result_flexible_ in range(
+                n_tags__alter_replica_log_dir_topic_result_flexible_
+            ):
+                tag__alter_replica_log_dir_topic_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "alter_replica_log_dir_topic_result_flexible.tagged_fields"
                 )
-            )
-            pos = stop__alter_replica_log_dir_topic_result_flexible_
-        if odd__alter_replica_log_dir_topic_result_flexible_:
-            tagged_fields_alter_replica_log_dir_topic_result_flexible_ = _keep_tags(
-                tagged_fields_alter_replica_log_dir_topic_result_flexible_,
-                buf[sec__alter_replica_log_dir_topic_result_flexible_:pos],
-                (),
-            )
+                size__alter_replica_log_dir_topic_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "alter_replica_log_dir_topic_result_flexible.tagged_fields"
+                )
+                if size__alter_replica_log_dir_topic_result_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__alter_replica_log_dir_topic_result_flexible_} declares {size__alter_replica_log_dir_topic_result_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="alter_replica_log_dir_topic_result_flexible.tagged_fields",
+                    )
+                stop__alter_replica_log_dir_topic_result_flexible_ = (
+                    pos + size__alter_replica_log_dir_topic_result_flexible_
+                )
+                if (
+                    tag__alter_replica_log_dir_topic_result_flexible_
+                    <= prev__alter_replica_log_dir_topic_result_flexible_
+                ):
+                    odd__alter_replica_log_dir_topic_result_flexible_ = True
+                prev__alter_replica_log_dir_topic_result_flexible_ = tag__alter_replica_log_dir_topic_result_flexible_
+                tagged_fields_alter_replica_log_dir_topic_result_flexible_.append(
+                    (
+                        tag__alter_replica_log_dir_topic_result_flexible_,
+                        bytes(buf[pos:stop__alter_replica_log_dir_topic_result_flexible_]),
+                    )
+                )
+                pos = stop__alter_replica_log_dir_topic_result_flexible_
+            if odd__alter_replica_log_dir_topic_result_flexible_:
+                tagged_fields_alter_replica_log_dir_topic_result_flexible_ = _keep_tags(
+                    tagged_fields_alter_replica_log_dir_topic_result_flexible_,
+                    buf[sec__alter_replica_log_dir_topic_result_flexible_:pos],
+                    (),
+                )
         value__alter_replica_log_dir_topic_result_flexible_ = _new_object(AlterReplicaLogDirTopicResultFlexible)
         value__alter_replica_log_dir_topic_result_flexible_.topic_name = (
             topic_name_alter_replica_log_dir_topic_result_flexible_
@@ -1010,36 +1049,39 @@ def _fdecode_alter_replica_log_dirs_response_flexible(buf, pos, end, opts, api_v
             if budget_results < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dirs_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="alter_replica_log_dirs_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dirs_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dirs_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dirs_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="alter_replica_log_dirs_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dirs_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dirs_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="alter_replica_log_dirs_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(AlterReplicaLogDirsResponseFlexible)
     value_.throttle_time_ms = throttle_time_ms
     value_.results = results
@@ -1054,10 +1096,14 @@ def _encode_alter_replica_log_dirs_response_flexible(obj, out, index, api_versio
             f"AlterReplicaLogDirsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 2)))",
             path="alter_replica_log_dirs_response_flexible",
         )
-    own_ = type(obj) is AlterReplicaLogDirsResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    results = obj.results if own_ else getattr(obj, "results", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AlterReplicaLogDirsResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        results = obj.results
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        results = getattr(obj, "results", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(throttle_time_ms)
     n_ = len(results)
     if -1 <= n_ < 0x3FFF:
@@ -1078,9 +1124,10 @@ def _encode_alter_replica_log_dirs_response_flexible(obj, out, index, api_versio
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"alter_replica_log_dirs_response_flexible.results[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "alter_replica_log_dirs_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "alter_replica_log_dirs_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_alter_replica_log_dirs_response_flexible(obj, out, index, api_version):
@@ -1090,10 +1137,14 @@ def _fencode_alter_replica_log_dirs_response_flexible(obj, out, index, api_versi
             f"AlterReplicaLogDirsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 2)))",
             path="alter_replica_log_dirs_response_flexible",
         )
-    own_ = type(obj) is AlterReplicaLogDirsResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    results = obj.results if own_ else getattr(obj, "results", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AlterReplicaLogDirsResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        results = obj.results
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        results = getattr(obj, "results", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(throttle_time_ms)
     n_ = len(results)
     if -1 <= n_ < 16383:
@@ -1101,20 +1152,14 @@ def _fencode_alter_replica_log_dirs_response_flexible(obj, out, index, api_versi
     else:
         _write_uvarint(out, n_ + 1, "alter_replica_log_dirs_response_flexible.results")
     for item_ in results:
-        own__alter_replica_log_dir_topic_result_flexible_ = type(item_) is AlterReplicaLogDirTopicResultFlexible
-        topic_name_alter_replica_log_dir_topic_result_flexible_ = (
-            item_.topic_name if own__alter_replica_log_dir_topic_result_flexible_ else getattr(item_, "topic_name", "")
-        )
-        partitions_alter_replica_log_dir_topic_result_flexible_ = (
-            item_.partitions
-            if own__alter_replica_log_dir_topic_result_flexible_
-            else getattr(item_, "partitions", None)
-        )
-        tagged_fields_alter_replica_log_dir_topic_result_flexible_ = (
-            item_.tagged_fields
-            if own__alter_replica_log_dir_topic_result_flexible_
-            else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is AlterReplicaLogDirTopicResultFlexible:
+            topic_name_alter_replica_log_dir_topic_result_flexible_ = item_.topic_name
+            partitions_alter_replica_log_dir_topic_result_flexible_ = item_.partitions
+            tagged_fields_alter_replica_log_dir_topic_result_flexible_ = item_.tagged_fields
+        else:
+            topic_name_alter_replica_log_dir_topic_result_flexible_ = getattr(item_, "topic_name", "")
+            partitions_alter_replica_log_dir_topic_result_flexible_ = getattr(item_, "partitions", None)
+            tagged_fields_alter_replica_log_dir_topic_result_flexible_ = getattr(item_, "tagged_fields", None)
         b__alter_replica_log_dir_topic_result_flexible_ = _STR_ENCODED.get(
             topic_name_alter_replica_log_dir_topic_result_flexible_
         )
@@ -1145,49 +1190,55 @@ def _fencode_alter_replica_log_dirs_response_flexible(obj, out, index, api_versi
         for (
             item__alter_replica_log_dir_topic_result_flexible_
         ) in partitions_alter_replica_log_dir_topic_result_flexible_:
-            own__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_ = (
-                type(item__alter_replica_log_dir_topic_result_flexible_) is AlterReplicaLogDirPartitionResultFlexible
-            )
-            partition_index_alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_ = (
-                item__alter_replica_log_dir_topic_result_flexible_.partition_index
-                if own__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_
-                else getattr(item__alter_replica_log_dir_topic_result_flexible_, "partition_index", 0)
-            )
-            error_code_alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_ = (
-                item__alter_replica_log_dir_topic_result_flexible_.error_code
-                if own__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_
-                else getattr(item__alter_replica_log_dir_topic_result_flexible_, "error_code", 0)
-            )
-            tagged_fields_alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_ = (
-                item__alter_replica_log_dir_topic_result_flexible_.tagged_fields
-                if own__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_
-                else getattr(item__alter_replica_log_dir_topic_result_flexible_, "tagged_fields", None)
-            )
+            if type(item__alter_replica_log_dir_topic_result_flexible_) is AlterReplicaLogDirPartitionResultFlexible:
+                partition_index_alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_ = item__alter_replica_log_dir_topic_result_flexible_.partition_index
+                error_code_alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_ = item__alter_replica_log_dir_topic_result_flexible_.error_code
+                tagged_fields_alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_ = item__alter_replica_log_dir_topic_result_flexible_.tagged_fields
+            else:
+                partition_index_alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_ = getattr(
+                    item__alter_replica_log_dir_topic_result_flexible_, "partition_index", 0
+                )
+                error_code_alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_ = getattr(
+                    item__alter_replica_log_dir_topic_result_flexible_, "error_code", 0
+                )
+                tagged_fields_alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_ = getattr(
+                    item__alter_replica_log_dir_topic_result_flexible_, "tagged_fields", None
+                )
             out += _S0.pack(
                 partition_index_alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_,
                 error_code_alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_,
             )
-            tags__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_ = []
-            valid__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_ = None
+            if (
+                tagged_fields_alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_
+                or tagged_fields_alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_.__class__
+                is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_,
+                    "alter_replica_log_dir_partition_result_flexible.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if (
+            tagged_fields_alter_replica_log_dir_topic_result_flexible_
+            or tagged_fields_alter_replica_log_dir_topic_result_flexible_.__class__ is _TagSection
+        ):
             _write_tagged(
                 out,
-                tags__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_,
-                tagged_fields_alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_,
-                "alter_replica_log_dir_partition_result_flexible.tagged_fields",
-                valid__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_,
+                [],
+                tagged_fields_alter_replica_log_dir_topic_result_flexible_,
+                "alter_replica_log_dir_topic_result_flexible.tagged_fields",
+                None,
             )
-        tags__alter_replica_log_dir_topic_result_flexible_ = []
-        valid__alter_replica_log_dir_topic_result_flexible_ = None
-        _write_tagged(
-            out,
-            tags__alter_replica_log_dir_topic_result_flexible_,
-            tagged_fields_alter_replica_log_dir_topic_result_flexible_,
-            "alter_replica_log_dir_topic_result_flexible.tagged_fields",
-            valid__alter_replica_log_dir_topic_result_flexible_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "alter_replica_log_dirs_response_flexible.tagged_fields", valid_)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "alter_replica_log_dirs_response_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_alter_replica_log_dirs_response_by_version(buf, pos, end, opts, api_version):

@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -87,45 +88,52 @@ def _decode_scram_credential_deletion(buf, pos, end, opts):
     (mechanism,) = _S0.unpack_from(buf, pos)
     pos += 1
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "scram_credential_deletion.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="scram_credential_deletion.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "scram_credential_deletion.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "scram_credential_deletion.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "scram_credential_deletion.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="scram_credential_deletion.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "scram_credential_deletion.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "scram_credential_deletion.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="scram_credential_deletion.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ScramCredentialDeletion(name, mechanism, tagged_fields), pos
 
 
 def _encode_scram_credential_deletion(obj, out, index):
     """Append one scram_credential_deletion to out."""
-    own_ = type(obj) is ScramCredentialDeletion
-    name = obj.name if own_ else getattr(obj, "name", "")
-    mechanism = obj.mechanism if own_ else getattr(obj, "mechanism", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ScramCredentialDeletion:
+        name = obj.name
+        mechanism = obj.mechanism
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        mechanism = getattr(obj, "mechanism", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="scram_credential_deletion.name")
     else:
@@ -142,9 +150,10 @@ def _encode_scram_credential_deletion(obj, out, index):
         out.append(mechanism & 0xFF)
     else:
         raise _InvalidValueError(f"{mechanism} does not fit int8", path="scram_credential_deletion.mechanism")
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "scram_credential_deletion.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "scram_credential_deletion.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_scram_credential_upsertion(buf, pos, end, opts):
@@ -244,48 +253,58 @@ def _decode_scram_credential_upsertion(buf, pos, end, opts):
         salted_password = buf[pos : pos + n_salted_password]
         pos += n_salted_password
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "scram_credential_upsertion.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="scram_credential_upsertion.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "scram_credential_upsertion.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "scram_credential_upsertion.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "scram_credential_upsertion.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="scram_credential_upsertion.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "scram_credential_upsertion.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "scram_credential_upsertion.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="scram_credential_upsertion.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ScramCredentialUpsertion(name, mechanism, iterations, salt, salted_password, tagged_fields), pos
 
 
 def _encode_scram_credential_upsertion(obj, out, index):
     """Append one scram_credential_upsertion to out."""
-    own_ = type(obj) is ScramCredentialUpsertion
-    name = obj.name if own_ else getattr(obj, "name", "")
-    mechanism = obj.mechanism if own_ else getattr(obj, "mechanism", 0)
-    iterations = obj.iterations if own_ else getattr(obj, "iterations", 0)
-    salt = obj.salt if own_ else getattr(obj, "salt", None)
-    salted_password = obj.salted_password if own_ else getattr(obj, "salted_password", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ScramCredentialUpsertion:
+        name = obj.name
+        mechanism = obj.mechanism
+        iterations = obj.iterations
+        salt = obj.salt
+        salted_password = obj.salted_password
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        mechanism = getattr(obj, "mechanism", 0)
+        iterations = getattr(obj, "iterations", 0)
+        salt = getattr(obj, "salt", None)
+        salted_password = getattr(obj, "salted_password", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="scram_credential_upsertion.name")
     else:
@@ -319,9 +338,10 @@ def _encode_scram_credential_upsertion(obj, out, index):
             _write_uvarint(out, n_ + 1, "scram_credential_upsertion.salted_password")
 
         out += salted_password
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "scram_credential_upsertion.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "scram_credential_upsertion.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_alter_user_scram_credentials_request(buf, pos, end, opts, api_version):
@@ -429,36 +449,39 @@ def _decode_alter_user_scram_credentials_request(buf, pos, end, opts, api_versio
             ) from None
         append_upsertions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_user_scram_credentials_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="alter_user_scram_credentials_request.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "alter_user_scram_credentials_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "alter_user_scram_credentials_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_user_scram_credentials_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="alter_user_scram_credentials_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "alter_user_scram_credentials_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "alter_user_scram_credentials_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="alter_user_scram_credentials_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return AlterUserScramCredentialsRequest(deletions, upsertions, tagged_fields), pos
 
 
@@ -528,46 +551,49 @@ def _fdecode_alter_user_scram_credentials_request(buf, pos, end, opts, api_versi
             mechanism_scram_credential_deletion_ -= 256
         pos += 1
         tagged_fields_scram_credential_deletion_ = []
-        sec__scram_credential_deletion_ = pos
-        prev__scram_credential_deletion_, odd__scram_credential_deletion_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__scram_credential_deletion_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__scram_credential_deletion_, pos = _read_uvarint32(
-                buf, pos, end, "scram_credential_deletion.tagged_fields"
-            )
-        if n_tags__scram_credential_deletion_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__scram_credential_deletion_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="scram_credential_deletion.tagged_fields",
-            )
-        for __scram_credential_deletion_ in range(n_tags__scram_credential_deletion_):
-            tag__scram_credential_deletion_, pos = _read_uvarint32(
-                buf, pos, end, "scram_credential_deletion.tagged_fields"
-            )
-            size__scram_credential_deletion_, pos = _read_uvarint32(
-                buf, pos, end, "scram_credential_deletion.tagged_fields"
-            )
-            if size__scram_credential_deletion_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__scram_credential_deletion_} declares {size__scram_credential_deletion_} bytes, {end - pos} left",
+            sec__scram_credential_deletion_ = pos
+            prev__scram_credential_deletion_, odd__scram_credential_deletion_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__scram_credential_deletion_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__scram_credential_deletion_, pos = _read_uvarint32(
+                    buf, pos, end, "scram_credential_deletion.tagged_fields"
+                )
+            if n_tags__scram_credential_deletion_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__scram_credential_deletion_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="scram_credential_deletion.tagged_fields",
                 )
-            stop__scram_credential_deletion_ = pos + size__scram_credential_deletion_
-            if tag__scram_credential_deletion_ <= prev__scram_credential_deletion_:
-                odd__scram_credential_deletion_ = True
-            prev__scram_credential_deletion_ = tag__scram_credential_deletion_
-            tagged_fields_scram_credential_deletion_.append(
-                (tag__scram_credential_deletion_, bytes(buf[pos:stop__scram_credential_deletion_]))
-            )
-            pos = stop__scram_credential_deletion_
-        if odd__scram_credential_deletion_:
-            tagged_fields_scram_credential_deletion_ = _keep_tags(
-                tagged_fields_scram_credential_deletion_, buf[sec__scram_credential_deletion_:pos], ()
-            )
+            for __scram_credential_deletion_ in range(n_tags__scram_credential_deletion_):
+                tag__scram_credential_deletion_, pos = _read_uvarint32(
+                    buf, pos, end, "scram_credential_deletion.tagged_fields"
+                )
+                size__scram_credential_deletion_, pos = _read_uvarint32(
+                    buf, pos, end, "scram_credential_deletion.tagged_fields"
+                )
+                if size__scram_credential_deletion_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__scram_credential_deletion_} declares {size__scram_credential_deletion_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="scram_credential_deletion.tagged_fields",
+                    )
+                stop__scram_credential_deletion_ = pos + size__scram_credential_deletion_
+                if tag__scram_credential_deletion_ <= prev__scram_credential_deletion_:
+                    odd__scram_credential_deletion_ = True
+                prev__scram_credential_deletion_ = tag__scram_credential_deletion_
+                tagged_fields_scram_credential_deletion_.append(
+                    (tag__scram_credential_deletion_, bytes(buf[pos:stop__scram_credential_deletion_]))
+                )
+                pos = stop__scram_credential_deletion_
+            if odd__scram_credential_deletion_:
+                tagged_fields_scram_credential_deletion_ = _keep_tags(
+                    tagged_fields_scram_credential_deletion_, buf[sec__scram_credential_deletion_:pos], ()
+                )
         value__scram_credential_deletion_ = _new_object(ScramCredentialDeletion)
         value__scram_credential_deletion_.name = name_scram_credential_deletion_
         value__scram_credential_deletion_.mechanism = mechanism_scram_credential_deletion_
@@ -673,46 +699,49 @@ def _fdecode_alter_user_scram_credentials_request(buf, pos, end, opts, api_versi
             salted_password_scram_credential_upsertion_ = buf[pos : pos + n_salted_password_scram_credential_upsertion_]
             pos += n_salted_password_scram_credential_upsertion_
         tagged_fields_scram_credential_upsertion_ = []
-        sec__scram_credential_upsertion_ = pos
-        prev__scram_credential_upsertion_, odd__scram_credential_upsertion_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__scram_credential_upsertion_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__scram_credential_upsertion_, pos = _read_uvarint32(
-                buf, pos, end, "scram_credential_upsertion.tagged_fields"
-            )
-        if n_tags__scram_credential_upsertion_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__scram_credential_upsertion_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="scram_credential_upsertion.tagged_fields",
-            )
-        for __scram_credential_upsertion_ in range(n_tags__scram_credential_upsertion_):
-            tag__scram_credential_upsertion_, pos = _read_uvarint32(
-                buf, pos, end, "scram_credential_upsertion.tagged_fields"
-            )
-            size__scram_credential_upsertion_, pos = _read_uvarint32(
-                buf, pos, end, "scram_credential_upsertion.tagged_fields"
-            )
-            if size__scram_credential_upsertion_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__scram_credential_upsertion_} declares {size__scram_credential_upsertion_} bytes, {end - pos} left",
+            sec__scram_credential_upsertion_ = pos
+            prev__scram_credential_upsertion_, odd__scram_credential_upsertion_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__scram_credential_upsertion_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__scram_credential_upsertion_, pos = _read_uvarint32(
+                    buf, pos, end, "scram_credential_upsertion.tagged_fields"
+                )
+            if n_tags__scram_credential_upsertion_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__scram_credential_upsertion_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="scram_credential_upsertion.tagged_fields",
                 )
-            stop__scram_credential_upsertion_ = pos + size__scram_credential_upsertion_
-            if tag__scram_credential_upsertion_ <= prev__scram_credential_upsertion_:
-                odd__scram_credential_upsertion_ = True
-            prev__scram_credential_upsertion_ = tag__scram_credential_upsertion_
-            tagged_fields_scram_credential_upsertion_.append(
-                (tag__scram_credential_upsertion_, bytes(buf[pos:stop__scram_credential_upsertion_]))
-            )
-            pos = stop__scram_credential_upsertion_
-        if odd__scram_credential_upsertion_:
-            tagged_fields_scram_credential_upsertion_ = _keep_tags(
-                tagged_fields_scram_credential_upsertion_, buf[sec__scram_credential_upsertion_:pos], ()
-            )
+            for __scram_credential_upsertion_ in range(n_tags__scram_credential_upsertion_):
+                tag__scram_credential_upsertion_, pos = _read_uvarint32(
+                    buf, pos, end, "scram_credential_upsertion.tagged_fields"
+                )
+                size__scram_credential_upsertion_, pos = _read_uvarint32(
+                    buf, pos, end, "scram_credential_upsertion.tagged_fields"
+                )
+                if size__scram_credential_upsertion_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__scram_credential_upsertion_} declares {size__scram_credential_upsertion_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="scram_credential_upsertion.tagged_fields",
+                    )
+                stop__scram_credential_upsertion_ = pos + size__scram_credential_upsertion_
+                if tag__scram_credential_upsertion_ <= prev__scram_credential_upsertion_:
+                    odd__scram_credential_upsertion_ = True
+                prev__scram_credential_upsertion_ = tag__scram_credential_upsertion_
+                tagged_fields_scram_credential_upsertion_.append(
+                    (tag__scram_credential_upsertion_, bytes(buf[pos:stop__scram_credential_upsertion_]))
+                )
+                pos = stop__scram_credential_upsertion_
+            if odd__scram_credential_upsertion_:
+                tagged_fields_scram_credential_upsertion_ = _keep_tags(
+                    tagged_fields_scram_credential_upsertion_, buf[sec__scram_credential_upsertion_:pos], ()
+                )
         value__scram_credential_upsertion_ = _new_object(ScramCredentialUpsertion)
         value__scram_credential_upsertion_.name = name_scram_credential_upsertion_
         value__scram_credential_upsertion_.mechanism = mechanism_scram_credential_upsertion_
@@ -723,36 +752,39 @@ def _fdecode_alter_user_scram_credentials_request(buf, pos, end, opts, api_versi
         item_ = value__scram_credential_upsertion_
         append_upsertions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_user_scram_credentials_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="alter_user_scram_credentials_request.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "alter_user_scram_credentials_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "alter_user_scram_credentials_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_user_scram_credentials_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="alter_user_scram_credentials_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "alter_user_scram_credentials_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "alter_user_scram_credentials_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="alter_user_scram_credentials_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(AlterUserScramCredentialsRequest)
     value_.deletions = deletions
     value_.upsertions = upsertions
@@ -767,10 +799,14 @@ def _encode_alter_user_scram_credentials_request(obj, out, index, api_version):
             f"AlterUserScramCredentialsRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="alter_user_scram_credentials_request",
         )
-    own_ = type(obj) is AlterUserScramCredentialsRequest
-    deletions = obj.deletions if own_ else getattr(obj, "deletions", None)
-    upsertions = obj.upsertions if own_ else getattr(obj, "upsertions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AlterUserScramCredentialsRequest:
+        deletions = obj.deletions
+        upsertions = obj.upsertions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        deletions = getattr(obj, "deletions", None)
+        upsertions = getattr(obj, "upsertions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(deletions)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -809,9 +845,10 @@ def _encode_alter_user_scram_credentials_request(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"alter_user_scram_credentials_request.upsertions[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "alter_user_scram_credentials_request.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "alter_user_scram_credentials_request.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_alter_user_scram_credentials_request(obj, out, index, api_version):
@@ -821,24 +858,28 @@ def _fencode_alter_user_scram_credentials_request(obj, out, index, api_version):
             f"AlterUserScramCredentialsRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="alter_user_scram_credentials_request",
         )
-    own_ = type(obj) is AlterUserScramCredentialsRequest
-    deletions = obj.deletions if own_ else getattr(obj, "deletions", None)
-    upsertions = obj.upsertions if own_ else getattr(obj, "upsertions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AlterUserScramCredentialsRequest:
+        deletions = obj.deletions
+        upsertions = obj.upsertions
+        tagged_fields = obj.tagged_fields
+    else:
+        deletions = getattr(obj, "deletions", None)
+        upsertions = getattr(obj, "upsertions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(deletions)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "alter_user_scram_credentials_request.deletions")
     for item_ in deletions:
-        own__scram_credential_deletion_ = type(item_) is ScramCredentialDeletion
-        name_scram_credential_deletion_ = item_.name if own__scram_credential_deletion_ else getattr(item_, "name", "")
-        mechanism_scram_credential_deletion_ = (
-            item_.mechanism if own__scram_credential_deletion_ else getattr(item_, "mechanism", 0)
-        )
-        tagged_fields_scram_credential_deletion_ = (
-            item_.tagged_fields if own__scram_credential_deletion_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is ScramCredentialDeletion:
+            name_scram_credential_deletion_ = item_.name
+            mechanism_scram_credential_deletion_ = item_.mechanism
+            tagged_fields_scram_credential_deletion_ = item_.tagged_fields
+        else:
+            name_scram_credential_deletion_ = getattr(item_, "name", "")
+            mechanism_scram_credential_deletion_ = getattr(item_, "mechanism", 0)
+            tagged_fields_scram_credential_deletion_ = getattr(item_, "tagged_fields", None)
         b__scram_credential_deletion_ = _STR_ENCODED.get(name_scram_credential_deletion_)
         name_scram_credential_deletion_ = (
             _encode_str(name_scram_credential_deletion_)
@@ -857,40 +898,35 @@ def _fencode_alter_user_scram_credentials_request(obj, out, index, api_version):
             raise _InvalidValueError(
                 f"{mechanism_scram_credential_deletion_} does not fit int8", path="scram_credential_deletion.mechanism"
             )
-        tags__scram_credential_deletion_ = []
-        valid__scram_credential_deletion_ = None
-        _write_tagged(
-            out,
-            tags__scram_credential_deletion_,
-            tagged_fields_scram_credential_deletion_,
-            "scram_credential_deletion.tagged_fields",
-            valid__scram_credential_deletion_,
-        )
+        if (
+            tagged_fields_scram_credential_deletion_
+            or tagged_fields_scram_credential_deletion_.__class__ is _TagSection
+        ):
+            _write_tagged(
+                out, [], tagged_fields_scram_credential_deletion_, "scram_credential_deletion.tagged_fields", None
+            )
+        else:
+            out.append(0)
     n_ = len(upsertions)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "alter_user_scram_credentials_request.upsertions")
     for item_ in upsertions:
-        own__scram_credential_upsertion_ = type(item_) is ScramCredentialUpsertion
-        name_scram_credential_upsertion_ = (
-            item_.name if own__scram_credential_upsertion_ else getattr(item_, "name", "")
-        )
-        mechanism_scram_credential_upsertion_ = (
-            item_.mechanism if own__scram_credential_upsertion_ else getattr(item_, "mechanism", 0)
-        )
-        iterations_scram_credential_upsertion_ = (
-            item_.iterations if own__scram_credential_upsertion_ else getattr(item_, "iterations", 0)
-        )
-        salt_scram_credential_upsertion_ = (
-            item_.salt if own__scram_credential_upsertion_ else getattr(item_, "salt", None)
-        )
-        salted_password_scram_credential_upsertion_ = (
-            item_.salted_password if own__scram_credential_upsertion_ else getattr(item_, "salted_password", None)
-        )
-        tagged_fields_scram_credential_upsertion_ = (
-            item_.tagged_fields if own__scram_credential_upsertion_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is ScramCredentialUpsertion:
+            name_scram_credential_upsertion_ = item_.name
+            mechanism_scram_credential_upsertion_ = item_.mechanism
+            iterations_scram_credential_upsertion_ = item_.iterations
+            salt_scram_credential_upsertion_ = item_.salt
+            salted_password_scram_credential_upsertion_ = item_.salted_password
+            tagged_fields_scram_credential_upsertion_ = item_.tagged_fields
+        else:
+            name_scram_credential_upsertion_ = getattr(item_, "name", "")
+            mechanism_scram_credential_upsertion_ = getattr(item_, "mechanism", 0)
+            iterations_scram_credential_upsertion_ = getattr(item_, "iterations", 0)
+            salt_scram_credential_upsertion_ = getattr(item_, "salt", None)
+            salted_password_scram_credential_upsertion_ = getattr(item_, "salted_password", None)
+            tagged_fields_scram_credential_upsertion_ = getattr(item_, "tagged_fields", None)
         b__scram_credential_upsertion_ = _STR_ENCODED.get(name_scram_credential_upsertion_)
         name_scram_credential_upsertion_ = (
             _encode_str(name_scram_credential_upsertion_)
@@ -916,18 +952,19 @@ def _fencode_alter_user_scram_credentials_request(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__scram_credential_upsertion_ + 1, "scram_credential_upsertion.salted_password")
         out += salted_password_scram_credential_upsertion_
-        tags__scram_credential_upsertion_ = []
-        valid__scram_credential_upsertion_ = None
-        _write_tagged(
-            out,
-            tags__scram_credential_upsertion_,
-            tagged_fields_scram_credential_upsertion_,
-            "scram_credential_upsertion.tagged_fields",
-            valid__scram_credential_upsertion_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "alter_user_scram_credentials_request.tagged_fields", valid_)
+        if (
+            tagged_fields_scram_credential_upsertion_
+            or tagged_fields_scram_credential_upsertion_.__class__ is _TagSection
+        ):
+            _write_tagged(
+                out, [], tagged_fields_scram_credential_upsertion_, "scram_credential_upsertion.tagged_fields", None
+            )
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "alter_user_scram_credentials_request.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_alter_user_scram_credentials_request_by_version(buf, pos, end, opts, api_version):

@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -122,46 +123,54 @@ def _decode_alter_user_scram_credentials_result(buf, pos, end, opts):
         error_message = str(buf[pos : pos + n_error_message], "utf-8", "surrogateescape")
         pos += n_error_message
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_user_scram_credentials_result.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="alter_user_scram_credentials_result.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "alter_user_scram_credentials_result.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "alter_user_scram_credentials_result.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_user_scram_credentials_result.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="alter_user_scram_credentials_result.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "alter_user_scram_credentials_result.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "alter_user_scram_credentials_result.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="alter_user_scram_credentials_result.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return AlterUserScramCredentialsResult(user, error_code, error_message, tagged_fields), pos
 
 
 def _encode_alter_user_scram_credentials_result(obj, out, index):
     """Append one alter_user_scram_credentials_result to out."""
-    own_ = type(obj) is AlterUserScramCredentialsResult
-    user = obj.user if own_ else getattr(obj, "user", "")
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AlterUserScramCredentialsResult:
+        user = obj.user
+        error_code = obj.error_code
+        error_message = obj.error_message
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        user = getattr(obj, "user", "")
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if user is None:
         raise _InvalidValueError("may not be null", path="alter_user_scram_credentials_result.user")
     else:
@@ -187,9 +196,10 @@ def _encode_alter_user_scram_credentials_result(obj, out, index):
             _write_uvarint(out, n_ + 1, "alter_user_scram_credentials_result.error_message")
 
         out += error_message
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "alter_user_scram_credentials_result.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "alter_user_scram_credentials_result.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_alter_user_scram_credentials_response(buf, pos, end, opts, api_version):
@@ -255,36 +265,39 @@ def _decode_alter_user_scram_credentials_response(buf, pos, end, opts, api_versi
             ) from None
         append_results(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_user_scram_credentials_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="alter_user_scram_credentials_response.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "alter_user_scram_credentials_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "alter_user_scram_credentials_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_user_scram_credentials_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="alter_user_scram_credentials_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "alter_user_scram_credentials_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "alter_user_scram_credentials_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="alter_user_scram_credentials_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return AlterUserScramCredentialsResponse(throttle_time_ms, results, tagged_fields), pos
 
 
@@ -386,48 +399,54 @@ def _fdecode_alter_user_scram_credentials_response(buf, pos, end, opts, api_vers
                 )
             pos += n_error_message_alter_user_scram_credentials_result_
         tagged_fields_alter_user_scram_credentials_result_ = []
-        sec__alter_user_scram_credentials_result_ = pos
-        prev__alter_user_scram_credentials_result_, odd__alter_user_scram_credentials_result_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__alter_user_scram_credentials_result_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__alter_user_scram_credentials_result_, pos = _read_uvarint32(
-                buf, pos, end, "alter_user_scram_credentials_result.tagged_fields"
-            )
-        if n_tags__alter_user_scram_credentials_result_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__alter_user_scram_credentials_result_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="alter_user_scram_credentials_result.tagged_fields",
-            )
-        for __alter_user_scram_credentials_result_ in range(n_tags__alter_user_scram_credentials_result_):
-            tag__alter_user_scram_credentials_result_, pos = _read_uvarint32(
-                buf, pos, end, "alter_user_scram_credentials_result.tagged_fields"
-            )
-            size__alter_user_scram_credentials_result_, pos = _read_uvarint32(
-                buf, pos, end, "alter_user_scram_credentials_result.tagged_fields"
-            )
-            if size__alter_user_scram_credentials_result_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__alter_user_scram_credentials_result_} declares {size__alter_user_scram_credentials_result_} bytes, {end - pos} left",
+            sec__alter_user_scram_credentials_result_ = pos
+            prev__alter_user_scram_credentials_result_, odd__alter_user_scram_credentials_result_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__alter_user_scram_credentials_result_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__alter_user_scram_credentials_result_, pos = _read_uvarint32(
+                    buf, pos, end, "alter_user_scram_credentials_result.tagged_fields"
+                )
+            if n_tags__alter_user_scram_credentials_result_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__alter_user_scram_credentials_result_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="alter_user_scram_credentials_result.tagged_fields",
                 )
-            stop__alter_user_scram_credentials_result_ = pos + size__alter_user_scram_credentials_result_
-            if tag__alter_user_scram_credentials_result_ <= prev__alter_user_scram_credentials_result_:
-                odd__alter_user_scram_credentials_result_ = True
-            prev__alter_user_scram_credentials_result_ = tag__alter_user_scram_credentials_result_
-            tagged_fields_alter_user_scram_credentials_result_.append(
-                (tag__alter_user_scram_credentials_result_, bytes(buf[pos:stop__alter_user_scram_credentials_result_]))
-            )
-            pos = stop__alter_user_scram_credentials_result_
-        if odd__alter_user_scram_credentials_result_:
-            tagged_fields_alter_user_scram_credentials_result_ = _keep_tags(
-                tagged_fields_alter_user_scram_credentials_result_,
-                buf[sec__alter_user_scram_credentials_result_:pos],
-                (),
-            )
+            for __alter_user_scram_credentials_result_ in range(n_tags__alter_user_scram_credentials_result_):
+                tag__alter_user_scram_credentials_result_, pos = _read_uvarint32(
+                    buf, pos, end, "alter_user_scram_credentials_result.tagged_fields"
+                )
+                size__alter_user_scram_credentials_result_, pos = _read_uvarint32(
+                    buf, pos, end, "alter_user_scram_credentials_result.tagged_fields"
+                )
+                if size__alter_user_scram_credentials_result_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__alter_user_scram_credentials_result_} declares {size__alter_user_scram_credentials_result_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="alter_user_scram_credentials_result.tagged_fields",
+                    )
+                stop__alter_user_scram_credentials_result_ = pos + size__alter_user_scram_credentials_result_
+                if tag__alter_user_scram_credentials_result_ <= prev__alter_user_scram_credentials_result_:
+                    odd__alter_user_scram_credentials_result_ = True
+                prev__alter_user_scram_credentials_result_ = tag__alter_user_scram_credentials_result_
+                tagged_fields_alter_user_scram_credentials_result_.append(
+                    (
+                        tag__alter_user_scram_credentials_result_,
+                        bytes(buf[pos:stop__alter_user_scram_credentials_result_]),
+                    )
+                )
+                pos = stop__alter_user_scram_credentials_result_
+            if odd__alter_user_scram_credentials_result_:
+                tagged_fields_alter_user_scram_credentials_result_ = _keep_tags(
+                    tagged_fields_alter_user_scram_credentials_result_,
+                    buf[sec__alter_user_scram_credentials_result_:pos],
+                    (),
+                )
         value__alter_user_scram_credentials_result_ = _new_object(AlterUserScramCredentialsResult)
         value__alter_user_scram_credentials_result_.user = user_alter_user_scram_credentials_result_
         value__alter_user_scram_credentials_result_.error_code = error_code_alter_user_scram_credentials_result_
@@ -436,36 +455,39 @@ def _fdecode_alter_user_scram_credentials_response(buf, pos, end, opts, api_vers
         item_ = value__alter_user_scram_credentials_result_
         append_results(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_user_scram_credentials_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="alter_user_scram_credentials_response.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "alter_user_scram_credentials_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "alter_user_scram_credentials_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_user_scram_credentials_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="alter_user_scram_credentials_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "alter_user_scram_credentials_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "alter_user_scram_credentials_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="alter_user_scram_credentials_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(AlterUserScramCredentialsResponse)
     value_.throttle_time_ms = throttle_time_ms
     value_.results = results
@@ -480,10 +502,14 @@ def _encode_alter_user_scram_credentials_response(obj, out, index, api_version):
             f"AlterUserScramCredentialsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="alter_user_scram_credentials_response",
         )
-    own_ = type(obj) is AlterUserScramCredentialsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    results = obj.results if own_ else getattr(obj, "results", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AlterUserScramCredentialsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        results = obj.results
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        results = getattr(obj, "results", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(throttle_time_ms)
     n_ = len(results)
     if -1 <= n_ < 0x3FFF:
@@ -504,9 +530,10 @@ def _encode_alter_user_scram_credentials_response(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"alter_user_scram_credentials_response.results[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "alter_user_scram_credentials_response.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "alter_user_scram_credentials_response.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_alter_user_scram_credentials_response(obj, out, index, api_version):
@@ -516,10 +543,14 @@ def _fencode_alter_user_scram_credentials_response(obj, out, index, api_version)
             f"AlterUserScramCredentialsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="alter_user_scram_credentials_response",
         )
-    own_ = type(obj) is AlterUserScramCredentialsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    results = obj.results if own_ else getattr(obj, "results", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AlterUserScramCredentialsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        results = obj.results
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        results = getattr(obj, "results", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(throttle_time_ms)
     n_ = len(results)
     if -1 <= n_ < 16383:
@@ -527,19 +558,16 @@ def _fencode_alter_user_scram_credentials_response(obj, out, index, api_version)
     else:
         _write_uvarint(out, n_ + 1, "alter_user_scram_credentials_response.results")
     for item_ in results:
-        own__alter_user_scram_credentials_result_ = type(item_) is AlterUserScramCredentialsResult
-        user_alter_user_scram_credentials_result_ = (
-            item_.user if own__alter_user_scram_credentials_result_ else getattr(item_, "user", "")
-        )
-        error_code_alter_user_scram_credentials_result_ = (
-            item_.error_code if own__alter_user_scram_credentials_result_ else getattr(item_, "error_code", 0)
-        )
-        error_message_alter_user_scram_credentials_result_ = (
-            item_.error_message if own__alter_user_scram_credentials_result_ else getattr(item_, "error_message", "")
-        )
-        tagged_fields_alter_user_scram_credentials_result_ = (
-            item_.tagged_fields if own__alter_user_scram_credentials_result_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is AlterUserScramCredentialsResult:
+            user_alter_user_scram_credentials_result_ = item_.user
+            error_code_alter_user_scram_credentials_result_ = item_.error_code
+            error_message_alter_user_scram_credentials_result_ = item_.error_message
+            tagged_fields_alter_user_scram_credentials_result_ = item_.tagged_fields
+        else:
+            user_alter_user_scram_credentials_result_ = getattr(item_, "user", "")
+            error_code_alter_user_scram_credentials_result_ = getattr(item_, "error_code", 0)
+            error_message_alter_user_scram_credentials_result_ = getattr(item_, "error_message", "")
+            tagged_fields_alter_user_scram_credentials_result_ = getattr(item_, "tagged_fields", None)
         b__alter_user_scram_credentials_result_ = _STR_ENCODED.get(user_alter_user_scram_credentials_result_)
         user_alter_user_scram_credentials_result_ = (
             _encode_str(user_alter_user_scram_credentials_result_)
@@ -574,18 +602,23 @@ def _fencode_alter_user_scram_credentials_response(obj, out, index, api_version)
                     "alter_user_scram_credentials_result.error_message",
                 )
             out += error_message_alter_user_scram_credentials_result_
-        tags__alter_user_scram_credentials_result_ = []
-        valid__alter_user_scram_credentials_result_ = None
-        _write_tagged(
-            out,
-            tags__alter_user_scram_credentials_result_,
-            tagged_fields_alter_user_scram_credentials_result_,
-            "alter_user_scram_credentials_result.tagged_fields",
-            valid__alter_user_scram_credentials_result_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "alter_user_scram_credentials_response.tagged_fields", valid_)
+        if (
+            tagged_fields_alter_user_scram_credentials_result_
+            or tagged_fields_alter_user_scram_credentials_result_.__class__ is _TagSection
+        ):
+            _write_tagged(
+                out,
+                [],
+                tagged_fields_alter_user_scram_credentials_result_,
+                "alter_user_scram_credentials_result.tagged_fields",
+                None,
+            )
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "alter_user_scram_credentials_response.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_alter_user_scram_credentials_response_by_version(buf, pos, end, opts, api_version):

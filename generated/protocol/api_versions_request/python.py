@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -173,36 +174,39 @@ def _decode_api_versions_request_flexible(buf, pos, end, opts, api_version):
         client_software_version = str(buf[pos : pos + n_client_software_version], "utf-8", "surrogateescape")
         pos += n_client_software_version
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "api_versions_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="api_versions_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "api_versions_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "api_versions_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "api_versions_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="api_versions_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "api_versions_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "api_versions_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="api_versions_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ApiVersionsRequestFlexible(client_software_name, client_software_version, tagged_fields), pos
 
 
@@ -263,36 +267,39 @@ def _fdecode_api_versions_request_flexible(buf, pos, end, opts, api_version):
             client_software_version = _decode_str(r_)
         pos += n_client_software_version
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "api_versions_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="api_versions_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "api_versions_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "api_versions_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "api_versions_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="api_versions_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "api_versions_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "api_versions_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="api_versions_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ApiVersionsRequestFlexible)  # slots set directly: a third of the cost of calling __init__
     value_.client_software_name = client_software_name
     value_.client_software_version = client_software_version
@@ -307,10 +314,14 @@ def _encode_api_versions_request_flexible(obj, out, index, api_version):
             f"ApiVersionsRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 3) and (<params>.api_version <= 4)))",
             path="api_versions_request_flexible",
         )
-    own_ = type(obj) is ApiVersionsRequestFlexible
-    client_software_name = obj.client_software_name if own_ else getattr(obj, "client_software_name", "")
-    client_software_version = obj.client_software_version if own_ else getattr(obj, "client_software_version", "")
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ApiVersionsRequestFlexible:
+        client_software_name = obj.client_software_name
+        client_software_version = obj.client_software_version
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        client_software_name = getattr(obj, "client_software_name", "")
+        client_software_version = getattr(obj, "client_software_version", "")
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if client_software_name is None:
         raise _InvalidValueError("may not be null", path="api_versions_request_flexible.client_software_name")
     else:
@@ -335,9 +346,10 @@ def _encode_api_versions_request_flexible(obj, out, index, api_version):
             _write_uvarint(out, n_ + 1, "api_versions_request_flexible.client_software_version")
 
         out += client_software_version
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "api_versions_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "api_versions_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_api_versions_request_flexible(obj, out, index, api_version):
@@ -347,10 +359,14 @@ def _fencode_api_versions_request_flexible(obj, out, index, api_version):
             f"ApiVersionsRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 3) and (<params>.api_version <= 4)))",
             path="api_versions_request_flexible",
         )
-    own_ = type(obj) is ApiVersionsRequestFlexible
-    client_software_name = obj.client_software_name if own_ else getattr(obj, "client_software_name", "")
-    client_software_version = obj.client_software_version if own_ else getattr(obj, "client_software_version", "")
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ApiVersionsRequestFlexible:
+        client_software_name = obj.client_software_name
+        client_software_version = obj.client_software_version
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        client_software_name = getattr(obj, "client_software_name", "")
+        client_software_version = getattr(obj, "client_software_version", "")
+        tagged_fields = getattr(obj, "tagged_fields", None)
     b_ = _STR_ENCODED.get(client_software_name)
     client_software_name = _encode_str(client_software_name) if b_ is None else b_
     n_ = len(client_software_name)
@@ -369,9 +385,10 @@ def _fencode_api_versions_request_flexible(obj, out, index, api_version):
         _write_uvarint(out, n_ + 1, "api_versions_request_flexible.client_software_version")
 
     out += client_software_version
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "api_versions_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "api_versions_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_api_versions_request_by_version(buf, pos, end, opts, api_version):

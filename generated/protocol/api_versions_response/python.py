@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -79,10 +80,14 @@ def _decode_api_version(buf, pos, end, opts):
 
 def _encode_api_version(obj, out, index):
     """Append one api_version to out."""
-    own_ = type(obj) is ApiVersion
-    api_key = obj.api_key if own_ else getattr(obj, "api_key", 0)
-    min_version = obj.min_version if own_ else getattr(obj, "min_version", 0)
-    max_version = obj.max_version if own_ else getattr(obj, "max_version", 0)
+    if type(obj) is ApiVersion:
+        api_key = obj.api_key
+        min_version = obj.min_version
+        max_version = obj.max_version
+    else:  # another class: its fields by name, a missing one at its default
+        api_key = getattr(obj, "api_key", 0)
+        min_version = getattr(obj, "min_version", 0)
+        max_version = getattr(obj, "max_version", 0)
     out += _S0.pack(api_key, min_version, max_version)
 
 
@@ -197,10 +202,14 @@ def _encode_api_versions_response(obj, out, index, api_version):
             f"ApiVersionsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 2))",
             path="api_versions_response",
         )
-    own_ = type(obj) is ApiVersionsResponse
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    api_keys = obj.api_keys if own_ else getattr(obj, "api_keys", None)
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
+    if type(obj) is ApiVersionsResponse:
+        error_code = obj.error_code
+        api_keys = obj.api_keys
+        throttle_time_ms = obj.throttle_time_ms
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        api_keys = getattr(obj, "api_keys", None)
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
     out += _S1.pack(error_code)
     out += _S2.pack(len(api_keys))
     index_ = 0
@@ -224,17 +233,25 @@ def _fencode_api_versions_response(obj, out, index, api_version):
             f"ApiVersionsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 2))",
             path="api_versions_response",
         )
-    own_ = type(obj) is ApiVersionsResponse
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    api_keys = obj.api_keys if own_ else getattr(obj, "api_keys", None)
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
+    if type(obj) is ApiVersionsResponse:
+        error_code = obj.error_code
+        api_keys = obj.api_keys
+        throttle_time_ms = obj.throttle_time_ms
+    else:
+        error_code = getattr(obj, "error_code", 0)
+        api_keys = getattr(obj, "api_keys", None)
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
     out += _S1.pack(error_code)
     out += _S2.pack(len(api_keys))
     for item_ in api_keys:
-        own__api_version_ = type(item_) is ApiVersion
-        api_key_api_version_ = item_.api_key if own__api_version_ else getattr(item_, "api_key", 0)
-        min_version_api_version_ = item_.min_version if own__api_version_ else getattr(item_, "min_version", 0)
-        max_version_api_version_ = item_.max_version if own__api_version_ else getattr(item_, "max_version", 0)
+        if type(item_) is ApiVersion:
+            api_key_api_version_ = item_.api_key
+            min_version_api_version_ = item_.min_version
+            max_version_api_version_ = item_.max_version
+        else:
+            api_key_api_version_ = getattr(item_, "api_key", 0)
+            min_version_api_version_ = getattr(item_, "min_version", 0)
+            max_version_api_version_ = getattr(item_, "max_version", 0)
         out += _S0.pack(api_key_api_version_, min_version_api_version_, max_version_api_version_)
     if api_version >= 1:
         out += _S2.pack(throttle_time_ms)
@@ -251,50 +268,59 @@ def _decode_api_version_flexible(buf, pos, end, opts):
     ) = _S0.unpack_from(buf, pos)
     pos += 6
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "api_version_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="api_version_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "api_version_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "api_version_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "api_version_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="api_version_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "api_version_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "api_version_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="api_version_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ApiVersionFlexible(api_key, min_version, max_version, tagged_fields), pos
 
 
 def _encode_api_version_flexible(obj, out, index):
     """Append one api_version_flexible to out."""
-    own_ = type(obj) is ApiVersionFlexible
-    api_key = obj.api_key if own_ else getattr(obj, "api_key", 0)
-    min_version = obj.min_version if own_ else getattr(obj, "min_version", 0)
-    max_version = obj.max_version if own_ else getattr(obj, "max_version", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ApiVersionFlexible:
+        api_key = obj.api_key
+        min_version = obj.min_version
+        max_version = obj.max_version
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        api_key = getattr(obj, "api_key", 0)
+        min_version = getattr(obj, "min_version", 0)
+        max_version = getattr(obj, "max_version", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(api_key, min_version, max_version)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "api_version_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "api_version_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_supported_feature_key(buf, pos, end, opts):
@@ -334,46 +360,54 @@ def _decode_supported_feature_key(buf, pos, end, opts):
     ) = _S3.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "supported_feature_key.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="supported_feature_key.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "supported_feature_key.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "supported_feature_key.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "supported_feature_key.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="supported_feature_key.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "supported_feature_key.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "supported_feature_key.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="supported_feature_key.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return SupportedFeatureKey(name, min_version, max_version, tagged_fields), pos
 
 
 def _encode_supported_feature_key(obj, out, index):
     """Append one supported_feature_key to out."""
-    own_ = type(obj) is SupportedFeatureKey
-    name = obj.name if own_ else getattr(obj, "name", "")
-    min_version = obj.min_version if own_ else getattr(obj, "min_version", 0)
-    max_version = obj.max_version if own_ else getattr(obj, "max_version", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is SupportedFeatureKey:
+        name = obj.name
+        min_version = obj.min_version
+        max_version = obj.max_version
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        min_version = getattr(obj, "min_version", 0)
+        max_version = getattr(obj, "max_version", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="supported_feature_key.name")
     else:
@@ -387,9 +421,10 @@ def _encode_supported_feature_key(obj, out, index):
 
         out += name
     out += _S3.pack(min_version, max_version)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "supported_feature_key.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "supported_feature_key.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_api_versions_response_flexible_supported_features_tag(buf, pos, end, opts):
@@ -499,40 +534,47 @@ def _fdecode_api_versions_response_flexible_supported_features_tag(buf, pos, end
         min_version_supported_feature_key_, max_version_supported_feature_key_ = _S3.unpack_from(buf, pos)
         pos += 4
         tagged_fields_supported_feature_key_ = []
-        sec__supported_feature_key_ = pos
-        prev__supported_feature_key_, odd__supported_feature_key_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__supported_feature_key_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__supported_feature_key_, pos = _read_uvarint32(buf, pos, end, "supported_feature_key.tagged_fields")
-        if n_tags__supported_feature_key_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__supported_feature_key_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="supported_feature_key.tagged_fields",
-            )
-        for __supported_feature_key_ in range(n_tags__supported_feature_key_):
-            tag__supported_feature_key_, pos = _read_uvarint32(buf, pos, end, "supported_feature_key.tagged_fields")
-            size__supported_feature_key_, pos = _read_uvarint32(buf, pos, end, "supported_feature_key.tagged_fields")
-            if size__supported_feature_key_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__supported_feature_key_} declares {size__supported_feature_key_} bytes, {end - pos} left",
+            sec__supported_feature_key_ = pos
+            prev__supported_feature_key_, odd__supported_feature_key_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__supported_feature_key_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__supported_feature_key_, pos = _read_uvarint32(
+                    buf, pos, end, "supported_feature_key.tagged_fields"
+                )
+            if n_tags__supported_feature_key_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__supported_feature_key_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="supported_feature_key.tagged_fields",
                 )
-            stop__supported_feature_key_ = pos + size__supported_feature_key_
-            if tag__supported_feature_key_ <= prev__supported_feature_key_:
-                odd__supported_feature_key_ = True
-            prev__supported_feature_key_ = tag__supported_feature_key_
-            tagged_fields_supported_feature_key_.append(
-                (tag__supported_feature_key_, bytes(buf[pos:stop__supported_feature_key_]))
-            )
-            pos = stop__supported_feature_key_
-        if odd__supported_feature_key_:
-            tagged_fields_supported_feature_key_ = _keep_tags(
-                tagged_fields_supported_feature_key_, buf[sec__supported_feature_key_:pos], ()
-            )
+            for __supported_feature_key_ in range(n_tags__supported_feature_key_):
+                tag__supported_feature_key_, pos = _read_uvarint32(buf, pos, end, "supported_feature_key.tagged_fields")
+                size__supported_feature_key_, pos = _read_uvarint32(
+                    buf, pos, end, "supported_feature_key.tagged_fields"
+                )
+                if size__supported_feature_key_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__supported_feature_key_} declares {size__supported_feature_key_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="supported_feature_key.tagged_fields",
+                    )
+                stop__supported_feature_key_ = pos + size__supported_feature_key_
+                if tag__supported_feature_key_ <= prev__supported_feature_key_:
+                    odd__supported_feature_key_ = True
+                prev__supported_feature_key_ = tag__supported_feature_key_
+                tagged_fields_supported_feature_key_.append(
+                    (tag__supported_feature_key_, bytes(buf[pos:stop__supported_feature_key_]))
+                )
+                pos = stop__supported_feature_key_
+            if odd__supported_feature_key_:
+                tagged_fields_supported_feature_key_ = _keep_tags(
+                    tagged_fields_supported_feature_key_, buf[sec__supported_feature_key_:pos], ()
+                )
         value__supported_feature_key_ = _new_object(SupportedFeatureKey)
         value__supported_feature_key_.name = name_supported_feature_key_
         value__supported_feature_key_.min_version = min_version_supported_feature_key_
@@ -576,17 +618,16 @@ def _fencode_api_versions_response_flexible_supported_features_tag(obj, out, ind
     else:
         _write_uvarint(out, n_ + 1, "api_versions_response_flexible_supported_features_tag.value")
     for item_ in value:
-        own__supported_feature_key_ = type(item_) is SupportedFeatureKey
-        name_supported_feature_key_ = item_.name if own__supported_feature_key_ else getattr(item_, "name", "")
-        min_version_supported_feature_key_ = (
-            item_.min_version if own__supported_feature_key_ else getattr(item_, "min_version", 0)
-        )
-        max_version_supported_feature_key_ = (
-            item_.max_version if own__supported_feature_key_ else getattr(item_, "max_version", 0)
-        )
-        tagged_fields_supported_feature_key_ = (
-            item_.tagged_fields if own__supported_feature_key_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is SupportedFeatureKey:
+            name_supported_feature_key_ = item_.name
+            min_version_supported_feature_key_ = item_.min_version
+            max_version_supported_feature_key_ = item_.max_version
+            tagged_fields_supported_feature_key_ = item_.tagged_fields
+        else:
+            name_supported_feature_key_ = getattr(item_, "name", "")
+            min_version_supported_feature_key_ = getattr(item_, "min_version", 0)
+            max_version_supported_feature_key_ = getattr(item_, "max_version", 0)
+            tagged_fields_supported_feature_key_ = getattr(item_, "tagged_fields", None)
         b__supported_feature_key_ = _STR_ENCODED.get(name_supported_feature_key_)
         name_supported_feature_key_ = (
             _encode_str(name_supported_feature_key_) if b__supported_feature_key_ is None else b__supported_feature_key_
@@ -598,15 +639,10 @@ def _fencode_api_versions_response_flexible_supported_features_tag(obj, out, ind
             _write_uvarint(out, n__supported_feature_key_ + 1, "supported_feature_key.name")
         out += name_supported_feature_key_
         out += _S3.pack(min_version_supported_feature_key_, max_version_supported_feature_key_)
-        tags__supported_feature_key_ = []
-        valid__supported_feature_key_ = None
-        _write_tagged(
-            out,
-            tags__supported_feature_key_,
-            tagged_fields_supported_feature_key_,
-            "supported_feature_key.tagged_fields",
-            valid__supported_feature_key_,
-        )
+        if tagged_fields_supported_feature_key_ or tagged_fields_supported_feature_key_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_supported_feature_key_, "supported_feature_key.tagged_fields", None)
+        else:
+            out.append(0)
 
 
 def _decode_api_versions_response_flexible_finalized_features_epoch_tag(buf, pos, end, opts):
@@ -678,46 +714,54 @@ def _decode_finalized_feature_key(buf, pos, end, opts):
     ) = _S3.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "finalized_feature_key.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="finalized_feature_key.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "finalized_feature_key.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "finalized_feature_key.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "finalized_feature_key.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="finalized_feature_key.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "finalized_feature_key.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "finalized_feature_key.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="finalized_feature_key.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return FinalizedFeatureKey(name, max_version_level, min_version_level, tagged_fields), pos
 
 
 def _encode_finalized_feature_key(obj, out, index):
     """Append one finalized_feature_key to out."""
-    own_ = type(obj) is FinalizedFeatureKey
-    name = obj.name if own_ else getattr(obj, "name", "")
-    max_version_level = obj.max_version_level if own_ else getattr(obj, "max_version_level", 0)
-    min_version_level = obj.min_version_level if own_ else getattr(obj, "min_version_level", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is FinalizedFeatureKey:
+        name = obj.name
+        max_version_level = obj.max_version_level
+        min_version_level = obj.min_version_level
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        max_version_level = getattr(obj, "max_version_level", 0)
+        min_version_level = getattr(obj, "min_version_level", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="finalized_feature_key.name")
     else:
@@ -731,9 +775,10 @@ def _encode_finalized_feature_key(obj, out, index):
 
         out += name
     out += _S3.pack(max_version_level, min_version_level)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "finalized_feature_key.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "finalized_feature_key.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_api_versions_response_flexible_finalized_features_tag(buf, pos, end, opts):
@@ -843,40 +888,47 @@ def _fdecode_api_versions_response_flexible_finalized_features_tag(buf, pos, end
         max_version_level_finalized_feature_key_, min_version_level_finalized_feature_key_ = _S3.unpack_from(buf, pos)
         pos += 4
         tagged_fields_finalized_feature_key_ = []
-        sec__finalized_feature_key_ = pos
-        prev__finalized_feature_key_, odd__finalized_feature_key_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__finalized_feature_key_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__finalized_feature_key_, pos = _read_uvarint32(buf, pos, end, "finalized_feature_key.tagged_fields")
-        if n_tags__finalized_feature_key_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__finalized_feature_key_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="finalized_feature_key.tagged_fields",
-            )
-        for __finalized_feature_key_ in range(n_tags__finalized_feature_key_):
-            tag__finalized_feature_key_, pos = _read_uvarint32(buf, pos, end, "finalized_feature_key.tagged_fields")
-            size__finalized_feature_key_, pos = _read_uvarint32(buf, pos, end, "finalized_feature_key.tagged_fields")
-            if size__finalized_feature_key_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__finalized_feature_key_} declares {size__finalized_feature_key_} bytes, {end - pos} left",
+            sec__finalized_feature_key_ = pos
+            prev__finalized_feature_key_, odd__finalized_feature_key_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__finalized_feature_key_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__finalized_feature_key_, pos = _read_uvarint32(
+                    buf, pos, end, "finalized_feature_key.tagged_fields"
+                )
+            if n_tags__finalized_feature_key_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__finalized_feature_key_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="finalized_feature_key.tagged_fields",
                 )
-            stop__finalized_feature_key_ = pos + size__finalized_feature_key_
-            if tag__finalized_feature_key_ <= prev__finalized_feature_key_:
-                odd__finalized_feature_key_ = True
-            prev__finalized_feature_key_ = tag__finalized_feature_key_
-            tagged_fields_finalized_feature_key_.append(
-                (tag__finalized_feature_key_, bytes(buf[pos:stop__finalized_feature_key_]))
-            )
-            pos = stop__finalized_feature_key_
-        if odd__finalized_feature_key_:
-            tagged_fields_finalized_feature_key_ = _keep_tags(
-                tagged_fields_finalized_feature_key_, buf[sec__finalized_feature_key_:pos], ()
-            )
+            for __finalized_feature_key_ in range(n_tags__finalized_feature_key_):
+                tag__finalized_feature_key_, pos = _read_uvarint32(buf, pos, end, "finalized_feature_key.tagged_fields")
+                size__finalized_feature_key_, pos = _read_uvarint32(
+                    buf, pos, end, "finalized_feature_key.tagged_fields"
+                )
+                if size__finalized_feature_key_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__finalized_feature_key_} declares {size__finalized_feature_key_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="finalized_feature_key.tagged_fields",
+                    )
+                stop__finalized_feature_key_ = pos + size__finalized_feature_key_
+                if tag__finalized_feature_key_ <= prev__finalized_feature_key_:
+                    odd__finalized_feature_key_ = True
+                prev__finalized_feature_key_ = tag__finalized_feature_key_
+                tagged_fields_finalized_feature_key_.append(
+                    (tag__finalized_feature_key_, bytes(buf[pos:stop__finalized_feature_key_]))
+                )
+                pos = stop__finalized_feature_key_
+            if odd__finalized_feature_key_:
+                tagged_fields_finalized_feature_key_ = _keep_tags(
+                    tagged_fields_finalized_feature_key_, buf[sec__finalized_feature_key_:pos], ()
+                )
         value__finalized_feature_key_ = _new_object(FinalizedFeatureKey)
         value__finalized_feature_key_.name = name_finalized_feature_key_
         value__finalized_feature_key_.max_version_level = max_version_level_finalized_feature_key_
@@ -920,17 +972,16 @@ def _fencode_api_versions_response_flexible_finalized_features_tag(obj, out, ind
     else:
         _write_uvarint(out, n_ + 1, "api_versions_response_flexible_finalized_features_tag.value")
     for item_ in value:
-        own__finalized_feature_key_ = type(item_) is FinalizedFeatureKey
-        name_finalized_feature_key_ = item_.name if own__finalized_feature_key_ else getattr(item_, "name", "")
-        max_version_level_finalized_feature_key_ = (
-            item_.max_version_level if own__finalized_feature_key_ else getattr(item_, "max_version_level", 0)
-        )
-        min_version_level_finalized_feature_key_ = (
-            item_.min_version_level if own__finalized_feature_key_ else getattr(item_, "min_version_level", 0)
-        )
-        tagged_fields_finalized_feature_key_ = (
-            item_.tagged_fields if own__finalized_feature_key_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is FinalizedFeatureKey:
+            name_finalized_feature_key_ = item_.name
+            max_version_level_finalized_feature_key_ = item_.max_version_level
+            min_version_level_finalized_feature_key_ = item_.min_version_level
+            tagged_fields_finalized_feature_key_ = item_.tagged_fields
+        else:
+            name_finalized_feature_key_ = getattr(item_, "name", "")
+            max_version_level_finalized_feature_key_ = getattr(item_, "max_version_level", 0)
+            min_version_level_finalized_feature_key_ = getattr(item_, "min_version_level", 0)
+            tagged_fields_finalized_feature_key_ = getattr(item_, "tagged_fields", None)
         b__finalized_feature_key_ = _STR_ENCODED.get(name_finalized_feature_key_)
         name_finalized_feature_key_ = (
             _encode_str(name_finalized_feature_key_) if b__finalized_feature_key_ is None else b__finalized_feature_key_
@@ -942,15 +993,10 @@ def _fencode_api_versions_response_flexible_finalized_features_tag(obj, out, ind
             _write_uvarint(out, n__finalized_feature_key_ + 1, "finalized_feature_key.name")
         out += name_finalized_feature_key_
         out += _S3.pack(max_version_level_finalized_feature_key_, min_version_level_finalized_feature_key_)
-        tags__finalized_feature_key_ = []
-        valid__finalized_feature_key_ = None
-        _write_tagged(
-            out,
-            tags__finalized_feature_key_,
-            tagged_fields_finalized_feature_key_,
-            "finalized_feature_key.tagged_fields",
-            valid__finalized_feature_key_,
-        )
+        if tagged_fields_finalized_feature_key_ or tagged_fields_finalized_feature_key_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_finalized_feature_key_, "finalized_feature_key.tagged_fields", None)
+        else:
+            out.append(0)
 
 
 def _decode_api_versions_response_flexible_zk_migration_ready_tag(buf, pos, end, opts):
@@ -1048,96 +1094,99 @@ def _decode_api_versions_response_flexible(buf, pos, end, opts, api_version):
     finalized_features_epoch = -1
     finalized_features = []
     zk_migration_ready = False
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "api_versions_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="api_versions_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "api_versions_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "api_versions_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "api_versions_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="api_versions_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0:
-            supported_features, q_ = _decode_api_versions_response_flexible_supported_features_tag(
-                buf, pos, stop_, opts
-            )
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 0 (supported_features) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="api_versions_response_flexible.tagged_fields.supported_features",
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "api_versions_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "api_versions_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="api_versions_response_flexible.tagged_fields",
                 )
-            if supported_features == [] or supported_features is None:  # written at its default: kept as read
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
                 odd_ = True
-        elif tag_ == 1:
-            finalized_features_epoch, q_ = _decode_api_versions_response_flexible_finalized_features_epoch_tag(
-                buf, pos, stop_, opts
-            )
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 1 (finalized_features_epoch) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="api_versions_response_flexible.tagged_fields.finalized_features_epoch",
+            prev_ = tag_
+            if tag_ == 0:
+                supported_features, q_ = _decode_api_versions_response_flexible_supported_features_tag(
+                    buf, pos, stop_, opts
                 )
-            if (
-                finalized_features_epoch == -1 or finalized_features_epoch is None
-            ):  # written at its default: kept as read
-                odd_ = True
-        elif tag_ == 2:
-            finalized_features, q_ = _decode_api_versions_response_flexible_finalized_features_tag(
-                buf, pos, stop_, opts
-            )
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 2 (finalized_features) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="api_versions_response_flexible.tagged_fields.finalized_features",
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (supported_features) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="api_versions_response_flexible.tagged_fields.supported_features",
+                    )
+                if supported_features == [] or supported_features is None:  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 1:
+                finalized_features_epoch, q_ = _decode_api_versions_response_flexible_finalized_features_epoch_tag(
+                    buf, pos, stop_, opts
                 )
-            if finalized_features == [] or finalized_features is None:  # written at its default: kept as read
-                odd_ = True
-        elif tag_ == 3:
-            zk_migration_ready, q_ = _decode_api_versions_response_flexible_zk_migration_ready_tag(
-                buf, pos, stop_, opts
-            )
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 3 (zk_migration_ready) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="api_versions_response_flexible.tagged_fields.zk_migration_ready",
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 1 (finalized_features_epoch) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="api_versions_response_flexible.tagged_fields.finalized_features_epoch",
+                    )
+                if (
+                    finalized_features_epoch == -1 or finalized_features_epoch is None
+                ):  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 2:
+                finalized_features, q_ = _decode_api_versions_response_flexible_finalized_features_tag(
+                    buf, pos, stop_, opts
                 )
-            if zk_migration_ready == False or zk_migration_ready is None:  # written at its default: kept as read
-                odd_ = True
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(
-            tagged_fields,
-            buf[sec_:pos],
-            (
-                (0, (supported_features == [] or supported_features is None)),
-                (1, (finalized_features_epoch == -1 or finalized_features_epoch is None)),
-                (2, (finalized_features == [] or finalized_features is None)),
-                (3, (zk_migration_ready == False or zk_migration_ready is None)),
-            ),
-        )
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 2 (finalized_features) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="api_versions_response_flexible.tagged_fields.finalized_features",
+                    )
+                if finalized_features == [] or finalized_features is None:  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 3:
+                zk_migration_ready, q_ = _decode_api_versions_response_flexible_zk_migration_ready_tag(
+                    buf, pos, stop_, opts
+                )
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 3 (zk_migration_ready) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="api_versions_response_flexible.tagged_fields.zk_migration_ready",
+                    )
+                if zk_migration_ready == False or zk_migration_ready is None:  # written at its default: kept as read
+                    odd_ = True
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(
+                tagged_fields,
+                buf[sec_:pos],
+                (
+                    (0, (supported_features == [] or supported_features is None)),
+                    (1, (finalized_features_epoch == -1 or finalized_features_epoch is None)),
+                    (2, (finalized_features == [] or finalized_features is None)),
+                    (3, (zk_migration_ready == False or zk_migration_ready is None)),
+                ),
+            )
     return ApiVersionsResponseFlexible(
         error_code,
         api_keys,
@@ -1192,40 +1241,45 @@ def _fdecode_api_versions_response_flexible(buf, pos, end, opts, api_version):
         )
         pos += 6
         tagged_fields_api_version_flexible_ = []
-        sec__api_version_flexible_ = pos
-        prev__api_version_flexible_, odd__api_version_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__api_version_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__api_version_flexible_, pos = _read_uvarint32(buf, pos, end, "api_version_flexible.tagged_fields")
-        if n_tags__api_version_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__api_version_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="api_version_flexible.tagged_fields",
-            )
-        for __api_version_flexible_ in range(n_tags__api_version_flexible_):
-            tag__api_version_flexible_, pos = _read_uvarint32(buf, pos, end, "api_version_flexible.tagged_fields")
-            size__api_version_flexible_, pos = _read_uvarint32(buf, pos, end, "api_version_flexible.tagged_fields")
-            if size__api_version_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__api_version_flexible_} declares {size__api_version_flexible_} bytes, {end - pos} left",
+            sec__api_version_flexible_ = pos
+            prev__api_version_flexible_, odd__api_version_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__api_version_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__api_version_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "api_version_flexible.tagged_fields"
+                )
+            if n_tags__api_version_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__api_version_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="api_version_flexible.tagged_fields",
                 )
-            stop__api_version_flexible_ = pos + size__api_version_flexible_
-            if tag__api_version_flexible_ <= prev__api_version_flexible_:
-                odd__api_version_flexible_ = True
-            prev__api_version_flexible_ = tag__api_version_flexible_
-            tagged_fields_api_version_flexible_.append(
-                (tag__api_version_flexible_, bytes(buf[pos:stop__api_version_flexible_]))
-            )
-            pos = stop__api_version_flexible_
-        if odd__api_version_flexible_:
-            tagged_fields_api_version_flexible_ = _keep_tags(
-                tagged_fields_api_version_flexible_, buf[sec__api_version_flexible_:pos], ()
-            )
+            for __api_version_flexible_ in range(n_tags__api_version_flexible_):
+                tag__api_version_flexible_, pos = _read_uvarint32(buf, pos, end, "api_version_flexible.tagged_fields")
+                size__api_version_flexible_, pos = _read_uvarint32(buf, pos, end, "api_version_flexible.tagged_fields")
+                if size__api_version_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__api_version_flexible_} declares {size__api_version_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="api_version_flexible.tagged_fields",
+                    )
+                stop__api_version_flexible_ = pos + size__api_version_flexible_
+                if tag__api_version_flexible_ <= prev__api_version_flexible_:
+                    odd__api_version_flexible_ = True
+                prev__api_version_flexible_ = tag__api_version_flexible_
+                tagged_fields_api_version_flexible_.append(
+                    (tag__api_version_flexible_, bytes(buf[pos:stop__api_version_flexible_]))
+                )
+                pos = stop__api_version_flexible_
+            if odd__api_version_flexible_:
+                tagged_fields_api_version_flexible_ = _keep_tags(
+                    tagged_fields_api_version_flexible_, buf[sec__api_version_flexible_:pos], ()
+                )
         value__api_version_flexible_ = _new_object(ApiVersionFlexible)
         value__api_version_flexible_.api_key = api_key_api_version_flexible_
         value__api_version_flexible_.min_version = min_version_api_version_flexible_
@@ -1240,94 +1294,97 @@ def _fdecode_api_versions_response_flexible(buf, pos, end, opts, api_version):
     finalized_features_epoch = -1
     finalized_features = []
     zk_migration_ready = False
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "api_versions_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="api_versions_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "api_versions_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "api_versions_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "api_versions_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="api_versions_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0:
-            supported_features, q_ = _fdecode_api_versions_response_flexible_supported_features_tag(
-                buf, pos, stop_, opts
-            )
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 0 (supported_features) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="api_versions_response_flexible.tagged_fields.supported_features",
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "api_versions_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "api_versions_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="api_versions_response_flexible.tagged_fields",
                 )
-            if supported_features == [] or supported_features is None:
+            stop_ = pos + size_
+            if tag_ <= prev_:
                 odd_ = True
-        elif tag_ == 1:
-            finalized_features_epoch, q_ = _fdecode_api_versions_response_flexible_finalized_features_epoch_tag(
-                buf, pos, stop_, opts
-            )
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 1 (finalized_features_epoch) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="api_versions_response_flexible.tagged_fields.finalized_features_epoch",
+            prev_ = tag_
+            if tag_ == 0:
+                supported_features, q_ = _fdecode_api_versions_response_flexible_supported_features_tag(
+                    buf, pos, stop_, opts
                 )
-            if finalized_features_epoch == -1 or finalized_features_epoch is None:
-                odd_ = True
-        elif tag_ == 2:
-            finalized_features, q_ = _fdecode_api_versions_response_flexible_finalized_features_tag(
-                buf, pos, stop_, opts
-            )
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 2 (finalized_features) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="api_versions_response_flexible.tagged_fields.finalized_features",
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (supported_features) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="api_versions_response_flexible.tagged_fields.supported_features",
+                    )
+                if supported_features == [] or supported_features is None:
+                    odd_ = True
+            elif tag_ == 1:
+                finalized_features_epoch, q_ = _fdecode_api_versions_response_flexible_finalized_features_epoch_tag(
+                    buf, pos, stop_, opts
                 )
-            if finalized_features == [] or finalized_features is None:
-                odd_ = True
-        elif tag_ == 3:
-            zk_migration_ready, q_ = _fdecode_api_versions_response_flexible_zk_migration_ready_tag(
-                buf, pos, stop_, opts
-            )
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 3 (zk_migration_ready) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="api_versions_response_flexible.tagged_fields.zk_migration_ready",
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 1 (finalized_features_epoch) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="api_versions_response_flexible.tagged_fields.finalized_features_epoch",
+                    )
+                if finalized_features_epoch == -1 or finalized_features_epoch is None:
+                    odd_ = True
+            elif tag_ == 2:
+                finalized_features, q_ = _fdecode_api_versions_response_flexible_finalized_features_tag(
+                    buf, pos, stop_, opts
                 )
-            if zk_migration_ready == False or zk_migration_ready is None:
-                odd_ = True
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(
-            tagged_fields,
-            buf[sec_:pos],
-            (
-                (0, supported_features == [] or supported_features is None),
-                (1, finalized_features_epoch == -1 or finalized_features_epoch is None),
-                (2, finalized_features == [] or finalized_features is None),
-                (3, zk_migration_ready == False or zk_migration_ready is None),
-            ),
-        )
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 2 (finalized_features) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="api_versions_response_flexible.tagged_fields.finalized_features",
+                    )
+                if finalized_features == [] or finalized_features is None:
+                    odd_ = True
+            elif tag_ == 3:
+                zk_migration_ready, q_ = _fdecode_api_versions_response_flexible_zk_migration_ready_tag(
+                    buf, pos, stop_, opts
+                )
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 3 (zk_migration_ready) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="api_versions_response_flexible.tagged_fields.zk_migration_ready",
+                    )
+                if zk_migration_ready == False or zk_migration_ready is None:
+                    odd_ = True
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(
+                tagged_fields,
+                buf[sec_:pos],
+                (
+                    (0, supported_features == [] or supported_features is None),
+                    (1, finalized_features_epoch == -1 or finalized_features_epoch is None),
+                    (2, finalized_features == [] or finalized_features is None),
+                    (3, zk_migration_ready == False or zk_migration_ready is None),
+                ),
+            )
     value_ = _new_object(ApiVersionsResponseFlexible)
     value_.error_code = error_code
     value_.api_keys = api_keys
@@ -1347,11 +1404,16 @@ def _encode_api_versions_response_flexible(obj, out, index, api_version):
             f"ApiVersionsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 3) and (<params>.api_version <= 4)))",
             path="api_versions_response_flexible",
         )
-    own_ = type(obj) is ApiVersionsResponseFlexible
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    api_keys = obj.api_keys if own_ else getattr(obj, "api_keys", None)
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ApiVersionsResponseFlexible:
+        error_code = obj.error_code
+        api_keys = obj.api_keys
+        throttle_time_ms = obj.throttle_time_ms
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        api_keys = getattr(obj, "api_keys", None)
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(error_code)
     n_ = len(api_keys)
     if -1 <= n_ < 0x3FFF:
@@ -1392,7 +1454,10 @@ def _encode_api_versions_response_flexible(obj, out, index, api_version):
         _encode_api_versions_response_flexible_zk_migration_ready_tag(zk_migration_ready, tmp_, 0)
         tags_.append((3, tmp_))
     valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "api_versions_response_flexible.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "api_versions_response_flexible.tagged_fields", valid_)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_api_versions_response_flexible(obj, out, index, api_version):
@@ -1402,11 +1467,16 @@ def _fencode_api_versions_response_flexible(obj, out, index, api_version):
             f"ApiVersionsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 3) and (<params>.api_version <= 4)))",
             path="api_versions_response_flexible",
         )
-    own_ = type(obj) is ApiVersionsResponseFlexible
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    api_keys = obj.api_keys if own_ else getattr(obj, "api_keys", None)
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ApiVersionsResponseFlexible:
+        error_code = obj.error_code
+        api_keys = obj.api_keys
+        throttle_time_ms = obj.throttle_time_ms
+        tagged_fields = obj.tagged_fields
+    else:
+        error_code = getattr(obj, "error_code", 0)
+        api_keys = getattr(obj, "api_keys", None)
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(error_code)
     n_ = len(api_keys)
     if -1 <= n_ < 16383:
@@ -1414,29 +1484,23 @@ def _fencode_api_versions_response_flexible(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "api_versions_response_flexible.api_keys")
     for item_ in api_keys:
-        own__api_version_flexible_ = type(item_) is ApiVersionFlexible
-        api_key_api_version_flexible_ = item_.api_key if own__api_version_flexible_ else getattr(item_, "api_key", 0)
-        min_version_api_version_flexible_ = (
-            item_.min_version if own__api_version_flexible_ else getattr(item_, "min_version", 0)
-        )
-        max_version_api_version_flexible_ = (
-            item_.max_version if own__api_version_flexible_ else getattr(item_, "max_version", 0)
-        )
-        tagged_fields_api_version_flexible_ = (
-            item_.tagged_fields if own__api_version_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is ApiVersionFlexible:
+            api_key_api_version_flexible_ = item_.api_key
+            min_version_api_version_flexible_ = item_.min_version
+            max_version_api_version_flexible_ = item_.max_version
+            tagged_fields_api_version_flexible_ = item_.tagged_fields
+        else:
+            api_key_api_version_flexible_ = getattr(item_, "api_key", 0)
+            min_version_api_version_flexible_ = getattr(item_, "min_version", 0)
+            max_version_api_version_flexible_ = getattr(item_, "max_version", 0)
+            tagged_fields_api_version_flexible_ = getattr(item_, "tagged_fields", None)
         out += _S0.pack(
             api_key_api_version_flexible_, min_version_api_version_flexible_, max_version_api_version_flexible_
         )
-        tags__api_version_flexible_ = []
-        valid__api_version_flexible_ = None
-        _write_tagged(
-            out,
-            tags__api_version_flexible_,
-            tagged_fields_api_version_flexible_,
-            "api_version_flexible.tagged_fields",
-            valid__api_version_flexible_,
-        )
+        if tagged_fields_api_version_flexible_ or tagged_fields_api_version_flexible_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_api_version_flexible_, "api_version_flexible.tagged_fields", None)
+        else:
+            out.append(0)
     out += _S2.pack(throttle_time_ms)
     tags_ = []
     supported_features = getattr(obj, "supported_features", [])
@@ -1460,7 +1524,10 @@ def _fencode_api_versions_response_flexible(obj, out, index, api_version):
         _fencode_api_versions_response_flexible_zk_migration_ready_tag(zk_migration_ready, tmp_, 0)
         tags_.append((3, tmp_))
     valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "api_versions_response_flexible.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "api_versions_response_flexible.tagged_fields", valid_)
+    else:
+        out.append(0)
 
 
 def _decode_api_versions_response_by_version(buf, pos, end, opts, api_version):

@@ -22,6 +22,7 @@ from kfmt.runtime.scalars import uuid16 as _uuid16
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -62,45 +63,57 @@ def _decode_partition_data(buf, pos, end, opts):
     ) = _S0.unpack_from(buf, pos)
     pos += 6
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="partition_data.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="partition_data.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="partition_data.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="partition_data.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return PartitionData(partition_index, error_code, tagged_fields), pos
 
 
 def _encode_partition_data(obj, out, index):
     """Append one partition_data to out."""
-    own_ = type(obj) is PartitionData
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is PartitionData:
+        partition_index = obj.partition_index
+        error_code = obj.error_code
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        error_code = getattr(obj, "error_code", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition_index, error_code)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "partition_data.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "partition_data.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_topic_data(buf, pos, end, opts):
@@ -142,41 +155,48 @@ def _decode_topic_data(buf, pos, end, opts):
             raise exc.within("topic_data.partitions", i_partitions, "partition_data") from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_data.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="topic_data.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_data.tagged_fields"
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="topic_data.tagged_fields"
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TopicData(topic_id, partitions, tagged_fields), pos
 
 
 def _encode_topic_data(obj, out, index):
     """Append one topic_data to out."""
-    own_ = type(obj) is TopicData
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TopicData:
+        topic_id = obj.topic_id
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_id = getattr(obj, "topic_id", None)
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(_uuid16(topic_id))
     n_ = len(partitions)
     if -1 <= n_ < 0x3FFF:
@@ -194,9 +214,10 @@ def _encode_topic_data(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_data.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "topic_data.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "topic_data.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_directory_data(buf, pos, end, opts):
@@ -238,41 +259,52 @@ def _decode_directory_data(buf, pos, end, opts):
             raise exc.within("directory_data.topics", i_topics, "topic_data") from None
         append_topics(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "directory_data.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="directory_data.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "directory_data.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "directory_data.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="directory_data.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "directory_data.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="directory_data.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "directory_data.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "directory_data.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="directory_data.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DirectoryData(id, topics, tagged_fields), pos
 
 
 def _encode_directory_data(obj, out, index):
     """Append one directory_data to out."""
-    own_ = type(obj) is DirectoryData
-    id = obj.id if own_ else getattr(obj, "id", None)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DirectoryData:
+        id = obj.id
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        id = getattr(obj, "id", None)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(_uuid16(id))
     n_ = len(topics)
     if -1 <= n_ < 0x3FFF:
@@ -290,9 +322,10 @@ def _encode_directory_data(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"directory_data.topics[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "directory_data.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "directory_data.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_assign_replicas_to_dirs_response(buf, pos, end, opts, api_version):
@@ -367,36 +400,39 @@ def _decode_assign_replicas_to_dirs_response(buf, pos, end, opts, api_version):
                     path="assign_replicas_to_dirs_response.directories",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "assign_replicas_to_dirs_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="assign_replicas_to_dirs_response.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "assign_replicas_to_dirs_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "assign_replicas_to_dirs_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "assign_replicas_to_dirs_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="assign_replicas_to_dirs_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "assign_replicas_to_dirs_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "assign_replicas_to_dirs_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="assign_replicas_to_dirs_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return AssignReplicasToDirsResponse(throttle_time_ms, error_code, directories, tagged_fields), pos
 
 
@@ -503,61 +539,66 @@ def _fdecode_assign_replicas_to_dirs_response(buf, pos, end, opts, api_version):
                 ) = _S0.unpack_from(buf, pos)
                 pos += 6
                 tagged_fields_partition_data__topic_data__directory_data_ = []
-                sec__partition_data__topic_data__directory_data_ = pos
-                prev__partition_data__topic_data__directory_data_, odd__partition_data__topic_data__directory_data_ = (
-                    -1,
-                    False,
-                )
-                if pos < end and buf[pos] < 128:
-                    n_tags__partition_data__topic_data__directory_data_ = buf[pos]
+                if pos < end and buf[pos] == 0:
                     pos += 1
                 else:
-                    n_tags__partition_data__topic_data__directory_data_, pos = _read_uvarint32(
-                        buf, pos, end, "partition_data.tagged_fields"
-                    )
-                if n_tags__partition_data__topic_data__directory_data_ > (end - pos) // 2:
-                    raise _InvalidValueError(
-                        f"{n_tags__partition_data__topic_data__directory_data_} tagged fields cannot fit in {end - pos} bytes",
-                        offset=pos,
-                        path="partition_data.tagged_fields",
-                    )
-                for __partition_data__topic_data__directory_data_ in range(
-                    n_tags__partition_data__topic_data__directory_data_
-                ):
-                    tag__partition_data__topic_data__directory_data_, pos = _read_uvarint32(
-                        buf, pos, end, "partition_data.tagged_fields"
-                    )
-                    size__partition_data__topic_data__directory_data_, pos = _read_uvarint32(
-                        buf, pos, end, "partition_data.tagged_fields"
-                    )
-                    if size__partition_data__topic_data__directory_data_ > end - pos:
-                        raise _TruncatedError(
-                            f"tag {tag__partition_data__topic_data__directory_data_} declares {size__partition_data__topic_data__directory_data_} bytes, {end - pos} left",
+                    sec__partition_data__topic_data__directory_data_ = pos
+                    (
+                        prev__partition_data__topic_data__directory_data_,
+                        odd__partition_data__topic_data__directory_data_,
+                    ) = (-1, False)
+                    if pos < end and buf[pos] < 128:
+                        n_tags__partition_data__topic_data__directory_data_ = buf[pos]
+                        pos += 1
+                    else:
+                        n_tags__partition_data__topic_data__directory_data_, pos = _read_uvarint32(
+                            buf, pos, end, "partition_data.tagged_fields"
+                        )
+                    if n_tags__partition_data__topic_data__directory_data_ > (end - pos) // 2:
+                        raise _InvalidValueError(
+                            f"{n_tags__partition_data__topic_data__directory_data_} tagged fields cannot fit in {end - pos} bytes",
                             offset=pos,
                             path="partition_data.tagged_fields",
                         )
-                    stop__partition_data__topic_data__directory_data_ = (
-                        pos + size__partition_data__topic_data__directory_data_
-                    )
-                    if (
-                        tag__partition_data__topic_data__directory_data_
-                        <= prev__partition_data__topic_data__directory_data_
+                    for __partition_data__topic_data__directory_data_ in range(
+                        n_tags__partition_data__topic_data__directory_data_
                     ):
-                        odd__partition_data__topic_data__directory_data_ = True
-                    prev__partition_data__topic_data__directory_data_ = tag__partition_data__topic_data__directory_data_
-                    tagged_fields_partition_data__topic_data__directory_data_.append(
-                        (
-                            tag__partition_data__topic_data__directory_data_,
-                            bytes(buf[pos:stop__partition_data__topic_data__directory_data_]),
+                        tag__partition_data__topic_data__directory_data_, pos = _read_uvarint32(
+                            buf, pos, end, "partition_data.tagged_fields"
                         )
-                    )
-                    pos = stop__partition_data__topic_data__directory_data_
-                if odd__partition_data__topic_data__directory_data_:
-                    tagged_fields_partition_data__topic_data__directory_data_ = _keep_tags(
-                        tagged_fields_partition_data__topic_data__directory_data_,
-                        buf[sec__partition_data__topic_data__directory_data_:pos],
-                        (),
-                    )
+                        size__partition_data__topic_data__directory_data_, pos = _read_uvarint32(
+                            buf, pos, end, "partition_data.tagged_fields"
+                        )
+                        if size__partition_data__topic_data__directory_data_ > end - pos:
+                            raise _TruncatedError(
+                                f"tag {tag__partition_data__topic_data__directory_data_} declares {size__partition_data__topic_data__directory_data_} bytes, {end - pos} left",
+                                offset=pos,
+                                path="partition_data.tagged_fields",
+                            )
+                        stop__partition_data__topic_data__directory_data_ = (
+                            pos + size__partition_data__topic_data__directory_data_
+                        )
+                        if (
+                            tag__partition_data__topic_data__directory_data_
+                            <= prev__partition_data__topic_data__directory_data_
+                        ):
+                            odd__partition_data__topic_data__directory_data_ = True
+                        prev__partition_data__topic_data__directory_data_ = (
+                            tag__partition_data__topic_data__directory_data_
+                        )
+                        tagged_fields_partition_data__topic_data__directory_data_.append(
+                            (
+                                tag__partition_data__topic_data__directory_data_,
+                                bytes(buf[pos:stop__partition_data__topic_data__directory_data_]),
+                            )
+                        )
+                        pos = stop__partition_data__topic_data__directory_data_
+                    if odd__partition_data__topic_data__directory_data_:
+                        tagged_fields_partition_data__topic_data__directory_data_ = _keep_tags(
+                            tagged_fields_partition_data__topic_data__directory_data_,
+                            buf[sec__partition_data__topic_data__directory_data_:pos],
+                            (),
+                        )
                 value__partition_data__topic_data__directory_data_ = _new_object(PartitionData)
                 value__partition_data__topic_data__directory_data_.partition_index = (
                     partition_index_partition_data__topic_data__directory_data_
@@ -571,40 +612,45 @@ def _fdecode_assign_replicas_to_dirs_response(buf, pos, end, opts, api_version):
                 item__topic_data__directory_data_ = value__partition_data__topic_data__directory_data_
                 append_partitions_topic_data__directory_data_(item__topic_data__directory_data_)
             tagged_fields_topic_data__directory_data_ = []
-            sec__topic_data__directory_data_ = pos
-            prev__topic_data__directory_data_, odd__topic_data__directory_data_ = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__topic_data__directory_data_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__topic_data__directory_data_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
-            if n_tags__topic_data__directory_data_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__topic_data__directory_data_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="topic_data.tagged_fields",
-                )
-            for __topic_data__directory_data_ in range(n_tags__topic_data__directory_data_):
-                tag__topic_data__directory_data_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
-                size__topic_data__directory_data_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
-                if size__topic_data__directory_data_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__topic_data__directory_data_} declares {size__topic_data__directory_data_} bytes, {end - pos} left",
+                sec__topic_data__directory_data_ = pos
+                prev__topic_data__directory_data_, odd__topic_data__directory_data_ = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__topic_data__directory_data_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__topic_data__directory_data_, pos = _read_uvarint32(
+                        buf, pos, end, "topic_data.tagged_fields"
+                    )
+                if n_tags__topic_data__directory_data_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__topic_data__directory_data_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="topic_data.tagged_fields",
                     )
-                stop__topic_data__directory_data_ = pos + size__topic_data__directory_data_
-                if tag__topic_data__directory_data_ <= prev__topic_data__directory_data_:
-                    odd__topic_data__directory_data_ = True
-                prev__topic_data__directory_data_ = tag__topic_data__directory_data_
-                tagged_fields_topic_data__directory_data_.append(
-                    (tag__topic_data__directory_data_, bytes(buf[pos:stop__topic_data__directory_data_]))
-                )
-                pos = stop__topic_data__directory_data_
-            if odd__topic_data__directory_data_:
-                tagged_fields_topic_data__directory_data_ = _keep_tags(
-                    tagged_fields_topic_data__directory_data_, buf[sec__topic_data__directory_data_:pos], ()
-                )
+                for __topic_data__directory_data_ in range(n_tags__topic_data__directory_data_):
+                    tag__topic_data__directory_data_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+                    size__topic_data__directory_data_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+                    if size__topic_data__directory_data_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__topic_data__directory_data_} declares {size__topic_data__directory_data_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="topic_data.tagged_fields",
+                        )
+                    stop__topic_data__directory_data_ = pos + size__topic_data__directory_data_
+                    if tag__topic_data__directory_data_ <= prev__topic_data__directory_data_:
+                        odd__topic_data__directory_data_ = True
+                    prev__topic_data__directory_data_ = tag__topic_data__directory_data_
+                    tagged_fields_topic_data__directory_data_.append(
+                        (tag__topic_data__directory_data_, bytes(buf[pos:stop__topic_data__directory_data_]))
+                    )
+                    pos = stop__topic_data__directory_data_
+                if odd__topic_data__directory_data_:
+                    tagged_fields_topic_data__directory_data_ = _keep_tags(
+                        tagged_fields_topic_data__directory_data_, buf[sec__topic_data__directory_data_:pos], ()
+                    )
             value__topic_data__directory_data_ = _new_object(TopicData)
             value__topic_data__directory_data_.topic_id = topic_id_topic_data__directory_data_
             value__topic_data__directory_data_.partitions = partitions_topic_data__directory_data_
@@ -612,36 +658,41 @@ def _fdecode_assign_replicas_to_dirs_response(buf, pos, end, opts, api_version):
             item__directory_data_ = value__topic_data__directory_data_
             append_topics_directory_data_(item__directory_data_)
         tagged_fields_directory_data_ = []
-        sec__directory_data_ = pos
-        prev__directory_data_, odd__directory_data_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__directory_data_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__directory_data_, pos = _read_uvarint32(buf, pos, end, "directory_data.tagged_fields")
-        if n_tags__directory_data_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__directory_data_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="directory_data.tagged_fields",
-            )
-        for __directory_data_ in range(n_tags__directory_data_):
-            tag__directory_data_, pos = _read_uvarint32(buf, pos, end, "directory_data.tagged_fields")
-            size__directory_data_, pos = _read_uvarint32(buf, pos, end, "directory_data.tagged_fields")
-            if size__directory_data_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__directory_data_} declares {size__directory_data_} bytes, {end - pos} left",
+            sec__directory_data_ = pos
+            prev__directory_data_, odd__directory_data_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__directory_data_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__directory_data_, pos = _read_uvarint32(buf, pos, end, "directory_data.tagged_fields")
+            if n_tags__directory_data_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__directory_data_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="directory_data.tagged_fields",
                 )
-            stop__directory_data_ = pos + size__directory_data_
-            if tag__directory_data_ <= prev__directory_data_:
-                odd__directory_data_ = True
-            prev__directory_data_ = tag__directory_data_
-            tagged_fields_directory_data_.append((tag__directory_data_, bytes(buf[pos:stop__directory_data_])))
-            pos = stop__directory_data_
-        if odd__directory_data_:
-            tagged_fields_directory_data_ = _keep_tags(tagged_fields_directory_data_, buf[sec__directory_data_:pos], ())
+            for __directory_data_ in range(n_tags__directory_data_):
+                tag__directory_data_, pos = _read_uvarint32(buf, pos, end, "directory_data.tagged_fields")
+                size__directory_data_, pos = _read_uvarint32(buf, pos, end, "directory_data.tagged_fields")
+                if size__directory_data_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__directory_data_} declares {size__directory_data_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="directory_data.tagged_fields",
+                    )
+                stop__directory_data_ = pos + size__directory_data_
+                if tag__directory_data_ <= prev__directory_data_:
+                    odd__directory_data_ = True
+                prev__directory_data_ = tag__directory_data_
+                tagged_fields_directory_data_.append((tag__directory_data_, bytes(buf[pos:stop__directory_data_])))
+                pos = stop__directory_data_
+            if odd__directory_data_:
+                tagged_fields_directory_data_ = _keep_tags(
+                    tagged_fields_directory_data_, buf[sec__directory_data_:pos], ()
+                )
         value__directory_data_ = _new_object(DirectoryData)
         value__directory_data_.id = id_directory_data_
         value__directory_data_.topics = topics_directory_data_
@@ -653,36 +704,39 @@ def _fdecode_assign_replicas_to_dirs_response(buf, pos, end, opts, api_version):
             if budget_directories < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "assign_replicas_to_dirs_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="assign_replicas_to_dirs_response.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "assign_replicas_to_dirs_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "assign_replicas_to_dirs_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "assign_replicas_to_dirs_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="assign_replicas_to_dirs_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "assign_replicas_to_dirs_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "assign_replicas_to_dirs_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="assign_replicas_to_dirs_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(AssignReplicasToDirsResponse)
     value_.throttle_time_ms = throttle_time_ms
     value_.error_code = error_code
@@ -698,11 +752,16 @@ def _encode_assign_replicas_to_dirs_response(obj, out, index, api_version):
             f"AssignReplicasToDirsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="assign_replicas_to_dirs_response",
         )
-    own_ = type(obj) is AssignReplicasToDirsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    directories = obj.directories if own_ else getattr(obj, "directories", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AssignReplicasToDirsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        directories = obj.directories
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        directories = getattr(obj, "directories", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(throttle_time_ms, error_code)
     n_ = len(directories)
     if -1 <= n_ < 0x3FFF:
@@ -721,9 +780,10 @@ def _encode_assign_replicas_to_dirs_response(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"assign_replicas_to_dirs_response.directories[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "assign_replicas_to_dirs_response.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "assign_replicas_to_dirs_response.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_assign_replicas_to_dirs_response(obj, out, index, api_version):
@@ -733,11 +793,16 @@ def _fencode_assign_replicas_to_dirs_response(obj, out, index, api_version):
             f"AssignReplicasToDirsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="assign_replicas_to_dirs_response",
         )
-    own_ = type(obj) is AssignReplicasToDirsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    directories = obj.directories if own_ else getattr(obj, "directories", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AssignReplicasToDirsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        directories = obj.directories
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        directories = getattr(obj, "directories", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(throttle_time_ms, error_code)
     n_ = len(directories)
     if -1 <= n_ < 16383:
@@ -745,12 +810,14 @@ def _fencode_assign_replicas_to_dirs_response(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "assign_replicas_to_dirs_response.directories")
     for item_ in directories:
-        own__directory_data_ = type(item_) is DirectoryData
-        id_directory_data_ = item_.id if own__directory_data_ else getattr(item_, "id", None)
-        topics_directory_data_ = item_.topics if own__directory_data_ else getattr(item_, "topics", None)
-        tagged_fields_directory_data_ = (
-            item_.tagged_fields if own__directory_data_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is DirectoryData:
+            id_directory_data_ = item_.id
+            topics_directory_data_ = item_.topics
+            tagged_fields_directory_data_ = item_.tagged_fields
+        else:
+            id_directory_data_ = getattr(item_, "id", None)
+            topics_directory_data_ = getattr(item_, "topics", None)
+            tagged_fields_directory_data_ = getattr(item_, "tagged_fields", None)
         out += _S1.pack(_uuid16(id_directory_data_))
         n__directory_data_ = len(topics_directory_data_)
         if -1 <= n__directory_data_ < 16383:
@@ -758,22 +825,14 @@ def _fencode_assign_replicas_to_dirs_response(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__directory_data_ + 1, "directory_data.topics")
         for item__directory_data_ in topics_directory_data_:
-            own__topic_data__directory_data_ = type(item__directory_data_) is TopicData
-            topic_id_topic_data__directory_data_ = (
-                item__directory_data_.topic_id
-                if own__topic_data__directory_data_
-                else getattr(item__directory_data_, "topic_id", None)
-            )
-            partitions_topic_data__directory_data_ = (
-                item__directory_data_.partitions
-                if own__topic_data__directory_data_
-                else getattr(item__directory_data_, "partitions", None)
-            )
-            tagged_fields_topic_data__directory_data_ = (
-                item__directory_data_.tagged_fields
-                if own__topic_data__directory_data_
-                else getattr(item__directory_data_, "tagged_fields", None)
-            )
+            if type(item__directory_data_) is TopicData:
+                topic_id_topic_data__directory_data_ = item__directory_data_.topic_id
+                partitions_topic_data__directory_data_ = item__directory_data_.partitions
+                tagged_fields_topic_data__directory_data_ = item__directory_data_.tagged_fields
+            else:
+                topic_id_topic_data__directory_data_ = getattr(item__directory_data_, "topic_id", None)
+                partitions_topic_data__directory_data_ = getattr(item__directory_data_, "partitions", None)
+                tagged_fields_topic_data__directory_data_ = getattr(item__directory_data_, "tagged_fields", None)
             out += _S1.pack(_uuid16(topic_id_topic_data__directory_data_))
             n__topic_data__directory_data_ = len(partitions_topic_data__directory_data_)
             if -1 <= n__topic_data__directory_data_ < 16383:
@@ -781,58 +840,58 @@ def _fencode_assign_replicas_to_dirs_response(obj, out, index, api_version):
             else:
                 _write_uvarint(out, n__topic_data__directory_data_ + 1, "topic_data.partitions")
             for item__topic_data__directory_data_ in partitions_topic_data__directory_data_:
-                own__partition_data__topic_data__directory_data_ = (
-                    type(item__topic_data__directory_data_) is PartitionData
-                )
-                partition_index_partition_data__topic_data__directory_data_ = (
-                    item__topic_data__directory_data_.partition_index
-                    if own__partition_data__topic_data__directory_data_
-                    else getattr(item__topic_data__directory_data_, "partition_index", 0)
-                )
-                error_code_partition_data__topic_data__directory_data_ = (
-                    item__topic_data__directory_data_.error_code
-                    if own__partition_data__topic_data__directory_data_
-                    else getattr(item__topic_data__directory_data_, "error_code", 0)
-                )
-                tagged_fields_partition_data__topic_data__directory_data_ = (
-                    item__topic_data__directory_data_.tagged_fields
-                    if own__partition_data__topic_data__directory_data_
-                    else getattr(item__topic_data__directory_data_, "tagged_fields", None)
-                )
+                if type(item__topic_data__directory_data_) is PartitionData:
+                    partition_index_partition_data__topic_data__directory_data_ = (
+                        item__topic_data__directory_data_.partition_index
+                    )
+                    error_code_partition_data__topic_data__directory_data_ = (
+                        item__topic_data__directory_data_.error_code
+                    )
+                    tagged_fields_partition_data__topic_data__directory_data_ = (
+                        item__topic_data__directory_data_.tagged_fields
+                    )
+                else:
+                    partition_index_partition_data__topic_data__directory_data_ = getattr(
+                        item__topic_data__directory_data_, "partition_index", 0
+                    )
+                    error_code_partition_data__topic_data__directory_data_ = getattr(
+                        item__topic_data__directory_data_, "error_code", 0
+                    )
+                    tagged_fields_partition_data__topic_data__directory_data_ = getattr(
+                        item__topic_data__directory_data_, "tagged_fields", None
+                    )
                 out += _S0.pack(
                     partition_index_partition_data__topic_data__directory_data_,
                     error_code_partition_data__topic_data__directory_data_,
                 )
-                tags__partition_data__topic_data__directory_data_ = []
-                valid__partition_data__topic_data__directory_data_ = None
-                _write_tagged(
-                    out,
-                    tags__partition_data__topic_data__directory_data_,
-                    tagged_fields_partition_data__topic_data__directory_data_,
-                    "partition_data.tagged_fields",
-                    valid__partition_data__topic_data__directory_data_,
-                )
-            tags__topic_data__directory_data_ = []
-            valid__topic_data__directory_data_ = None
-            _write_tagged(
-                out,
-                tags__topic_data__directory_data_,
-                tagged_fields_topic_data__directory_data_,
-                "topic_data.tagged_fields",
-                valid__topic_data__directory_data_,
-            )
-        tags__directory_data_ = []
-        valid__directory_data_ = None
-        _write_tagged(
-            out,
-            tags__directory_data_,
-            tagged_fields_directory_data_,
-            "directory_data.tagged_fields",
-            valid__directory_data_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "assign_replicas_to_dirs_response.tagged_fields", valid_)
+                if (
+                    tagged_fields_partition_data__topic_data__directory_data_
+                    or tagged_fields_partition_data__topic_data__directory_data_.__class__ is _TagSection
+                ):
+                    _write_tagged(
+                        out,
+                        [],
+                        tagged_fields_partition_data__topic_data__directory_data_,
+                        "partition_data.tagged_fields",
+                        None,
+                    )
+                else:
+                    out.append(0)
+            if (
+                tagged_fields_topic_data__directory_data_
+                or tagged_fields_topic_data__directory_data_.__class__ is _TagSection
+            ):
+                _write_tagged(out, [], tagged_fields_topic_data__directory_data_, "topic_data.tagged_fields", None)
+            else:
+                out.append(0)
+        if tagged_fields_directory_data_ or tagged_fields_directory_data_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_directory_data_, "directory_data.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "assign_replicas_to_dirs_response.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_assign_replicas_to_dirs_response_by_version(buf, pos, end, opts, api_version):

@@ -26,6 +26,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -84,10 +85,14 @@ def _decode_partition_data(buf, pos, end, opts):
 
 def _encode_partition_data(obj, out, index):
     """Append one partition_data to out."""
-    own_ = type(obj) is PartitionData
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    leader_id = obj.leader_id if own_ else getattr(obj, "leader_id", 0)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", 0)
+    if type(obj) is PartitionData:
+        partition_index = obj.partition_index
+        leader_id = obj.leader_id
+        leader_epoch = obj.leader_epoch
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        leader_id = getattr(obj, "leader_id", 0)
+        leader_epoch = getattr(obj, "leader_epoch", 0)
     out += _S0.pack(partition_index, leader_id, leader_epoch)
 
 
@@ -141,9 +146,12 @@ def _decode_topic_data(buf, pos, end, opts):
 
 def _encode_topic_data(obj, out, index):
     """Append one topic_data to out."""
-    own_ = type(obj) is TopicData
-    topic_name = obj.topic_name if own_ else getattr(obj, "topic_name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
+    if type(obj) is TopicData:
+        topic_name = obj.topic_name
+        partitions = obj.partitions
+    else:  # another class: its fields by name, a missing one at its default
+        topic_name = getattr(obj, "topic_name", "")
+        partitions = getattr(obj, "partitions", None)
     if topic_name is None:
         raise _InvalidValueError("may not be null", path="topic_data.topic_name")
     else:
@@ -344,9 +352,12 @@ def _encode_begin_quorum_epoch_request(obj, out, index, api_version):
             f"BeginQuorumEpochRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="begin_quorum_epoch_request",
         )
-    own_ = type(obj) is BeginQuorumEpochRequest
-    cluster_id = obj.cluster_id if own_ else getattr(obj, "cluster_id", None)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
+    if type(obj) is BeginQuorumEpochRequest:
+        cluster_id = obj.cluster_id
+        topics = obj.topics
+    else:  # another class: its fields by name, a missing one at its default
+        cluster_id = getattr(obj, "cluster_id", None)
+        topics = getattr(obj, "topics", None)
     if cluster_id is None:
         out += _S1.pack(-1)
     else:
@@ -374,9 +385,12 @@ def _fencode_begin_quorum_epoch_request(obj, out, index, api_version):
             f"BeginQuorumEpochRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="begin_quorum_epoch_request",
         )
-    own_ = type(obj) is BeginQuorumEpochRequest
-    cluster_id = obj.cluster_id if own_ else getattr(obj, "cluster_id", None)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
+    if type(obj) is BeginQuorumEpochRequest:
+        cluster_id = obj.cluster_id
+        topics = obj.topics
+    else:
+        cluster_id = getattr(obj, "cluster_id", None)
+        topics = getattr(obj, "topics", None)
     if cluster_id is None:
         out += _S1.pack(-1)
     else:
@@ -386,31 +400,26 @@ def _fencode_begin_quorum_epoch_request(obj, out, index, api_version):
         out += cluster_id
     out += _S2.pack(len(topics))
     for item_ in topics:
-        own__topic_data_ = type(item_) is TopicData
-        topic_name_topic_data_ = item_.topic_name if own__topic_data_ else getattr(item_, "topic_name", "")
-        partitions_topic_data_ = item_.partitions if own__topic_data_ else getattr(item_, "partitions", None)
+        if type(item_) is TopicData:
+            topic_name_topic_data_ = item_.topic_name
+            partitions_topic_data_ = item_.partitions
+        else:
+            topic_name_topic_data_ = getattr(item_, "topic_name", "")
+            partitions_topic_data_ = getattr(item_, "partitions", None)
         b__topic_data_ = _STR_ENCODED.get(topic_name_topic_data_)
         topic_name_topic_data_ = _encode_str(topic_name_topic_data_) if b__topic_data_ is None else b__topic_data_
         out += _S1.pack(len(topic_name_topic_data_))
         out += topic_name_topic_data_
         out += _S2.pack(len(partitions_topic_data_))
         for item__topic_data_ in partitions_topic_data_:
-            own__partition_data__topic_data_ = type(item__topic_data_) is PartitionData
-            partition_index_partition_data__topic_data_ = (
-                item__topic_data_.partition_index
-                if own__partition_data__topic_data_
-                else getattr(item__topic_data_, "partition_index", 0)
-            )
-            leader_id_partition_data__topic_data_ = (
-                item__topic_data_.leader_id
-                if own__partition_data__topic_data_
-                else getattr(item__topic_data_, "leader_id", 0)
-            )
-            leader_epoch_partition_data__topic_data_ = (
-                item__topic_data_.leader_epoch
-                if own__partition_data__topic_data_
-                else getattr(item__topic_data_, "leader_epoch", 0)
-            )
+            if type(item__topic_data_) is PartitionData:
+                partition_index_partition_data__topic_data_ = item__topic_data_.partition_index
+                leader_id_partition_data__topic_data_ = item__topic_data_.leader_id
+                leader_epoch_partition_data__topic_data_ = item__topic_data_.leader_epoch
+            else:
+                partition_index_partition_data__topic_data_ = getattr(item__topic_data_, "partition_index", 0)
+                leader_id_partition_data__topic_data_ = getattr(item__topic_data_, "leader_id", 0)
+                leader_epoch_partition_data__topic_data_ = getattr(item__topic_data_, "leader_epoch", 0)
             out += _S0.pack(
                 partition_index_partition_data__topic_data_,
                 leader_id_partition_data__topic_data_,
@@ -430,51 +439,61 @@ def _decode_partition_data_flexible(buf, pos, end, opts):
     ) = _S3.unpack_from(buf, pos)
     pos += 28
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="partition_data_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "partition_data_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "partition_data_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="partition_data_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "partition_data_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "partition_data_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="partition_data_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return PartitionDataFlexible(partition_index, voter_directory_id, leader_id, leader_epoch, tagged_fields), pos
 
 
 def _encode_partition_data_flexible(obj, out, index):
     """Append one partition_data_flexible to out."""
-    own_ = type(obj) is PartitionDataFlexible
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    voter_directory_id = obj.voter_directory_id if own_ else getattr(obj, "voter_directory_id", None)
-    leader_id = obj.leader_id if own_ else getattr(obj, "leader_id", 0)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is PartitionDataFlexible:
+        partition_index = obj.partition_index
+        voter_directory_id = obj.voter_directory_id
+        leader_id = obj.leader_id
+        leader_epoch = obj.leader_epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        voter_directory_id = getattr(obj, "voter_directory_id", None)
+        leader_id = getattr(obj, "leader_id", 0)
+        leader_epoch = getattr(obj, "leader_epoch", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S3.pack(partition_index, _uuid16(voter_directory_id), leader_id, leader_epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "partition_data_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "partition_data_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_topic_data_flexible(buf, pos, end, opts):
@@ -541,45 +560,52 @@ def _decode_topic_data_flexible(buf, pos, end, opts):
             raise exc.within("topic_data_flexible.partitions", i_partitions, "partition_data_flexible") from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_data_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="topic_data_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "topic_data_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "topic_data_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_data_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="topic_data_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "topic_data_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "topic_data_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="topic_data_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TopicDataFlexible(topic_name, partitions, tagged_fields), pos
 
 
 def _encode_topic_data_flexible(obj, out, index):
     """Append one topic_data_flexible to out."""
-    own_ = type(obj) is TopicDataFlexible
-    topic_name = obj.topic_name if own_ else getattr(obj, "topic_name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TopicDataFlexible:
+        topic_name = obj.topic_name
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_name = getattr(obj, "topic_name", "")
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if topic_name is None:
         raise _InvalidValueError("may not be null", path="topic_data_flexible.topic_name")
     else:
@@ -608,9 +634,10 @@ def _encode_topic_data_flexible(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_data_flexible.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "topic_data_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "topic_data_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_leader_endpoint(buf, pos, end, opts):
@@ -666,42 +693,54 @@ def _decode_leader_endpoint(buf, pos, end, opts):
     (port,) = _S4.unpack_from(buf, pos)
     pos += 2
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_endpoint.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="leader_endpoint.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "leader_endpoint.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "leader_endpoint.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="leader_endpoint.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_endpoint.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="leader_endpoint.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "leader_endpoint.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "leader_endpoint.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="leader_endpoint.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return LeaderEndpoint(name, host, port, tagged_fields), pos
 
 
 def _encode_leader_endpoint(obj, out, index):
     """Append one leader_endpoint to out."""
-    own_ = type(obj) is LeaderEndpoint
-    name = obj.name if own_ else getattr(obj, "name", "")
-    host = obj.host if own_ else getattr(obj, "host", "")
-    port = obj.port if own_ else getattr(obj, "port", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is LeaderEndpoint:
+        name = obj.name
+        host = obj.host
+        port = obj.port
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        host = getattr(obj, "host", "")
+        port = getattr(obj, "port", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="leader_endpoint.name")
     else:
@@ -727,9 +766,10 @@ def _encode_leader_endpoint(obj, out, index):
 
         out += host
     out += _S4.pack(port)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "leader_endpoint.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "leader_endpoint.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_begin_quorum_epoch_request_flexible(buf, pos, end, opts, api_version):
@@ -884,36 +924,39 @@ def _decode_begin_quorum_epoch_request_flexible(buf, pos, end, opts, api_version
             ) from None
         append_leader_endpoints(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "begin_quorum_epoch_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="begin_quorum_epoch_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "begin_quorum_epoch_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "begin_quorum_epoch_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "begin_quorum_epoch_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="begin_quorum_epoch_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "begin_quorum_epoch_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "begin_quorum_epoch_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="begin_quorum_epoch_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return BeginQuorumEpochRequestFlexible(cluster_id, voter_id, topics, leader_endpoints, tagged_fields), pos
 
 
@@ -1039,61 +1082,66 @@ def _fdecode_begin_quorum_epoch_request_flexible(buf, pos, end, opts, api_versio
             ) = _S3.unpack_from(buf, pos)
             pos += 28
             tagged_fields_partition_data_flexible__topic_data_flexible_ = []
-            sec__partition_data_flexible__topic_data_flexible_ = pos
-            prev__partition_data_flexible__topic_data_flexible_, odd__partition_data_flexible__topic_data_flexible_ = (
-                -1,
-                False,
-            )
-            if pos < end and buf[pos] < 128:
-                n_tags__partition_data_flexible__topic_data_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__partition_data_flexible__topic_data_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_data_flexible.tagged_fields"
-                )
-            if n_tags__partition_data_flexible__topic_data_flexible_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__partition_data_flexible__topic_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="partition_data_flexible.tagged_fields",
-                )
-            for __partition_data_flexible__topic_data_flexible_ in range(
-                n_tags__partition_data_flexible__topic_data_flexible_
-            ):
-                tag__partition_data_flexible__topic_data_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_data_flexible.tagged_fields"
-                )
-                size__partition_data_flexible__topic_data_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_data_flexible.tagged_fields"
-                )
-                if size__partition_data_flexible__topic_data_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__partition_data_flexible__topic_data_flexible_} declares {size__partition_data_flexible__topic_data_flexible_} bytes, {end - pos} left",
+                sec__partition_data_flexible__topic_data_flexible_ = pos
+                (
+                    prev__partition_data_flexible__topic_data_flexible_,
+                    odd__partition_data_flexible__topic_data_flexible_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__partition_data_flexible__topic_data_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__partition_data_flexible__topic_data_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_data_flexible.tagged_fields"
+                    )
+                if n_tags__partition_data_flexible__topic_data_flexible_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__partition_data_flexible__topic_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="partition_data_flexible.tagged_fields",
                     )
-                stop__partition_data_flexible__topic_data_flexible_ = (
-                    pos + size__partition_data_flexible__topic_data_flexible_
-                )
-                if (
-                    tag__partition_data_flexible__topic_data_flexible_
-                    <= prev__partition_data_flexible__topic_data_flexible_
+                for __partition_data_flexible__topic_data_flexible_ in range(
+                    n_tags__partition_data_flexible__topic_data_flexible_
                 ):
-                    odd__partition_data_flexible__topic_data_flexible_ = True
-                prev__partition_data_flexible__topic_data_flexible_ = tag__partition_data_flexible__topic_data_flexible_
-                tagged_fields_partition_data_flexible__topic_data_flexible_.append(
-                    (
-                        tag__partition_data_flexible__topic_data_flexible_,
-                        bytes(buf[pos:stop__partition_data_flexible__topic_data_flexible_]),
+                    tag__partition_data_flexible__topic_data_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_data_flexible.tagged_fields"
                     )
-                )
-                pos = stop__partition_data_flexible__topic_data_flexible_
-            if odd__partition_data_flexible__topic_data_flexible_:
-                tagged_fields_partition_data_flexible__topic_data_flexible_ = _keep_tags(
-                    tagged_fields_partition_data_flexible__topic_data_flexible_,
-                    buf[sec__partition_data_flexible__topic_data_flexible_:pos],
-                    (),
-                )
+                    size__partition_data_flexible__topic_data_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_data_flexible.tagged_fields"
+                    )
+                    if size__partition_data_flexible__topic_data_flexible_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__partition_data_flexible__topic_data_flexible_} declares {size__partition_data_flexible__topic_data_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="partition_data_flexible.tagged_fields",
+                        )
+                    stop__partition_data_flexible__topic_data_flexible_ = (
+                        pos + size__partition_data_flexible__topic_data_flexible_
+                    )
+                    if (
+                        tag__partition_data_flexible__topic_data_flexible_
+                        <= prev__partition_data_flexible__topic_data_flexible_
+                    ):
+                        odd__partition_data_flexible__topic_data_flexible_ = True
+                    prev__partition_data_flexible__topic_data_flexible_ = (
+                        tag__partition_data_flexible__topic_data_flexible_
+                    )
+                    tagged_fields_partition_data_flexible__topic_data_flexible_.append(
+                        (
+                            tag__partition_data_flexible__topic_data_flexible_,
+                            bytes(buf[pos:stop__partition_data_flexible__topic_data_flexible_]),
+                        )
+                    )
+                    pos = stop__partition_data_flexible__topic_data_flexible_
+                if odd__partition_data_flexible__topic_data_flexible_:
+                    tagged_fields_partition_data_flexible__topic_data_flexible_ = _keep_tags(
+                        tagged_fields_partition_data_flexible__topic_data_flexible_,
+                        buf[sec__partition_data_flexible__topic_data_flexible_:pos],
+                        (),
+                    )
             value__partition_data_flexible__topic_data_flexible_ = _new_object(PartitionDataFlexible)
             value__partition_data_flexible__topic_data_flexible_.partition_index = (
                 partition_index_partition_data_flexible__topic_data_flexible_
@@ -1113,40 +1161,43 @@ def _fdecode_begin_quorum_epoch_request_flexible(buf, pos, end, opts, api_versio
             item__topic_data_flexible_ = value__partition_data_flexible__topic_data_flexible_
             append_partitions_topic_data_flexible_(item__topic_data_flexible_)
         tagged_fields_topic_data_flexible_ = []
-        sec__topic_data_flexible_ = pos
-        prev__topic_data_flexible_, odd__topic_data_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__topic_data_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__topic_data_flexible_, pos = _read_uvarint32(buf, pos, end, "topic_data_flexible.tagged_fields")
-        if n_tags__topic_data_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__topic_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="topic_data_flexible.tagged_fields",
-            )
-        for __topic_data_flexible_ in range(n_tags__topic_data_flexible_):
-            tag__topic_data_flexible_, pos = _read_uvarint32(buf, pos, end, "topic_data_flexible.tagged_fields")
-            size__topic_data_flexible_, pos = _read_uvarint32(buf, pos, end, "topic_data_flexible.tagged_fields")
-            if size__topic_data_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__topic_data_flexible_} declares {size__topic_data_flexible_} bytes, {end - pos} left",
+            sec__topic_data_flexible_ = pos
+            prev__topic_data_flexible_, odd__topic_data_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__topic_data_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__topic_data_flexible_, pos = _read_uvarint32(buf, pos, end, "topic_data_flexible.tagged_fields")
+            if n_tags__topic_data_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__topic_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="topic_data_flexible.tagged_fields",
                 )
-            stop__topic_data_flexible_ = pos + size__topic_data_flexible_
-            if tag__topic_data_flexible_ <= prev__topic_data_flexible_:
-                odd__topic_data_flexible_ = True
-            prev__topic_data_flexible_ = tag__topic_data_flexible_
-            tagged_fields_topic_data_flexible_.append(
-                (tag__topic_data_flexible_, bytes(buf[pos:stop__topic_data_flexible_]))
-            )
-            pos = stop__topic_data_flexible_
-        if odd__topic_data_flexible_:
-            tagged_fields_topic_data_flexible_ = _keep_tags(
-                tagged_fields_topic_data_flexible_, buf[sec__topic_data_flexible_:pos], ()
-            )
+            for __topic_data_flexible_ in range(n_tags__topic_data_flexible_):
+                tag__topic_data_flexible_, pos = _read_uvarint32(buf, pos, end, "topic_data_flexible.tagged_fields")
+                size__topic_data_flexible_, pos = _read_uvarint32(buf, pos, end, "topic_data_flexible.tagged_fields")
+                if size__topic_data_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__topic_data_flexible_} declares {size__topic_data_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="topic_data_flexible.tagged_fields",
+                    )
+                stop__topic_data_flexible_ = pos + size__topic_data_flexible_
+                if tag__topic_data_flexible_ <= prev__topic_data_flexible_:
+                    odd__topic_data_flexible_ = True
+                prev__topic_data_flexible_ = tag__topic_data_flexible_
+                tagged_fields_topic_data_flexible_.append(
+                    (tag__topic_data_flexible_, bytes(buf[pos:stop__topic_data_flexible_]))
+                )
+                pos = stop__topic_data_flexible_
+            if odd__topic_data_flexible_:
+                tagged_fields_topic_data_flexible_ = _keep_tags(
+                    tagged_fields_topic_data_flexible_, buf[sec__topic_data_flexible_:pos], ()
+                )
         value__topic_data_flexible_ = _new_object(TopicDataFlexible)
         value__topic_data_flexible_.topic_name = topic_name_topic_data_flexible_
         value__topic_data_flexible_.partitions = partitions_topic_data_flexible_
@@ -1233,38 +1284,41 @@ def _fdecode_begin_quorum_epoch_request_flexible(buf, pos, end, opts, api_versio
         (port_leader_endpoint_,) = _S4.unpack_from(buf, pos)
         pos += 2
         tagged_fields_leader_endpoint_ = []
-        sec__leader_endpoint_ = pos
-        prev__leader_endpoint_, odd__leader_endpoint_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__leader_endpoint_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__leader_endpoint_, pos = _read_uvarint32(buf, pos, end, "leader_endpoint.tagged_fields")
-        if n_tags__leader_endpoint_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__leader_endpoint_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="leader_endpoint.tagged_fields",
-            )
-        for __leader_endpoint_ in range(n_tags__leader_endpoint_):
-            tag__leader_endpoint_, pos = _read_uvarint32(buf, pos, end, "leader_endpoint.tagged_fields")
-            size__leader_endpoint_, pos = _read_uvarint32(buf, pos, end, "leader_endpoint.tagged_fields")
-            if size__leader_endpoint_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__leader_endpoint_} declares {size__leader_endpoint_} bytes, {end - pos} left",
+            sec__leader_endpoint_ = pos
+            prev__leader_endpoint_, odd__leader_endpoint_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__leader_endpoint_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__leader_endpoint_, pos = _read_uvarint32(buf, pos, end, "leader_endpoint.tagged_fields")
+            if n_tags__leader_endpoint_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__leader_endpoint_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="leader_endpoint.tagged_fields",
                 )
-            stop__leader_endpoint_ = pos + size__leader_endpoint_
-            if tag__leader_endpoint_ <= prev__leader_endpoint_:
-                odd__leader_endpoint_ = True
-            prev__leader_endpoint_ = tag__leader_endpoint_
-            tagged_fields_leader_endpoint_.append((tag__leader_endpoint_, bytes(buf[pos:stop__leader_endpoint_])))
-            pos = stop__leader_endpoint_
-        if odd__leader_endpoint_:
-            tagged_fields_leader_endpoint_ = _keep_tags(
-                tagged_fields_leader_endpoint_, buf[sec__leader_endpoint_:pos], ()
-            )
+            for __leader_endpoint_ in range(n_tags__leader_endpoint_):
+                tag__leader_endpoint_, pos = _read_uvarint32(buf, pos, end, "leader_endpoint.tagged_fields")
+                size__leader_endpoint_, pos = _read_uvarint32(buf, pos, end, "leader_endpoint.tagged_fields")
+                if size__leader_endpoint_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__leader_endpoint_} declares {size__leader_endpoint_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="leader_endpoint.tagged_fields",
+                    )
+                stop__leader_endpoint_ = pos + size__leader_endpoint_
+                if tag__leader_endpoint_ <= prev__leader_endpoint_:
+                    odd__leader_endpoint_ = True
+                prev__leader_endpoint_ = tag__leader_endpoint_
+                tagged_fields_leader_endpoint_.append((tag__leader_endpoint_, bytes(buf[pos:stop__leader_endpoint_])))
+                pos = stop__leader_endpoint_
+            if odd__leader_endpoint_:
+                tagged_fields_leader_endpoint_ = _keep_tags(
+                    tagged_fields_leader_endpoint_, buf[sec__leader_endpoint_:pos], ()
+                )
         value__leader_endpoint_ = _new_object(LeaderEndpoint)
         value__leader_endpoint_.name = name_leader_endpoint_
         value__leader_endpoint_.host = host_leader_endpoint_
@@ -1273,36 +1327,39 @@ def _fdecode_begin_quorum_epoch_request_flexible(buf, pos, end, opts, api_versio
         item_ = value__leader_endpoint_
         append_leader_endpoints(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "begin_quorum_epoch_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="begin_quorum_epoch_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "begin_quorum_epoch_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "begin_quorum_epoch_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "begin_quorum_epoch_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="begin_quorum_epoch_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "begin_quorum_epoch_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "begin_quorum_epoch_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="begin_quorum_epoch_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(BeginQuorumEpochRequestFlexible)
     value_.cluster_id = cluster_id
     value_.voter_id = voter_id
@@ -1319,12 +1376,18 @@ def _encode_begin_quorum_epoch_request_flexible(obj, out, index, api_version):
             f"BeginQuorumEpochRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 1) and (<params>.api_version <= 1)))",
             path="begin_quorum_epoch_request_flexible",
         )
-    own_ = type(obj) is BeginQuorumEpochRequestFlexible
-    cluster_id = obj.cluster_id if own_ else getattr(obj, "cluster_id", None)
-    voter_id = obj.voter_id if own_ else getattr(obj, "voter_id", -1)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    leader_endpoints = obj.leader_endpoints if own_ else getattr(obj, "leader_endpoints", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is BeginQuorumEpochRequestFlexible:
+        cluster_id = obj.cluster_id
+        voter_id = obj.voter_id
+        topics = obj.topics
+        leader_endpoints = obj.leader_endpoints
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        cluster_id = getattr(obj, "cluster_id", None)
+        voter_id = getattr(obj, "voter_id", -1)
+        topics = getattr(obj, "topics", None)
+        leader_endpoints = getattr(obj, "leader_endpoints", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if cluster_id is None:
         out.append(0)
     else:
@@ -1371,9 +1434,10 @@ def _encode_begin_quorum_epoch_request_flexible(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"begin_quorum_epoch_request_flexible.leader_endpoints[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "begin_quorum_epoch_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "begin_quorum_epoch_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_begin_quorum_epoch_request_flexible(obj, out, index, api_version):
@@ -1383,12 +1447,18 @@ def _fencode_begin_quorum_epoch_request_flexible(obj, out, index, api_version):
             f"BeginQuorumEpochRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 1) and (<params>.api_version <= 1)))",
             path="begin_quorum_epoch_request_flexible",
         )
-    own_ = type(obj) is BeginQuorumEpochRequestFlexible
-    cluster_id = obj.cluster_id if own_ else getattr(obj, "cluster_id", None)
-    voter_id = obj.voter_id if own_ else getattr(obj, "voter_id", -1)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    leader_endpoints = obj.leader_endpoints if own_ else getattr(obj, "leader_endpoints", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is BeginQuorumEpochRequestFlexible:
+        cluster_id = obj.cluster_id
+        voter_id = obj.voter_id
+        topics = obj.topics
+        leader_endpoints = obj.leader_endpoints
+        tagged_fields = obj.tagged_fields
+    else:
+        cluster_id = getattr(obj, "cluster_id", None)
+        voter_id = getattr(obj, "voter_id", -1)
+        topics = getattr(obj, "topics", None)
+        leader_endpoints = getattr(obj, "leader_endpoints", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if cluster_id is None:
         out.append(0)
     else:
@@ -1407,16 +1477,14 @@ def _fencode_begin_quorum_epoch_request_flexible(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "begin_quorum_epoch_request_flexible.topics")
     for item_ in topics:
-        own__topic_data_flexible_ = type(item_) is TopicDataFlexible
-        topic_name_topic_data_flexible_ = (
-            item_.topic_name if own__topic_data_flexible_ else getattr(item_, "topic_name", "")
-        )
-        partitions_topic_data_flexible_ = (
-            item_.partitions if own__topic_data_flexible_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_topic_data_flexible_ = (
-            item_.tagged_fields if own__topic_data_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is TopicDataFlexible:
+            topic_name_topic_data_flexible_ = item_.topic_name
+            partitions_topic_data_flexible_ = item_.partitions
+            tagged_fields_topic_data_flexible_ = item_.tagged_fields
+        else:
+            topic_name_topic_data_flexible_ = getattr(item_, "topic_name", "")
+            partitions_topic_data_flexible_ = getattr(item_, "partitions", None)
+            tagged_fields_topic_data_flexible_ = getattr(item_, "tagged_fields", None)
         b__topic_data_flexible_ = _STR_ENCODED.get(topic_name_topic_data_flexible_)
         topic_name_topic_data_flexible_ = (
             _encode_str(topic_name_topic_data_flexible_) if b__topic_data_flexible_ is None else b__topic_data_flexible_
@@ -1433,71 +1501,71 @@ def _fencode_begin_quorum_epoch_request_flexible(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__topic_data_flexible_ + 1, "topic_data_flexible.partitions")
         for item__topic_data_flexible_ in partitions_topic_data_flexible_:
-            own__partition_data_flexible__topic_data_flexible_ = (
-                type(item__topic_data_flexible_) is PartitionDataFlexible
-            )
-            partition_index_partition_data_flexible__topic_data_flexible_ = (
-                item__topic_data_flexible_.partition_index
-                if own__partition_data_flexible__topic_data_flexible_
-                else getattr(item__topic_data_flexible_, "partition_index", 0)
-            )
-            voter_directory_id_partition_data_flexible__topic_data_flexible_ = (
-                item__topic_data_flexible_.voter_directory_id
-                if own__partition_data_flexible__topic_data_flexible_
-                else getattr(item__topic_data_flexible_, "voter_directory_id", None)
-            )
-            leader_id_partition_data_flexible__topic_data_flexible_ = (
-                item__topic_data_flexible_.leader_id
-                if own__partition_data_flexible__topic_data_flexible_
-                else getattr(item__topic_data_flexible_, "leader_id", 0)
-            )
-            leader_epoch_partition_data_flexible__topic_data_flexible_ = (
-                item__topic_data_flexible_.leader_epoch
-                if own__partition_data_flexible__topic_data_flexible_
-                else getattr(item__topic_data_flexible_, "leader_epoch", 0)
-            )
-            tagged_fields_partition_data_flexible__topic_data_flexible_ = (
-                item__topic_data_flexible_.tagged_fields
-                if own__partition_data_flexible__topic_data_flexible_
-                else getattr(item__topic_data_flexible_, "tagged_fields", None)
-            )
+            if type(item__topic_data_flexible_) is PartitionDataFlexible:
+                partition_index_partition_data_flexible__topic_data_flexible_ = (
+                    item__topic_data_flexible_.partition_index
+                )
+                voter_directory_id_partition_data_flexible__topic_data_flexible_ = (
+                    item__topic_data_flexible_.voter_directory_id
+                )
+                leader_id_partition_data_flexible__topic_data_flexible_ = item__topic_data_flexible_.leader_id
+                leader_epoch_partition_data_flexible__topic_data_flexible_ = item__topic_data_flexible_.leader_epoch
+                tagged_fields_partition_data_flexible__topic_data_flexible_ = item__topic_data_flexible_.tagged_fields
+            else:
+                partition_index_partition_data_flexible__topic_data_flexible_ = getattr(
+                    item__topic_data_flexible_, "partition_index", 0
+                )
+                voter_directory_id_partition_data_flexible__topic_data_flexible_ = getattr(
+                    item__topic_data_flexible_, "voter_directory_id", None
+                )
+                leader_id_partition_data_flexible__topic_data_flexible_ = getattr(
+                    item__topic_data_flexible_, "leader_id", 0
+                )
+                leader_epoch_partition_data_flexible__topic_data_flexible_ = getattr(
+                    item__topic_data_flexible_, "leader_epoch", 0
+                )
+                tagged_fields_partition_data_flexible__topic_data_flexible_ = getattr(
+                    item__topic_data_flexible_, "tagged_fields", None
+                )
             out += _S3.pack(
                 partition_index_partition_data_flexible__topic_data_flexible_,
                 _uuid16(voter_directory_id_partition_data_flexible__topic_data_flexible_),
                 leader_id_partition_data_flexible__topic_data_flexible_,
                 leader_epoch_partition_data_flexible__topic_data_flexible_,
             )
-            tags__partition_data_flexible__topic_data_flexible_ = []
-            valid__partition_data_flexible__topic_data_flexible_ = None
-            _write_tagged(
-                out,
-                tags__partition_data_flexible__topic_data_flexible_,
-                tagged_fields_partition_data_flexible__topic_data_flexible_,
-                "partition_data_flexible.tagged_fields",
-                valid__partition_data_flexible__topic_data_flexible_,
-            )
-        tags__topic_data_flexible_ = []
-        valid__topic_data_flexible_ = None
-        _write_tagged(
-            out,
-            tags__topic_data_flexible_,
-            tagged_fields_topic_data_flexible_,
-            "topic_data_flexible.tagged_fields",
-            valid__topic_data_flexible_,
-        )
+            if (
+                tagged_fields_partition_data_flexible__topic_data_flexible_
+                or tagged_fields_partition_data_flexible__topic_data_flexible_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_partition_data_flexible__topic_data_flexible_,
+                    "partition_data_flexible.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if tagged_fields_topic_data_flexible_ or tagged_fields_topic_data_flexible_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_topic_data_flexible_, "topic_data_flexible.tagged_fields", None)
+        else:
+            out.append(0)
     n_ = len(leader_endpoints)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "begin_quorum_epoch_request_flexible.leader_endpoints")
     for item_ in leader_endpoints:
-        own__leader_endpoint_ = type(item_) is LeaderEndpoint
-        name_leader_endpoint_ = item_.name if own__leader_endpoint_ else getattr(item_, "name", "")
-        host_leader_endpoint_ = item_.host if own__leader_endpoint_ else getattr(item_, "host", "")
-        port_leader_endpoint_ = item_.port if own__leader_endpoint_ else getattr(item_, "port", 0)
-        tagged_fields_leader_endpoint_ = (
-            item_.tagged_fields if own__leader_endpoint_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is LeaderEndpoint:
+            name_leader_endpoint_ = item_.name
+            host_leader_endpoint_ = item_.host
+            port_leader_endpoint_ = item_.port
+            tagged_fields_leader_endpoint_ = item_.tagged_fields
+        else:
+            name_leader_endpoint_ = getattr(item_, "name", "")
+            host_leader_endpoint_ = getattr(item_, "host", "")
+            port_leader_endpoint_ = getattr(item_, "port", 0)
+            tagged_fields_leader_endpoint_ = getattr(item_, "tagged_fields", None)
         b__leader_endpoint_ = _STR_ENCODED.get(name_leader_endpoint_)
         name_leader_endpoint_ = (
             _encode_str(name_leader_endpoint_) if b__leader_endpoint_ is None else b__leader_endpoint_
@@ -1519,18 +1587,14 @@ def _fencode_begin_quorum_epoch_request_flexible(obj, out, index, api_version):
             _write_uvarint(out, n__leader_endpoint_ + 1, "leader_endpoint.host")
         out += host_leader_endpoint_
         out += _S4.pack(port_leader_endpoint_)
-        tags__leader_endpoint_ = []
-        valid__leader_endpoint_ = None
-        _write_tagged(
-            out,
-            tags__leader_endpoint_,
-            tagged_fields_leader_endpoint_,
-            "leader_endpoint.tagged_fields",
-            valid__leader_endpoint_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "begin_quorum_epoch_request_flexible.tagged_fields", valid_)
+        if tagged_fields_leader_endpoint_ or tagged_fields_leader_endpoint_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_leader_endpoint_, "leader_endpoint.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "begin_quorum_epoch_request_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_begin_quorum_epoch_request_by_version(buf, pos, end, opts, api_version):

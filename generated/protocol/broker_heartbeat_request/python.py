@@ -222,55 +222,58 @@ def _decode_broker_heartbeat_request(buf, pos, end, opts, api_version):
     pos += 22
     tagged_fields = []
     offline_log_dirs = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "broker_heartbeat_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="broker_heartbeat_request.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "broker_heartbeat_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "broker_heartbeat_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "broker_heartbeat_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="broker_heartbeat_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0 and api_version >= 1:
-            offline_log_dirs, q_ = _decode_broker_heartbeat_request_offline_log_dirs_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "broker_heartbeat_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "broker_heartbeat_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="broker_heartbeat_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            if tag_ == 0 and api_version >= 1:
+                offline_log_dirs, q_ = _decode_broker_heartbeat_request_offline_log_dirs_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (offline_log_dirs) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="broker_heartbeat_request.tagged_fields.offline_log_dirs",
+                    )
+                if offline_log_dirs == [] or offline_log_dirs is None:  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 0:  # Kafka's reader: "Tag N is not valid for version V"
                 raise _InvalidValueError(
-                    f"tag 0 (offline_log_dirs) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
+                    "tag 0 (offline_log_dirs) is not valid at this version",
+                    offset=pos,
                     path="broker_heartbeat_request.tagged_fields.offline_log_dirs",
                 )
-            if offline_log_dirs == [] or offline_log_dirs is None:  # written at its default: kept as read
-                odd_ = True
-        elif tag_ == 0:  # Kafka's reader: "Tag N is not valid for version V"
-            raise _InvalidValueError(
-                "tag 0 (offline_log_dirs) is not valid at this version",
-                offset=pos,
-                path="broker_heartbeat_request.tagged_fields.offline_log_dirs",
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(
+                tagged_fields, buf[sec_:pos], ((0, (offline_log_dirs == [] or offline_log_dirs is None)),)
             )
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(
-            tagged_fields, buf[sec_:pos], ((0, (offline_log_dirs == [] or offline_log_dirs is None)),)
-        )
     return BrokerHeartbeatRequest(
         broker_id, broker_epoch, current_metadata_offset, want_fence, want_shut_down, tagged_fields, offline_log_dirs
     ), pos
@@ -294,55 +297,58 @@ def _fdecode_broker_heartbeat_request(buf, pos, end, opts, api_version):
     pos += 22
     tagged_fields = []
     offline_log_dirs = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "broker_heartbeat_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="broker_heartbeat_request.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "broker_heartbeat_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "broker_heartbeat_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "broker_heartbeat_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="broker_heartbeat_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0 and api_version >= 1:
-            offline_log_dirs, q_ = _fdecode_broker_heartbeat_request_offline_log_dirs_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "broker_heartbeat_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "broker_heartbeat_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="broker_heartbeat_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            if tag_ == 0 and api_version >= 1:
+                offline_log_dirs, q_ = _fdecode_broker_heartbeat_request_offline_log_dirs_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (offline_log_dirs) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="broker_heartbeat_request.tagged_fields.offline_log_dirs",
+                    )
+                if offline_log_dirs == [] or offline_log_dirs is None:  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 0:  # Kafka's reader: "Tag N is not valid for version V"
                 raise _InvalidValueError(
-                    f"tag 0 (offline_log_dirs) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
+                    "tag 0 (offline_log_dirs) is not valid at this version",
+                    offset=pos,
                     path="broker_heartbeat_request.tagged_fields.offline_log_dirs",
                 )
-            if offline_log_dirs == [] or offline_log_dirs is None:  # written at its default: kept as read
-                odd_ = True
-        elif tag_ == 0:  # Kafka's reader: "Tag N is not valid for version V"
-            raise _InvalidValueError(
-                "tag 0 (offline_log_dirs) is not valid at this version",
-                offset=pos,
-                path="broker_heartbeat_request.tagged_fields.offline_log_dirs",
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(
+                tagged_fields, buf[sec_:pos], ((0, (offline_log_dirs == [] or offline_log_dirs is None)),)
             )
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(
-            tagged_fields, buf[sec_:pos], ((0, (offline_log_dirs == [] or offline_log_dirs is None)),)
-        )
     value_ = _new_object(BrokerHeartbeatRequest)  # slots set directly: a third of the cost of calling __init__
     value_.broker_id = broker_id
     value_.broker_epoch = broker_epoch
@@ -361,13 +367,20 @@ def _encode_broker_heartbeat_request(obj, out, index, api_version):
             f"BrokerHeartbeatRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="broker_heartbeat_request",
         )
-    own_ = type(obj) is BrokerHeartbeatRequest
-    broker_id = obj.broker_id if own_ else getattr(obj, "broker_id", 0)
-    broker_epoch = obj.broker_epoch if own_ else getattr(obj, "broker_epoch", -1)
-    current_metadata_offset = obj.current_metadata_offset if own_ else getattr(obj, "current_metadata_offset", 0)
-    want_fence = obj.want_fence if own_ else getattr(obj, "want_fence", False)
-    want_shut_down = obj.want_shut_down if own_ else getattr(obj, "want_shut_down", False)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is BrokerHeartbeatRequest:
+        broker_id = obj.broker_id
+        broker_epoch = obj.broker_epoch
+        current_metadata_offset = obj.current_metadata_offset
+        want_fence = obj.want_fence
+        want_shut_down = obj.want_shut_down
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        broker_id = getattr(obj, "broker_id", 0)
+        broker_epoch = getattr(obj, "broker_epoch", -1)
+        current_metadata_offset = getattr(obj, "current_metadata_offset", 0)
+        want_fence = getattr(obj, "want_fence", False)
+        want_shut_down = getattr(obj, "want_shut_down", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(broker_id, broker_epoch, current_metadata_offset, want_fence, want_shut_down)
     tags_ = []
     offline_log_dirs = getattr(obj, "offline_log_dirs", [])
@@ -376,7 +389,10 @@ def _encode_broker_heartbeat_request(obj, out, index, api_version):
         _encode_broker_heartbeat_request_offline_log_dirs_tag(offline_log_dirs, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = (0 if api_version >= 1 else -1,) if tagged_fields.__class__ is _TagSection else None
-    _write_tagged(out, tags_, tagged_fields, "broker_heartbeat_request.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "broker_heartbeat_request.tagged_fields", valid_)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_broker_heartbeat_request(obj, out, index, api_version):
@@ -386,13 +402,20 @@ def _fencode_broker_heartbeat_request(obj, out, index, api_version):
             f"BrokerHeartbeatRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="broker_heartbeat_request",
         )
-    own_ = type(obj) is BrokerHeartbeatRequest
-    broker_id = obj.broker_id if own_ else getattr(obj, "broker_id", 0)
-    broker_epoch = obj.broker_epoch if own_ else getattr(obj, "broker_epoch", -1)
-    current_metadata_offset = obj.current_metadata_offset if own_ else getattr(obj, "current_metadata_offset", 0)
-    want_fence = obj.want_fence if own_ else getattr(obj, "want_fence", False)
-    want_shut_down = obj.want_shut_down if own_ else getattr(obj, "want_shut_down", False)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is BrokerHeartbeatRequest:
+        broker_id = obj.broker_id
+        broker_epoch = obj.broker_epoch
+        current_metadata_offset = obj.current_metadata_offset
+        want_fence = obj.want_fence
+        want_shut_down = obj.want_shut_down
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        broker_id = getattr(obj, "broker_id", 0)
+        broker_epoch = getattr(obj, "broker_epoch", -1)
+        current_metadata_offset = getattr(obj, "current_metadata_offset", 0)
+        want_fence = getattr(obj, "want_fence", False)
+        want_shut_down = getattr(obj, "want_shut_down", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(broker_id, broker_epoch, current_metadata_offset, want_fence, want_shut_down)
     tags_ = []
     offline_log_dirs = getattr(obj, "offline_log_dirs", [])
@@ -401,7 +424,10 @@ def _fencode_broker_heartbeat_request(obj, out, index, api_version):
         _fencode_broker_heartbeat_request_offline_log_dirs_tag(offline_log_dirs, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = (0 if api_version >= 1 else -1,) if tagged_fields.__class__ is _TagSection else None
-    _write_tagged(out, tags_, tagged_fields, "broker_heartbeat_request.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "broker_heartbeat_request.tagged_fields", valid_)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_broker_heartbeat_request_by_version(buf, pos, end, opts, api_version):

@@ -19,6 +19,8 @@ from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
 from kfmt.runtime.scalars import uuid16 as _uuid16
+from kfmt.runtime.scalars import PACKED as _PACKED
+from kfmt.runtime.scalars import PACKED_MAX as _PACKED_MAX
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -26,6 +28,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -192,46 +195,54 @@ def _decode_topic_partitions(buf, pos, end, opts):
             raise exc.within("topic_partitions.partitions", i_partitions, "topic_partitions_partitions_item") from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="topic_partitions.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="topic_partitions.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="topic_partitions.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TopicPartitions(topic_id, topic_name, partitions, tagged_fields), pos
 
 
 def _encode_topic_partitions(obj, out, index):
     """Append one topic_partitions to out."""
-    own_ = type(obj) is TopicPartitions
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    topic_name = obj.topic_name if own_ else getattr(obj, "topic_name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TopicPartitions:
+        topic_id = obj.topic_id
+        topic_name = obj.topic_name
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_id = getattr(obj, "topic_id", None)
+        topic_name = getattr(obj, "topic_name", "")
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(_uuid16(topic_id))
     if topic_name is None:
         raise _InvalidValueError("may not be null", path="topic_partitions.topic_name")
@@ -261,9 +272,10 @@ def _encode_topic_partitions(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_partitions.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "topic_partitions.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "topic_partitions.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_assignment(buf, pos, end, opts):
@@ -321,32 +333,35 @@ def _decode_assignment(buf, pos, end, opts):
                     path="assignment.topic_partitions",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "assignment.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="assignment.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "assignment.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "assignment.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="assignment.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "assignment.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="assignment.tagged_fields"
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "assignment.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "assignment.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="assignment.tagged_fields"
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return Assignment(topic_partitions, tagged_fields), pos
 
 
@@ -432,38 +447,43 @@ def _fdecode_assignment(buf, pos, end, opts):
             item__topic_partitions_ = value_topic_partitions_partitions_item__topic_partitions_
             append_partitions_topic_partitions_(item__topic_partitions_)
         tagged_fields_topic_partitions_ = []
-        sec__topic_partitions_ = pos
-        prev__topic_partitions_, odd__topic_partitions_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__topic_partitions_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
-        if n_tags__topic_partitions_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__topic_partitions_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="topic_partitions.tagged_fields",
-            )
-        for __topic_partitions_ in range(n_tags__topic_partitions_):
-            tag__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
-            size__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
-            if size__topic_partitions_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__topic_partitions_} declares {size__topic_partitions_} bytes, {end - pos} left",
+            sec__topic_partitions_ = pos
+            prev__topic_partitions_, odd__topic_partitions_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__topic_partitions_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
+            if n_tags__topic_partitions_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__topic_partitions_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="topic_partitions.tagged_fields",
                 )
-            stop__topic_partitions_ = pos + size__topic_partitions_
-            if tag__topic_partitions_ <= prev__topic_partitions_:
-                odd__topic_partitions_ = True
-            prev__topic_partitions_ = tag__topic_partitions_
-            tagged_fields_topic_partitions_.append((tag__topic_partitions_, bytes(buf[pos:stop__topic_partitions_])))
-            pos = stop__topic_partitions_
-        if odd__topic_partitions_:
-            tagged_fields_topic_partitions_ = _keep_tags(
-                tagged_fields_topic_partitions_, buf[sec__topic_partitions_:pos], ()
-            )
+            for __topic_partitions_ in range(n_tags__topic_partitions_):
+                tag__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
+                size__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
+                if size__topic_partitions_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__topic_partitions_} declares {size__topic_partitions_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="topic_partitions.tagged_fields",
+                    )
+                stop__topic_partitions_ = pos + size__topic_partitions_
+                if tag__topic_partitions_ <= prev__topic_partitions_:
+                    odd__topic_partitions_ = True
+                prev__topic_partitions_ = tag__topic_partitions_
+                tagged_fields_topic_partitions_.append(
+                    (tag__topic_partitions_, bytes(buf[pos:stop__topic_partitions_]))
+                )
+                pos = stop__topic_partitions_
+            if odd__topic_partitions_:
+                tagged_fields_topic_partitions_ = _keep_tags(
+                    tagged_fields_topic_partitions_, buf[sec__topic_partitions_:pos], ()
+                )
         value__topic_partitions_ = _new_object(TopicPartitions)
         value__topic_partitions_.topic_id = topic_id_topic_partitions_
         value__topic_partitions_.topic_name = topic_name_topic_partitions_
@@ -476,32 +496,35 @@ def _fdecode_assignment(buf, pos, end, opts):
             if budget_topic_partitions < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "assignment.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="assignment.tagged_fields"
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "assignment.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "assignment.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="assignment.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "assignment.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="assignment.tagged_fields"
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "assignment.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "assignment.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="assignment.tagged_fields"
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(Assignment)
     value_.topic_partitions = topic_partitions
     value_.tagged_fields = tagged_fields
@@ -510,9 +533,12 @@ def _fdecode_assignment(buf, pos, end, opts):
 
 def _encode_assignment(obj, out, index):
     """Append one assignment to out."""
-    own_ = type(obj) is Assignment
-    topic_partitions = obj.topic_partitions if own_ else getattr(obj, "topic_partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is Assignment:
+        topic_partitions = obj.topic_partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_partitions = getattr(obj, "topic_partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(topic_partitions)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -529,31 +555,36 @@ def _encode_assignment(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"assignment.topic_partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "assignment.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "assignment.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_assignment(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is Assignment
-    topic_partitions = obj.topic_partitions if own_ else getattr(obj, "topic_partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is Assignment:
+        topic_partitions = obj.topic_partitions
+        tagged_fields = obj.tagged_fields
+    else:
+        topic_partitions = getattr(obj, "topic_partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(topic_partitions)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "assignment.topic_partitions")
     for item_ in topic_partitions:
-        own__topic_partitions_ = type(item_) is TopicPartitions
-        topic_id_topic_partitions_ = item_.topic_id if own__topic_partitions_ else getattr(item_, "topic_id", None)
-        topic_name_topic_partitions_ = item_.topic_name if own__topic_partitions_ else getattr(item_, "topic_name", "")
-        partitions_topic_partitions_ = (
-            item_.partitions if own__topic_partitions_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_topic_partitions_ = (
-            item_.tagged_fields if own__topic_partitions_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is TopicPartitions:
+            topic_id_topic_partitions_ = item_.topic_id
+            topic_name_topic_partitions_ = item_.topic_name
+            partitions_topic_partitions_ = item_.partitions
+            tagged_fields_topic_partitions_ = item_.tagged_fields
+        else:
+            topic_id_topic_partitions_ = getattr(item_, "topic_id", None)
+            topic_name_topic_partitions_ = getattr(item_, "topic_name", "")
+            partitions_topic_partitions_ = getattr(item_, "partitions", None)
+            tagged_fields_topic_partitions_ = getattr(item_, "tagged_fields", None)
         out += _S1.pack(_uuid16(topic_id_topic_partitions_))
         b__topic_partitions_ = _STR_ENCODED.get(topic_name_topic_partitions_)
         topic_name_topic_partitions_ = (
@@ -570,21 +601,20 @@ def _fencode_assignment(obj, out, index):
             out += _UV_BYTES[n__topic_partitions_ + 1]
         else:
             _write_uvarint(out, n__topic_partitions_ + 1, "topic_partitions.partitions")
-        for item__topic_partitions_ in partitions_topic_partitions_:
-            value_topic_partitions_partitions_item__topic_partitions_ = item__topic_partitions_
-            out += _S0.pack(value_topic_partitions_partitions_item__topic_partitions_)
-        tags__topic_partitions_ = []
-        valid__topic_partitions_ = None
-        _write_tagged(
-            out,
-            tags__topic_partitions_,
-            tagged_fields_topic_partitions_,
-            "topic_partitions.tagged_fields",
-            valid__topic_partitions_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "assignment.tagged_fields", valid_)
+        if n__topic_partitions_ <= _PACKED_MAX:
+            out += _PACKED["i"][n__topic_partitions_].pack(*partitions_topic_partitions_)
+        else:
+            for item__topic_partitions_ in partitions_topic_partitions_:
+                value_topic_partitions_partitions_item__topic_partitions_ = item__topic_partitions_
+                out += _S0.pack(value_topic_partitions_partitions_item__topic_partitions_)
+        if tagged_fields_topic_partitions_ or tagged_fields_topic_partitions_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_topic_partitions_, "topic_partitions.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "assignment.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_member(buf, pos, end, opts):
@@ -784,32 +814,35 @@ def _decode_member(buf, pos, end, opts):
     assignment, pos = _decode_assignment(buf, pos, end, opts)
     target_assignment, pos = _decode_assignment(buf, pos, end, opts)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "member.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="member.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "member.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "member.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="member.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "member.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="member.tagged_fields"
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "member.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "member.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="member.tagged_fields"
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return Member(
         member_id,
         instance_id,
@@ -827,18 +860,30 @@ def _decode_member(buf, pos, end, opts):
 
 def _encode_member(obj, out, index):
     """Append one member to out."""
-    own_ = type(obj) is Member
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    instance_id = obj.instance_id if own_ else getattr(obj, "instance_id", None)
-    rack_id = obj.rack_id if own_ else getattr(obj, "rack_id", None)
-    member_epoch = obj.member_epoch if own_ else getattr(obj, "member_epoch", 0)
-    client_id = obj.client_id if own_ else getattr(obj, "client_id", "")
-    client_host = obj.client_host if own_ else getattr(obj, "client_host", "")
-    subscribed_topic_names = obj.subscribed_topic_names if own_ else getattr(obj, "subscribed_topic_names", None)
-    subscribed_topic_regex = obj.subscribed_topic_regex if own_ else getattr(obj, "subscribed_topic_regex", None)
-    assignment = obj.assignment if own_ else getattr(obj, "assignment", None)
-    target_assignment = obj.target_assignment if own_ else getattr(obj, "target_assignment", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is Member:
+        member_id = obj.member_id
+        instance_id = obj.instance_id
+        rack_id = obj.rack_id
+        member_epoch = obj.member_epoch
+        client_id = obj.client_id
+        client_host = obj.client_host
+        subscribed_topic_names = obj.subscribed_topic_names
+        subscribed_topic_regex = obj.subscribed_topic_regex
+        assignment = obj.assignment
+        target_assignment = obj.target_assignment
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        member_id = getattr(obj, "member_id", "")
+        instance_id = getattr(obj, "instance_id", None)
+        rack_id = getattr(obj, "rack_id", None)
+        member_epoch = getattr(obj, "member_epoch", 0)
+        client_id = getattr(obj, "client_id", "")
+        client_host = getattr(obj, "client_host", "")
+        subscribed_topic_names = getattr(obj, "subscribed_topic_names", None)
+        subscribed_topic_regex = getattr(obj, "subscribed_topic_regex", None)
+        assignment = getattr(obj, "assignment", None)
+        target_assignment = getattr(obj, "target_assignment", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if member_id is None:
         raise _InvalidValueError("may not be null", path="member.member_id")
     else:
@@ -930,9 +975,10 @@ def _encode_member(obj, out, index):
         out += subscribed_topic_regex
     _encode_assignment(assignment, out, 0)
     _encode_assignment(target_assignment, out, 0)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "member.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "member.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_described_group(buf, pos, end, opts):
@@ -1093,32 +1139,39 @@ def _decode_described_group(buf, pos, end, opts):
     (authorized_operations,) = _S0.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "described_group.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="described_group.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "described_group.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "described_group.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="described_group.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "described_group.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="described_group.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "described_group.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "described_group.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="described_group.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribedGroup(
         error_code,
         error_message,
@@ -1135,17 +1188,28 @@ def _decode_described_group(buf, pos, end, opts):
 
 def _encode_described_group(obj, out, index):
     """Append one described_group to out."""
-    own_ = type(obj) is DescribedGroup
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", None)
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    group_state = obj.group_state if own_ else getattr(obj, "group_state", "")
-    group_epoch = obj.group_epoch if own_ else getattr(obj, "group_epoch", 0)
-    assignment_epoch = obj.assignment_epoch if own_ else getattr(obj, "assignment_epoch", 0)
-    assignor_name = obj.assignor_name if own_ else getattr(obj, "assignor_name", "")
-    members = obj.members if own_ else getattr(obj, "members", None)
-    authorized_operations = obj.authorized_operations if own_ else getattr(obj, "authorized_operations", -2147483648)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribedGroup:
+        error_code = obj.error_code
+        error_message = obj.error_message
+        group_id = obj.group_id
+        group_state = obj.group_state
+        group_epoch = obj.group_epoch
+        assignment_epoch = obj.assignment_epoch
+        assignor_name = obj.assignor_name
+        members = obj.members
+        authorized_operations = obj.authorized_operations
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", None)
+        group_id = getattr(obj, "group_id", "")
+        group_state = getattr(obj, "group_state", "")
+        group_epoch = getattr(obj, "group_epoch", 0)
+        assignment_epoch = getattr(obj, "assignment_epoch", 0)
+        assignor_name = getattr(obj, "assignor_name", "")
+        members = getattr(obj, "members", None)
+        authorized_operations = getattr(obj, "authorized_operations", -2147483648)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(error_code)
     if error_message is None:
         out.append(0)
@@ -1213,9 +1277,10 @@ def _encode_described_group(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"described_group.members[{index_}]"
         ) from None
     out += _S0.pack(authorized_operations)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "described_group.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "described_group.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_consumer_group_describe_response(buf, pos, end, opts, api_version):
@@ -1285,36 +1350,39 @@ def _decode_consumer_group_describe_response(buf, pos, end, opts, api_version):
                     path="consumer_group_describe_response.groups",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_describe_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="consumer_group_describe_response.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_describe_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_describe_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_describe_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="consumer_group_describe_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_describe_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_describe_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="consumer_group_describe_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ConsumerGroupDescribeResponse(throttle_time_ms, groups, tagged_fields), pos
 
 
@@ -1681,40 +1749,43 @@ def _fdecode_consumer_group_describe_response(buf, pos, end, opts, api_version):
             assignment_member__described_group_, pos = _fdecode_assignment(buf, pos, end, opts)
             target_assignment_member__described_group_, pos = _fdecode_assignment(buf, pos, end, opts)
             tagged_fields_member__described_group_ = []
-            sec__member__described_group_ = pos
-            prev__member__described_group_, odd__member__described_group_ = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__member__described_group_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__member__described_group_, pos = _read_uvarint32(buf, pos, end, "member.tagged_fields")
-            if n_tags__member__described_group_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__member__described_group_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="member.tagged_fields",
-                )
-            for __member__described_group_ in range(n_tags__member__described_group_):
-                tag__member__described_group_, pos = _read_uvarint32(buf, pos, end, "member.tagged_fields")
-                size__member__described_group_, pos = _read_uvarint32(buf, pos, end, "member.tagged_fields")
-                if size__member__described_group_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__member__described_group_} declares {size__member__described_group_} bytes, {end - pos} left",
+                sec__member__described_group_ = pos
+                prev__member__described_group_, odd__member__described_group_ = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__member__described_group_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__member__described_group_, pos = _read_uvarint32(buf, pos, end, "member.tagged_fields")
+                if n_tags__member__described_group_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__member__described_group_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="member.tagged_fields",
                     )
-                stop__member__described_group_ = pos + size__member__described_group_
-                if tag__member__described_group_ <= prev__member__described_group_:
-                    odd__member__described_group_ = True
-                prev__member__described_group_ = tag__member__described_group_
-                tagged_fields_member__described_group_.append(
-                    (tag__member__described_group_, bytes(buf[pos:stop__member__described_group_]))
-                )
-                pos = stop__member__described_group_
-            if odd__member__described_group_:
-                tagged_fields_member__described_group_ = _keep_tags(
-                    tagged_fields_member__described_group_, buf[sec__member__described_group_:pos], ()
-                )
+                for __member__described_group_ in range(n_tags__member__described_group_):
+                    tag__member__described_group_, pos = _read_uvarint32(buf, pos, end, "member.tagged_fields")
+                    size__member__described_group_, pos = _read_uvarint32(buf, pos, end, "member.tagged_fields")
+                    if size__member__described_group_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__member__described_group_} declares {size__member__described_group_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="member.tagged_fields",
+                        )
+                    stop__member__described_group_ = pos + size__member__described_group_
+                    if tag__member__described_group_ <= prev__member__described_group_:
+                        odd__member__described_group_ = True
+                    prev__member__described_group_ = tag__member__described_group_
+                    tagged_fields_member__described_group_.append(
+                        (tag__member__described_group_, bytes(buf[pos:stop__member__described_group_]))
+                    )
+                    pos = stop__member__described_group_
+                if odd__member__described_group_:
+                    tagged_fields_member__described_group_ = _keep_tags(
+                        tagged_fields_member__described_group_, buf[sec__member__described_group_:pos], ()
+                    )
             value__member__described_group_ = _new_object(Member)
             value__member__described_group_.member_id = member_id_member__described_group_
             value__member__described_group_.instance_id = instance_id_member__described_group_
@@ -1732,38 +1803,41 @@ def _fdecode_consumer_group_describe_response(buf, pos, end, opts, api_version):
         (authorized_operations_described_group_,) = _S0.unpack_from(buf, pos)
         pos += 4
         tagged_fields_described_group_ = []
-        sec__described_group_ = pos
-        prev__described_group_, odd__described_group_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__described_group_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__described_group_, pos = _read_uvarint32(buf, pos, end, "described_group.tagged_fields")
-        if n_tags__described_group_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__described_group_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="described_group.tagged_fields",
-            )
-        for __described_group_ in range(n_tags__described_group_):
-            tag__described_group_, pos = _read_uvarint32(buf, pos, end, "described_group.tagged_fields")
-            size__described_group_, pos = _read_uvarint32(buf, pos, end, "described_group.tagged_fields")
-            if size__described_group_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__described_group_} declares {size__described_group_} bytes, {end - pos} left",
+            sec__described_group_ = pos
+            prev__described_group_, odd__described_group_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__described_group_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__described_group_, pos = _read_uvarint32(buf, pos, end, "described_group.tagged_fields")
+            if n_tags__described_group_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__described_group_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="described_group.tagged_fields",
                 )
-            stop__described_group_ = pos + size__described_group_
-            if tag__described_group_ <= prev__described_group_:
-                odd__described_group_ = True
-            prev__described_group_ = tag__described_group_
-            tagged_fields_described_group_.append((tag__described_group_, bytes(buf[pos:stop__described_group_])))
-            pos = stop__described_group_
-        if odd__described_group_:
-            tagged_fields_described_group_ = _keep_tags(
-                tagged_fields_described_group_, buf[sec__described_group_:pos], ()
-            )
+            for __described_group_ in range(n_tags__described_group_):
+                tag__described_group_, pos = _read_uvarint32(buf, pos, end, "described_group.tagged_fields")
+                size__described_group_, pos = _read_uvarint32(buf, pos, end, "described_group.tagged_fields")
+                if size__described_group_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__described_group_} declares {size__described_group_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="described_group.tagged_fields",
+                    )
+                stop__described_group_ = pos + size__described_group_
+                if tag__described_group_ <= prev__described_group_:
+                    odd__described_group_ = True
+                prev__described_group_ = tag__described_group_
+                tagged_fields_described_group_.append((tag__described_group_, bytes(buf[pos:stop__described_group_])))
+                pos = stop__described_group_
+            if odd__described_group_:
+                tagged_fields_described_group_ = _keep_tags(
+                    tagged_fields_described_group_, buf[sec__described_group_:pos], ()
+                )
         value__described_group_ = _new_object(DescribedGroup)
         value__described_group_.error_code = error_code_described_group_
         value__described_group_.error_message = error_message_described_group_
@@ -1782,36 +1856,39 @@ def _fdecode_consumer_group_describe_response(buf, pos, end, opts, api_version):
             if budget_groups < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_describe_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="consumer_group_describe_response.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_describe_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_describe_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_describe_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="consumer_group_describe_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_describe_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_describe_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="consumer_group_describe_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ConsumerGroupDescribeResponse)
     value_.throttle_time_ms = throttle_time_ms
     value_.groups = groups
@@ -1826,10 +1903,14 @@ def _encode_consumer_group_describe_response(obj, out, index, api_version):
             f"ConsumerGroupDescribeResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="consumer_group_describe_response",
         )
-    own_ = type(obj) is ConsumerGroupDescribeResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    groups = obj.groups if own_ else getattr(obj, "groups", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ConsumerGroupDescribeResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        groups = obj.groups
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        groups = getattr(obj, "groups", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(throttle_time_ms)
     n_ = len(groups)
     if -1 <= n_ < 0x3FFF:
@@ -1847,9 +1928,10 @@ def _encode_consumer_group_describe_response(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"consumer_group_describe_response.groups[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "consumer_group_describe_response.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "consumer_group_describe_response.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_consumer_group_describe_response(obj, out, index, api_version):
@@ -1859,10 +1941,14 @@ def _fencode_consumer_group_describe_response(obj, out, index, api_version):
             f"ConsumerGroupDescribeResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="consumer_group_describe_response",
         )
-    own_ = type(obj) is ConsumerGroupDescribeResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    groups = obj.groups if own_ else getattr(obj, "groups", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ConsumerGroupDescribeResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        groups = obj.groups
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        groups = getattr(obj, "groups", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(throttle_time_ms)
     n_ = len(groups)
     if -1 <= n_ < 16383:
@@ -1870,29 +1956,28 @@ def _fencode_consumer_group_describe_response(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "consumer_group_describe_response.groups")
     for item_ in groups:
-        own__described_group_ = type(item_) is DescribedGroup
-        error_code_described_group_ = item_.error_code if own__described_group_ else getattr(item_, "error_code", 0)
-        error_message_described_group_ = (
-            item_.error_message if own__described_group_ else getattr(item_, "error_message", None)
-        )
-        group_id_described_group_ = item_.group_id if own__described_group_ else getattr(item_, "group_id", "")
-        group_state_described_group_ = item_.group_state if own__described_group_ else getattr(item_, "group_state", "")
-        group_epoch_described_group_ = item_.group_epoch if own__described_group_ else getattr(item_, "group_epoch", 0)
-        assignment_epoch_described_group_ = (
-            item_.assignment_epoch if own__described_group_ else getattr(item_, "assignment_epoch", 0)
-        )
-        assignor_name_described_group_ = (
-            item_.assignor_name if own__described_group_ else getattr(item_, "assignor_name", "")
-        )
-        members_described_group_ = item_.members if own__described_group_ else getattr(item_, "members", None)
-        authorized_operations_described_group_ = (
-            item_.authorized_operations
-            if own__described_group_
-            else getattr(item_, "authorized_operations", -2147483648)
-        )
-        tagged_fields_described_group_ = (
-            item_.tagged_fields if own__described_group_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is DescribedGroup:
+            error_code_described_group_ = item_.error_code
+            error_message_described_group_ = item_.error_message
+            group_id_described_group_ = item_.group_id
+            group_state_described_group_ = item_.group_state
+            group_epoch_described_group_ = item_.group_epoch
+            assignment_epoch_described_group_ = item_.assignment_epoch
+            assignor_name_described_group_ = item_.assignor_name
+            members_described_group_ = item_.members
+            authorized_operations_described_group_ = item_.authorized_operations
+            tagged_fields_described_group_ = item_.tagged_fields
+        else:
+            error_code_described_group_ = getattr(item_, "error_code", 0)
+            error_message_described_group_ = getattr(item_, "error_message", None)
+            group_id_described_group_ = getattr(item_, "group_id", "")
+            group_state_described_group_ = getattr(item_, "group_state", "")
+            group_epoch_described_group_ = getattr(item_, "group_epoch", 0)
+            assignment_epoch_described_group_ = getattr(item_, "assignment_epoch", 0)
+            assignor_name_described_group_ = getattr(item_, "assignor_name", "")
+            members_described_group_ = getattr(item_, "members", None)
+            authorized_operations_described_group_ = getattr(item_, "authorized_operations", -2147483648)
+            tagged_fields_described_group_ = getattr(item_, "tagged_fields", None)
         out += _S2.pack(error_code_described_group_)
         if error_message_described_group_ is None:
             out.append(0)
@@ -1944,62 +2029,34 @@ def _fencode_consumer_group_describe_response(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__described_group_ + 1, "described_group.members")
         for item__described_group_ in members_described_group_:
-            own__member__described_group_ = type(item__described_group_) is Member
-            member_id_member__described_group_ = (
-                item__described_group_.member_id
-                if own__member__described_group_
-                else getattr(item__described_group_, "member_id", "")
-            )
-            instance_id_member__described_group_ = (
-                item__described_group_.instance_id
-                if own__member__described_group_
-                else getattr(item__described_group_, "instance_id", None)
-            )
-            rack_id_member__described_group_ = (
-                item__described_group_.rack_id
-                if own__member__described_group_
-                else getattr(item__described_group_, "rack_id", None)
-            )
-            member_epoch_member__described_group_ = (
-                item__described_group_.member_epoch
-                if own__member__described_group_
-                else getattr(item__described_group_, "member_epoch", 0)
-            )
-            client_id_member__described_group_ = (
-                item__described_group_.client_id
-                if own__member__described_group_
-                else getattr(item__described_group_, "client_id", "")
-            )
-            client_host_member__described_group_ = (
-                item__described_group_.client_host
-                if own__member__described_group_
-                else getattr(item__described_group_, "client_host", "")
-            )
-            subscribed_topic_names_member__described_group_ = (
-                item__described_group_.subscribed_topic_names
-                if own__member__described_group_
-                else getattr(item__described_group_, "subscribed_topic_names", None)
-            )
-            subscribed_topic_regex_member__described_group_ = (
-                item__described_group_.subscribed_topic_regex
-                if own__member__described_group_
-                else getattr(item__described_group_, "subscribed_topic_regex", None)
-            )
-            assignment_member__described_group_ = (
-                item__described_group_.assignment
-                if own__member__described_group_
-                else getattr(item__described_group_, "assignment", None)
-            )
-            target_assignment_member__described_group_ = (
-                item__described_group_.target_assignment
-                if own__member__described_group_
-                else getattr(item__described_group_, "target_assignment", None)
-            )
-            tagged_fields_member__described_group_ = (
-                item__described_group_.tagged_fields
-                if own__member__described_group_
-                else getattr(item__described_group_, "tagged_fields", None)
-            )
+            if type(item__described_group_) is Member:
+                member_id_member__described_group_ = item__described_group_.member_id
+                instance_id_member__described_group_ = item__described_group_.instance_id
+                rack_id_member__described_group_ = item__described_group_.rack_id
+                member_epoch_member__described_group_ = item__described_group_.member_epoch
+                client_id_member__described_group_ = item__described_group_.client_id
+                client_host_member__described_group_ = item__described_group_.client_host
+                subscribed_topic_names_member__described_group_ = item__described_group_.subscribed_topic_names
+                subscribed_topic_regex_member__described_group_ = item__described_group_.subscribed_topic_regex
+                assignment_member__described_group_ = item__described_group_.assignment
+                target_assignment_member__described_group_ = item__described_group_.target_assignment
+                tagged_fields_member__described_group_ = item__described_group_.tagged_fields
+            else:
+                member_id_member__described_group_ = getattr(item__described_group_, "member_id", "")
+                instance_id_member__described_group_ = getattr(item__described_group_, "instance_id", None)
+                rack_id_member__described_group_ = getattr(item__described_group_, "rack_id", None)
+                member_epoch_member__described_group_ = getattr(item__described_group_, "member_epoch", 0)
+                client_id_member__described_group_ = getattr(item__described_group_, "client_id", "")
+                client_host_member__described_group_ = getattr(item__described_group_, "client_host", "")
+                subscribed_topic_names_member__described_group_ = getattr(
+                    item__described_group_, "subscribed_topic_names", None
+                )
+                subscribed_topic_regex_member__described_group_ = getattr(
+                    item__described_group_, "subscribed_topic_regex", None
+                )
+                assignment_member__described_group_ = getattr(item__described_group_, "assignment", None)
+                target_assignment_member__described_group_ = getattr(item__described_group_, "target_assignment", None)
+                tagged_fields_member__described_group_ = getattr(item__described_group_, "tagged_fields", None)
             b__member__described_group_ = _STR_ENCODED.get(member_id_member__described_group_)
             member_id_member__described_group_ = (
                 _encode_str(member_id_member__described_group_)
@@ -2111,28 +2168,22 @@ def _fencode_consumer_group_describe_response(obj, out, index, api_version):
                 out += subscribed_topic_regex_member__described_group_
             _fencode_assignment(assignment_member__described_group_, out, 0)
             _fencode_assignment(target_assignment_member__described_group_, out, 0)
-            tags__member__described_group_ = []
-            valid__member__described_group_ = None
-            _write_tagged(
-                out,
-                tags__member__described_group_,
-                tagged_fields_member__described_group_,
-                "member.tagged_fields",
-                valid__member__described_group_,
-            )
+            if (
+                tagged_fields_member__described_group_
+                or tagged_fields_member__described_group_.__class__ is _TagSection
+            ):
+                _write_tagged(out, [], tagged_fields_member__described_group_, "member.tagged_fields", None)
+            else:
+                out.append(0)
         out += _S0.pack(authorized_operations_described_group_)
-        tags__described_group_ = []
-        valid__described_group_ = None
-        _write_tagged(
-            out,
-            tags__described_group_,
-            tagged_fields_described_group_,
-            "described_group.tagged_fields",
-            valid__described_group_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "consumer_group_describe_response.tagged_fields", valid_)
+        if tagged_fields_described_group_ or tagged_fields_described_group_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_described_group_, "described_group.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "consumer_group_describe_response.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_consumer_group_describe_response_by_version(buf, pos, end, opts, api_version):

@@ -19,6 +19,8 @@ from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
 from kfmt.runtime.scalars import uuid16 as _uuid16
+from kfmt.runtime.scalars import PACKED as _PACKED
+from kfmt.runtime.scalars import PACKED_MAX as _PACKED_MAX
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -26,6 +28,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -114,45 +117,52 @@ def _decode_topic_partitions(buf, pos, end, opts):
             raise exc.within("topic_partitions.partitions", i_partitions, "topic_partitions_partitions_item") from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="topic_partitions.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="topic_partitions.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="topic_partitions.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TopicPartitions(topic_id, partitions, tagged_fields), pos
 
 
 def _encode_topic_partitions(obj, out, index):
     """Append one topic_partitions to out."""
-    own_ = type(obj) is TopicPartitions
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TopicPartitions:
+        topic_id = obj.topic_id
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_id = getattr(obj, "topic_id", None)
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(_uuid16(topic_id))
     n_ = len(partitions)
     if -1 <= n_ < 0x3FFF:
@@ -170,9 +180,10 @@ def _encode_topic_partitions(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_partitions.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "topic_partitions.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "topic_partitions.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_assignment(buf, pos, end, opts):
@@ -230,32 +241,35 @@ def _decode_assignment(buf, pos, end, opts):
                     path="assignment.topic_partitions",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "assignment.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="assignment.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "assignment.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "assignment.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="assignment.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "assignment.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="assignment.tagged_fields"
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "assignment.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "assignment.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="assignment.tagged_fields"
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return Assignment(topic_partitions, tagged_fields), pos
 
 
@@ -319,38 +333,43 @@ def _fdecode_assignment(buf, pos, end, opts):
             item__topic_partitions_ = value_topic_partitions_partitions_item__topic_partitions_
             append_partitions_topic_partitions_(item__topic_partitions_)
         tagged_fields_topic_partitions_ = []
-        sec__topic_partitions_ = pos
-        prev__topic_partitions_, odd__topic_partitions_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__topic_partitions_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
-        if n_tags__topic_partitions_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__topic_partitions_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="topic_partitions.tagged_fields",
-            )
-        for __topic_partitions_ in range(n_tags__topic_partitions_):
-            tag__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
-            size__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
-            if size__topic_partitions_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__topic_partitions_} declares {size__topic_partitions_} bytes, {end - pos} left",
+            sec__topic_partitions_ = pos
+            prev__topic_partitions_, odd__topic_partitions_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__topic_partitions_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
+            if n_tags__topic_partitions_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__topic_partitions_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="topic_partitions.tagged_fields",
                 )
-            stop__topic_partitions_ = pos + size__topic_partitions_
-            if tag__topic_partitions_ <= prev__topic_partitions_:
-                odd__topic_partitions_ = True
-            prev__topic_partitions_ = tag__topic_partitions_
-            tagged_fields_topic_partitions_.append((tag__topic_partitions_, bytes(buf[pos:stop__topic_partitions_])))
-            pos = stop__topic_partitions_
-        if odd__topic_partitions_:
-            tagged_fields_topic_partitions_ = _keep_tags(
-                tagged_fields_topic_partitions_, buf[sec__topic_partitions_:pos], ()
-            )
+            for __topic_partitions_ in range(n_tags__topic_partitions_):
+                tag__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
+                size__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
+                if size__topic_partitions_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__topic_partitions_} declares {size__topic_partitions_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="topic_partitions.tagged_fields",
+                    )
+                stop__topic_partitions_ = pos + size__topic_partitions_
+                if tag__topic_partitions_ <= prev__topic_partitions_:
+                    odd__topic_partitions_ = True
+                prev__topic_partitions_ = tag__topic_partitions_
+                tagged_fields_topic_partitions_.append(
+                    (tag__topic_partitions_, bytes(buf[pos:stop__topic_partitions_]))
+                )
+                pos = stop__topic_partitions_
+            if odd__topic_partitions_:
+                tagged_fields_topic_partitions_ = _keep_tags(
+                    tagged_fields_topic_partitions_, buf[sec__topic_partitions_:pos], ()
+                )
         value__topic_partitions_ = _new_object(TopicPartitions)
         value__topic_partitions_.topic_id = topic_id_topic_partitions_
         value__topic_partitions_.partitions = partitions_topic_partitions_
@@ -362,32 +381,35 @@ def _fdecode_assignment(buf, pos, end, opts):
             if budget_topic_partitions < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "assignment.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="assignment.tagged_fields"
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "assignment.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "assignment.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="assignment.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "assignment.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="assignment.tagged_fields"
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "assignment.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "assignment.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="assignment.tagged_fields"
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(Assignment)
     value_.topic_partitions = topic_partitions
     value_.tagged_fields = tagged_fields
@@ -396,9 +418,12 @@ def _fdecode_assignment(buf, pos, end, opts):
 
 def _encode_assignment(obj, out, index):
     """Append one assignment to out."""
-    own_ = type(obj) is Assignment
-    topic_partitions = obj.topic_partitions if own_ else getattr(obj, "topic_partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is Assignment:
+        topic_partitions = obj.topic_partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_partitions = getattr(obj, "topic_partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(topic_partitions)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -415,51 +440,54 @@ def _encode_assignment(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"assignment.topic_partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "assignment.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "assignment.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_assignment(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is Assignment
-    topic_partitions = obj.topic_partitions if own_ else getattr(obj, "topic_partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is Assignment:
+        topic_partitions = obj.topic_partitions
+        tagged_fields = obj.tagged_fields
+    else:
+        topic_partitions = getattr(obj, "topic_partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(topic_partitions)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "assignment.topic_partitions")
     for item_ in topic_partitions:
-        own__topic_partitions_ = type(item_) is TopicPartitions
-        topic_id_topic_partitions_ = item_.topic_id if own__topic_partitions_ else getattr(item_, "topic_id", None)
-        partitions_topic_partitions_ = (
-            item_.partitions if own__topic_partitions_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_topic_partitions_ = (
-            item_.tagged_fields if own__topic_partitions_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is TopicPartitions:
+            topic_id_topic_partitions_ = item_.topic_id
+            partitions_topic_partitions_ = item_.partitions
+            tagged_fields_topic_partitions_ = item_.tagged_fields
+        else:
+            topic_id_topic_partitions_ = getattr(item_, "topic_id", None)
+            partitions_topic_partitions_ = getattr(item_, "partitions", None)
+            tagged_fields_topic_partitions_ = getattr(item_, "tagged_fields", None)
         out += _S1.pack(_uuid16(topic_id_topic_partitions_))
         n__topic_partitions_ = len(partitions_topic_partitions_)
         if -1 <= n__topic_partitions_ < 16383:
             out += _UV_BYTES[n__topic_partitions_ + 1]
         else:
             _write_uvarint(out, n__topic_partitions_ + 1, "topic_partitions.partitions")
-        for item__topic_partitions_ in partitions_topic_partitions_:
-            value_topic_partitions_partitions_item__topic_partitions_ = item__topic_partitions_
-            out += _S0.pack(value_topic_partitions_partitions_item__topic_partitions_)
-        tags__topic_partitions_ = []
-        valid__topic_partitions_ = None
-        _write_tagged(
-            out,
-            tags__topic_partitions_,
-            tagged_fields_topic_partitions_,
-            "topic_partitions.tagged_fields",
-            valid__topic_partitions_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "assignment.tagged_fields", valid_)
+        if n__topic_partitions_ <= _PACKED_MAX:
+            out += _PACKED["i"][n__topic_partitions_].pack(*partitions_topic_partitions_)
+        else:
+            for item__topic_partitions_ in partitions_topic_partitions_:
+                value_topic_partitions_partitions_item__topic_partitions_ = item__topic_partitions_
+                out += _S0.pack(value_topic_partitions_partitions_item__topic_partitions_)
+        if tagged_fields_topic_partitions_ or tagged_fields_topic_partitions_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_topic_partitions_, "topic_partitions.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "assignment.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_consumer_group_heartbeat_response(buf, pos, end, opts, api_version):
@@ -564,36 +592,39 @@ def _decode_consumer_group_heartbeat_response(buf, pos, end, opts, api_version):
             path="consumer_group_heartbeat_response.assignment",
         )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_heartbeat_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="consumer_group_heartbeat_response.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_heartbeat_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_heartbeat_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_heartbeat_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="consumer_group_heartbeat_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_heartbeat_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_heartbeat_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="consumer_group_heartbeat_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ConsumerGroupHeartbeatResponse(
         throttle_time_ms,
         error_code,
@@ -686,36 +717,39 @@ def _fdecode_consumer_group_heartbeat_response(buf, pos, end, opts, api_version)
             path="consumer_group_heartbeat_response.assignment",
         )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_heartbeat_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="consumer_group_heartbeat_response.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_heartbeat_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_heartbeat_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_heartbeat_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="consumer_group_heartbeat_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_heartbeat_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_heartbeat_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="consumer_group_heartbeat_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ConsumerGroupHeartbeatResponse)  # slots set directly: a third of the cost of calling __init__
     value_.throttle_time_ms = throttle_time_ms
     value_.error_code = error_code
@@ -735,15 +769,24 @@ def _encode_consumer_group_heartbeat_response(obj, out, index, api_version):
             f"ConsumerGroupHeartbeatResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="consumer_group_heartbeat_response",
         )
-    own_ = type(obj) is ConsumerGroupHeartbeatResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", None)
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", None)
-    member_epoch = obj.member_epoch if own_ else getattr(obj, "member_epoch", 0)
-    heartbeat_interval_ms = obj.heartbeat_interval_ms if own_ else getattr(obj, "heartbeat_interval_ms", 0)
-    assignment = obj.assignment if own_ else getattr(obj, "assignment", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ConsumerGroupHeartbeatResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        error_message = obj.error_message
+        member_id = obj.member_id
+        member_epoch = obj.member_epoch
+        heartbeat_interval_ms = obj.heartbeat_interval_ms
+        assignment = obj.assignment
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", None)
+        member_id = getattr(obj, "member_id", None)
+        member_epoch = getattr(obj, "member_epoch", 0)
+        heartbeat_interval_ms = getattr(obj, "heartbeat_interval_ms", 0)
+        assignment = getattr(obj, "assignment", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(throttle_time_ms, error_code)
     if error_message is None:
         out.append(0)
@@ -775,9 +818,10 @@ def _encode_consumer_group_heartbeat_response(obj, out, index, api_version):
     else:
         out.append(1)
         _encode_assignment(assignment, out, 0)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "consumer_group_heartbeat_response.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "consumer_group_heartbeat_response.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_consumer_group_heartbeat_response(obj, out, index, api_version):
@@ -787,15 +831,24 @@ def _fencode_consumer_group_heartbeat_response(obj, out, index, api_version):
             f"ConsumerGroupHeartbeatResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="consumer_group_heartbeat_response",
         )
-    own_ = type(obj) is ConsumerGroupHeartbeatResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", None)
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", None)
-    member_epoch = obj.member_epoch if own_ else getattr(obj, "member_epoch", 0)
-    heartbeat_interval_ms = obj.heartbeat_interval_ms if own_ else getattr(obj, "heartbeat_interval_ms", 0)
-    assignment = obj.assignment if own_ else getattr(obj, "assignment", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ConsumerGroupHeartbeatResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        error_message = obj.error_message
+        member_id = obj.member_id
+        member_epoch = obj.member_epoch
+        heartbeat_interval_ms = obj.heartbeat_interval_ms
+        assignment = obj.assignment
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", None)
+        member_id = getattr(obj, "member_id", None)
+        member_epoch = getattr(obj, "member_epoch", 0)
+        heartbeat_interval_ms = getattr(obj, "heartbeat_interval_ms", 0)
+        assignment = getattr(obj, "assignment", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(throttle_time_ms, error_code)
     if error_message is None:
         out.append(0)
@@ -827,9 +880,10 @@ def _fencode_consumer_group_heartbeat_response(obj, out, index, api_version):
     else:
         out.append(1)
         _fencode_assignment(assignment, out, 0)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "consumer_group_heartbeat_response.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "consumer_group_heartbeat_response.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_consumer_group_heartbeat_response_by_version(buf, pos, end, opts, api_version):

@@ -19,6 +19,7 @@ from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -100,9 +101,12 @@ def _encode_controlled_shutdown_request(obj, out, index, api_version):
             f"ControlledShutdownRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 2))",
             path="controlled_shutdown_request",
         )
-    own_ = type(obj) is ControlledShutdownRequest
-    broker_id = obj.broker_id if own_ else getattr(obj, "broker_id", 0)
-    broker_epoch = obj.broker_epoch if own_ else getattr(obj, "broker_epoch", -1)
+    if type(obj) is ControlledShutdownRequest:
+        broker_id = obj.broker_id
+        broker_epoch = obj.broker_epoch
+    else:  # another class: its fields by name, a missing one at its default
+        broker_id = getattr(obj, "broker_id", 0)
+        broker_epoch = getattr(obj, "broker_epoch", -1)
     out += _S0.pack(broker_id)
     if api_version >= 2:
         out += _S1.pack(broker_epoch)
@@ -115,9 +119,12 @@ def _fencode_controlled_shutdown_request(obj, out, index, api_version):
             f"ControlledShutdownRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 2))",
             path="controlled_shutdown_request",
         )
-    own_ = type(obj) is ControlledShutdownRequest
-    broker_id = obj.broker_id if own_ else getattr(obj, "broker_id", 0)
-    broker_epoch = obj.broker_epoch if own_ else getattr(obj, "broker_epoch", -1)
+    if type(obj) is ControlledShutdownRequest:
+        broker_id = obj.broker_id
+        broker_epoch = obj.broker_epoch
+    else:  # another class: its fields by name, a missing one at its default
+        broker_id = getattr(obj, "broker_id", 0)
+        broker_epoch = getattr(obj, "broker_epoch", -1)
     out += _S0.pack(broker_id)
     if api_version >= 2:
         out += _S1.pack(broker_epoch)
@@ -141,36 +148,39 @@ def _decode_controlled_shutdown_request_flexible(buf, pos, end, opts, api_versio
     ) = _S2.unpack_from(buf, pos)
     pos += 12
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "controlled_shutdown_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="controlled_shutdown_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "controlled_shutdown_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "controlled_shutdown_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "controlled_shutdown_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="controlled_shutdown_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "controlled_shutdown_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "controlled_shutdown_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="controlled_shutdown_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ControlledShutdownRequestFlexible(broker_id, broker_epoch, tagged_fields), pos
 
 
@@ -188,36 +198,39 @@ def _fdecode_controlled_shutdown_request_flexible(buf, pos, end, opts, api_versi
     ) = _S2.unpack_from(buf, pos)
     pos += 12
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "controlled_shutdown_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="controlled_shutdown_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "controlled_shutdown_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "controlled_shutdown_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "controlled_shutdown_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="controlled_shutdown_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "controlled_shutdown_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "controlled_shutdown_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="controlled_shutdown_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(
         ControlledShutdownRequestFlexible
     )  # slots set directly: a third of the cost of calling __init__
@@ -234,14 +247,19 @@ def _encode_controlled_shutdown_request_flexible(obj, out, index, api_version):
             f"ControlledShutdownRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 3) and (<params>.api_version <= 3)))",
             path="controlled_shutdown_request_flexible",
         )
-    own_ = type(obj) is ControlledShutdownRequestFlexible
-    broker_id = obj.broker_id if own_ else getattr(obj, "broker_id", 0)
-    broker_epoch = obj.broker_epoch if own_ else getattr(obj, "broker_epoch", -1)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ControlledShutdownRequestFlexible:
+        broker_id = obj.broker_id
+        broker_epoch = obj.broker_epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        broker_id = getattr(obj, "broker_id", 0)
+        broker_epoch = getattr(obj, "broker_epoch", -1)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(broker_id, broker_epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "controlled_shutdown_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "controlled_shutdown_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_controlled_shutdown_request_flexible(obj, out, index, api_version):
@@ -251,14 +269,19 @@ def _fencode_controlled_shutdown_request_flexible(obj, out, index, api_version):
             f"ControlledShutdownRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 3) and (<params>.api_version <= 3)))",
             path="controlled_shutdown_request_flexible",
         )
-    own_ = type(obj) is ControlledShutdownRequestFlexible
-    broker_id = obj.broker_id if own_ else getattr(obj, "broker_id", 0)
-    broker_epoch = obj.broker_epoch if own_ else getattr(obj, "broker_epoch", -1)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ControlledShutdownRequestFlexible:
+        broker_id = obj.broker_id
+        broker_epoch = obj.broker_epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        broker_id = getattr(obj, "broker_id", 0)
+        broker_epoch = getattr(obj, "broker_epoch", -1)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(broker_id, broker_epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "controlled_shutdown_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "controlled_shutdown_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_controlled_shutdown_request_by_version(buf, pos, end, opts, api_version):

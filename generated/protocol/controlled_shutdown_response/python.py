@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -90,9 +91,12 @@ def _decode_remaining_partition(buf, pos, end, opts):
 
 def _encode_remaining_partition(obj, out, index):
     """Append one remaining_partition to out."""
-    own_ = type(obj) is RemainingPartition
-    topic_name = obj.topic_name if own_ else getattr(obj, "topic_name", "")
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
+    if type(obj) is RemainingPartition:
+        topic_name = obj.topic_name
+        partition_index = obj.partition_index
+    else:  # another class: its fields by name, a missing one at its default
+        topic_name = getattr(obj, "topic_name", "")
+        partition_index = getattr(obj, "partition_index", 0)
     if topic_name is None:
         raise _InvalidValueError("may not be null", path="remaining_partition.topic_name")
     else:
@@ -227,9 +231,12 @@ def _encode_controlled_shutdown_response(obj, out, index, api_version):
             f"ControlledShutdownResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 2))",
             path="controlled_shutdown_response",
         )
-    own_ = type(obj) is ControlledShutdownResponse
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    remaining_partitions = obj.remaining_partitions if own_ else getattr(obj, "remaining_partitions", None)
+    if type(obj) is ControlledShutdownResponse:
+        error_code = obj.error_code
+        remaining_partitions = obj.remaining_partitions
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        remaining_partitions = getattr(obj, "remaining_partitions", None)
     out += _S0.pack(error_code)
     out += _S1.pack(len(remaining_partitions))
     index_ = 0
@@ -252,19 +259,21 @@ def _fencode_controlled_shutdown_response(obj, out, index, api_version):
             f"ControlledShutdownResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 2))",
             path="controlled_shutdown_response",
         )
-    own_ = type(obj) is ControlledShutdownResponse
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    remaining_partitions = obj.remaining_partitions if own_ else getattr(obj, "remaining_partitions", None)
+    if type(obj) is ControlledShutdownResponse:
+        error_code = obj.error_code
+        remaining_partitions = obj.remaining_partitions
+    else:
+        error_code = getattr(obj, "error_code", 0)
+        remaining_partitions = getattr(obj, "remaining_partitions", None)
     out += _S0.pack(error_code)
     out += _S1.pack(len(remaining_partitions))
     for item_ in remaining_partitions:
-        own__remaining_partition_ = type(item_) is RemainingPartition
-        topic_name_remaining_partition_ = (
-            item_.topic_name if own__remaining_partition_ else getattr(item_, "topic_name", "")
-        )
-        partition_index_remaining_partition_ = (
-            item_.partition_index if own__remaining_partition_ else getattr(item_, "partition_index", 0)
-        )
+        if type(item_) is RemainingPartition:
+            topic_name_remaining_partition_ = item_.topic_name
+            partition_index_remaining_partition_ = item_.partition_index
+        else:
+            topic_name_remaining_partition_ = getattr(item_, "topic_name", "")
+            partition_index_remaining_partition_ = getattr(item_, "partition_index", 0)
         b__remaining_partition_ = _STR_ENCODED.get(topic_name_remaining_partition_)
         topic_name_remaining_partition_ = (
             _encode_str(topic_name_remaining_partition_) if b__remaining_partition_ is None else b__remaining_partition_
@@ -310,45 +319,52 @@ def _decode_remaining_partition_flexible(buf, pos, end, opts):
     (partition_index,) = _S1.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "remaining_partition_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="remaining_partition_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "remaining_partition_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "remaining_partition_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "remaining_partition_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="remaining_partition_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "remaining_partition_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "remaining_partition_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="remaining_partition_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return RemainingPartitionFlexible(topic_name, partition_index, tagged_fields), pos
 
 
 def _encode_remaining_partition_flexible(obj, out, index):
     """Append one remaining_partition_flexible to out."""
-    own_ = type(obj) is RemainingPartitionFlexible
-    topic_name = obj.topic_name if own_ else getattr(obj, "topic_name", "")
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is RemainingPartitionFlexible:
+        topic_name = obj.topic_name
+        partition_index = obj.partition_index
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_name = getattr(obj, "topic_name", "")
+        partition_index = getattr(obj, "partition_index", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if topic_name is None:
         raise _InvalidValueError("may not be null", path="remaining_partition_flexible.topic_name")
     else:
@@ -362,9 +378,10 @@ def _encode_remaining_partition_flexible(obj, out, index):
 
         out += topic_name
     out += _S1.pack(partition_index)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "remaining_partition_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "remaining_partition_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_controlled_shutdown_response_flexible(buf, pos, end, opts, api_version):
@@ -436,36 +453,39 @@ def _decode_controlled_shutdown_response_flexible(buf, pos, end, opts, api_versi
             ) from None
         append_remaining_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "controlled_shutdown_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="controlled_shutdown_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "controlled_shutdown_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "controlled_shutdown_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "controlled_shutdown_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="controlled_shutdown_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "controlled_shutdown_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "controlled_shutdown_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="controlled_shutdown_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ControlledShutdownResponseFlexible(error_code, remaining_partitions, tagged_fields), pos
 
 
@@ -539,46 +559,49 @@ def _fdecode_controlled_shutdown_response_flexible(buf, pos, end, opts, api_vers
         (partition_index_remaining_partition_flexible_,) = _S1.unpack_from(buf, pos)
         pos += 4
         tagged_fields_remaining_partition_flexible_ = []
-        sec__remaining_partition_flexible_ = pos
-        prev__remaining_partition_flexible_, odd__remaining_partition_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__remaining_partition_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__remaining_partition_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "remaining_partition_flexible.tagged_fields"
-            )
-        if n_tags__remaining_partition_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__remaining_partition_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="remaining_partition_flexible.tagged_fields",
-            )
-        for __remaining_partition_flexible_ in range(n_tags__remaining_partition_flexible_):
-            tag__remaining_partition_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "remaining_partition_flexible.tagged_fields"
-            )
-            size__remaining_partition_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "remaining_partition_flexible.tagged_fields"
-            )
-            if size__remaining_partition_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__remaining_partition_flexible_} declares {size__remaining_partition_flexible_} bytes, {end - pos} left",
+            sec__remaining_partition_flexible_ = pos
+            prev__remaining_partition_flexible_, odd__remaining_partition_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__remaining_partition_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__remaining_partition_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "remaining_partition_flexible.tagged_fields"
+                )
+            if n_tags__remaining_partition_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__remaining_partition_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="remaining_partition_flexible.tagged_fields",
                 )
-            stop__remaining_partition_flexible_ = pos + size__remaining_partition_flexible_
-            if tag__remaining_partition_flexible_ <= prev__remaining_partition_flexible_:
-                odd__remaining_partition_flexible_ = True
-            prev__remaining_partition_flexible_ = tag__remaining_partition_flexible_
-            tagged_fields_remaining_partition_flexible_.append(
-                (tag__remaining_partition_flexible_, bytes(buf[pos:stop__remaining_partition_flexible_]))
-            )
-            pos = stop__remaining_partition_flexible_
-        if odd__remaining_partition_flexible_:
-            tagged_fields_remaining_partition_flexible_ = _keep_tags(
-                tagged_fields_remaining_partition_flexible_, buf[sec__remaining_partition_flexible_:pos], ()
-            )
+            for __remaining_partition_flexible_ in range(n_tags__remaining_partition_flexible_):
+                tag__remaining_partition_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "remaining_partition_flexible.tagged_fields"
+                )
+                size__remaining_partition_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "remaining_partition_flexible.tagged_fields"
+                )
+                if size__remaining_partition_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__remaining_partition_flexible_} declares {size__remaining_partition_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="remaining_partition_flexible.tagged_fields",
+                    )
+                stop__remaining_partition_flexible_ = pos + size__remaining_partition_flexible_
+                if tag__remaining_partition_flexible_ <= prev__remaining_partition_flexible_:
+                    odd__remaining_partition_flexible_ = True
+                prev__remaining_partition_flexible_ = tag__remaining_partition_flexible_
+                tagged_fields_remaining_partition_flexible_.append(
+                    (tag__remaining_partition_flexible_, bytes(buf[pos:stop__remaining_partition_flexible_]))
+                )
+                pos = stop__remaining_partition_flexible_
+            if odd__remaining_partition_flexible_:
+                tagged_fields_remaining_partition_flexible_ = _keep_tags(
+                    tagged_fields_remaining_partition_flexible_, buf[sec__remaining_partition_flexible_:pos], ()
+                )
         value__remaining_partition_flexible_ = _new_object(RemainingPartitionFlexible)
         value__remaining_partition_flexible_.topic_name = topic_name_remaining_partition_flexible_
         value__remaining_partition_flexible_.partition_index = partition_index_remaining_partition_flexible_
@@ -586,36 +609,39 @@ def _fdecode_controlled_shutdown_response_flexible(buf, pos, end, opts, api_vers
         item_ = value__remaining_partition_flexible_
         append_remaining_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "controlled_shutdown_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="controlled_shutdown_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "controlled_shutdown_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "controlled_shutdown_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "controlled_shutdown_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="controlled_shutdown_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "controlled_shutdown_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "controlled_shutdown_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="controlled_shutdown_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ControlledShutdownResponseFlexible)
     value_.error_code = error_code
     value_.remaining_partitions = remaining_partitions
@@ -630,10 +656,14 @@ def _encode_controlled_shutdown_response_flexible(obj, out, index, api_version):
             f"ControlledShutdownResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 3) and (<params>.api_version <= 3)))",
             path="controlled_shutdown_response_flexible",
         )
-    own_ = type(obj) is ControlledShutdownResponseFlexible
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    remaining_partitions = obj.remaining_partitions if own_ else getattr(obj, "remaining_partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ControlledShutdownResponseFlexible:
+        error_code = obj.error_code
+        remaining_partitions = obj.remaining_partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        remaining_partitions = getattr(obj, "remaining_partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(error_code)
     n_ = len(remaining_partitions)
     if -1 <= n_ < 0x3FFF:
@@ -654,9 +684,10 @@ def _encode_controlled_shutdown_response_flexible(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"controlled_shutdown_response_flexible.remaining_partitions[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "controlled_shutdown_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "controlled_shutdown_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_controlled_shutdown_response_flexible(obj, out, index, api_version):
@@ -666,10 +697,14 @@ def _fencode_controlled_shutdown_response_flexible(obj, out, index, api_version)
             f"ControlledShutdownResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 3) and (<params>.api_version <= 3)))",
             path="controlled_shutdown_response_flexible",
         )
-    own_ = type(obj) is ControlledShutdownResponseFlexible
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    remaining_partitions = obj.remaining_partitions if own_ else getattr(obj, "remaining_partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ControlledShutdownResponseFlexible:
+        error_code = obj.error_code
+        remaining_partitions = obj.remaining_partitions
+        tagged_fields = obj.tagged_fields
+    else:
+        error_code = getattr(obj, "error_code", 0)
+        remaining_partitions = getattr(obj, "remaining_partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(error_code)
     n_ = len(remaining_partitions)
     if -1 <= n_ < 16383:
@@ -677,16 +712,14 @@ def _fencode_controlled_shutdown_response_flexible(obj, out, index, api_version)
     else:
         _write_uvarint(out, n_ + 1, "controlled_shutdown_response_flexible.remaining_partitions")
     for item_ in remaining_partitions:
-        own__remaining_partition_flexible_ = type(item_) is RemainingPartitionFlexible
-        topic_name_remaining_partition_flexible_ = (
-            item_.topic_name if own__remaining_partition_flexible_ else getattr(item_, "topic_name", "")
-        )
-        partition_index_remaining_partition_flexible_ = (
-            item_.partition_index if own__remaining_partition_flexible_ else getattr(item_, "partition_index", 0)
-        )
-        tagged_fields_remaining_partition_flexible_ = (
-            item_.tagged_fields if own__remaining_partition_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is RemainingPartitionFlexible:
+            topic_name_remaining_partition_flexible_ = item_.topic_name
+            partition_index_remaining_partition_flexible_ = item_.partition_index
+            tagged_fields_remaining_partition_flexible_ = item_.tagged_fields
+        else:
+            topic_name_remaining_partition_flexible_ = getattr(item_, "topic_name", "")
+            partition_index_remaining_partition_flexible_ = getattr(item_, "partition_index", 0)
+            tagged_fields_remaining_partition_flexible_ = getattr(item_, "tagged_fields", None)
         b__remaining_partition_flexible_ = _STR_ENCODED.get(topic_name_remaining_partition_flexible_)
         topic_name_remaining_partition_flexible_ = (
             _encode_str(topic_name_remaining_partition_flexible_)
@@ -700,18 +733,19 @@ def _fencode_controlled_shutdown_response_flexible(obj, out, index, api_version)
             _write_uvarint(out, n__remaining_partition_flexible_ + 1, "remaining_partition_flexible.topic_name")
         out += topic_name_remaining_partition_flexible_
         out += _S1.pack(partition_index_remaining_partition_flexible_)
-        tags__remaining_partition_flexible_ = []
-        valid__remaining_partition_flexible_ = None
-        _write_tagged(
-            out,
-            tags__remaining_partition_flexible_,
-            tagged_fields_remaining_partition_flexible_,
-            "remaining_partition_flexible.tagged_fields",
-            valid__remaining_partition_flexible_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "controlled_shutdown_response_flexible.tagged_fields", valid_)
+        if (
+            tagged_fields_remaining_partition_flexible_
+            or tagged_fields_remaining_partition_flexible_.__class__ is _TagSection
+        ):
+            _write_tagged(
+                out, [], tagged_fields_remaining_partition_flexible_, "remaining_partition_flexible.tagged_fields", None
+            )
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "controlled_shutdown_response_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_controlled_shutdown_response_by_version(buf, pos, end, opts, api_version):

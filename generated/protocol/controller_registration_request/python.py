@@ -26,6 +26,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -113,43 +114,52 @@ def _decode_listener(buf, pos, end, opts):
     ) = _S0.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="listener.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="listener.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="listener.tagged_fields"
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="listener.tagged_fields"
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return Listener(name, host, port, security_protocol, tagged_fields), pos
 
 
 def _encode_listener(obj, out, index):
     """Append one listener to out."""
-    own_ = type(obj) is Listener
-    name = obj.name if own_ else getattr(obj, "name", "")
-    host = obj.host if own_ else getattr(obj, "host", "")
-    port = obj.port if own_ else getattr(obj, "port", 0)
-    security_protocol = obj.security_protocol if own_ else getattr(obj, "security_protocol", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is Listener:
+        name = obj.name
+        host = obj.host
+        port = obj.port
+        security_protocol = obj.security_protocol
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        host = getattr(obj, "host", "")
+        port = getattr(obj, "port", 0)
+        security_protocol = getattr(obj, "security_protocol", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="listener.name")
     else:
@@ -175,9 +185,10 @@ def _encode_listener(obj, out, index):
 
         out += host
     out += _S0.pack(port, security_protocol)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "listener.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "listener.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_feature(buf, pos, end, opts):
@@ -213,42 +224,50 @@ def _decode_feature(buf, pos, end, opts):
     ) = _S1.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "feature.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="feature.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "feature.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "feature.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="feature.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "feature.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="feature.tagged_fields"
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "feature.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "feature.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="feature.tagged_fields"
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return Feature(name, min_supported_version, max_supported_version, tagged_fields), pos
 
 
 def _encode_feature(obj, out, index):
     """Append one feature to out."""
-    own_ = type(obj) is Feature
-    name = obj.name if own_ else getattr(obj, "name", "")
-    min_supported_version = obj.min_supported_version if own_ else getattr(obj, "min_supported_version", 0)
-    max_supported_version = obj.max_supported_version if own_ else getattr(obj, "max_supported_version", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is Feature:
+        name = obj.name
+        min_supported_version = obj.min_supported_version
+        max_supported_version = obj.max_supported_version
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        min_supported_version = getattr(obj, "min_supported_version", 0)
+        max_supported_version = getattr(obj, "max_supported_version", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="feature.name")
     else:
@@ -262,9 +281,10 @@ def _encode_feature(obj, out, index):
 
         out += name
     out += _S1.pack(min_supported_version, max_supported_version)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "feature.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "feature.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_controller_registration_request(buf, pos, end, opts, api_version):
@@ -374,36 +394,39 @@ def _decode_controller_registration_request(buf, pos, end, opts, api_version):
             raise exc.within("controller_registration_request.features", i_features, "feature") from None
         append_features(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "controller_registration_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="controller_registration_request.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "controller_registration_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "controller_registration_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "controller_registration_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="controller_registration_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "controller_registration_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "controller_registration_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="controller_registration_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ControllerRegistrationRequest(
         controller_id, incarnation_id, zk_migration_ready, listeners, features, tagged_fields
     ), pos
@@ -492,36 +515,39 @@ def _fdecode_controller_registration_request(buf, pos, end, opts, api_version):
         port_listener_, security_protocol_listener_ = _S0.unpack_from(buf, pos)
         pos += 4
         tagged_fields_listener_ = []
-        sec__listener_ = pos
-        prev__listener_, odd__listener_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__listener_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__listener_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
-        if n_tags__listener_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__listener_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="listener.tagged_fields",
-            )
-        for __listener_ in range(n_tags__listener_):
-            tag__listener_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
-            size__listener_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
-            if size__listener_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__listener_} declares {size__listener_} bytes, {end - pos} left",
+            sec__listener_ = pos
+            prev__listener_, odd__listener_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__listener_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__listener_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
+            if n_tags__listener_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__listener_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="listener.tagged_fields",
                 )
-            stop__listener_ = pos + size__listener_
-            if tag__listener_ <= prev__listener_:
-                odd__listener_ = True
-            prev__listener_ = tag__listener_
-            tagged_fields_listener_.append((tag__listener_, bytes(buf[pos:stop__listener_])))
-            pos = stop__listener_
-        if odd__listener_:
-            tagged_fields_listener_ = _keep_tags(tagged_fields_listener_, buf[sec__listener_:pos], ())
+            for __listener_ in range(n_tags__listener_):
+                tag__listener_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
+                size__listener_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
+                if size__listener_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__listener_} declares {size__listener_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="listener.tagged_fields",
+                    )
+                stop__listener_ = pos + size__listener_
+                if tag__listener_ <= prev__listener_:
+                    odd__listener_ = True
+                prev__listener_ = tag__listener_
+                tagged_fields_listener_.append((tag__listener_, bytes(buf[pos:stop__listener_])))
+                pos = stop__listener_
+            if odd__listener_:
+                tagged_fields_listener_ = _keep_tags(tagged_fields_listener_, buf[sec__listener_:pos], ())
         value__listener_ = _new_object(Listener)
         value__listener_.name = name_listener_
         value__listener_.host = host_listener_
@@ -581,36 +607,39 @@ def _fdecode_controller_registration_request(buf, pos, end, opts, api_version):
         min_supported_version_feature_, max_supported_version_feature_ = _S1.unpack_from(buf, pos)
         pos += 4
         tagged_fields_feature_ = []
-        sec__feature_ = pos
-        prev__feature_, odd__feature_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__feature_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__feature_, pos = _read_uvarint32(buf, pos, end, "feature.tagged_fields")
-        if n_tags__feature_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__feature_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="feature.tagged_fields",
-            )
-        for __feature_ in range(n_tags__feature_):
-            tag__feature_, pos = _read_uvarint32(buf, pos, end, "feature.tagged_fields")
-            size__feature_, pos = _read_uvarint32(buf, pos, end, "feature.tagged_fields")
-            if size__feature_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__feature_} declares {size__feature_} bytes, {end - pos} left",
+            sec__feature_ = pos
+            prev__feature_, odd__feature_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__feature_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__feature_, pos = _read_uvarint32(buf, pos, end, "feature.tagged_fields")
+            if n_tags__feature_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__feature_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="feature.tagged_fields",
                 )
-            stop__feature_ = pos + size__feature_
-            if tag__feature_ <= prev__feature_:
-                odd__feature_ = True
-            prev__feature_ = tag__feature_
-            tagged_fields_feature_.append((tag__feature_, bytes(buf[pos:stop__feature_])))
-            pos = stop__feature_
-        if odd__feature_:
-            tagged_fields_feature_ = _keep_tags(tagged_fields_feature_, buf[sec__feature_:pos], ())
+            for __feature_ in range(n_tags__feature_):
+                tag__feature_, pos = _read_uvarint32(buf, pos, end, "feature.tagged_fields")
+                size__feature_, pos = _read_uvarint32(buf, pos, end, "feature.tagged_fields")
+                if size__feature_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__feature_} declares {size__feature_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="feature.tagged_fields",
+                    )
+                stop__feature_ = pos + size__feature_
+                if tag__feature_ <= prev__feature_:
+                    odd__feature_ = True
+                prev__feature_ = tag__feature_
+                tagged_fields_feature_.append((tag__feature_, bytes(buf[pos:stop__feature_])))
+                pos = stop__feature_
+            if odd__feature_:
+                tagged_fields_feature_ = _keep_tags(tagged_fields_feature_, buf[sec__feature_:pos], ())
         value__feature_ = _new_object(Feature)
         value__feature_.name = name_feature_
         value__feature_.min_supported_version = min_supported_version_feature_
@@ -619,36 +648,39 @@ def _fdecode_controller_registration_request(buf, pos, end, opts, api_version):
         item_ = value__feature_
         append_features(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "controller_registration_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="controller_registration_request.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "controller_registration_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "controller_registration_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "controller_registration_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="controller_registration_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "controller_registration_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "controller_registration_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="controller_registration_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ControllerRegistrationRequest)
     value_.controller_id = controller_id
     value_.incarnation_id = incarnation_id
@@ -666,13 +698,20 @@ def _encode_controller_registration_request(obj, out, index, api_version):
             f"ControllerRegistrationRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="controller_registration_request",
         )
-    own_ = type(obj) is ControllerRegistrationRequest
-    controller_id = obj.controller_id if own_ else getattr(obj, "controller_id", 0)
-    incarnation_id = obj.incarnation_id if own_ else getattr(obj, "incarnation_id", None)
-    zk_migration_ready = obj.zk_migration_ready if own_ else getattr(obj, "zk_migration_ready", False)
-    listeners = obj.listeners if own_ else getattr(obj, "listeners", None)
-    features = obj.features if own_ else getattr(obj, "features", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ControllerRegistrationRequest:
+        controller_id = obj.controller_id
+        incarnation_id = obj.incarnation_id
+        zk_migration_ready = obj.zk_migration_ready
+        listeners = obj.listeners
+        features = obj.features
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        controller_id = getattr(obj, "controller_id", 0)
+        incarnation_id = getattr(obj, "incarnation_id", None)
+        zk_migration_ready = getattr(obj, "zk_migration_ready", False)
+        listeners = getattr(obj, "listeners", None)
+        features = getattr(obj, "features", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(controller_id, _uuid16(incarnation_id), zk_migration_ready)
     n_ = len(listeners)
     if -1 <= n_ < 0x3FFF:
@@ -706,9 +745,10 @@ def _encode_controller_registration_request(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"controller_registration_request.features[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "controller_registration_request.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "controller_registration_request.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_controller_registration_request(obj, out, index, api_version):
@@ -718,13 +758,20 @@ def _fencode_controller_registration_request(obj, out, index, api_version):
             f"ControllerRegistrationRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="controller_registration_request",
         )
-    own_ = type(obj) is ControllerRegistrationRequest
-    controller_id = obj.controller_id if own_ else getattr(obj, "controller_id", 0)
-    incarnation_id = obj.incarnation_id if own_ else getattr(obj, "incarnation_id", None)
-    zk_migration_ready = obj.zk_migration_ready if own_ else getattr(obj, "zk_migration_ready", False)
-    listeners = obj.listeners if own_ else getattr(obj, "listeners", None)
-    features = obj.features if own_ else getattr(obj, "features", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ControllerRegistrationRequest:
+        controller_id = obj.controller_id
+        incarnation_id = obj.incarnation_id
+        zk_migration_ready = obj.zk_migration_ready
+        listeners = obj.listeners
+        features = obj.features
+        tagged_fields = obj.tagged_fields
+    else:
+        controller_id = getattr(obj, "controller_id", 0)
+        incarnation_id = getattr(obj, "incarnation_id", None)
+        zk_migration_ready = getattr(obj, "zk_migration_ready", False)
+        listeners = getattr(obj, "listeners", None)
+        features = getattr(obj, "features", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(controller_id, _uuid16(incarnation_id), zk_migration_ready)
     n_ = len(listeners)
     if -1 <= n_ < 16383:
@@ -732,14 +779,18 @@ def _fencode_controller_registration_request(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "controller_registration_request.listeners")
     for item_ in listeners:
-        own__listener_ = type(item_) is Listener
-        name_listener_ = item_.name if own__listener_ else getattr(item_, "name", "")
-        host_listener_ = item_.host if own__listener_ else getattr(item_, "host", "")
-        port_listener_ = item_.port if own__listener_ else getattr(item_, "port", 0)
-        security_protocol_listener_ = (
-            item_.security_protocol if own__listener_ else getattr(item_, "security_protocol", 0)
-        )
-        tagged_fields_listener_ = item_.tagged_fields if own__listener_ else getattr(item_, "tagged_fields", None)
+        if type(item_) is Listener:
+            name_listener_ = item_.name
+            host_listener_ = item_.host
+            port_listener_ = item_.port
+            security_protocol_listener_ = item_.security_protocol
+            tagged_fields_listener_ = item_.tagged_fields
+        else:
+            name_listener_ = getattr(item_, "name", "")
+            host_listener_ = getattr(item_, "host", "")
+            port_listener_ = getattr(item_, "port", 0)
+            security_protocol_listener_ = getattr(item_, "security_protocol", 0)
+            tagged_fields_listener_ = getattr(item_, "tagged_fields", None)
         b__listener_ = _STR_ENCODED.get(name_listener_)
         name_listener_ = _encode_str(name_listener_) if b__listener_ is None else b__listener_
         n__listener_ = len(name_listener_)
@@ -757,24 +808,26 @@ def _fencode_controller_registration_request(obj, out, index, api_version):
             _write_uvarint(out, n__listener_ + 1, "listener.host")
         out += host_listener_
         out += _S0.pack(port_listener_, security_protocol_listener_)
-        tags__listener_ = []
-        valid__listener_ = None
-        _write_tagged(out, tags__listener_, tagged_fields_listener_, "listener.tagged_fields", valid__listener_)
+        if tagged_fields_listener_ or tagged_fields_listener_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_listener_, "listener.tagged_fields", None)
+        else:
+            out.append(0)
     n_ = len(features)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "controller_registration_request.features")
     for item_ in features:
-        own__feature_ = type(item_) is Feature
-        name_feature_ = item_.name if own__feature_ else getattr(item_, "name", "")
-        min_supported_version_feature_ = (
-            item_.min_supported_version if own__feature_ else getattr(item_, "min_supported_version", 0)
-        )
-        max_supported_version_feature_ = (
-            item_.max_supported_version if own__feature_ else getattr(item_, "max_supported_version", 0)
-        )
-        tagged_fields_feature_ = item_.tagged_fields if own__feature_ else getattr(item_, "tagged_fields", None)
+        if type(item_) is Feature:
+            name_feature_ = item_.name
+            min_supported_version_feature_ = item_.min_supported_version
+            max_supported_version_feature_ = item_.max_supported_version
+            tagged_fields_feature_ = item_.tagged_fields
+        else:
+            name_feature_ = getattr(item_, "name", "")
+            min_supported_version_feature_ = getattr(item_, "min_supported_version", 0)
+            max_supported_version_feature_ = getattr(item_, "max_supported_version", 0)
+            tagged_fields_feature_ = getattr(item_, "tagged_fields", None)
         b__feature_ = _STR_ENCODED.get(name_feature_)
         name_feature_ = _encode_str(name_feature_) if b__feature_ is None else b__feature_
         n__feature_ = len(name_feature_)
@@ -784,12 +837,14 @@ def _fencode_controller_registration_request(obj, out, index, api_version):
             _write_uvarint(out, n__feature_ + 1, "feature.name")
         out += name_feature_
         out += _S1.pack(min_supported_version_feature_, max_supported_version_feature_)
-        tags__feature_ = []
-        valid__feature_ = None
-        _write_tagged(out, tags__feature_, tagged_fields_feature_, "feature.tagged_fields", valid__feature_)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "controller_registration_request.tagged_fields", valid_)
+        if tagged_fields_feature_ or tagged_fields_feature_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_feature_, "feature.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "controller_registration_request.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_controller_registration_request_by_version(buf, pos, end, opts, api_version):

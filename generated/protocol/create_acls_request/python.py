@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -136,14 +137,22 @@ def _decode_acl_creation(buf, pos, end, opts, api_version):
 
 def _encode_acl_creation(obj, out, index, api_version):
     """Append one acl_creation to out."""
-    own_ = type(obj) is AclCreation
-    resource_type = obj.resource_type if own_ else getattr(obj, "resource_type", 0)
-    resource_name = obj.resource_name if own_ else getattr(obj, "resource_name", "")
-    resource_pattern_type = obj.resource_pattern_type if own_ else getattr(obj, "resource_pattern_type", 3)
-    principal = obj.principal if own_ else getattr(obj, "principal", "")
-    host = obj.host if own_ else getattr(obj, "host", "")
-    operation = obj.operation if own_ else getattr(obj, "operation", 0)
-    permission_type = obj.permission_type if own_ else getattr(obj, "permission_type", 0)
+    if type(obj) is AclCreation:
+        resource_type = obj.resource_type
+        resource_name = obj.resource_name
+        resource_pattern_type = obj.resource_pattern_type
+        principal = obj.principal
+        host = obj.host
+        operation = obj.operation
+        permission_type = obj.permission_type
+    else:  # another class: its fields by name, a missing one at its default
+        resource_type = getattr(obj, "resource_type", 0)
+        resource_name = getattr(obj, "resource_name", "")
+        resource_pattern_type = getattr(obj, "resource_pattern_type", 3)
+        principal = getattr(obj, "principal", "")
+        host = getattr(obj, "host", "")
+        operation = getattr(obj, "operation", 0)
+        permission_type = getattr(obj, "permission_type", 0)
     if -128 <= resource_type <= 127:
         out.append(resource_type & 0xFF)
     else:
@@ -343,18 +352,22 @@ def _fencode_create_acls_request(obj, out, index, api_version):
     creations = getattr(obj, "creations", None)
     out += _S4.pack(len(creations))
     for item_ in creations:
-        own__acl_creation_ = type(item_) is AclCreation
-        resource_type_acl_creation_ = item_.resource_type if own__acl_creation_ else getattr(item_, "resource_type", 0)
-        resource_name_acl_creation_ = item_.resource_name if own__acl_creation_ else getattr(item_, "resource_name", "")
-        resource_pattern_type_acl_creation_ = (
-            item_.resource_pattern_type if own__acl_creation_ else getattr(item_, "resource_pattern_type", 3)
-        )
-        principal_acl_creation_ = item_.principal if own__acl_creation_ else getattr(item_, "principal", "")
-        host_acl_creation_ = item_.host if own__acl_creation_ else getattr(item_, "host", "")
-        operation_acl_creation_ = item_.operation if own__acl_creation_ else getattr(item_, "operation", 0)
-        permission_type_acl_creation_ = (
-            item_.permission_type if own__acl_creation_ else getattr(item_, "permission_type", 0)
-        )
+        if type(item_) is AclCreation:
+            resource_type_acl_creation_ = item_.resource_type
+            resource_name_acl_creation_ = item_.resource_name
+            resource_pattern_type_acl_creation_ = item_.resource_pattern_type
+            principal_acl_creation_ = item_.principal
+            host_acl_creation_ = item_.host
+            operation_acl_creation_ = item_.operation
+            permission_type_acl_creation_ = item_.permission_type
+        else:
+            resource_type_acl_creation_ = getattr(item_, "resource_type", 0)
+            resource_name_acl_creation_ = getattr(item_, "resource_name", "")
+            resource_pattern_type_acl_creation_ = getattr(item_, "resource_pattern_type", 3)
+            principal_acl_creation_ = getattr(item_, "principal", "")
+            host_acl_creation_ = getattr(item_, "host", "")
+            operation_acl_creation_ = getattr(item_, "operation", 0)
+            permission_type_acl_creation_ = getattr(item_, "permission_type", 0)
         if -128 <= resource_type_acl_creation_ <= 127:
             out.append(resource_type_acl_creation_ & 255)
         else:
@@ -487,36 +500,39 @@ def _decode_acl_creation_flexible(buf, pos, end, opts):
     ) = _S2.unpack_from(buf, pos)
     pos += 2
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "acl_creation_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="acl_creation_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "acl_creation_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "acl_creation_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "acl_creation_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="acl_creation_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "acl_creation_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "acl_creation_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="acl_creation_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return AclCreationFlexible(
         resource_type, resource_name, resource_pattern_type, principal, host, operation, permission_type, tagged_fields
     ), pos
@@ -524,15 +540,24 @@ def _decode_acl_creation_flexible(buf, pos, end, opts):
 
 def _encode_acl_creation_flexible(obj, out, index):
     """Append one acl_creation_flexible to out."""
-    own_ = type(obj) is AclCreationFlexible
-    resource_type = obj.resource_type if own_ else getattr(obj, "resource_type", 0)
-    resource_name = obj.resource_name if own_ else getattr(obj, "resource_name", "")
-    resource_pattern_type = obj.resource_pattern_type if own_ else getattr(obj, "resource_pattern_type", 3)
-    principal = obj.principal if own_ else getattr(obj, "principal", "")
-    host = obj.host if own_ else getattr(obj, "host", "")
-    operation = obj.operation if own_ else getattr(obj, "operation", 0)
-    permission_type = obj.permission_type if own_ else getattr(obj, "permission_type", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AclCreationFlexible:
+        resource_type = obj.resource_type
+        resource_name = obj.resource_name
+        resource_pattern_type = obj.resource_pattern_type
+        principal = obj.principal
+        host = obj.host
+        operation = obj.operation
+        permission_type = obj.permission_type
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        resource_type = getattr(obj, "resource_type", 0)
+        resource_name = getattr(obj, "resource_name", "")
+        resource_pattern_type = getattr(obj, "resource_pattern_type", 3)
+        principal = getattr(obj, "principal", "")
+        host = getattr(obj, "host", "")
+        operation = getattr(obj, "operation", 0)
+        permission_type = getattr(obj, "permission_type", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if -128 <= resource_type <= 127:
         out.append(resource_type & 0xFF)
     else:
@@ -580,9 +605,10 @@ def _encode_acl_creation_flexible(obj, out, index):
 
         out += host
     out += _S2.pack(operation, permission_type)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "acl_creation_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "acl_creation_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_create_acls_request_flexible(buf, pos, end, opts, api_version):
@@ -638,36 +664,39 @@ def _decode_create_acls_request_flexible(buf, pos, end, opts, api_version):
             raise exc.within("create_acls_request_flexible.creations", i_creations, "acl_creation_flexible") from None
         append_creations(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "create_acls_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="create_acls_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "create_acls_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "create_acls_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "create_acls_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="create_acls_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "create_acls_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "create_acls_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="create_acls_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return CreateAclsRequestFlexible(creations, tagged_fields), pos
 
 
@@ -789,40 +818,47 @@ def _fdecode_create_acls_request_flexible(buf, pos, end, opts, api_version):
         operation_acl_creation_flexible_, permission_type_acl_creation_flexible_ = _S2.unpack_from(buf, pos)
         pos += 2
         tagged_fields_acl_creation_flexible_ = []
-        sec__acl_creation_flexible_ = pos
-        prev__acl_creation_flexible_, odd__acl_creation_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__acl_creation_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__acl_creation_flexible_, pos = _read_uvarint32(buf, pos, end, "acl_creation_flexible.tagged_fields")
-        if n_tags__acl_creation_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__acl_creation_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="acl_creation_flexible.tagged_fields",
-            )
-        for __acl_creation_flexible_ in range(n_tags__acl_creation_flexible_):
-            tag__acl_creation_flexible_, pos = _read_uvarint32(buf, pos, end, "acl_creation_flexible.tagged_fields")
-            size__acl_creation_flexible_, pos = _read_uvarint32(buf, pos, end, "acl_creation_flexible.tagged_fields")
-            if size__acl_creation_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__acl_creation_flexible_} declares {size__acl_creation_flexible_} bytes, {end - pos} left",
+            sec__acl_creation_flexible_ = pos
+            prev__acl_creation_flexible_, odd__acl_creation_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__acl_creation_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__acl_creation_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "acl_creation_flexible.tagged_fields"
+                )
+            if n_tags__acl_creation_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__acl_creation_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="acl_creation_flexible.tagged_fields",
                 )
-            stop__acl_creation_flexible_ = pos + size__acl_creation_flexible_
-            if tag__acl_creation_flexible_ <= prev__acl_creation_flexible_:
-                odd__acl_creation_flexible_ = True
-            prev__acl_creation_flexible_ = tag__acl_creation_flexible_
-            tagged_fields_acl_creation_flexible_.append(
-                (tag__acl_creation_flexible_, bytes(buf[pos:stop__acl_creation_flexible_]))
-            )
-            pos = stop__acl_creation_flexible_
-        if odd__acl_creation_flexible_:
-            tagged_fields_acl_creation_flexible_ = _keep_tags(
-                tagged_fields_acl_creation_flexible_, buf[sec__acl_creation_flexible_:pos], ()
-            )
+            for __acl_creation_flexible_ in range(n_tags__acl_creation_flexible_):
+                tag__acl_creation_flexible_, pos = _read_uvarint32(buf, pos, end, "acl_creation_flexible.tagged_fields")
+                size__acl_creation_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "acl_creation_flexible.tagged_fields"
+                )
+                if size__acl_creation_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__acl_creation_flexible_} declares {size__acl_creation_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="acl_creation_flexible.tagged_fields",
+                    )
+                stop__acl_creation_flexible_ = pos + size__acl_creation_flexible_
+                if tag__acl_creation_flexible_ <= prev__acl_creation_flexible_:
+                    odd__acl_creation_flexible_ = True
+                prev__acl_creation_flexible_ = tag__acl_creation_flexible_
+                tagged_fields_acl_creation_flexible_.append(
+                    (tag__acl_creation_flexible_, bytes(buf[pos:stop__acl_creation_flexible_]))
+                )
+                pos = stop__acl_creation_flexible_
+            if odd__acl_creation_flexible_:
+                tagged_fields_acl_creation_flexible_ = _keep_tags(
+                    tagged_fields_acl_creation_flexible_, buf[sec__acl_creation_flexible_:pos], ()
+                )
         value__acl_creation_flexible_ = _new_object(AclCreationFlexible)
         value__acl_creation_flexible_.resource_type = resource_type_acl_creation_flexible_
         value__acl_creation_flexible_.resource_name = resource_name_acl_creation_flexible_
@@ -835,36 +871,39 @@ def _fdecode_create_acls_request_flexible(buf, pos, end, opts, api_version):
         item_ = value__acl_creation_flexible_
         append_creations(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "create_acls_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="create_acls_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "create_acls_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "create_acls_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "create_acls_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="create_acls_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "create_acls_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "create_acls_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="create_acls_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(CreateAclsRequestFlexible)
     value_.creations = creations
     value_.tagged_fields = tagged_fields
@@ -878,9 +917,12 @@ def _encode_create_acls_request_flexible(obj, out, index, api_version):
             f"CreateAclsRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 3)))",
             path="create_acls_request_flexible",
         )
-    own_ = type(obj) is CreateAclsRequestFlexible
-    creations = obj.creations if own_ else getattr(obj, "creations", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is CreateAclsRequestFlexible:
+        creations = obj.creations
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        creations = getattr(obj, "creations", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(creations)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -897,9 +939,10 @@ def _encode_create_acls_request_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"create_acls_request_flexible.creations[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "create_acls_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "create_acls_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_create_acls_request_flexible(obj, out, index, api_version):
@@ -909,38 +952,36 @@ def _fencode_create_acls_request_flexible(obj, out, index, api_version):
             f"CreateAclsRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 3)))",
             path="create_acls_request_flexible",
         )
-    own_ = type(obj) is CreateAclsRequestFlexible
-    creations = obj.creations if own_ else getattr(obj, "creations", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is CreateAclsRequestFlexible:
+        creations = obj.creations
+        tagged_fields = obj.tagged_fields
+    else:
+        creations = getattr(obj, "creations", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(creations)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "create_acls_request_flexible.creations")
     for item_ in creations:
-        own__acl_creation_flexible_ = type(item_) is AclCreationFlexible
-        resource_type_acl_creation_flexible_ = (
-            item_.resource_type if own__acl_creation_flexible_ else getattr(item_, "resource_type", 0)
-        )
-        resource_name_acl_creation_flexible_ = (
-            item_.resource_name if own__acl_creation_flexible_ else getattr(item_, "resource_name", "")
-        )
-        resource_pattern_type_acl_creation_flexible_ = (
-            item_.resource_pattern_type if own__acl_creation_flexible_ else getattr(item_, "resource_pattern_type", 3)
-        )
-        principal_acl_creation_flexible_ = (
-            item_.principal if own__acl_creation_flexible_ else getattr(item_, "principal", "")
-        )
-        host_acl_creation_flexible_ = item_.host if own__acl_creation_flexible_ else getattr(item_, "host", "")
-        operation_acl_creation_flexible_ = (
-            item_.operation if own__acl_creation_flexible_ else getattr(item_, "operation", 0)
-        )
-        permission_type_acl_creation_flexible_ = (
-            item_.permission_type if own__acl_creation_flexible_ else getattr(item_, "permission_type", 0)
-        )
-        tagged_fields_acl_creation_flexible_ = (
-            item_.tagged_fields if own__acl_creation_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is AclCreationFlexible:
+            resource_type_acl_creation_flexible_ = item_.resource_type
+            resource_name_acl_creation_flexible_ = item_.resource_name
+            resource_pattern_type_acl_creation_flexible_ = item_.resource_pattern_type
+            principal_acl_creation_flexible_ = item_.principal
+            host_acl_creation_flexible_ = item_.host
+            operation_acl_creation_flexible_ = item_.operation
+            permission_type_acl_creation_flexible_ = item_.permission_type
+            tagged_fields_acl_creation_flexible_ = item_.tagged_fields
+        else:
+            resource_type_acl_creation_flexible_ = getattr(item_, "resource_type", 0)
+            resource_name_acl_creation_flexible_ = getattr(item_, "resource_name", "")
+            resource_pattern_type_acl_creation_flexible_ = getattr(item_, "resource_pattern_type", 3)
+            principal_acl_creation_flexible_ = getattr(item_, "principal", "")
+            host_acl_creation_flexible_ = getattr(item_, "host", "")
+            operation_acl_creation_flexible_ = getattr(item_, "operation", 0)
+            permission_type_acl_creation_flexible_ = getattr(item_, "permission_type", 0)
+            tagged_fields_acl_creation_flexible_ = getattr(item_, "tagged_fields", None)
         if -128 <= resource_type_acl_creation_flexible_ <= 127:
             out.append(resource_type_acl_creation_flexible_ & 255)
         else:
@@ -989,18 +1030,14 @@ def _fencode_create_acls_request_flexible(obj, out, index, api_version):
             _write_uvarint(out, n__acl_creation_flexible_ + 1, "acl_creation_flexible.host")
         out += host_acl_creation_flexible_
         out += _S2.pack(operation_acl_creation_flexible_, permission_type_acl_creation_flexible_)
-        tags__acl_creation_flexible_ = []
-        valid__acl_creation_flexible_ = None
-        _write_tagged(
-            out,
-            tags__acl_creation_flexible_,
-            tagged_fields_acl_creation_flexible_,
-            "acl_creation_flexible.tagged_fields",
-            valid__acl_creation_flexible_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "create_acls_request_flexible.tagged_fields", valid_)
+        if tagged_fields_acl_creation_flexible_ or tagged_fields_acl_creation_flexible_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_acl_creation_flexible_, "acl_creation_flexible.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "create_acls_request_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_create_acls_request_by_version(buf, pos, end, opts, api_version):

@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -84,9 +85,12 @@ def _decode_acl_creation_result(buf, pos, end, opts):
 
 def _encode_acl_creation_result(obj, out, index):
     """Append one acl_creation_result to out."""
-    own_ = type(obj) is AclCreationResult
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
+    if type(obj) is AclCreationResult:
+        error_code = obj.error_code
+        error_message = obj.error_message
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
     out += _S0.pack(error_code)
     if error_message is None:
         out += _S0.pack(-1)
@@ -206,9 +210,12 @@ def _encode_create_acls_response(obj, out, index, api_version):
             f"CreateAclsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="create_acls_response",
         )
-    own_ = type(obj) is CreateAclsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    results = obj.results if own_ else getattr(obj, "results", None)
+    if type(obj) is CreateAclsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        results = obj.results
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        results = getattr(obj, "results", None)
     out += _S2.pack(throttle_time_ms)
     out += _S2.pack(len(results))
     index_ = 0
@@ -230,19 +237,21 @@ def _fencode_create_acls_response(obj, out, index, api_version):
             f"CreateAclsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="create_acls_response",
         )
-    own_ = type(obj) is CreateAclsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    results = obj.results if own_ else getattr(obj, "results", None)
+    if type(obj) is CreateAclsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        results = obj.results
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        results = getattr(obj, "results", None)
     out += _S2.pack(throttle_time_ms)
     out += _S2.pack(len(results))
     for item_ in results:
-        own__acl_creation_result_ = type(item_) is AclCreationResult
-        error_code_acl_creation_result_ = (
-            item_.error_code if own__acl_creation_result_ else getattr(item_, "error_code", 0)
-        )
-        error_message_acl_creation_result_ = (
-            item_.error_message if own__acl_creation_result_ else getattr(item_, "error_message", "")
-        )
+        if type(item_) is AclCreationResult:
+            error_code_acl_creation_result_ = item_.error_code
+            error_message_acl_creation_result_ = item_.error_message
+        else:
+            error_code_acl_creation_result_ = getattr(item_, "error_code", 0)
+            error_message_acl_creation_result_ = getattr(item_, "error_message", "")
         out += _S0.pack(error_code_acl_creation_result_)
         if error_message_acl_creation_result_ is None:
             out += _S0.pack(-1)
@@ -295,45 +304,52 @@ def _decode_acl_creation_result_flexible(buf, pos, end, opts):
         error_message = str(buf[pos : pos + n_error_message], "utf-8", "surrogateescape")
         pos += n_error_message
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "acl_creation_result_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="acl_creation_result_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "acl_creation_result_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "acl_creation_result_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "acl_creation_result_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="acl_creation_result_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "acl_creation_result_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "acl_creation_result_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="acl_creation_result_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return AclCreationResultFlexible(error_code, error_message, tagged_fields), pos
 
 
 def _encode_acl_creation_result_flexible(obj, out, index):
     """Append one acl_creation_result_flexible to out."""
-    own_ = type(obj) is AclCreationResultFlexible
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AclCreationResultFlexible:
+        error_code = obj.error_code
+        error_message = obj.error_message
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(error_code)
     if error_message is None:
         out.append(0)
@@ -347,9 +363,10 @@ def _encode_acl_creation_result_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "acl_creation_result_flexible.error_message")
 
         out += error_message
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "acl_creation_result_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "acl_creation_result_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_create_acls_response_flexible(buf, pos, end, opts, api_version):
@@ -411,36 +428,39 @@ def _decode_create_acls_response_flexible(buf, pos, end, opts, api_version):
             ) from None
         append_results(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "create_acls_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="create_acls_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "create_acls_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "create_acls_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "create_acls_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="create_acls_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "create_acls_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "create_acls_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="create_acls_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return CreateAclsResponseFlexible(throttle_time_ms, results, tagged_fields), pos
 
 
@@ -510,46 +530,49 @@ def _fdecode_create_acls_response_flexible(buf, pos, end, opts, api_version):
                 error_message_acl_creation_result_flexible_ = _decode_str(r__acl_creation_result_flexible_)
             pos += n_error_message_acl_creation_result_flexible_
         tagged_fields_acl_creation_result_flexible_ = []
-        sec__acl_creation_result_flexible_ = pos
-        prev__acl_creation_result_flexible_, odd__acl_creation_result_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__acl_creation_result_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__acl_creation_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "acl_creation_result_flexible.tagged_fields"
-            )
-        if n_tags__acl_creation_result_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__acl_creation_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="acl_creation_result_flexible.tagged_fields",
-            )
-        for __acl_creation_result_flexible_ in range(n_tags__acl_creation_result_flexible_):
-            tag__acl_creation_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "acl_creation_result_flexible.tagged_fields"
-            )
-            size__acl_creation_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "acl_creation_result_flexible.tagged_fields"
-            )
-            if size__acl_creation_result_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__acl_creation_result_flexible_} declares {size__acl_creation_result_flexible_} bytes, {end - pos} left",
+            sec__acl_creation_result_flexible_ = pos
+            prev__acl_creation_result_flexible_, odd__acl_creation_result_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__acl_creation_result_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__acl_creation_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "acl_creation_result_flexible.tagged_fields"
+                )
+            if n_tags__acl_creation_result_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__acl_creation_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="acl_creation_result_flexible.tagged_fields",
                 )
-            stop__acl_creation_result_flexible_ = pos + size__acl_creation_result_flexible_
-            if tag__acl_creation_result_flexible_ <= prev__acl_creation_result_flexible_:
-                odd__acl_creation_result_flexible_ = True
-            prev__acl_creation_result_flexible_ = tag__acl_creation_result_flexible_
-            tagged_fields_acl_creation_result_flexible_.append(
-                (tag__acl_creation_result_flexible_, bytes(buf[pos:stop__acl_creation_result_flexible_]))
-            )
-            pos = stop__acl_creation_result_flexible_
-        if odd__acl_creation_result_flexible_:
-            tagged_fields_acl_creation_result_flexible_ = _keep_tags(
-                tagged_fields_acl_creation_result_flexible_, buf[sec__acl_creation_result_flexible_:pos], ()
-            )
+            for __acl_creation_result_flexible_ in range(n_tags__acl_creation_result_flexible_):
+                tag__acl_creation_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "acl_creation_result_flexible.tagged_fields"
+                )
+                size__acl_creation_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "acl_creation_result_flexible.tagged_fields"
+                )
+                if size__acl_creation_result_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__acl_creation_result_flexible_} declares {size__acl_creation_result_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="acl_creation_result_flexible.tagged_fields",
+                    )
+                stop__acl_creation_result_flexible_ = pos + size__acl_creation_result_flexible_
+                if tag__acl_creation_result_flexible_ <= prev__acl_creation_result_flexible_:
+                    odd__acl_creation_result_flexible_ = True
+                prev__acl_creation_result_flexible_ = tag__acl_creation_result_flexible_
+                tagged_fields_acl_creation_result_flexible_.append(
+                    (tag__acl_creation_result_flexible_, bytes(buf[pos:stop__acl_creation_result_flexible_]))
+                )
+                pos = stop__acl_creation_result_flexible_
+            if odd__acl_creation_result_flexible_:
+                tagged_fields_acl_creation_result_flexible_ = _keep_tags(
+                    tagged_fields_acl_creation_result_flexible_, buf[sec__acl_creation_result_flexible_:pos], ()
+                )
         value__acl_creation_result_flexible_ = _new_object(AclCreationResultFlexible)
         value__acl_creation_result_flexible_.error_code = error_code_acl_creation_result_flexible_
         value__acl_creation_result_flexible_.error_message = error_message_acl_creation_result_flexible_
@@ -557,36 +580,39 @@ def _fdecode_create_acls_response_flexible(buf, pos, end, opts, api_version):
         item_ = value__acl_creation_result_flexible_
         append_results(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "create_acls_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="create_acls_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "create_acls_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "create_acls_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "create_acls_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="create_acls_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "create_acls_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "create_acls_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="create_acls_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(CreateAclsResponseFlexible)
     value_.throttle_time_ms = throttle_time_ms
     value_.results = results
@@ -601,10 +627,14 @@ def _encode_create_acls_response_flexible(obj, out, index, api_version):
             f"CreateAclsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 3)))",
             path="create_acls_response_flexible",
         )
-    own_ = type(obj) is CreateAclsResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    results = obj.results if own_ else getattr(obj, "results", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is CreateAclsResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        results = obj.results
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        results = getattr(obj, "results", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(throttle_time_ms)
     n_ = len(results)
     if -1 <= n_ < 0x3FFF:
@@ -622,9 +652,10 @@ def _encode_create_acls_response_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"create_acls_response_flexible.results[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "create_acls_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "create_acls_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_create_acls_response_flexible(obj, out, index, api_version):
@@ -634,10 +665,14 @@ def _fencode_create_acls_response_flexible(obj, out, index, api_version):
             f"CreateAclsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 3)))",
             path="create_acls_response_flexible",
         )
-    own_ = type(obj) is CreateAclsResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    results = obj.results if own_ else getattr(obj, "results", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is CreateAclsResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        results = obj.results
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        results = getattr(obj, "results", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(throttle_time_ms)
     n_ = len(results)
     if -1 <= n_ < 16383:
@@ -645,16 +680,14 @@ def _fencode_create_acls_response_flexible(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "create_acls_response_flexible.results")
     for item_ in results:
-        own__acl_creation_result_flexible_ = type(item_) is AclCreationResultFlexible
-        error_code_acl_creation_result_flexible_ = (
-            item_.error_code if own__acl_creation_result_flexible_ else getattr(item_, "error_code", 0)
-        )
-        error_message_acl_creation_result_flexible_ = (
-            item_.error_message if own__acl_creation_result_flexible_ else getattr(item_, "error_message", "")
-        )
-        tagged_fields_acl_creation_result_flexible_ = (
-            item_.tagged_fields if own__acl_creation_result_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is AclCreationResultFlexible:
+            error_code_acl_creation_result_flexible_ = item_.error_code
+            error_message_acl_creation_result_flexible_ = item_.error_message
+            tagged_fields_acl_creation_result_flexible_ = item_.tagged_fields
+        else:
+            error_code_acl_creation_result_flexible_ = getattr(item_, "error_code", 0)
+            error_message_acl_creation_result_flexible_ = getattr(item_, "error_message", "")
+            tagged_fields_acl_creation_result_flexible_ = getattr(item_, "tagged_fields", None)
         out += _S0.pack(error_code_acl_creation_result_flexible_)
         if error_message_acl_creation_result_flexible_ is None:
             out.append(0)
@@ -671,18 +704,19 @@ def _fencode_create_acls_response_flexible(obj, out, index, api_version):
             else:
                 _write_uvarint(out, n__acl_creation_result_flexible_ + 1, "acl_creation_result_flexible.error_message")
             out += error_message_acl_creation_result_flexible_
-        tags__acl_creation_result_flexible_ = []
-        valid__acl_creation_result_flexible_ = None
-        _write_tagged(
-            out,
-            tags__acl_creation_result_flexible_,
-            tagged_fields_acl_creation_result_flexible_,
-            "acl_creation_result_flexible.tagged_fields",
-            valid__acl_creation_result_flexible_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "create_acls_response_flexible.tagged_fields", valid_)
+        if (
+            tagged_fields_acl_creation_result_flexible_
+            or tagged_fields_acl_creation_result_flexible_.__class__ is _TagSection
+        ):
+            _write_tagged(
+                out, [], tagged_fields_acl_creation_result_flexible_, "acl_creation_result_flexible.tagged_fields", None
+            )
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "create_acls_response_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_create_acls_response_by_version(buf, pos, end, opts, api_version):

@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -110,9 +111,12 @@ def _decode_creatable_renewers(buf, pos, end, opts):
 
 def _encode_creatable_renewers(obj, out, index):
     """Append one creatable_renewers to out."""
-    own_ = type(obj) is CreatableRenewers
-    principal_type = obj.principal_type if own_ else getattr(obj, "principal_type", "")
-    principal_name = obj.principal_name if own_ else getattr(obj, "principal_name", "")
+    if type(obj) is CreatableRenewers:
+        principal_type = obj.principal_type
+        principal_name = obj.principal_name
+    else:  # another class: its fields by name, a missing one at its default
+        principal_type = getattr(obj, "principal_type", "")
+        principal_name = getattr(obj, "principal_name", "")
     if principal_type is None:
         raise _InvalidValueError("may not be null", path="creatable_renewers.principal_type")
     else:
@@ -257,9 +261,12 @@ def _encode_create_delegation_token_request(obj, out, index, api_version):
             f"CreateDelegationTokenRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="create_delegation_token_request",
         )
-    own_ = type(obj) is CreateDelegationTokenRequest
-    renewers = obj.renewers if own_ else getattr(obj, "renewers", None)
-    max_lifetime_ms = obj.max_lifetime_ms if own_ else getattr(obj, "max_lifetime_ms", 0)
+    if type(obj) is CreateDelegationTokenRequest:
+        renewers = obj.renewers
+        max_lifetime_ms = obj.max_lifetime_ms
+    else:  # another class: its fields by name, a missing one at its default
+        renewers = getattr(obj, "renewers", None)
+        max_lifetime_ms = getattr(obj, "max_lifetime_ms", 0)
     out += _S1.pack(len(renewers))
     index_ = 0
     try:
@@ -281,18 +288,20 @@ def _fencode_create_delegation_token_request(obj, out, index, api_version):
             f"CreateDelegationTokenRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="create_delegation_token_request",
         )
-    own_ = type(obj) is CreateDelegationTokenRequest
-    renewers = obj.renewers if own_ else getattr(obj, "renewers", None)
-    max_lifetime_ms = obj.max_lifetime_ms if own_ else getattr(obj, "max_lifetime_ms", 0)
+    if type(obj) is CreateDelegationTokenRequest:
+        renewers = obj.renewers
+        max_lifetime_ms = obj.max_lifetime_ms
+    else:
+        renewers = getattr(obj, "renewers", None)
+        max_lifetime_ms = getattr(obj, "max_lifetime_ms", 0)
     out += _S1.pack(len(renewers))
     for item_ in renewers:
-        own__creatable_renewers_ = type(item_) is CreatableRenewers
-        principal_type_creatable_renewers_ = (
-            item_.principal_type if own__creatable_renewers_ else getattr(item_, "principal_type", "")
-        )
-        principal_name_creatable_renewers_ = (
-            item_.principal_name if own__creatable_renewers_ else getattr(item_, "principal_name", "")
-        )
+        if type(item_) is CreatableRenewers:
+            principal_type_creatable_renewers_ = item_.principal_type
+            principal_name_creatable_renewers_ = item_.principal_name
+        else:
+            principal_type_creatable_renewers_ = getattr(item_, "principal_type", "")
+            principal_name_creatable_renewers_ = getattr(item_, "principal_name", "")
         b__creatable_renewers_ = _STR_ENCODED.get(principal_type_creatable_renewers_)
         principal_type_creatable_renewers_ = (
             _encode_str(principal_type_creatable_renewers_)
@@ -381,45 +390,52 @@ def _decode_creatable_renewers_flexible(buf, pos, end, opts):
         principal_name = str(buf[pos : pos + n_principal_name], "utf-8", "surrogateescape")
         pos += n_principal_name
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "creatable_renewers_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="creatable_renewers_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "creatable_renewers_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "creatable_renewers_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "creatable_renewers_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="creatable_renewers_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "creatable_renewers_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "creatable_renewers_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="creatable_renewers_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return CreatableRenewersFlexible(principal_type, principal_name, tagged_fields), pos
 
 
 def _encode_creatable_renewers_flexible(obj, out, index):
     """Append one creatable_renewers_flexible to out."""
-    own_ = type(obj) is CreatableRenewersFlexible
-    principal_type = obj.principal_type if own_ else getattr(obj, "principal_type", "")
-    principal_name = obj.principal_name if own_ else getattr(obj, "principal_name", "")
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is CreatableRenewersFlexible:
+        principal_type = obj.principal_type
+        principal_name = obj.principal_name
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        principal_type = getattr(obj, "principal_type", "")
+        principal_name = getattr(obj, "principal_name", "")
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if principal_type is None:
         raise _InvalidValueError("may not be null", path="creatable_renewers_flexible.principal_type")
     else:
@@ -444,9 +460,10 @@ def _encode_creatable_renewers_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "creatable_renewers_flexible.principal_name")
 
         out += principal_name
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "creatable_renewers_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "creatable_renewers_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_create_delegation_token_request_flexible(buf, pos, end, opts, api_version):
@@ -588,36 +605,39 @@ def _decode_create_delegation_token_request_flexible(buf, pos, end, opts, api_ve
     (max_lifetime_ms,) = _S2.unpack_from(buf, pos)
     pos += 8
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "create_delegation_token_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="create_delegation_token_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "create_delegation_token_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "create_delegation_token_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "create_delegation_token_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="create_delegation_token_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "create_delegation_token_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "create_delegation_token_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="create_delegation_token_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return CreateDelegationTokenRequestFlexible(
         owner_principal_type, owner_principal_name, renewers, max_lifetime_ms, tagged_fields
     ), pos
@@ -762,46 +782,49 @@ def _fdecode_create_delegation_token_request_flexible(buf, pos, end, opts, api_v
                 principal_name_creatable_renewers_flexible_ = _decode_str(r__creatable_renewers_flexible_)
             pos += n_principal_name_creatable_renewers_flexible_
         tagged_fields_creatable_renewers_flexible_ = []
-        sec__creatable_renewers_flexible_ = pos
-        prev__creatable_renewers_flexible_, odd__creatable_renewers_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__creatable_renewers_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__creatable_renewers_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "creatable_renewers_flexible.tagged_fields"
-            )
-        if n_tags__creatable_renewers_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__creatable_renewers_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="creatable_renewers_flexible.tagged_fields",
-            )
-        for __creatable_renewers_flexible_ in range(n_tags__creatable_renewers_flexible_):
-            tag__creatable_renewers_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "creatable_renewers_flexible.tagged_fields"
-            )
-            size__creatable_renewers_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "creatable_renewers_flexible.tagged_fields"
-            )
-            if size__creatable_renewers_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__creatable_renewers_flexible_} declares {size__creatable_renewers_flexible_} bytes, {end - pos} left",
+            sec__creatable_renewers_flexible_ = pos
+            prev__creatable_renewers_flexible_, odd__creatable_renewers_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__creatable_renewers_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__creatable_renewers_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "creatable_renewers_flexible.tagged_fields"
+                )
+            if n_tags__creatable_renewers_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__creatable_renewers_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="creatable_renewers_flexible.tagged_fields",
                 )
-            stop__creatable_renewers_flexible_ = pos + size__creatable_renewers_flexible_
-            if tag__creatable_renewers_flexible_ <= prev__creatable_renewers_flexible_:
-                odd__creatable_renewers_flexible_ = True
-            prev__creatable_renewers_flexible_ = tag__creatable_renewers_flexible_
-            tagged_fields_creatable_renewers_flexible_.append(
-                (tag__creatable_renewers_flexible_, bytes(buf[pos:stop__creatable_renewers_flexible_]))
-            )
-            pos = stop__creatable_renewers_flexible_
-        if odd__creatable_renewers_flexible_:
-            tagged_fields_creatable_renewers_flexible_ = _keep_tags(
-                tagged_fields_creatable_renewers_flexible_, buf[sec__creatable_renewers_flexible_:pos], ()
-            )
+            for __creatable_renewers_flexible_ in range(n_tags__creatable_renewers_flexible_):
+                tag__creatable_renewers_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "creatable_renewers_flexible.tagged_fields"
+                )
+                size__creatable_renewers_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "creatable_renewers_flexible.tagged_fields"
+                )
+                if size__creatable_renewers_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__creatable_renewers_flexible_} declares {size__creatable_renewers_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="creatable_renewers_flexible.tagged_fields",
+                    )
+                stop__creatable_renewers_flexible_ = pos + size__creatable_renewers_flexible_
+                if tag__creatable_renewers_flexible_ <= prev__creatable_renewers_flexible_:
+                    odd__creatable_renewers_flexible_ = True
+                prev__creatable_renewers_flexible_ = tag__creatable_renewers_flexible_
+                tagged_fields_creatable_renewers_flexible_.append(
+                    (tag__creatable_renewers_flexible_, bytes(buf[pos:stop__creatable_renewers_flexible_]))
+                )
+                pos = stop__creatable_renewers_flexible_
+            if odd__creatable_renewers_flexible_:
+                tagged_fields_creatable_renewers_flexible_ = _keep_tags(
+                    tagged_fields_creatable_renewers_flexible_, buf[sec__creatable_renewers_flexible_:pos], ()
+                )
         value__creatable_renewers_flexible_ = _new_object(CreatableRenewersFlexible)
         value__creatable_renewers_flexible_.principal_type = principal_type_creatable_renewers_flexible_
         value__creatable_renewers_flexible_.principal_name = principal_name_creatable_renewers_flexible_
@@ -811,36 +834,39 @@ def _fdecode_create_delegation_token_request_flexible(buf, pos, end, opts, api_v
     (max_lifetime_ms,) = _S2.unpack_from(buf, pos)
     pos += 8
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "create_delegation_token_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="create_delegation_token_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "create_delegation_token_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "create_delegation_token_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "create_delegation_token_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="create_delegation_token_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "create_delegation_token_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "create_delegation_token_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="create_delegation_token_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(CreateDelegationTokenRequestFlexible)
     value_.owner_principal_type = owner_principal_type
     value_.owner_principal_name = owner_principal_name
@@ -857,12 +883,18 @@ def _encode_create_delegation_token_request_flexible(obj, out, index, api_versio
             f"CreateDelegationTokenRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 3)))",
             path="create_delegation_token_request_flexible",
         )
-    own_ = type(obj) is CreateDelegationTokenRequestFlexible
-    owner_principal_type = obj.owner_principal_type if own_ else getattr(obj, "owner_principal_type", "")
-    owner_principal_name = obj.owner_principal_name if own_ else getattr(obj, "owner_principal_name", "")
-    renewers = obj.renewers if own_ else getattr(obj, "renewers", None)
-    max_lifetime_ms = obj.max_lifetime_ms if own_ else getattr(obj, "max_lifetime_ms", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is CreateDelegationTokenRequestFlexible:
+        owner_principal_type = obj.owner_principal_type
+        owner_principal_name = obj.owner_principal_name
+        renewers = obj.renewers
+        max_lifetime_ms = obj.max_lifetime_ms
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        owner_principal_type = getattr(obj, "owner_principal_type", "")
+        owner_principal_name = getattr(obj, "owner_principal_name", "")
+        renewers = getattr(obj, "renewers", None)
+        max_lifetime_ms = getattr(obj, "max_lifetime_ms", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if api_version >= 3:
         if owner_principal_type is None:
             out.append(0)
@@ -909,9 +941,10 @@ def _encode_create_delegation_token_request_flexible(obj, out, index, api_versio
             path=f"create_delegation_token_request_flexible.renewers[{index_}]",
         ) from None
     out += _S2.pack(max_lifetime_ms)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "create_delegation_token_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "create_delegation_token_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_create_delegation_token_request_flexible(obj, out, index, api_version):
@@ -921,12 +954,18 @@ def _fencode_create_delegation_token_request_flexible(obj, out, index, api_versi
             f"CreateDelegationTokenRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 3)))",
             path="create_delegation_token_request_flexible",
         )
-    own_ = type(obj) is CreateDelegationTokenRequestFlexible
-    owner_principal_type = obj.owner_principal_type if own_ else getattr(obj, "owner_principal_type", "")
-    owner_principal_name = obj.owner_principal_name if own_ else getattr(obj, "owner_principal_name", "")
-    renewers = obj.renewers if own_ else getattr(obj, "renewers", None)
-    max_lifetime_ms = obj.max_lifetime_ms if own_ else getattr(obj, "max_lifetime_ms", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is CreateDelegationTokenRequestFlexible:
+        owner_principal_type = obj.owner_principal_type
+        owner_principal_name = obj.owner_principal_name
+        renewers = obj.renewers
+        max_lifetime_ms = obj.max_lifetime_ms
+        tagged_fields = obj.tagged_fields
+    else:
+        owner_principal_type = getattr(obj, "owner_principal_type", "")
+        owner_principal_name = getattr(obj, "owner_principal_name", "")
+        renewers = getattr(obj, "renewers", None)
+        max_lifetime_ms = getattr(obj, "max_lifetime_ms", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if api_version >= 3:
         if owner_principal_type is None:
             out.append(0)
@@ -957,16 +996,14 @@ def _fencode_create_delegation_token_request_flexible(obj, out, index, api_versi
     else:
         _write_uvarint(out, n_ + 1, "create_delegation_token_request_flexible.renewers")
     for item_ in renewers:
-        own__creatable_renewers_flexible_ = type(item_) is CreatableRenewersFlexible
-        principal_type_creatable_renewers_flexible_ = (
-            item_.principal_type if own__creatable_renewers_flexible_ else getattr(item_, "principal_type", "")
-        )
-        principal_name_creatable_renewers_flexible_ = (
-            item_.principal_name if own__creatable_renewers_flexible_ else getattr(item_, "principal_name", "")
-        )
-        tagged_fields_creatable_renewers_flexible_ = (
-            item_.tagged_fields if own__creatable_renewers_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is CreatableRenewersFlexible:
+            principal_type_creatable_renewers_flexible_ = item_.principal_type
+            principal_name_creatable_renewers_flexible_ = item_.principal_name
+            tagged_fields_creatable_renewers_flexible_ = item_.tagged_fields
+        else:
+            principal_type_creatable_renewers_flexible_ = getattr(item_, "principal_type", "")
+            principal_name_creatable_renewers_flexible_ = getattr(item_, "principal_name", "")
+            tagged_fields_creatable_renewers_flexible_ = getattr(item_, "tagged_fields", None)
         b__creatable_renewers_flexible_ = _STR_ENCODED.get(principal_type_creatable_renewers_flexible_)
         principal_type_creatable_renewers_flexible_ = (
             _encode_str(principal_type_creatable_renewers_flexible_)
@@ -991,19 +1028,20 @@ def _fencode_create_delegation_token_request_flexible(obj, out, index, api_versi
         else:
             _write_uvarint(out, n__creatable_renewers_flexible_ + 1, "creatable_renewers_flexible.principal_name")
         out += principal_name_creatable_renewers_flexible_
-        tags__creatable_renewers_flexible_ = []
-        valid__creatable_renewers_flexible_ = None
-        _write_tagged(
-            out,
-            tags__creatable_renewers_flexible_,
-            tagged_fields_creatable_renewers_flexible_,
-            "creatable_renewers_flexible.tagged_fields",
-            valid__creatable_renewers_flexible_,
-        )
+        if (
+            tagged_fields_creatable_renewers_flexible_
+            or tagged_fields_creatable_renewers_flexible_.__class__ is _TagSection
+        ):
+            _write_tagged(
+                out, [], tagged_fields_creatable_renewers_flexible_, "creatable_renewers_flexible.tagged_fields", None
+            )
+        else:
+            out.append(0)
     out += _S2.pack(max_lifetime_ms)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "create_delegation_token_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "create_delegation_token_request_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_create_delegation_token_request_by_version(buf, pos, end, opts, api_version):

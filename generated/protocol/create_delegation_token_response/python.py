@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -274,16 +275,26 @@ def _encode_create_delegation_token_response(obj, out, index, api_version):
             f"CreateDelegationTokenResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="create_delegation_token_response",
         )
-    own_ = type(obj) is CreateDelegationTokenResponse
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    principal_type = obj.principal_type if own_ else getattr(obj, "principal_type", "")
-    principal_name = obj.principal_name if own_ else getattr(obj, "principal_name", "")
-    issue_timestamp_ms = obj.issue_timestamp_ms if own_ else getattr(obj, "issue_timestamp_ms", 0)
-    expiry_timestamp_ms = obj.expiry_timestamp_ms if own_ else getattr(obj, "expiry_timestamp_ms", 0)
-    max_timestamp_ms = obj.max_timestamp_ms if own_ else getattr(obj, "max_timestamp_ms", 0)
-    token_id = obj.token_id if own_ else getattr(obj, "token_id", "")
-    hmac = obj.hmac if own_ else getattr(obj, "hmac", None)
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
+    if type(obj) is CreateDelegationTokenResponse:
+        error_code = obj.error_code
+        principal_type = obj.principal_type
+        principal_name = obj.principal_name
+        issue_timestamp_ms = obj.issue_timestamp_ms
+        expiry_timestamp_ms = obj.expiry_timestamp_ms
+        max_timestamp_ms = obj.max_timestamp_ms
+        token_id = obj.token_id
+        hmac = obj.hmac
+        throttle_time_ms = obj.throttle_time_ms
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        principal_type = getattr(obj, "principal_type", "")
+        principal_name = getattr(obj, "principal_name", "")
+        issue_timestamp_ms = getattr(obj, "issue_timestamp_ms", 0)
+        expiry_timestamp_ms = getattr(obj, "expiry_timestamp_ms", 0)
+        max_timestamp_ms = getattr(obj, "max_timestamp_ms", 0)
+        token_id = getattr(obj, "token_id", "")
+        hmac = getattr(obj, "hmac", None)
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
     out += _S0.pack(error_code)
     if principal_type is None:
         raise _InvalidValueError("may not be null", path="create_delegation_token_response.principal_type")
@@ -322,16 +333,26 @@ def _fencode_create_delegation_token_response(obj, out, index, api_version):
             f"CreateDelegationTokenResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="create_delegation_token_response",
         )
-    own_ = type(obj) is CreateDelegationTokenResponse
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    principal_type = obj.principal_type if own_ else getattr(obj, "principal_type", "")
-    principal_name = obj.principal_name if own_ else getattr(obj, "principal_name", "")
-    issue_timestamp_ms = obj.issue_timestamp_ms if own_ else getattr(obj, "issue_timestamp_ms", 0)
-    expiry_timestamp_ms = obj.expiry_timestamp_ms if own_ else getattr(obj, "expiry_timestamp_ms", 0)
-    max_timestamp_ms = obj.max_timestamp_ms if own_ else getattr(obj, "max_timestamp_ms", 0)
-    token_id = obj.token_id if own_ else getattr(obj, "token_id", "")
-    hmac = obj.hmac if own_ else getattr(obj, "hmac", None)
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
+    if type(obj) is CreateDelegationTokenResponse:
+        error_code = obj.error_code
+        principal_type = obj.principal_type
+        principal_name = obj.principal_name
+        issue_timestamp_ms = obj.issue_timestamp_ms
+        expiry_timestamp_ms = obj.expiry_timestamp_ms
+        max_timestamp_ms = obj.max_timestamp_ms
+        token_id = obj.token_id
+        hmac = obj.hmac
+        throttle_time_ms = obj.throttle_time_ms
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        principal_type = getattr(obj, "principal_type", "")
+        principal_name = getattr(obj, "principal_name", "")
+        issue_timestamp_ms = getattr(obj, "issue_timestamp_ms", 0)
+        expiry_timestamp_ms = getattr(obj, "expiry_timestamp_ms", 0)
+        max_timestamp_ms = getattr(obj, "max_timestamp_ms", 0)
+        token_id = getattr(obj, "token_id", "")
+        hmac = getattr(obj, "hmac", None)
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
     out += _S0.pack(error_code)
     b_ = _STR_ENCODED.get(principal_type)
     principal_type = _encode_str(principal_type) if b_ is None else b_
@@ -608,36 +629,39 @@ def _decode_create_delegation_token_response_flexible(buf, pos, end, opts, api_v
     (throttle_time_ms,) = _S2.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "create_delegation_token_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="create_delegation_token_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "create_delegation_token_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "create_delegation_token_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "create_delegation_token_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="create_delegation_token_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "create_delegation_token_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "create_delegation_token_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="create_delegation_token_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return CreateDelegationTokenResponseFlexible(
         error_code,
         principal_type,
@@ -816,36 +840,39 @@ def _fdecode_create_delegation_token_response_flexible(buf, pos, end, opts, api_
     (throttle_time_ms,) = _S2.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "create_delegation_token_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="create_delegation_token_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "create_delegation_token_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "create_delegation_token_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "create_delegation_token_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="create_delegation_token_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "create_delegation_token_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "create_delegation_token_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="create_delegation_token_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(
         CreateDelegationTokenResponseFlexible
     )  # slots set directly: a third of the cost of calling __init__
@@ -871,23 +898,32 @@ def _encode_create_delegation_token_response_flexible(obj, out, index, api_versi
             f"CreateDelegationTokenResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 3)))",
             path="create_delegation_token_response_flexible",
         )
-    own_ = type(obj) is CreateDelegationTokenResponseFlexible
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    principal_type = obj.principal_type if own_ else getattr(obj, "principal_type", "")
-    principal_name = obj.principal_name if own_ else getattr(obj, "principal_name", "")
-    token_requester_principal_type = (
-        obj.token_requester_principal_type if own_ else getattr(obj, "token_requester_principal_type", "")
-    )
-    token_requester_principal_name = (
-        obj.token_requester_principal_name if own_ else getattr(obj, "token_requester_principal_name", "")
-    )
-    issue_timestamp_ms = obj.issue_timestamp_ms if own_ else getattr(obj, "issue_timestamp_ms", 0)
-    expiry_timestamp_ms = obj.expiry_timestamp_ms if own_ else getattr(obj, "expiry_timestamp_ms", 0)
-    max_timestamp_ms = obj.max_timestamp_ms if own_ else getattr(obj, "max_timestamp_ms", 0)
-    token_id = obj.token_id if own_ else getattr(obj, "token_id", "")
-    hmac = obj.hmac if own_ else getattr(obj, "hmac", None)
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is CreateDelegationTokenResponseFlexible:
+        error_code = obj.error_code
+        principal_type = obj.principal_type
+        principal_name = obj.principal_name
+        token_requester_principal_type = obj.token_requester_principal_type
+        token_requester_principal_name = obj.token_requester_principal_name
+        issue_timestamp_ms = obj.issue_timestamp_ms
+        expiry_timestamp_ms = obj.expiry_timestamp_ms
+        max_timestamp_ms = obj.max_timestamp_ms
+        token_id = obj.token_id
+        hmac = obj.hmac
+        throttle_time_ms = obj.throttle_time_ms
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        principal_type = getattr(obj, "principal_type", "")
+        principal_name = getattr(obj, "principal_name", "")
+        token_requester_principal_type = getattr(obj, "token_requester_principal_type", "")
+        token_requester_principal_name = getattr(obj, "token_requester_principal_name", "")
+        issue_timestamp_ms = getattr(obj, "issue_timestamp_ms", 0)
+        expiry_timestamp_ms = getattr(obj, "expiry_timestamp_ms", 0)
+        max_timestamp_ms = getattr(obj, "max_timestamp_ms", 0)
+        token_id = getattr(obj, "token_id", "")
+        hmac = getattr(obj, "hmac", None)
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(error_code)
     if principal_type is None:
         raise _InvalidValueError("may not be null", path="create_delegation_token_response_flexible.principal_type")
@@ -967,9 +1003,10 @@ def _encode_create_delegation_token_response_flexible(obj, out, index, api_versi
 
         out += hmac
     out += _S2.pack(throttle_time_ms)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "create_delegation_token_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "create_delegation_token_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_create_delegation_token_response_flexible(obj, out, index, api_version):
@@ -979,23 +1016,32 @@ def _fencode_create_delegation_token_response_flexible(obj, out, index, api_vers
             f"CreateDelegationTokenResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 3)))",
             path="create_delegation_token_response_flexible",
         )
-    own_ = type(obj) is CreateDelegationTokenResponseFlexible
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    principal_type = obj.principal_type if own_ else getattr(obj, "principal_type", "")
-    principal_name = obj.principal_name if own_ else getattr(obj, "principal_name", "")
-    token_requester_principal_type = (
-        obj.token_requester_principal_type if own_ else getattr(obj, "token_requester_principal_type", "")
-    )
-    token_requester_principal_name = (
-        obj.token_requester_principal_name if own_ else getattr(obj, "token_requester_principal_name", "")
-    )
-    issue_timestamp_ms = obj.issue_timestamp_ms if own_ else getattr(obj, "issue_timestamp_ms", 0)
-    expiry_timestamp_ms = obj.expiry_timestamp_ms if own_ else getattr(obj, "expiry_timestamp_ms", 0)
-    max_timestamp_ms = obj.max_timestamp_ms if own_ else getattr(obj, "max_timestamp_ms", 0)
-    token_id = obj.token_id if own_ else getattr(obj, "token_id", "")
-    hmac = obj.hmac if own_ else getattr(obj, "hmac", None)
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is CreateDelegationTokenResponseFlexible:
+        error_code = obj.error_code
+        principal_type = obj.principal_type
+        principal_name = obj.principal_name
+        token_requester_principal_type = obj.token_requester_principal_type
+        token_requester_principal_name = obj.token_requester_principal_name
+        issue_timestamp_ms = obj.issue_timestamp_ms
+        expiry_timestamp_ms = obj.expiry_timestamp_ms
+        max_timestamp_ms = obj.max_timestamp_ms
+        token_id = obj.token_id
+        hmac = obj.hmac
+        throttle_time_ms = obj.throttle_time_ms
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        principal_type = getattr(obj, "principal_type", "")
+        principal_name = getattr(obj, "principal_name", "")
+        token_requester_principal_type = getattr(obj, "token_requester_principal_type", "")
+        token_requester_principal_name = getattr(obj, "token_requester_principal_name", "")
+        issue_timestamp_ms = getattr(obj, "issue_timestamp_ms", 0)
+        expiry_timestamp_ms = getattr(obj, "expiry_timestamp_ms", 0)
+        max_timestamp_ms = getattr(obj, "max_timestamp_ms", 0)
+        token_id = getattr(obj, "token_id", "")
+        hmac = getattr(obj, "hmac", None)
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(error_code)
     b_ = _STR_ENCODED.get(principal_type)
     principal_type = _encode_str(principal_type) if b_ is None else b_
@@ -1053,9 +1099,10 @@ def _fencode_create_delegation_token_response_flexible(obj, out, index, api_vers
 
     out += hmac
     out += _S2.pack(throttle_time_ms)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "create_delegation_token_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "create_delegation_token_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_create_delegation_token_response_by_version(buf, pos, end, opts, api_version):

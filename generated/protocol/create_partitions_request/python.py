@@ -18,6 +18,8 @@ from kfmt.runtime.errors import LimitExceededError as _LimitExceededError
 from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
+from kfmt.runtime.scalars import PACKED as _PACKED
+from kfmt.runtime.scalars import PACKED_MAX as _PACKED_MAX
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -25,6 +27,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -199,10 +202,14 @@ def _decode_create_partitions_topic(buf, pos, end, opts):
 
 def _encode_create_partitions_topic(obj, out, index):
     """Append one create_partitions_topic to out."""
-    own_ = type(obj) is CreatePartitionsTopic
-    name = obj.name if own_ else getattr(obj, "name", "")
-    count = obj.count if own_ else getattr(obj, "count", 0)
-    assignments = obj.assignments if own_ else getattr(obj, "assignments", None)
+    if type(obj) is CreatePartitionsTopic:
+        name = obj.name
+        count = obj.count
+        assignments = obj.assignments
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        count = getattr(obj, "count", 0)
+        assignments = getattr(obj, "assignments", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="create_partitions_topic.name")
     else:
@@ -417,10 +424,14 @@ def _encode_create_partitions_request(obj, out, index, api_version):
             f"CreatePartitionsRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="create_partitions_request",
         )
-    own_ = type(obj) is CreatePartitionsRequest
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    timeout_ms = obj.timeout_ms if own_ else getattr(obj, "timeout_ms", 0)
-    validate_only = obj.validate_only if own_ else getattr(obj, "validate_only", False)
+    if type(obj) is CreatePartitionsRequest:
+        topics = obj.topics
+        timeout_ms = obj.timeout_ms
+        validate_only = obj.validate_only
+    else:  # another class: its fields by name, a missing one at its default
+        topics = getattr(obj, "topics", None)
+        timeout_ms = getattr(obj, "timeout_ms", 0)
+        validate_only = getattr(obj, "validate_only", False)
     out += _S0.pack(len(topics))
     index_ = 0
     try:
@@ -442,18 +453,24 @@ def _fencode_create_partitions_request(obj, out, index, api_version):
             f"CreatePartitionsRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="create_partitions_request",
         )
-    own_ = type(obj) is CreatePartitionsRequest
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    timeout_ms = obj.timeout_ms if own_ else getattr(obj, "timeout_ms", 0)
-    validate_only = obj.validate_only if own_ else getattr(obj, "validate_only", False)
+    if type(obj) is CreatePartitionsRequest:
+        topics = obj.topics
+        timeout_ms = obj.timeout_ms
+        validate_only = obj.validate_only
+    else:
+        topics = getattr(obj, "topics", None)
+        timeout_ms = getattr(obj, "timeout_ms", 0)
+        validate_only = getattr(obj, "validate_only", False)
     out += _S0.pack(len(topics))
     for item_ in topics:
-        own__create_partitions_topic_ = type(item_) is CreatePartitionsTopic
-        name_create_partitions_topic_ = item_.name if own__create_partitions_topic_ else getattr(item_, "name", "")
-        count_create_partitions_topic_ = item_.count if own__create_partitions_topic_ else getattr(item_, "count", 0)
-        assignments_create_partitions_topic_ = (
-            item_.assignments if own__create_partitions_topic_ else getattr(item_, "assignments", None)
-        )
+        if type(item_) is CreatePartitionsTopic:
+            name_create_partitions_topic_ = item_.name
+            count_create_partitions_topic_ = item_.count
+            assignments_create_partitions_topic_ = item_.assignments
+        else:
+            name_create_partitions_topic_ = getattr(item_, "name", "")
+            count_create_partitions_topic_ = getattr(item_, "count", 0)
+            assignments_create_partitions_topic_ = getattr(item_, "assignments", None)
         b__create_partitions_topic_ = _STR_ENCODED.get(name_create_partitions_topic_)
         name_create_partitions_topic_ = (
             _encode_str(name_create_partitions_topic_)
@@ -472,13 +489,18 @@ def _fencode_create_partitions_request(obj, out, index, api_version):
                     item__create_partitions_topic_, "broker_ids", None
                 )
                 out += _S0.pack(len(broker_ids_create_partitions_assignment__create_partitions_topic_))
-                for (
-                    item__create_partitions_assignment__create_partitions_topic_
-                ) in broker_ids_create_partitions_assignment__create_partitions_topic_:
-                    value_create_partitions_assignment_broker_ids_item__create_partitions_assignment__create_partitions_topic_ = item__create_partitions_assignment__create_partitions_topic_
-                    out += _S0.pack(
-                        value_create_partitions_assignment_broker_ids_item__create_partitions_assignment__create_partitions_topic_
+                if len(broker_ids_create_partitions_assignment__create_partitions_topic_) <= _PACKED_MAX:
+                    out += _PACKED["i"][len(broker_ids_create_partitions_assignment__create_partitions_topic_)].pack(
+                        *broker_ids_create_partitions_assignment__create_partitions_topic_
                     )
+                else:
+                    for (
+                        item__create_partitions_assignment__create_partitions_topic_
+                    ) in broker_ids_create_partitions_assignment__create_partitions_topic_:
+                        value_create_partitions_assignment_broker_ids_item__create_partitions_assignment__create_partitions_topic_ = item__create_partitions_assignment__create_partitions_topic_
+                        out += _S0.pack(
+                            value_create_partitions_assignment_broker_ids_item__create_partitions_assignment__create_partitions_topic_
+                        )
     out += _S2.pack(timeout_ms, validate_only)
 
 
@@ -544,44 +566,50 @@ def _decode_create_partitions_assignment_flexible(buf, pos, end, opts):
             ) from None
         append_broker_ids(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "create_partitions_assignment_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="create_partitions_assignment_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "create_partitions_assignment_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "create_partitions_assignment_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "create_partitions_assignment_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="create_partitions_assignment_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "create_partitions_assignment_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "create_partitions_assignment_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="create_partitions_assignment_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return CreatePartitionsAssignmentFlexible(broker_ids, tagged_fields), pos
 
 
 def _encode_create_partitions_assignment_flexible(obj, out, index):
     """Append one create_partitions_assignment_flexible to out."""
-    own_ = type(obj) is CreatePartitionsAssignmentFlexible
-    broker_ids = obj.broker_ids if own_ else getattr(obj, "broker_ids", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is CreatePartitionsAssignmentFlexible:
+        broker_ids = obj.broker_ids
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        broker_ids = getattr(obj, "broker_ids", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(broker_ids)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -603,9 +631,10 @@ def _encode_create_partitions_assignment_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"create_partitions_assignment_flexible.broker_ids[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "create_partitions_assignment_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "create_partitions_assignment_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_create_partitions_topic_flexible(buf, pos, end, opts):
@@ -684,46 +713,54 @@ def _decode_create_partitions_topic_flexible(buf, pos, end, opts):
     if null_assignments:
         assignments = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "create_partitions_topic_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="create_partitions_topic_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "create_partitions_topic_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "create_partitions_topic_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "create_partitions_topic_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="create_partitions_topic_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "create_partitions_topic_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "create_partitions_topic_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="create_partitions_topic_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return CreatePartitionsTopicFlexible(name, count, assignments, tagged_fields), pos
 
 
 def _encode_create_partitions_topic_flexible(obj, out, index):
     """Append one create_partitions_topic_flexible to out."""
-    own_ = type(obj) is CreatePartitionsTopicFlexible
-    name = obj.name if own_ else getattr(obj, "name", "")
-    count = obj.count if own_ else getattr(obj, "count", 0)
-    assignments = obj.assignments if own_ else getattr(obj, "assignments", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is CreatePartitionsTopicFlexible:
+        name = obj.name
+        count = obj.count
+        assignments = obj.assignments
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        count = getattr(obj, "count", 0)
+        assignments = getattr(obj, "assignments", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="create_partitions_topic_flexible.name")
     else:
@@ -759,9 +796,10 @@ def _encode_create_partitions_topic_flexible(obj, out, index):
                 f"cannot encode: {type(exc).__name__}: {exc}",
                 path=f"create_partitions_topic_flexible.assignments[{index_}]",
             ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "create_partitions_topic_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "create_partitions_topic_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_create_partitions_request_flexible(buf, pos, end, opts, api_version):
@@ -838,36 +876,39 @@ def _decode_create_partitions_request_flexible(buf, pos, end, opts, api_version)
     ) = _S2.unpack_from(buf, pos)
     pos += 5
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "create_partitions_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="create_partitions_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "create_partitions_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "create_partitions_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "create_partitions_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="create_partitions_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "create_partitions_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "create_partitions_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="create_partitions_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return CreatePartitionsRequestFlexible(topics, timeout_ms, validate_only, tagged_fields), pos
 
 
@@ -1010,63 +1051,68 @@ def _fdecode_create_partitions_request_flexible(buf, pos, end, opts, api_version
                     item__create_partitions_assignment_flexible__create_partitions_topic_flexible_
                 )
             tagged_fields_create_partitions_assignment_flexible__create_partitions_topic_flexible_ = []
-            sec__create_partitions_assignment_flexible__create_partitions_topic_flexible_ = pos
-            (
-                prev__create_partitions_assignment_flexible__create_partitions_topic_flexible_,
-                odd__create_partitions_assignment_flexible__create_partitions_topic_flexible_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__create_partitions_assignment_flexible__create_partitions_topic_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__create_partitions_assignment_flexible__create_partitions_topic_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "create_partitions_assignment_flexible.tagged_fields"
-                )
-            if n_tags__create_partitions_assignment_flexible__create_partitions_topic_flexible_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__create_partitions_assignment_flexible__create_partitions_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="create_partitions_assignment_flexible.tagged_fields",
-                )
-            for __create_partitions_assignment_flexible__create_partitions_topic_flexible_ in range(
-                n_tags__create_partitions_assignment_flexible__create_partitions_topic_flexible_
-            ):
-                tag__create_partitions_assignment_flexible__create_partitions_topic_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "create_partitions_assignment_flexible.tagged_fields"
-                )
-                size__create_partitions_assignment_flexible__create_partitions_topic_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "create_partitions_assignment_flexible.tagged_fields"
-                )
-                if size__create_partitions_assignment_flexible__create_partitions_topic_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__create_partitions_assignment_flexible__create_partitions_topic_flexible_} declares {size__create_partitions_assignment_flexible__create_partitions_topic_flexible_} bytes, {end - pos} left",
+                sec__create_partitions_assignment_flexible__create_partitions_topic_flexible_ = pos
+                (
+                    prev__create_partitions_assignment_flexible__create_partitions_topic_flexible_,
+                    odd__create_partitions_assignment_flexible__create_partitions_topic_flexible_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__create_partitions_assignment_flexible__create_partitions_topic_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__create_partitions_assignment_flexible__create_partitions_topic_flexible_, pos = (
+                        _read_uvarint32(buf, pos, end, "create_partitions_assignment_flexible.tagged_fields")
+                    )
+                if n_tags__create_partitions_assignment_flexible__create_partitions_topic_flexible_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__create_partitions_assignment_flexible__create_partitions_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="create_partitions_assignment_flexible.tagged_fields",
                     )
-                stop__create_partitions_assignment_flexible__create_partitions_topic_flexible_ = (
-                    pos + size__create_partitions_assignment_flexible__create_partitions_topic_flexible_
-                )
-                if (
-                    tag__create_partitions_assignment_flexible__create_partitions_topic_flexible_
-                    <= prev__create_partitions_assignment_flexible__create_partitions_topic_flexible_
+                for __create_partitions_assignment_flexible__create_partitions_topic_flexible_ in range(
+                    n_tags__create_partitions_assignment_flexible__create_partitions_topic_flexible_
                 ):
-                    odd__create_partitions_assignment_flexible__create_partitions_topic_flexible_ = True
-                prev__create_partitions_assignment_flexible__create_partitions_topic_flexible_ = (
-                    tag__create_partitions_assignment_flexible__create_partitions_topic_flexible_
-                )
-                tagged_fields_create_partitions_assignment_flexible__create_partitions_topic_flexible_.append(
-                    (
-                        tag__create_partitions_assignment_flexible__create_partitions_topic_flexible_,
-                        bytes(buf[pos:stop__create_partitions_assignment_flexible__create_partitions_topic_flexible_]),
+                    tag__create_partitions_assignment_flexible__create_partitions_topic_flexible_, pos = (
+                        _read_uvarint32(buf, pos, end, "create_partitions_assignment_flexible.tagged_fields")
                     )
-                )
-                pos = stop__create_partitions_assignment_flexible__create_partitions_topic_flexible_
-            if odd__create_partitions_assignment_flexible__create_partitions_topic_flexible_:
-                tagged_fields_create_partitions_assignment_flexible__create_partitions_topic_flexible_ = _keep_tags(
-                    tagged_fields_create_partitions_assignment_flexible__create_partitions_topic_flexible_,
-                    buf[sec__create_partitions_assignment_flexible__create_partitions_topic_flexible_:pos],
-                    (),
-                )
+                    size__create_partitions_assignment_flexible__create_partitions_topic_flexible_, pos = (
+                        _read_uvarint32(buf, pos, end, "create_partitions_assignment_flexible.tagged_fields")
+                    )
+                    if size__create_partitions_assignment_flexible__create_partitions_topic_flexible_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__create_partitions_assignment_flexible__create_partitions_topic_flexible_} declares {size__create_partitions_assignment_flexible__create_partitions_topic_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="create_partitions_assignment_flexible.tagged_fields",
+                        )
+                    stop__create_partitions_assignment_flexible__create_partitions_topic_flexible_ = (
+                        pos + size__create_partitions_assignment_flexible__create_partitions_topic_flexible_
+                    )
+                    if (
+                        tag__create_partitions_assignment_flexible__create_partitions_topic_flexible_
+                        <= prev__create_partitions_assignment_flexible__create_partitions_topic_flexible_
+                    ):
+                        odd__create_partitions_assignment_flexible__create_partitions_topic_flexible_ = True
+                    prev__create_partitions_assignment_flexible__create_partitions_topic_flexible_ = (
+                        tag__create_partitions_assignment_flexible__create_partitions_topic_flexible_
+                    )
+                    tagged_fields_create_partitions_assignment_flexible__create_partitions_topic_flexible_.append(
+                        (
+                            tag__create_partitions_assignment_flexible__create_partitions_topic_flexible_,
+                            bytes(
+                                buf[pos:stop__create_partitions_assignment_flexible__create_partitions_topic_flexible_]
+                            ),
+                        )
+                    )
+                    pos = stop__create_partitions_assignment_flexible__create_partitions_topic_flexible_
+                if odd__create_partitions_assignment_flexible__create_partitions_topic_flexible_:
+                    tagged_fields_create_partitions_assignment_flexible__create_partitions_topic_flexible_ = _keep_tags(
+                        tagged_fields_create_partitions_assignment_flexible__create_partitions_topic_flexible_,
+                        buf[sec__create_partitions_assignment_flexible__create_partitions_topic_flexible_:pos],
+                        (),
+                    )
             value__create_partitions_assignment_flexible__create_partitions_topic_flexible_ = _new_object(
                 CreatePartitionsAssignmentFlexible
             )
@@ -1083,46 +1129,49 @@ def _fdecode_create_partitions_request_flexible(buf, pos, end, opts, api_version
         if null_assignments_create_partitions_topic_flexible_:
             assignments_create_partitions_topic_flexible_ = None
         tagged_fields_create_partitions_topic_flexible_ = []
-        sec__create_partitions_topic_flexible_ = pos
-        prev__create_partitions_topic_flexible_, odd__create_partitions_topic_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__create_partitions_topic_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__create_partitions_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "create_partitions_topic_flexible.tagged_fields"
-            )
-        if n_tags__create_partitions_topic_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__create_partitions_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="create_partitions_topic_flexible.tagged_fields",
-            )
-        for __create_partitions_topic_flexible_ in range(n_tags__create_partitions_topic_flexible_):
-            tag__create_partitions_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "create_partitions_topic_flexible.tagged_fields"
-            )
-            size__create_partitions_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "create_partitions_topic_flexible.tagged_fields"
-            )
-            if size__create_partitions_topic_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__create_partitions_topic_flexible_} declares {size__create_partitions_topic_flexible_} bytes, {end - pos} left",
+            sec__create_partitions_topic_flexible_ = pos
+            prev__create_partitions_topic_flexible_, odd__create_partitions_topic_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__create_partitions_topic_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__create_partitions_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "create_partitions_topic_flexible.tagged_fields"
+                )
+            if n_tags__create_partitions_topic_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__create_partitions_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="create_partitions_topic_flexible.tagged_fields",
                 )
-            stop__create_partitions_topic_flexible_ = pos + size__create_partitions_topic_flexible_
-            if tag__create_partitions_topic_flexible_ <= prev__create_partitions_topic_flexible_:
-                odd__create_partitions_topic_flexible_ = True
-            prev__create_partitions_topic_flexible_ = tag__create_partitions_topic_flexible_
-            tagged_fields_create_partitions_topic_flexible_.append(
-                (tag__create_partitions_topic_flexible_, bytes(buf[pos:stop__create_partitions_topic_flexible_]))
-            )
-            pos = stop__create_partitions_topic_flexible_
-        if odd__create_partitions_topic_flexible_:
-            tagged_fields_create_partitions_topic_flexible_ = _keep_tags(
-                tagged_fields_create_partitions_topic_flexible_, buf[sec__create_partitions_topic_flexible_:pos], ()
-            )
+            for __create_partitions_topic_flexible_ in range(n_tags__create_partitions_topic_flexible_):
+                tag__create_partitions_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "create_partitions_topic_flexible.tagged_fields"
+                )
+                size__create_partitions_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "create_partitions_topic_flexible.tagged_fields"
+                )
+                if size__create_partitions_topic_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__create_partitions_topic_flexible_} declares {size__create_partitions_topic_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="create_partitions_topic_flexible.tagged_fields",
+                    )
+                stop__create_partitions_topic_flexible_ = pos + size__create_partitions_topic_flexible_
+                if tag__create_partitions_topic_flexible_ <= prev__create_partitions_topic_flexible_:
+                    odd__create_partitions_topic_flexible_ = True
+                prev__create_partitions_topic_flexible_ = tag__create_partitions_topic_flexible_
+                tagged_fields_create_partitions_topic_flexible_.append(
+                    (tag__create_partitions_topic_flexible_, bytes(buf[pos:stop__create_partitions_topic_flexible_]))
+                )
+                pos = stop__create_partitions_topic_flexible_
+            if odd__create_partitions_topic_flexible_:
+                tagged_fields_create_partitions_topic_flexible_ = _keep_tags(
+                    tagged_fields_create_partitions_topic_flexible_, buf[sec__create_partitions_topic_flexible_:pos], ()
+                )
         value__create_partitions_topic_flexible_ = _new_object(CreatePartitionsTopicFlexible)
         value__create_partitions_topic_flexible_.name = name_create_partitions_topic_flexible_
         value__create_partitions_topic_flexible_.count = count_create_partitions_topic_flexible_
@@ -1137,36 +1186,39 @@ def _fdecode_create_partitions_request_flexible(buf, pos, end, opts, api_version
     timeout_ms, validate_only = _S2.unpack_from(buf, pos)
     pos += 5
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "create_partitions_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="create_partitions_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "create_partitions_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "create_partitions_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "create_partitions_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="create_partitions_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "create_partitions_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "create_partitions_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="create_partitions_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(CreatePartitionsRequestFlexible)
     value_.topics = topics
     value_.timeout_ms = timeout_ms
@@ -1182,11 +1234,16 @@ def _encode_create_partitions_request_flexible(obj, out, index, api_version):
             f"CreatePartitionsRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 3)))",
             path="create_partitions_request_flexible",
         )
-    own_ = type(obj) is CreatePartitionsRequestFlexible
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    timeout_ms = obj.timeout_ms if own_ else getattr(obj, "timeout_ms", 0)
-    validate_only = obj.validate_only if own_ else getattr(obj, "validate_only", False)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is CreatePartitionsRequestFlexible:
+        topics = obj.topics
+        timeout_ms = obj.timeout_ms
+        validate_only = obj.validate_only
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topics = getattr(obj, "topics", None)
+        timeout_ms = getattr(obj, "timeout_ms", 0)
+        validate_only = getattr(obj, "validate_only", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(topics)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -1206,9 +1263,10 @@ def _encode_create_partitions_request_flexible(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"create_partitions_request_flexible.topics[{index_}]"
         ) from None
     out += _S2.pack(timeout_ms, validate_only)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "create_partitions_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "create_partitions_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_create_partitions_request_flexible(obj, out, index, api_version):
@@ -1218,30 +1276,32 @@ def _fencode_create_partitions_request_flexible(obj, out, index, api_version):
             f"CreatePartitionsRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 3)))",
             path="create_partitions_request_flexible",
         )
-    own_ = type(obj) is CreatePartitionsRequestFlexible
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    timeout_ms = obj.timeout_ms if own_ else getattr(obj, "timeout_ms", 0)
-    validate_only = obj.validate_only if own_ else getattr(obj, "validate_only", False)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is CreatePartitionsRequestFlexible:
+        topics = obj.topics
+        timeout_ms = obj.timeout_ms
+        validate_only = obj.validate_only
+        tagged_fields = obj.tagged_fields
+    else:
+        topics = getattr(obj, "topics", None)
+        timeout_ms = getattr(obj, "timeout_ms", 0)
+        validate_only = getattr(obj, "validate_only", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(topics)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "create_partitions_request_flexible.topics")
     for item_ in topics:
-        own__create_partitions_topic_flexible_ = type(item_) is CreatePartitionsTopicFlexible
-        name_create_partitions_topic_flexible_ = (
-            item_.name if own__create_partitions_topic_flexible_ else getattr(item_, "name", "")
-        )
-        count_create_partitions_topic_flexible_ = (
-            item_.count if own__create_partitions_topic_flexible_ else getattr(item_, "count", 0)
-        )
-        assignments_create_partitions_topic_flexible_ = (
-            item_.assignments if own__create_partitions_topic_flexible_ else getattr(item_, "assignments", None)
-        )
-        tagged_fields_create_partitions_topic_flexible_ = (
-            item_.tagged_fields if own__create_partitions_topic_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is CreatePartitionsTopicFlexible:
+            name_create_partitions_topic_flexible_ = item_.name
+            count_create_partitions_topic_flexible_ = item_.count
+            assignments_create_partitions_topic_flexible_ = item_.assignments
+            tagged_fields_create_partitions_topic_flexible_ = item_.tagged_fields
+        else:
+            name_create_partitions_topic_flexible_ = getattr(item_, "name", "")
+            count_create_partitions_topic_flexible_ = getattr(item_, "count", 0)
+            assignments_create_partitions_topic_flexible_ = getattr(item_, "assignments", None)
+            tagged_fields_create_partitions_topic_flexible_ = getattr(item_, "tagged_fields", None)
         b__create_partitions_topic_flexible_ = _STR_ENCODED.get(name_create_partitions_topic_flexible_)
         name_create_partitions_topic_flexible_ = (
             _encode_str(name_create_partitions_topic_flexible_)
@@ -1266,19 +1326,20 @@ def _fencode_create_partitions_request_flexible(obj, out, index, api_version):
                     out, n__create_partitions_topic_flexible_ + 1, "create_partitions_topic_flexible.assignments"
                 )
             for item__create_partitions_topic_flexible_ in assignments_create_partitions_topic_flexible_:
-                own__create_partitions_assignment_flexible__create_partitions_topic_flexible_ = (
-                    type(item__create_partitions_topic_flexible_) is CreatePartitionsAssignmentFlexible
-                )
-                broker_ids_create_partitions_assignment_flexible__create_partitions_topic_flexible_ = (
-                    item__create_partitions_topic_flexible_.broker_ids
-                    if own__create_partitions_assignment_flexible__create_partitions_topic_flexible_
-                    else getattr(item__create_partitions_topic_flexible_, "broker_ids", None)
-                )
-                tagged_fields_create_partitions_assignment_flexible__create_partitions_topic_flexible_ = (
-                    item__create_partitions_topic_flexible_.tagged_fields
-                    if own__create_partitions_assignment_flexible__create_partitions_topic_flexible_
-                    else getattr(item__create_partitions_topic_flexible_, "tagged_fields", None)
-                )
+                if type(item__create_partitions_topic_flexible_) is CreatePartitionsAssignmentFlexible:
+                    broker_ids_create_partitions_assignment_flexible__create_partitions_topic_flexible_ = (
+                        item__create_partitions_topic_flexible_.broker_ids
+                    )
+                    tagged_fields_create_partitions_assignment_flexible__create_partitions_topic_flexible_ = (
+                        item__create_partitions_topic_flexible_.tagged_fields
+                    )
+                else:
+                    broker_ids_create_partitions_assignment_flexible__create_partitions_topic_flexible_ = getattr(
+                        item__create_partitions_topic_flexible_, "broker_ids", None
+                    )
+                    tagged_fields_create_partitions_assignment_flexible__create_partitions_topic_flexible_ = getattr(
+                        item__create_partitions_topic_flexible_, "tagged_fields", None
+                    )
                 n__create_partitions_assignment_flexible__create_partitions_topic_flexible_ = len(
                     broker_ids_create_partitions_assignment_flexible__create_partitions_topic_flexible_
                 )
@@ -1290,35 +1351,50 @@ def _fencode_create_partitions_request_flexible(obj, out, index, api_version):
                         n__create_partitions_assignment_flexible__create_partitions_topic_flexible_ + 1,
                         "create_partitions_assignment_flexible.broker_ids",
                     )
-                for (
-                    item__create_partitions_assignment_flexible__create_partitions_topic_flexible_
-                ) in broker_ids_create_partitions_assignment_flexible__create_partitions_topic_flexible_:
-                    value_create_partitions_assignment_flexible_broker_ids_item__create_partitions_assignment_flexible__create_partitions_topic_flexible_ = item__create_partitions_assignment_flexible__create_partitions_topic_flexible_
-                    out += _S0.pack(
-                        value_create_partitions_assignment_flexible_broker_ids_item__create_partitions_assignment_flexible__create_partitions_topic_flexible_
+                if n__create_partitions_assignment_flexible__create_partitions_topic_flexible_ <= _PACKED_MAX:
+                    out += _PACKED["i"][
+                        n__create_partitions_assignment_flexible__create_partitions_topic_flexible_
+                    ].pack(*broker_ids_create_partitions_assignment_flexible__create_partitions_topic_flexible_)
+                else:
+                    for (
+                        item__create_partitions_assignment_flexible__create_partitions_topic_flexible_
+                    ) in broker_ids_create_partitions_assignment_flexible__create_partitions_topic_flexible_:
+                        value_create_partitions_assignment_flexible_broker_ids_item__create_partitions_assignment_flexible__create_partitions_topic_flexible_ = item__create_partitions_assignment_flexible__create_partitions_topic_flexible_
+                        out += _S0.pack(
+                            value_create_partitions_assignment_flexible_broker_ids_item__create_partitions_assignment_flexible__create_partitions_topic_flexible_
+                        )
+                if (
+                    tagged_fields_create_partitions_assignment_flexible__create_partitions_topic_flexible_
+                    or tagged_fields_create_partitions_assignment_flexible__create_partitions_topic_flexible_.__class__
+                    is _TagSection
+                ):
+                    _write_tagged(
+                        out,
+                        [],
+                        tagged_fields_create_partitions_assignment_flexible__create_partitions_topic_flexible_,
+                        "create_partitions_assignment_flexible.tagged_fields",
+                        None,
                     )
-                tags__create_partitions_assignment_flexible__create_partitions_topic_flexible_ = []
-                valid__create_partitions_assignment_flexible__create_partitions_topic_flexible_ = None
-                _write_tagged(
-                    out,
-                    tags__create_partitions_assignment_flexible__create_partitions_topic_flexible_,
-                    tagged_fields_create_partitions_assignment_flexible__create_partitions_topic_flexible_,
-                    "create_partitions_assignment_flexible.tagged_fields",
-                    valid__create_partitions_assignment_flexible__create_partitions_topic_flexible_,
-                )
-        tags__create_partitions_topic_flexible_ = []
-        valid__create_partitions_topic_flexible_ = None
-        _write_tagged(
-            out,
-            tags__create_partitions_topic_flexible_,
-            tagged_fields_create_partitions_topic_flexible_,
-            "create_partitions_topic_flexible.tagged_fields",
-            valid__create_partitions_topic_flexible_,
-        )
+                else:
+                    out.append(0)
+        if (
+            tagged_fields_create_partitions_topic_flexible_
+            or tagged_fields_create_partitions_topic_flexible_.__class__ is _TagSection
+        ):
+            _write_tagged(
+                out,
+                [],
+                tagged_fields_create_partitions_topic_flexible_,
+                "create_partitions_topic_flexible.tagged_fields",
+                None,
+            )
+        else:
+            out.append(0)
     out += _S2.pack(timeout_ms, validate_only)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "create_partitions_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "create_partitions_request_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_create_partitions_request_by_version(buf, pos, end, opts, api_version):

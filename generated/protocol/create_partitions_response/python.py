@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -116,10 +117,14 @@ def _decode_create_partitions_topic_result(buf, pos, end, opts):
 
 def _encode_create_partitions_topic_result(obj, out, index):
     """Append one create_partitions_topic_result to out."""
-    own_ = type(obj) is CreatePartitionsTopicResult
-    name = obj.name if own_ else getattr(obj, "name", "")
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", None)
+    if type(obj) is CreatePartitionsTopicResult:
+        name = obj.name
+        error_code = obj.error_code
+        error_message = obj.error_message
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="create_partitions_topic_result.name")
     else:
@@ -263,9 +268,12 @@ def _encode_create_partitions_response(obj, out, index, api_version):
             f"CreatePartitionsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="create_partitions_response",
         )
-    own_ = type(obj) is CreatePartitionsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    results = obj.results if own_ else getattr(obj, "results", None)
+    if type(obj) is CreatePartitionsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        results = obj.results
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        results = getattr(obj, "results", None)
     out += _S2.pack(throttle_time_ms)
     out += _S2.pack(len(results))
     index_ = 0
@@ -287,22 +295,23 @@ def _fencode_create_partitions_response(obj, out, index, api_version):
             f"CreatePartitionsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="create_partitions_response",
         )
-    own_ = type(obj) is CreatePartitionsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    results = obj.results if own_ else getattr(obj, "results", None)
+    if type(obj) is CreatePartitionsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        results = obj.results
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        results = getattr(obj, "results", None)
     out += _S2.pack(throttle_time_ms)
     out += _S2.pack(len(results))
     for item_ in results:
-        own__create_partitions_topic_result_ = type(item_) is CreatePartitionsTopicResult
-        name_create_partitions_topic_result_ = (
-            item_.name if own__create_partitions_topic_result_ else getattr(item_, "name", "")
-        )
-        error_code_create_partitions_topic_result_ = (
-            item_.error_code if own__create_partitions_topic_result_ else getattr(item_, "error_code", 0)
-        )
-        error_message_create_partitions_topic_result_ = (
-            item_.error_message if own__create_partitions_topic_result_ else getattr(item_, "error_message", None)
-        )
+        if type(item_) is CreatePartitionsTopicResult:
+            name_create_partitions_topic_result_ = item_.name
+            error_code_create_partitions_topic_result_ = item_.error_code
+            error_message_create_partitions_topic_result_ = item_.error_message
+        else:
+            name_create_partitions_topic_result_ = getattr(item_, "name", "")
+            error_code_create_partitions_topic_result_ = getattr(item_, "error_code", 0)
+            error_message_create_partitions_topic_result_ = getattr(item_, "error_message", None)
         b__create_partitions_topic_result_ = _STR_ENCODED.get(name_create_partitions_topic_result_)
         name_create_partitions_topic_result_ = (
             _encode_str(name_create_partitions_topic_result_)
@@ -396,46 +405,54 @@ def _decode_create_partitions_topic_result_flexible(buf, pos, end, opts):
         error_message = str(buf[pos : pos + n_error_message], "utf-8", "surrogateescape")
         pos += n_error_message
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "create_partitions_topic_result_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="create_partitions_topic_result_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "create_partitions_topic_result_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "create_partitions_topic_result_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "create_partitions_topic_result_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="create_partitions_topic_result_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "create_partitions_topic_result_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "create_partitions_topic_result_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="create_partitions_topic_result_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return CreatePartitionsTopicResultFlexible(name, error_code, error_message, tagged_fields), pos
 
 
 def _encode_create_partitions_topic_result_flexible(obj, out, index):
     """Append one create_partitions_topic_result_flexible to out."""
-    own_ = type(obj) is CreatePartitionsTopicResultFlexible
-    name = obj.name if own_ else getattr(obj, "name", "")
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is CreatePartitionsTopicResultFlexible:
+        name = obj.name
+        error_code = obj.error_code
+        error_message = obj.error_message
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="create_partitions_topic_result_flexible.name")
     else:
@@ -461,9 +478,10 @@ def _encode_create_partitions_topic_result_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "create_partitions_topic_result_flexible.error_message")
 
         out += error_message
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "create_partitions_topic_result_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "create_partitions_topic_result_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_create_partitions_response_flexible(buf, pos, end, opts, api_version):
@@ -529,36 +547,39 @@ def _decode_create_partitions_response_flexible(buf, pos, end, opts, api_version
             ) from None
         append_results(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "create_partitions_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="create_partitions_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "create_partitions_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "create_partitions_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "create_partitions_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="create_partitions_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "create_partitions_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "create_partitions_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="create_partitions_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return CreatePartitionsResponseFlexible(throttle_time_ms, results, tagged_fields), pos
 
 
@@ -665,51 +686,54 @@ def _fdecode_create_partitions_response_flexible(buf, pos, end, opts, api_versio
                 )
             pos += n_error_message_create_partitions_topic_result_flexible_
         tagged_fields_create_partitions_topic_result_flexible_ = []
-        sec__create_partitions_topic_result_flexible_ = pos
-        prev__create_partitions_topic_result_flexible_, odd__create_partitions_topic_result_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__create_partitions_topic_result_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__create_partitions_topic_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "create_partitions_topic_result_flexible.tagged_fields"
-            )
-        if n_tags__create_partitions_topic_result_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__create_partitions_topic_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="create_partitions_topic_result_flexible.tagged_fields",
-            )
-        for __create_partitions_topic_result_flexible_ in range(n_tags__create_partitions_topic_result_flexible_):
-            tag__create_partitions_topic_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "create_partitions_topic_result_flexible.tagged_fields"
-            )
-            size__create_partitions_topic_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "create_partitions_topic_result_flexible.tagged_fields"
-            )
-            if size__create_partitions_topic_result_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__create_partitions_topic_result_flexible_} declares {size__create_partitions_topic_result_flexible_} bytes, {end - pos} left",
+            sec__create_partitions_topic_result_flexible_ = pos
+            prev__create_partitions_topic_result_flexible_, odd__create_partitions_topic_result_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__create_partitions_topic_result_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__create_partitions_topic_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "create_partitions_topic_result_flexible.tagged_fields"
+                )
+            if n_tags__create_partitions_topic_result_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__create_partitions_topic_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="create_partitions_topic_result_flexible.tagged_fields",
                 )
-            stop__create_partitions_topic_result_flexible_ = pos + size__create_partitions_topic_result_flexible_
-            if tag__create_partitions_topic_result_flexible_ <= prev__create_partitions_topic_result_flexible_:
-                odd__create_partitions_topic_result_flexible_ = True
-            prev__create_partitions_topic_result_flexible_ = tag__create_partitions_topic_result_flexible_
-            tagged_fields_create_partitions_topic_result_flexible_.append(
-                (
-                    tag__create_partitions_topic_result_flexible_,
-                    bytes(buf[pos:stop__create_partitions_topic_result_flexible_]),
+            for __create_partitions_topic_result_flexible_ in range(n_tags__create_partitions_topic_result_flexible_):
+                tag__create_partitions_topic_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "create_partitions_topic_result_flexible.tagged_fields"
                 )
-            )
-            pos = stop__create_partitions_topic_result_flexible_
-        if odd__create_partitions_topic_result_flexible_:
-            tagged_fields_create_partitions_topic_result_flexible_ = _keep_tags(
-                tagged_fields_create_partitions_topic_result_flexible_,
-                buf[sec__create_partitions_topic_result_flexible_:pos],
-                (),
-            )
+                size__create_partitions_topic_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "create_partitions_topic_result_flexible.tagged_fields"
+                )
+                if size__create_partitions_topic_result_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__create_partitions_topic_result_flexible_} declares {size__create_partitions_topic_result_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="create_partitions_topic_result_flexible.tagged_fields",
+                    )
+                stop__create_partitions_topic_result_flexible_ = pos + size__create_partitions_topic_result_flexible_
+                if tag__create_partitions_topic_result_flexible_ <= prev__create_partitions_topic_result_flexible_:
+                    odd__create_partitions_topic_result_flexible_ = True
+                prev__create_partitions_topic_result_flexible_ = tag__create_partitions_topic_result_flexible_
+                tagged_fields_create_partitions_topic_result_flexible_.append(
+                    (
+                        tag__create_partitions_topic_result_flexible_,
+                        bytes(buf[pos:stop__create_partitions_topic_result_flexible_]),
+                    )
+                )
+                pos = stop__create_partitions_topic_result_flexible_
+            if odd__create_partitions_topic_result_flexible_:
+                tagged_fields_create_partitions_topic_result_flexible_ = _keep_tags(
+                    tagged_fields_create_partitions_topic_result_flexible_,
+                    buf[sec__create_partitions_topic_result_flexible_:pos],
+                    (),
+                )
         value__create_partitions_topic_result_flexible_ = _new_object(CreatePartitionsTopicResultFlexible)
         value__create_partitions_topic_result_flexible_.name = name_create_partitions_topic_result_flexible_
         value__create_partitions_topic_result_flexible_.error_code = error_code_create_partitions_topic_result_flexible_
@@ -722,36 +746,39 @@ def _fdecode_create_partitions_response_flexible(buf, pos, end, opts, api_versio
         item_ = value__create_partitions_topic_result_flexible_
         append_results(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "create_partitions_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="create_partitions_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "create_partitions_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "create_partitions_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "create_partitions_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="create_partitions_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "create_partitions_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "create_partitions_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="create_partitions_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(CreatePartitionsResponseFlexible)
     value_.throttle_time_ms = throttle_time_ms
     value_.results = results
@@ -766,10 +793,14 @@ def _encode_create_partitions_response_flexible(obj, out, index, api_version):
             f"CreatePartitionsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 3)))",
             path="create_partitions_response_flexible",
         )
-    own_ = type(obj) is CreatePartitionsResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    results = obj.results if own_ else getattr(obj, "results", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is CreatePartitionsResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        results = obj.results
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        results = getattr(obj, "results", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(throttle_time_ms)
     n_ = len(results)
     if -1 <= n_ < 0x3FFF:
@@ -789,9 +820,10 @@ def _encode_create_partitions_response_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"create_partitions_response_flexible.results[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "create_partitions_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "create_partitions_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_create_partitions_response_flexible(obj, out, index, api_version):
@@ -801,10 +833,14 @@ def _fencode_create_partitions_response_flexible(obj, out, index, api_version):
             f"CreatePartitionsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 3)))",
             path="create_partitions_response_flexible",
         )
-    own_ = type(obj) is CreatePartitionsResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    results = obj.results if own_ else getattr(obj, "results", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is CreatePartitionsResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        results = obj.results
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        results = getattr(obj, "results", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(throttle_time_ms)
     n_ = len(results)
     if -1 <= n_ < 16383:
@@ -812,23 +848,16 @@ def _fencode_create_partitions_response_flexible(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "create_partitions_response_flexible.results")
     for item_ in results:
-        own__create_partitions_topic_result_flexible_ = type(item_) is CreatePartitionsTopicResultFlexible
-        name_create_partitions_topic_result_flexible_ = (
-            item_.name if own__create_partitions_topic_result_flexible_ else getattr(item_, "name", "")
-        )
-        error_code_create_partitions_topic_result_flexible_ = (
-            item_.error_code if own__create_partitions_topic_result_flexible_ else getattr(item_, "error_code", 0)
-        )
-        error_message_create_partitions_topic_result_flexible_ = (
-            item_.error_message
-            if own__create_partitions_topic_result_flexible_
-            else getattr(item_, "error_message", None)
-        )
-        tagged_fields_create_partitions_topic_result_flexible_ = (
-            item_.tagged_fields
-            if own__create_partitions_topic_result_flexible_
-            else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is CreatePartitionsTopicResultFlexible:
+            name_create_partitions_topic_result_flexible_ = item_.name
+            error_code_create_partitions_topic_result_flexible_ = item_.error_code
+            error_message_create_partitions_topic_result_flexible_ = item_.error_message
+            tagged_fields_create_partitions_topic_result_flexible_ = item_.tagged_fields
+        else:
+            name_create_partitions_topic_result_flexible_ = getattr(item_, "name", "")
+            error_code_create_partitions_topic_result_flexible_ = getattr(item_, "error_code", 0)
+            error_message_create_partitions_topic_result_flexible_ = getattr(item_, "error_message", None)
+            tagged_fields_create_partitions_topic_result_flexible_ = getattr(item_, "tagged_fields", None)
         b__create_partitions_topic_result_flexible_ = _STR_ENCODED.get(name_create_partitions_topic_result_flexible_)
         name_create_partitions_topic_result_flexible_ = (
             _encode_str(name_create_partitions_topic_result_flexible_)
@@ -865,18 +894,23 @@ def _fencode_create_partitions_response_flexible(obj, out, index, api_version):
                     "create_partitions_topic_result_flexible.error_message",
                 )
             out += error_message_create_partitions_topic_result_flexible_
-        tags__create_partitions_topic_result_flexible_ = []
-        valid__create_partitions_topic_result_flexible_ = None
-        _write_tagged(
-            out,
-            tags__create_partitions_topic_result_flexible_,
-            tagged_fields_create_partitions_topic_result_flexible_,
-            "create_partitions_topic_result_flexible.tagged_fields",
-            valid__create_partitions_topic_result_flexible_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "create_partitions_response_flexible.tagged_fields", valid_)
+        if (
+            tagged_fields_create_partitions_topic_result_flexible_
+            or tagged_fields_create_partitions_topic_result_flexible_.__class__ is _TagSection
+        ):
+            _write_tagged(
+                out,
+                [],
+                tagged_fields_create_partitions_topic_result_flexible_,
+                "create_partitions_topic_result_flexible.tagged_fields",
+                None,
+            )
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "create_partitions_response_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_create_partitions_response_by_version(buf, pos, end, opts, api_version):

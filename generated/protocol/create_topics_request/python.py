@@ -18,6 +18,8 @@ from kfmt.runtime.errors import LimitExceededError as _LimitExceededError
 from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
+from kfmt.runtime.scalars import PACKED as _PACKED
+from kfmt.runtime.scalars import PACKED_MAX as _PACKED_MAX
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -25,6 +27,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -125,9 +128,12 @@ def _decode_creatable_replica_assignment(buf, pos, end, opts):
 
 def _encode_creatable_replica_assignment(obj, out, index):
     """Append one creatable_replica_assignment to out."""
-    own_ = type(obj) is CreatableReplicaAssignment
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    broker_ids = obj.broker_ids if own_ else getattr(obj, "broker_ids", None)
+    if type(obj) is CreatableReplicaAssignment:
+        partition_index = obj.partition_index
+        broker_ids = obj.broker_ids
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        broker_ids = getattr(obj, "broker_ids", None)
     out += _S0.pack(partition_index)
     out += _S0.pack(len(broker_ids))
     index_ = 0
@@ -189,9 +195,12 @@ def _decode_creatable_topic_config(buf, pos, end, opts):
 
 def _encode_creatable_topic_config(obj, out, index):
     """Append one creatable_topic_config to out."""
-    own_ = type(obj) is CreatableTopicConfig
-    name = obj.name if own_ else getattr(obj, "name", "")
-    value = obj.value if own_ else getattr(obj, "value", "")
+    if type(obj) is CreatableTopicConfig:
+        name = obj.name
+        value = obj.value
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        value = getattr(obj, "value", "")
     if name is None:
         raise _InvalidValueError("may not be null", path="creatable_topic_config.name")
     else:
@@ -287,12 +296,18 @@ def _decode_creatable_topic(buf, pos, end, opts):
 
 def _encode_creatable_topic(obj, out, index):
     """Append one creatable_topic to out."""
-    own_ = type(obj) is CreatableTopic
-    name = obj.name if own_ else getattr(obj, "name", "")
-    num_partitions = obj.num_partitions if own_ else getattr(obj, "num_partitions", 0)
-    replication_factor = obj.replication_factor if own_ else getattr(obj, "replication_factor", 0)
-    assignments = obj.assignments if own_ else getattr(obj, "assignments", None)
-    configs = obj.configs if own_ else getattr(obj, "configs", None)
+    if type(obj) is CreatableTopic:
+        name = obj.name
+        num_partitions = obj.num_partitions
+        replication_factor = obj.replication_factor
+        assignments = obj.assignments
+        configs = obj.configs
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        num_partitions = getattr(obj, "num_partitions", 0)
+        replication_factor = getattr(obj, "replication_factor", 0)
+        assignments = getattr(obj, "assignments", None)
+        configs = getattr(obj, "configs", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="creatable_topic.name")
     else:
@@ -584,10 +599,14 @@ def _encode_create_topics_request(obj, out, index, api_version):
             f"CreateTopicsRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 4))",
             path="create_topics_request",
         )
-    own_ = type(obj) is CreateTopicsRequest
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    timeout_ms = obj.timeout_ms if own_ else getattr(obj, "timeout_ms", 60000)
-    validate_only = obj.validate_only if own_ else getattr(obj, "validate_only", False)
+    if type(obj) is CreateTopicsRequest:
+        topics = obj.topics
+        timeout_ms = obj.timeout_ms
+        validate_only = obj.validate_only
+    else:  # another class: its fields by name, a missing one at its default
+        topics = getattr(obj, "topics", None)
+        timeout_ms = getattr(obj, "timeout_ms", 60000)
+        validate_only = getattr(obj, "validate_only", False)
     out += _S0.pack(len(topics))
     index_ = 0
     try:
@@ -611,24 +630,28 @@ def _fencode_create_topics_request(obj, out, index, api_version):
             f"CreateTopicsRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 4))",
             path="create_topics_request",
         )
-    own_ = type(obj) is CreateTopicsRequest
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    timeout_ms = obj.timeout_ms if own_ else getattr(obj, "timeout_ms", 60000)
-    validate_only = obj.validate_only if own_ else getattr(obj, "validate_only", False)
+    if type(obj) is CreateTopicsRequest:
+        topics = obj.topics
+        timeout_ms = obj.timeout_ms
+        validate_only = obj.validate_only
+    else:
+        topics = getattr(obj, "topics", None)
+        timeout_ms = getattr(obj, "timeout_ms", 60000)
+        validate_only = getattr(obj, "validate_only", False)
     out += _S0.pack(len(topics))
     for item_ in topics:
-        own__creatable_topic_ = type(item_) is CreatableTopic
-        name_creatable_topic_ = item_.name if own__creatable_topic_ else getattr(item_, "name", "")
-        num_partitions_creatable_topic_ = (
-            item_.num_partitions if own__creatable_topic_ else getattr(item_, "num_partitions", 0)
-        )
-        replication_factor_creatable_topic_ = (
-            item_.replication_factor if own__creatable_topic_ else getattr(item_, "replication_factor", 0)
-        )
-        assignments_creatable_topic_ = (
-            item_.assignments if own__creatable_topic_ else getattr(item_, "assignments", None)
-        )
-        configs_creatable_topic_ = item_.configs if own__creatable_topic_ else getattr(item_, "configs", None)
+        if type(item_) is CreatableTopic:
+            name_creatable_topic_ = item_.name
+            num_partitions_creatable_topic_ = item_.num_partitions
+            replication_factor_creatable_topic_ = item_.replication_factor
+            assignments_creatable_topic_ = item_.assignments
+            configs_creatable_topic_ = item_.configs
+        else:
+            name_creatable_topic_ = getattr(item_, "name", "")
+            num_partitions_creatable_topic_ = getattr(item_, "num_partitions", 0)
+            replication_factor_creatable_topic_ = getattr(item_, "replication_factor", 0)
+            assignments_creatable_topic_ = getattr(item_, "assignments", None)
+            configs_creatable_topic_ = getattr(item_, "configs", None)
         b__creatable_topic_ = _STR_ENCODED.get(name_creatable_topic_)
         name_creatable_topic_ = (
             _encode_str(name_creatable_topic_) if b__creatable_topic_ is None else b__creatable_topic_
@@ -638,43 +661,38 @@ def _fencode_create_topics_request(obj, out, index, api_version):
         out += _S2.pack(num_partitions_creatable_topic_, replication_factor_creatable_topic_)
         out += _S0.pack(len(assignments_creatable_topic_))
         for item__creatable_topic_ in assignments_creatable_topic_:
-            own__creatable_replica_assignment__creatable_topic_ = (
-                type(item__creatable_topic_) is CreatableReplicaAssignment
-            )
-            partition_index_creatable_replica_assignment__creatable_topic_ = (
-                item__creatable_topic_.partition_index
-                if own__creatable_replica_assignment__creatable_topic_
-                else getattr(item__creatable_topic_, "partition_index", 0)
-            )
-            broker_ids_creatable_replica_assignment__creatable_topic_ = (
-                item__creatable_topic_.broker_ids
-                if own__creatable_replica_assignment__creatable_topic_
-                else getattr(item__creatable_topic_, "broker_ids", None)
-            )
+            if type(item__creatable_topic_) is CreatableReplicaAssignment:
+                partition_index_creatable_replica_assignment__creatable_topic_ = item__creatable_topic_.partition_index
+                broker_ids_creatable_replica_assignment__creatable_topic_ = item__creatable_topic_.broker_ids
+            else:
+                partition_index_creatable_replica_assignment__creatable_topic_ = getattr(
+                    item__creatable_topic_, "partition_index", 0
+                )
+                broker_ids_creatable_replica_assignment__creatable_topic_ = getattr(
+                    item__creatable_topic_, "broker_ids", None
+                )
             out += _S0.pack(partition_index_creatable_replica_assignment__creatable_topic_)
             out += _S0.pack(len(broker_ids_creatable_replica_assignment__creatable_topic_))
-            for (
-                item__creatable_replica_assignment__creatable_topic_
-            ) in broker_ids_creatable_replica_assignment__creatable_topic_:
-                value_creatable_replica_assignment_broker_ids_item__creatable_replica_assignment__creatable_topic_ = (
+            if len(broker_ids_creatable_replica_assignment__creatable_topic_) <= _PACKED_MAX:
+                out += _PACKED["i"][len(broker_ids_creatable_replica_assignment__creatable_topic_)].pack(
+                    *broker_ids_creatable_replica_assignment__creatable_topic_
+                )
+            else:
+                for (
                     item__creatable_replica_assignment__creatable_topic_
-                )
-                out += _S0.pack(
-                    value_creatable_replica_assignment_broker_ids_item__creatable_replica_assignment__creatable_topic_
-                )
+                ) in broker_ids_creatable_replica_assignment__creatable_topic_:
+                    value_creatable_replica_assignment_broker_ids_item__creatable_replica_assignment__creatable_topic_ = item__creatable_replica_assignment__creatable_topic_
+                    out += _S0.pack(
+                        value_creatable_replica_assignment_broker_ids_item__creatable_replica_assignment__creatable_topic_
+                    )
         out += _S0.pack(len(configs_creatable_topic_))
         for item__creatable_topic_ in configs_creatable_topic_:
-            own__creatable_topic_config__creatable_topic_ = type(item__creatable_topic_) is CreatableTopicConfig
-            name_creatable_topic_config__creatable_topic_ = (
-                item__creatable_topic_.name
-                if own__creatable_topic_config__creatable_topic_
-                else getattr(item__creatable_topic_, "name", "")
-            )
-            value_creatable_topic_config__creatable_topic_ = (
-                item__creatable_topic_.value
-                if own__creatable_topic_config__creatable_topic_
-                else getattr(item__creatable_topic_, "value", "")
-            )
+            if type(item__creatable_topic_) is CreatableTopicConfig:
+                name_creatable_topic_config__creatable_topic_ = item__creatable_topic_.name
+                value_creatable_topic_config__creatable_topic_ = item__creatable_topic_.value
+            else:
+                name_creatable_topic_config__creatable_topic_ = getattr(item__creatable_topic_, "name", "")
+                value_creatable_topic_config__creatable_topic_ = getattr(item__creatable_topic_, "value", "")
             b__creatable_topic_config__creatable_topic_ = _STR_ENCODED.get(
                 name_creatable_topic_config__creatable_topic_
             )
@@ -771,45 +789,52 @@ def _decode_creatable_replica_assignment_flexible(buf, pos, end, opts):
             ) from None
         append_broker_ids(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "creatable_replica_assignment_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="creatable_replica_assignment_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "creatable_replica_assignment_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "creatable_replica_assignment_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "creatable_replica_assignment_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="creatable_replica_assignment_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "creatable_replica_assignment_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "creatable_replica_assignment_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="creatable_replica_assignment_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return CreatableReplicaAssignmentFlexible(partition_index, broker_ids, tagged_fields), pos
 
 
 def _encode_creatable_replica_assignment_flexible(obj, out, index):
     """Append one creatable_replica_assignment_flexible to out."""
-    own_ = type(obj) is CreatableReplicaAssignmentFlexible
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    broker_ids = obj.broker_ids if own_ else getattr(obj, "broker_ids", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is CreatableReplicaAssignmentFlexible:
+        partition_index = obj.partition_index
+        broker_ids = obj.broker_ids
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        broker_ids = getattr(obj, "broker_ids", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition_index)
     n_ = len(broker_ids)
     if -1 <= n_ < 0x3FFF:
@@ -832,9 +857,10 @@ def _encode_creatable_replica_assignment_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"creatable_replica_assignment_flexible.broker_ids[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "creatable_replica_assignment_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "creatable_replica_assignment_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_creatable_topic_config_flexible(buf, pos, end, opts):
@@ -894,45 +920,52 @@ def _decode_creatable_topic_config_flexible(buf, pos, end, opts):
         value = str(buf[pos : pos + n_value], "utf-8", "surrogateescape")
         pos += n_value
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "creatable_topic_config_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="creatable_topic_config_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "creatable_topic_config_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "creatable_topic_config_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "creatable_topic_config_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="creatable_topic_config_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "creatable_topic_config_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "creatable_topic_config_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="creatable_topic_config_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return CreatableTopicConfigFlexible(name, value, tagged_fields), pos
 
 
 def _encode_creatable_topic_config_flexible(obj, out, index):
     """Append one creatable_topic_config_flexible to out."""
-    own_ = type(obj) is CreatableTopicConfigFlexible
-    name = obj.name if own_ else getattr(obj, "name", "")
-    value = obj.value if own_ else getattr(obj, "value", "")
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is CreatableTopicConfigFlexible:
+        name = obj.name
+        value = obj.value
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        value = getattr(obj, "value", "")
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="creatable_topic_config_flexible.name")
     else:
@@ -957,9 +990,10 @@ def _encode_creatable_topic_config_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "creatable_topic_config_flexible.value")
 
         out += value
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "creatable_topic_config_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "creatable_topic_config_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_creatable_topic_flexible(buf, pos, end, opts):
@@ -1071,48 +1105,58 @@ def _decode_creatable_topic_flexible(buf, pos, end, opts):
             raise exc.within("creatable_topic_flexible.configs", i_configs, "creatable_topic_config_flexible") from None
         append_configs(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "creatable_topic_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="creatable_topic_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "creatable_topic_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "creatable_topic_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "creatable_topic_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="creatable_topic_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "creatable_topic_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "creatable_topic_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="creatable_topic_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return CreatableTopicFlexible(name, num_partitions, replication_factor, assignments, configs, tagged_fields), pos
 
 
 def _encode_creatable_topic_flexible(obj, out, index):
     """Append one creatable_topic_flexible to out."""
-    own_ = type(obj) is CreatableTopicFlexible
-    name = obj.name if own_ else getattr(obj, "name", "")
-    num_partitions = obj.num_partitions if own_ else getattr(obj, "num_partitions", 0)
-    replication_factor = obj.replication_factor if own_ else getattr(obj, "replication_factor", 0)
-    assignments = obj.assignments if own_ else getattr(obj, "assignments", None)
-    configs = obj.configs if own_ else getattr(obj, "configs", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is CreatableTopicFlexible:
+        name = obj.name
+        num_partitions = obj.num_partitions
+        replication_factor = obj.replication_factor
+        assignments = obj.assignments
+        configs = obj.configs
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        num_partitions = getattr(obj, "num_partitions", 0)
+        replication_factor = getattr(obj, "replication_factor", 0)
+        assignments = getattr(obj, "assignments", None)
+        configs = getattr(obj, "configs", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="creatable_topic_flexible.name")
     else:
@@ -1160,9 +1204,10 @@ def _encode_creatable_topic_flexible(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"creatable_topic_flexible.configs[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "creatable_topic_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "creatable_topic_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_create_topics_request_flexible(buf, pos, end, opts, api_version):
@@ -1233,36 +1278,39 @@ def _decode_create_topics_request_flexible(buf, pos, end, opts, api_version):
     ) = _S4.unpack_from(buf, pos)
     pos += 5
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "create_topics_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="create_topics_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "create_topics_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "create_topics_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "create_topics_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="create_topics_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "create_topics_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "create_topics_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="create_topics_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return CreateTopicsRequestFlexible(topics, timeout_ms, validate_only, tagged_fields), pos
 
 
@@ -1407,63 +1455,66 @@ def _fdecode_create_topics_request_flexible(buf, pos, end, opts, api_version):
                     item__creatable_replica_assignment_flexible__creatable_topic_flexible_
                 )
             tagged_fields_creatable_replica_assignment_flexible__creatable_topic_flexible_ = []
-            sec__creatable_replica_assignment_flexible__creatable_topic_flexible_ = pos
-            (
-                prev__creatable_replica_assignment_flexible__creatable_topic_flexible_,
-                odd__creatable_replica_assignment_flexible__creatable_topic_flexible_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__creatable_replica_assignment_flexible__creatable_topic_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__creatable_replica_assignment_flexible__creatable_topic_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "creatable_replica_assignment_flexible.tagged_fields"
-                )
-            if n_tags__creatable_replica_assignment_flexible__creatable_topic_flexible_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__creatable_replica_assignment_flexible__creatable_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="creatable_replica_assignment_flexible.tagged_fields",
-                )
-            for __creatable_replica_assignment_flexible__creatable_topic_flexible_ in range(
-                n_tags__creatable_replica_assignment_flexible__creatable_topic_flexible_
-            ):
-                tag__creatable_replica_assignment_flexible__creatable_topic_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "creatable_replica_assignment_flexible.tagged_fields"
-                )
-                size__creatable_replica_assignment_flexible__creatable_topic_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "creatable_replica_assignment_flexible.tagged_fields"
-                )
-                if size__creatable_replica_assignment_flexible__creatable_topic_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__creatable_replica_assignment_flexible__creatable_topic_flexible_} declares {size__creatable_replica_assignment_flexible__creatable_topic_flexible_} bytes, {end - pos} left",
+                sec__creatable_replica_assignment_flexible__creatable_topic_flexible_ = pos
+                (
+                    prev__creatable_replica_assignment_flexible__creatable_topic_flexible_,
+                    odd__creatable_replica_assignment_flexible__creatable_topic_flexible_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__creatable_replica_assignment_flexible__creatable_topic_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__creatable_replica_assignment_flexible__creatable_topic_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "creatable_replica_assignment_flexible.tagged_fields"
+                    )
+                if n_tags__creatable_replica_assignment_flexible__creatable_topic_flexible_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__creatable_replica_assignment_flexible__creatable_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="creatable_replica_assignment_flexible.tagged_fields",
                     )
-                stop__creatable_replica_assignment_flexible__creatable_topic_flexible_ = (
-                    pos + size__creatable_replica_assignment_flexible__creatable_topic_flexible_
-                )
-                if (
-                    tag__creatable_replica_assignment_flexible__creatable_topic_flexible_
-                    <= prev__creatable_replica_assignment_flexible__creatable_topic_flexible_
+                for __creatable_replica_assignment_flexible__creatable_topic_flexible_ in range(
+                    n_tags__creatable_replica_assignment_flexible__creatable_topic_flexible_
                 ):
-                    odd__creatable_replica_assignment_flexible__creatable_topic_flexible_ = True
-                prev__creatable_replica_assignment_flexible__creatable_topic_flexible_ = (
-                    tag__creatable_replica_assignment_flexible__creatable_topic_flexible_
-                )
-                tagged_fields_creatable_replica_assignment_flexible__creatable_topic_flexible_.append(
-                    (
-                        tag__creatable_replica_assignment_flexible__creatable_topic_flexible_,
-                        bytes(buf[pos:stop__creatable_replica_assignment_flexible__creatable_topic_flexible_]),
+                    tag__creatable_replica_assignment_flexible__creatable_topic_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "creatable_replica_assignment_flexible.tagged_fields"
                     )
-                )
-                pos = stop__creatable_replica_assignment_flexible__creatable_topic_flexible_
-            if odd__creatable_replica_assignment_flexible__creatable_topic_flexible_:
-                tagged_fields_creatable_replica_assignment_flexible__creatable_topic_flexible_ = _keep_tags(
-                    tagged_fields_creatable_replica_assignment_flexible__creatable_topic_flexible_,
-                    buf[sec__creatable_replica_assignment_flexible__creatable_topic_flexible_:pos],
-                    (),
-                )
+                    size__creatable_replica_assignment_flexible__creatable_topic_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "creatable_replica_assignment_flexible.tagged_fields"
+                    )
+                    if size__creatable_replica_assignment_flexible__creatable_topic_flexible_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__creatable_replica_assignment_flexible__creatable_topic_flexible_} declares {size__creatable_replica_assignment_flexible__creatable_topic_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="creatable_replica_assignment_flexible.tagged_fields",
+                        )
+                    stop__creatable_replica_assignment_flexible__creatable_topic_flexible_ = (
+                        pos + size__creatable_replica_assignment_flexible__creatable_topic_flexible_
+                    )
+                    if (
+                        tag__creatable_replica_assignment_flexible__creatable_topic_flexible_
+                        <= prev__creatable_replica_assignment_flexible__creatable_topic_flexible_
+                    ):
+                        odd__creatable_replica_assignment_flexible__creatable_topic_flexible_ = True
+                    prev__creatable_replica_assignment_flexible__creatable_topic_flexible_ = (
+                        tag__creatable_replica_assignment_flexible__creatable_topic_flexible_
+                    )
+                    tagged_fields_creatable_replica_assignment_flexible__creatable_topic_flexible_.append(
+                        (
+                            tag__creatable_replica_assignment_flexible__creatable_topic_flexible_,
+                            bytes(buf[pos:stop__creatable_replica_assignment_flexible__creatable_topic_flexible_]),
+                        )
+                    )
+                    pos = stop__creatable_replica_assignment_flexible__creatable_topic_flexible_
+                if odd__creatable_replica_assignment_flexible__creatable_topic_flexible_:
+                    tagged_fields_creatable_replica_assignment_flexible__creatable_topic_flexible_ = _keep_tags(
+                        tagged_fields_creatable_replica_assignment_flexible__creatable_topic_flexible_,
+                        buf[sec__creatable_replica_assignment_flexible__creatable_topic_flexible_:pos],
+                        (),
+                    )
             value__creatable_replica_assignment_flexible__creatable_topic_flexible_ = _new_object(
                 CreatableReplicaAssignmentFlexible
             )
@@ -1573,63 +1624,66 @@ def _fdecode_create_topics_request_flexible(buf, pos, end, opts, api_version):
                     )
                 pos += n_value_creatable_topic_config_flexible__creatable_topic_flexible_
             tagged_fields_creatable_topic_config_flexible__creatable_topic_flexible_ = []
-            sec__creatable_topic_config_flexible__creatable_topic_flexible_ = pos
-            (
-                prev__creatable_topic_config_flexible__creatable_topic_flexible_,
-                odd__creatable_topic_config_flexible__creatable_topic_flexible_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__creatable_topic_config_flexible__creatable_topic_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__creatable_topic_config_flexible__creatable_topic_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "creatable_topic_config_flexible.tagged_fields"
-                )
-            if n_tags__creatable_topic_config_flexible__creatable_topic_flexible_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__creatable_topic_config_flexible__creatable_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="creatable_topic_config_flexible.tagged_fields",
-                )
-            for __creatable_topic_config_flexible__creatable_topic_flexible_ in range(
-                n_tags__creatable_topic_config_flexible__creatable_topic_flexible_
-            ):
-                tag__creatable_topic_config_flexible__creatable_topic_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "creatable_topic_config_flexible.tagged_fields"
-                )
-                size__creatable_topic_config_flexible__creatable_topic_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "creatable_topic_config_flexible.tagged_fields"
-                )
-                if size__creatable_topic_config_flexible__creatable_topic_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__creatable_topic_config_flexible__creatable_topic_flexible_} declares {size__creatable_topic_config_flexible__creatable_topic_flexible_} bytes, {end - pos} left",
+                sec__creatable_topic_config_flexible__creatable_topic_flexible_ = pos
+                (
+                    prev__creatable_topic_config_flexible__creatable_topic_flexible_,
+                    odd__creatable_topic_config_flexible__creatable_topic_flexible_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__creatable_topic_config_flexible__creatable_topic_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__creatable_topic_config_flexible__creatable_topic_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "creatable_topic_config_flexible.tagged_fields"
+                    )
+                if n_tags__creatable_topic_config_flexible__creatable_topic_flexible_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__creatable_topic_config_flexible__creatable_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="creatable_topic_config_flexible.tagged_fields",
                     )
-                stop__creatable_topic_config_flexible__creatable_topic_flexible_ = (
-                    pos + size__creatable_topic_config_flexible__creatable_topic_flexible_
-                )
-                if (
-                    tag__creatable_topic_config_flexible__creatable_topic_flexible_
-                    <= prev__creatable_topic_config_flexible__creatable_topic_flexible_
+                for __creatable_topic_config_flexible__creatable_topic_flexible_ in range(
+                    n_tags__creatable_topic_config_flexible__creatable_topic_flexible_
                 ):
-                    odd__creatable_topic_config_flexible__creatable_topic_flexible_ = True
-                prev__creatable_topic_config_flexible__creatable_topic_flexible_ = (
-                    tag__creatable_topic_config_flexible__creatable_topic_flexible_
-                )
-                tagged_fields_creatable_topic_config_flexible__creatable_topic_flexible_.append(
-                    (
-                        tag__creatable_topic_config_flexible__creatable_topic_flexible_,
-                        bytes(buf[pos:stop__creatable_topic_config_flexible__creatable_topic_flexible_]),
+                    tag__creatable_topic_config_flexible__creatable_topic_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "creatable_topic_config_flexible.tagged_fields"
                     )
-                )
-                pos = stop__creatable_topic_config_flexible__creatable_topic_flexible_
-            if odd__creatable_topic_config_flexible__creatable_topic_flexible_:
-                tagged_fields_creatable_topic_config_flexible__creatable_topic_flexible_ = _keep_tags(
-                    tagged_fields_creatable_topic_config_flexible__creatable_topic_flexible_,
-                    buf[sec__creatable_topic_config_flexible__creatable_topic_flexible_:pos],
-                    (),
-                )
+                    size__creatable_topic_config_flexible__creatable_topic_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "creatable_topic_config_flexible.tagged_fields"
+                    )
+                    if size__creatable_topic_config_flexible__creatable_topic_flexible_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__creatable_topic_config_flexible__creatable_topic_flexible_} declares {size__creatable_topic_config_flexible__creatable_topic_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="creatable_topic_config_flexible.tagged_fields",
+                        )
+                    stop__creatable_topic_config_flexible__creatable_topic_flexible_ = (
+                        pos + size__creatable_topic_config_flexible__creatable_topic_flexible_
+                    )
+                    if (
+                        tag__creatable_topic_config_flexible__creatable_topic_flexible_
+                        <= prev__creatable_topic_config_flexible__creatable_topic_flexible_
+                    ):
+                        odd__creatable_topic_config_flexible__creatable_topic_flexible_ = True
+                    prev__creatable_topic_config_flexible__creatable_topic_flexible_ = (
+                        tag__creatable_topic_config_flexible__creatable_topic_flexible_
+                    )
+                    tagged_fields_creatable_topic_config_flexible__creatable_topic_flexible_.append(
+                        (
+                            tag__creatable_topic_config_flexible__creatable_topic_flexible_,
+                            bytes(buf[pos:stop__creatable_topic_config_flexible__creatable_topic_flexible_]),
+                        )
+                    )
+                    pos = stop__creatable_topic_config_flexible__creatable_topic_flexible_
+                if odd__creatable_topic_config_flexible__creatable_topic_flexible_:
+                    tagged_fields_creatable_topic_config_flexible__creatable_topic_flexible_ = _keep_tags(
+                        tagged_fields_creatable_topic_config_flexible__creatable_topic_flexible_,
+                        buf[sec__creatable_topic_config_flexible__creatable_topic_flexible_:pos],
+                        (),
+                    )
             value__creatable_topic_config_flexible__creatable_topic_flexible_ = _new_object(
                 CreatableTopicConfigFlexible
             )
@@ -1645,46 +1699,49 @@ def _fdecode_create_topics_request_flexible(buf, pos, end, opts, api_version):
             item__creatable_topic_flexible_ = value__creatable_topic_config_flexible__creatable_topic_flexible_
             append_configs_creatable_topic_flexible_(item__creatable_topic_flexible_)
         tagged_fields_creatable_topic_flexible_ = []
-        sec__creatable_topic_flexible_ = pos
-        prev__creatable_topic_flexible_, odd__creatable_topic_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__creatable_topic_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__creatable_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "creatable_topic_flexible.tagged_fields"
-            )
-        if n_tags__creatable_topic_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__creatable_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="creatable_topic_flexible.tagged_fields",
-            )
-        for __creatable_topic_flexible_ in range(n_tags__creatable_topic_flexible_):
-            tag__creatable_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "creatable_topic_flexible.tagged_fields"
-            )
-            size__creatable_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "creatable_topic_flexible.tagged_fields"
-            )
-            if size__creatable_topic_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__creatable_topic_flexible_} declares {size__creatable_topic_flexible_} bytes, {end - pos} left",
+            sec__creatable_topic_flexible_ = pos
+            prev__creatable_topic_flexible_, odd__creatable_topic_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__creatable_topic_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__creatable_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "creatable_topic_flexible.tagged_fields"
+                )
+            if n_tags__creatable_topic_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__creatable_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="creatable_topic_flexible.tagged_fields",
                 )
-            stop__creatable_topic_flexible_ = pos + size__creatable_topic_flexible_
-            if tag__creatable_topic_flexible_ <= prev__creatable_topic_flexible_:
-                odd__creatable_topic_flexible_ = True
-            prev__creatable_topic_flexible_ = tag__creatable_topic_flexible_
-            tagged_fields_creatable_topic_flexible_.append(
-                (tag__creatable_topic_flexible_, bytes(buf[pos:stop__creatable_topic_flexible_]))
-            )
-            pos = stop__creatable_topic_flexible_
-        if odd__creatable_topic_flexible_:
-            tagged_fields_creatable_topic_flexible_ = _keep_tags(
-                tagged_fields_creatable_topic_flexible_, buf[sec__creatable_topic_flexible_:pos], ()
-            )
+            for __creatable_topic_flexible_ in range(n_tags__creatable_topic_flexible_):
+                tag__creatable_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "creatable_topic_flexible.tagged_fields"
+                )
+                size__creatable_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "creatable_topic_flexible.tagged_fields"
+                )
+                if size__creatable_topic_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__creatable_topic_flexible_} declares {size__creatable_topic_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="creatable_topic_flexible.tagged_fields",
+                    )
+                stop__creatable_topic_flexible_ = pos + size__creatable_topic_flexible_
+                if tag__creatable_topic_flexible_ <= prev__creatable_topic_flexible_:
+                    odd__creatable_topic_flexible_ = True
+                prev__creatable_topic_flexible_ = tag__creatable_topic_flexible_
+                tagged_fields_creatable_topic_flexible_.append(
+                    (tag__creatable_topic_flexible_, bytes(buf[pos:stop__creatable_topic_flexible_]))
+                )
+                pos = stop__creatable_topic_flexible_
+            if odd__creatable_topic_flexible_:
+                tagged_fields_creatable_topic_flexible_ = _keep_tags(
+                    tagged_fields_creatable_topic_flexible_, buf[sec__creatable_topic_flexible_:pos], ()
+                )
         value__creatable_topic_flexible_ = _new_object(CreatableTopicFlexible)
         value__creatable_topic_flexible_.name = name_creatable_topic_flexible_
         value__creatable_topic_flexible_.num_partitions = num_partitions_creatable_topic_flexible_
@@ -1701,36 +1758,39 @@ def _fdecode_create_topics_request_flexible(buf, pos, end, opts, api_version):
     timeout_ms, validate_only = _S4.unpack_from(buf, pos)
     pos += 5
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "create_topics_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="create_topics_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "create_topics_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "create_topics_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "create_topics_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="create_topics_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "create_topics_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "create_topics_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="create_topics_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(CreateTopicsRequestFlexible)
     value_.topics = topics
     value_.timeout_ms = timeout_ms
@@ -1746,11 +1806,16 @@ def _encode_create_topics_request_flexible(obj, out, index, api_version):
             f"CreateTopicsRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 5) and (<params>.api_version <= 7)))",
             path="create_topics_request_flexible",
         )
-    own_ = type(obj) is CreateTopicsRequestFlexible
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    timeout_ms = obj.timeout_ms if own_ else getattr(obj, "timeout_ms", 60000)
-    validate_only = obj.validate_only if own_ else getattr(obj, "validate_only", False)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is CreateTopicsRequestFlexible:
+        topics = obj.topics
+        timeout_ms = obj.timeout_ms
+        validate_only = obj.validate_only
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topics = getattr(obj, "topics", None)
+        timeout_ms = getattr(obj, "timeout_ms", 60000)
+        validate_only = getattr(obj, "validate_only", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(topics)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -1768,9 +1833,10 @@ def _encode_create_topics_request_flexible(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"create_topics_request_flexible.topics[{index_}]"
         ) from None
     out += _S4.pack(timeout_ms, validate_only)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "create_topics_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "create_topics_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_create_topics_request_flexible(obj, out, index, api_version):
@@ -1780,34 +1846,36 @@ def _fencode_create_topics_request_flexible(obj, out, index, api_version):
             f"CreateTopicsRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 5) and (<params>.api_version <= 7)))",
             path="create_topics_request_flexible",
         )
-    own_ = type(obj) is CreateTopicsRequestFlexible
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    timeout_ms = obj.timeout_ms if own_ else getattr(obj, "timeout_ms", 60000)
-    validate_only = obj.validate_only if own_ else getattr(obj, "validate_only", False)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is CreateTopicsRequestFlexible:
+        topics = obj.topics
+        timeout_ms = obj.timeout_ms
+        validate_only = obj.validate_only
+        tagged_fields = obj.tagged_fields
+    else:
+        topics = getattr(obj, "topics", None)
+        timeout_ms = getattr(obj, "timeout_ms", 60000)
+        validate_only = getattr(obj, "validate_only", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(topics)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "create_topics_request_flexible.topics")
     for item_ in topics:
-        own__creatable_topic_flexible_ = type(item_) is CreatableTopicFlexible
-        name_creatable_topic_flexible_ = item_.name if own__creatable_topic_flexible_ else getattr(item_, "name", "")
-        num_partitions_creatable_topic_flexible_ = (
-            item_.num_partitions if own__creatable_topic_flexible_ else getattr(item_, "num_partitions", 0)
-        )
-        replication_factor_creatable_topic_flexible_ = (
-            item_.replication_factor if own__creatable_topic_flexible_ else getattr(item_, "replication_factor", 0)
-        )
-        assignments_creatable_topic_flexible_ = (
-            item_.assignments if own__creatable_topic_flexible_ else getattr(item_, "assignments", None)
-        )
-        configs_creatable_topic_flexible_ = (
-            item_.configs if own__creatable_topic_flexible_ else getattr(item_, "configs", None)
-        )
-        tagged_fields_creatable_topic_flexible_ = (
-            item_.tagged_fields if own__creatable_topic_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is CreatableTopicFlexible:
+            name_creatable_topic_flexible_ = item_.name
+            num_partitions_creatable_topic_flexible_ = item_.num_partitions
+            replication_factor_creatable_topic_flexible_ = item_.replication_factor
+            assignments_creatable_topic_flexible_ = item_.assignments
+            configs_creatable_topic_flexible_ = item_.configs
+            tagged_fields_creatable_topic_flexible_ = item_.tagged_fields
+        else:
+            name_creatable_topic_flexible_ = getattr(item_, "name", "")
+            num_partitions_creatable_topic_flexible_ = getattr(item_, "num_partitions", 0)
+            replication_factor_creatable_topic_flexible_ = getattr(item_, "replication_factor", 0)
+            assignments_creatable_topic_flexible_ = getattr(item_, "assignments", None)
+            configs_creatable_topic_flexible_ = getattr(item_, "configs", None)
+            tagged_fields_creatable_topic_flexible_ = getattr(item_, "tagged_fields", None)
         b__creatable_topic_flexible_ = _STR_ENCODED.get(name_creatable_topic_flexible_)
         name_creatable_topic_flexible_ = (
             _encode_str(name_creatable_topic_flexible_)
@@ -1827,24 +1895,26 @@ def _fencode_create_topics_request_flexible(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__creatable_topic_flexible_ + 1, "creatable_topic_flexible.assignments")
         for item__creatable_topic_flexible_ in assignments_creatable_topic_flexible_:
-            own__creatable_replica_assignment_flexible__creatable_topic_flexible_ = (
-                type(item__creatable_topic_flexible_) is CreatableReplicaAssignmentFlexible
-            )
-            partition_index_creatable_replica_assignment_flexible__creatable_topic_flexible_ = (
-                item__creatable_topic_flexible_.partition_index
-                if own__creatable_replica_assignment_flexible__creatable_topic_flexible_
-                else getattr(item__creatable_topic_flexible_, "partition_index", 0)
-            )
-            broker_ids_creatable_replica_assignment_flexible__creatable_topic_flexible_ = (
-                item__creatable_topic_flexible_.broker_ids
-                if own__creatable_replica_assignment_flexible__creatable_topic_flexible_
-                else getattr(item__creatable_topic_flexible_, "broker_ids", None)
-            )
-            tagged_fields_creatable_replica_assignment_flexible__creatable_topic_flexible_ = (
-                item__creatable_topic_flexible_.tagged_fields
-                if own__creatable_replica_assignment_flexible__creatable_topic_flexible_
-                else getattr(item__creatable_topic_flexible_, "tagged_fields", None)
-            )
+            if type(item__creatable_topic_flexible_) is CreatableReplicaAssignmentFlexible:
+                partition_index_creatable_replica_assignment_flexible__creatable_topic_flexible_ = (
+                    item__creatable_topic_flexible_.partition_index
+                )
+                broker_ids_creatable_replica_assignment_flexible__creatable_topic_flexible_ = (
+                    item__creatable_topic_flexible_.broker_ids
+                )
+                tagged_fields_creatable_replica_assignment_flexible__creatable_topic_flexible_ = (
+                    item__creatable_topic_flexible_.tagged_fields
+                )
+            else:
+                partition_index_creatable_replica_assignment_flexible__creatable_topic_flexible_ = getattr(
+                    item__creatable_topic_flexible_, "partition_index", 0
+                )
+                broker_ids_creatable_replica_assignment_flexible__creatable_topic_flexible_ = getattr(
+                    item__creatable_topic_flexible_, "broker_ids", None
+                )
+                tagged_fields_creatable_replica_assignment_flexible__creatable_topic_flexible_ = getattr(
+                    item__creatable_topic_flexible_, "tagged_fields", None
+                )
             out += _S0.pack(partition_index_creatable_replica_assignment_flexible__creatable_topic_flexible_)
             n__creatable_replica_assignment_flexible__creatable_topic_flexible_ = len(
                 broker_ids_creatable_replica_assignment_flexible__creatable_topic_flexible_
@@ -1857,46 +1927,54 @@ def _fencode_create_topics_request_flexible(obj, out, index, api_version):
                     n__creatable_replica_assignment_flexible__creatable_topic_flexible_ + 1,
                     "creatable_replica_assignment_flexible.broker_ids",
                 )
-            for (
-                item__creatable_replica_assignment_flexible__creatable_topic_flexible_
-            ) in broker_ids_creatable_replica_assignment_flexible__creatable_topic_flexible_:
-                value_creatable_replica_assignment_flexible_broker_ids_item__creatable_replica_assignment_flexible__creatable_topic_flexible_ = item__creatable_replica_assignment_flexible__creatable_topic_flexible_
-                out += _S0.pack(
-                    value_creatable_replica_assignment_flexible_broker_ids_item__creatable_replica_assignment_flexible__creatable_topic_flexible_
+            if n__creatable_replica_assignment_flexible__creatable_topic_flexible_ <= _PACKED_MAX:
+                out += _PACKED["i"][n__creatable_replica_assignment_flexible__creatable_topic_flexible_].pack(
+                    *broker_ids_creatable_replica_assignment_flexible__creatable_topic_flexible_
                 )
-            tags__creatable_replica_assignment_flexible__creatable_topic_flexible_ = []
-            valid__creatable_replica_assignment_flexible__creatable_topic_flexible_ = None
-            _write_tagged(
-                out,
-                tags__creatable_replica_assignment_flexible__creatable_topic_flexible_,
-                tagged_fields_creatable_replica_assignment_flexible__creatable_topic_flexible_,
-                "creatable_replica_assignment_flexible.tagged_fields",
-                valid__creatable_replica_assignment_flexible__creatable_topic_flexible_,
-            )
+            else:
+                for (
+                    item__creatable_replica_assignment_flexible__creatable_topic_flexible_
+                ) in broker_ids_creatable_replica_assignment_flexible__creatable_topic_flexible_:
+                    value_creatable_replica_assignment_flexible_broker_ids_item__creatable_replica_assignment_flexible__creatable_topic_flexible_ = item__creatable_replica_assignment_flexible__creatable_topic_flexible_
+                    out += _S0.pack(
+                        value_creatable_replica_assignment_flexible_broker_ids_item__creatable_replica_assignment_flexible__creatable_topic_flexible_
+                    )
+            if (
+                tagged_fields_creatable_replica_assignment_flexible__creatable_topic_flexible_
+                or tagged_fields_creatable_replica_assignment_flexible__creatable_topic_flexible_.__class__
+                is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_creatable_replica_assignment_flexible__creatable_topic_flexible_,
+                    "creatable_replica_assignment_flexible.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
         n__creatable_topic_flexible_ = len(configs_creatable_topic_flexible_)
         if -1 <= n__creatable_topic_flexible_ < 16383:
             out += _UV_BYTES[n__creatable_topic_flexible_ + 1]
         else:
             _write_uvarint(out, n__creatable_topic_flexible_ + 1, "creatable_topic_flexible.configs")
         for item__creatable_topic_flexible_ in configs_creatable_topic_flexible_:
-            own__creatable_topic_config_flexible__creatable_topic_flexible_ = (
-                type(item__creatable_topic_flexible_) is CreatableTopicConfigFlexible
-            )
-            name_creatable_topic_config_flexible__creatable_topic_flexible_ = (
-                item__creatable_topic_flexible_.name
-                if own__creatable_topic_config_flexible__creatable_topic_flexible_
-                else getattr(item__creatable_topic_flexible_, "name", "")
-            )
-            value_creatable_topic_config_flexible__creatable_topic_flexible_ = (
-                item__creatable_topic_flexible_.value
-                if own__creatable_topic_config_flexible__creatable_topic_flexible_
-                else getattr(item__creatable_topic_flexible_, "value", "")
-            )
-            tagged_fields_creatable_topic_config_flexible__creatable_topic_flexible_ = (
-                item__creatable_topic_flexible_.tagged_fields
-                if own__creatable_topic_config_flexible__creatable_topic_flexible_
-                else getattr(item__creatable_topic_flexible_, "tagged_fields", None)
-            )
+            if type(item__creatable_topic_flexible_) is CreatableTopicConfigFlexible:
+                name_creatable_topic_config_flexible__creatable_topic_flexible_ = item__creatable_topic_flexible_.name
+                value_creatable_topic_config_flexible__creatable_topic_flexible_ = item__creatable_topic_flexible_.value
+                tagged_fields_creatable_topic_config_flexible__creatable_topic_flexible_ = (
+                    item__creatable_topic_flexible_.tagged_fields
+                )
+            else:
+                name_creatable_topic_config_flexible__creatable_topic_flexible_ = getattr(
+                    item__creatable_topic_flexible_, "name", ""
+                )
+                value_creatable_topic_config_flexible__creatable_topic_flexible_ = getattr(
+                    item__creatable_topic_flexible_, "value", ""
+                )
+                tagged_fields_creatable_topic_config_flexible__creatable_topic_flexible_ = getattr(
+                    item__creatable_topic_flexible_, "tagged_fields", None
+                )
             b__creatable_topic_config_flexible__creatable_topic_flexible_ = _STR_ENCODED.get(
                 name_creatable_topic_config_flexible__creatable_topic_flexible_
             )
@@ -1940,28 +2018,30 @@ def _fencode_create_topics_request_flexible(obj, out, index, api_version):
                         "creatable_topic_config_flexible.value",
                     )
                 out += value_creatable_topic_config_flexible__creatable_topic_flexible_
-            tags__creatable_topic_config_flexible__creatable_topic_flexible_ = []
-            valid__creatable_topic_config_flexible__creatable_topic_flexible_ = None
+            if (
+                tagged_fields_creatable_topic_config_flexible__creatable_topic_flexible_
+                or tagged_fields_creatable_topic_config_flexible__creatable_topic_flexible_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_creatable_topic_config_flexible__creatable_topic_flexible_,
+                    "creatable_topic_config_flexible.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if tagged_fields_creatable_topic_flexible_ or tagged_fields_creatable_topic_flexible_.__class__ is _TagSection:
             _write_tagged(
-                out,
-                tags__creatable_topic_config_flexible__creatable_topic_flexible_,
-                tagged_fields_creatable_topic_config_flexible__creatable_topic_flexible_,
-                "creatable_topic_config_flexible.tagged_fields",
-                valid__creatable_topic_config_flexible__creatable_topic_flexible_,
+                out, [], tagged_fields_creatable_topic_flexible_, "creatable_topic_flexible.tagged_fields", None
             )
-        tags__creatable_topic_flexible_ = []
-        valid__creatable_topic_flexible_ = None
-        _write_tagged(
-            out,
-            tags__creatable_topic_flexible_,
-            tagged_fields_creatable_topic_flexible_,
-            "creatable_topic_flexible.tagged_fields",
-            valid__creatable_topic_flexible_,
-        )
+        else:
+            out.append(0)
     out += _S4.pack(timeout_ms, validate_only)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "create_topics_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "create_topics_request_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_create_topics_request_by_version(buf, pos, end, opts, api_version):

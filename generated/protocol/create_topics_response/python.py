@@ -26,6 +26,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -121,10 +122,14 @@ def _decode_creatable_topic_result(buf, pos, end, opts, api_version):
 
 def _encode_creatable_topic_result(obj, out, index, api_version):
     """Append one creatable_topic_result to out."""
-    own_ = type(obj) is CreatableTopicResult
-    name = obj.name if own_ else getattr(obj, "name", "")
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
+    if type(obj) is CreatableTopicResult:
+        name = obj.name
+        error_code = obj.error_code
+        error_message = obj.error_message
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
     if name is None:
         raise _InvalidValueError("may not be null", path="creatable_topic_result.name")
     else:
@@ -275,9 +280,12 @@ def _encode_create_topics_response(obj, out, index, api_version):
             f"CreateTopicsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 4))",
             path="create_topics_response",
         )
-    own_ = type(obj) is CreateTopicsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
+    if type(obj) is CreateTopicsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        topics = obj.topics
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        topics = getattr(obj, "topics", None)
     if api_version >= 2:
         out += _S1.pack(throttle_time_ms)
     out += _S1.pack(len(topics))
@@ -300,21 +308,24 @@ def _fencode_create_topics_response(obj, out, index, api_version):
             f"CreateTopicsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 4))",
             path="create_topics_response",
         )
-    own_ = type(obj) is CreateTopicsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
+    if type(obj) is CreateTopicsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        topics = obj.topics
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        topics = getattr(obj, "topics", None)
     if api_version >= 2:
         out += _S1.pack(throttle_time_ms)
     out += _S1.pack(len(topics))
     for item_ in topics:
-        own__creatable_topic_result_ = type(item_) is CreatableTopicResult
-        name_creatable_topic_result_ = item_.name if own__creatable_topic_result_ else getattr(item_, "name", "")
-        error_code_creatable_topic_result_ = (
-            item_.error_code if own__creatable_topic_result_ else getattr(item_, "error_code", 0)
-        )
-        error_message_creatable_topic_result_ = (
-            item_.error_message if own__creatable_topic_result_ else getattr(item_, "error_message", "")
-        )
+        if type(item_) is CreatableTopicResult:
+            name_creatable_topic_result_ = item_.name
+            error_code_creatable_topic_result_ = item_.error_code
+            error_message_creatable_topic_result_ = item_.error_message
+        else:
+            name_creatable_topic_result_ = getattr(item_, "name", "")
+            error_code_creatable_topic_result_ = getattr(item_, "error_code", 0)
+            error_message_creatable_topic_result_ = getattr(item_, "error_message", "")
         b__creatable_topic_result_ = _STR_ENCODED.get(name_creatable_topic_result_)
         name_creatable_topic_result_ = (
             _encode_str(name_creatable_topic_result_)
@@ -403,48 +414,58 @@ def _decode_creatable_topic_configs(buf, pos, end, opts):
     ) = _S2.unpack_from(buf, pos)
     pos += 3
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "creatable_topic_configs.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="creatable_topic_configs.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "creatable_topic_configs.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "creatable_topic_configs.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "creatable_topic_configs.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="creatable_topic_configs.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "creatable_topic_configs.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "creatable_topic_configs.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="creatable_topic_configs.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return CreatableTopicConfigs(name, value, read_only, config_source, is_sensitive, tagged_fields), pos
 
 
 def _encode_creatable_topic_configs(obj, out, index):
     """Append one creatable_topic_configs to out."""
-    own_ = type(obj) is CreatableTopicConfigs
-    name = obj.name if own_ else getattr(obj, "name", "")
-    value = obj.value if own_ else getattr(obj, "value", "")
-    read_only = obj.read_only if own_ else getattr(obj, "read_only", False)
-    config_source = obj.config_source if own_ else getattr(obj, "config_source", -1)
-    is_sensitive = obj.is_sensitive if own_ else getattr(obj, "is_sensitive", False)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is CreatableTopicConfigs:
+        name = obj.name
+        value = obj.value
+        read_only = obj.read_only
+        config_source = obj.config_source
+        is_sensitive = obj.is_sensitive
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        value = getattr(obj, "value", "")
+        read_only = getattr(obj, "read_only", False)
+        config_source = getattr(obj, "config_source", -1)
+        is_sensitive = getattr(obj, "is_sensitive", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="creatable_topic_configs.name")
     else:
@@ -470,9 +491,10 @@ def _encode_creatable_topic_configs(obj, out, index):
 
         out += value
     out += _S2.pack(read_only, config_source, is_sensitive)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "creatable_topic_configs.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "creatable_topic_configs.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_creatable_topic_result_flexible_topic_config_error_code_tag(buf, pos, end, opts):
@@ -627,51 +649,56 @@ def _decode_creatable_topic_result_flexible(buf, pos, end, opts, api_version):
         configs = None
     tagged_fields = []
     topic_config_error_code = 0
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "creatable_topic_result_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="creatable_topic_result_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "creatable_topic_result_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "creatable_topic_result_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "creatable_topic_result_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="creatable_topic_result_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0:
-            topic_config_error_code, q_ = _decode_creatable_topic_result_flexible_topic_config_error_code_tag(
-                buf, pos, stop_, opts
-            )
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 0 (topic_config_error_code) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="creatable_topic_result_flexible.tagged_fields.topic_config_error_code",
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "creatable_topic_result_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "creatable_topic_result_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="creatable_topic_result_flexible.tagged_fields",
                 )
-            if topic_config_error_code == 0 or topic_config_error_code is None:  # written at its default: kept as read
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
                 odd_ = True
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(
-            tagged_fields, buf[sec_:pos], ((0, (topic_config_error_code == 0 or topic_config_error_code is None)),)
-        )
+            prev_ = tag_
+            if tag_ == 0:
+                topic_config_error_code, q_ = _decode_creatable_topic_result_flexible_topic_config_error_code_tag(
+                    buf, pos, stop_, opts
+                )
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (topic_config_error_code) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="creatable_topic_result_flexible.tagged_fields.topic_config_error_code",
+                    )
+                if (
+                    topic_config_error_code == 0 or topic_config_error_code is None
+                ):  # written at its default: kept as read
+                    odd_ = True
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(
+                tagged_fields, buf[sec_:pos], ((0, (topic_config_error_code == 0 or topic_config_error_code is None)),)
+            )
     return CreatableTopicResultFlexible(
         name,
         topic_id,
@@ -687,15 +714,24 @@ def _decode_creatable_topic_result_flexible(buf, pos, end, opts, api_version):
 
 def _encode_creatable_topic_result_flexible(obj, out, index, api_version):
     """Append one creatable_topic_result_flexible to out."""
-    own_ = type(obj) is CreatableTopicResultFlexible
-    name = obj.name if own_ else getattr(obj, "name", "")
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    num_partitions = obj.num_partitions if own_ else getattr(obj, "num_partitions", -1)
-    replication_factor = obj.replication_factor if own_ else getattr(obj, "replication_factor", -1)
-    configs = obj.configs if own_ else getattr(obj, "configs", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is CreatableTopicResultFlexible:
+        name = obj.name
+        topic_id = obj.topic_id
+        error_code = obj.error_code
+        error_message = obj.error_message
+        num_partitions = obj.num_partitions
+        replication_factor = obj.replication_factor
+        configs = obj.configs
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        topic_id = getattr(obj, "topic_id", None)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        num_partitions = getattr(obj, "num_partitions", -1)
+        replication_factor = getattr(obj, "replication_factor", -1)
+        configs = getattr(obj, "configs", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="creatable_topic_result_flexible.name")
     else:
@@ -750,7 +786,10 @@ def _encode_creatable_topic_result_flexible(obj, out, index, api_version):
         _encode_creatable_topic_result_flexible_topic_config_error_code_tag(topic_config_error_code, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "creatable_topic_result_flexible.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "creatable_topic_result_flexible.tagged_fields", valid_)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_create_topics_response_flexible(buf, pos, end, opts, api_version):
@@ -822,36 +861,39 @@ def _decode_create_topics_response_flexible(buf, pos, end, opts, api_version):
                     path="create_topics_response_flexible.topics",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "create_topics_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="create_topics_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "create_topics_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "create_topics_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "create_topics_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="create_topics_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "create_topics_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "create_topics_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="create_topics_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return CreateTopicsResponseFlexible(throttle_time_ms, topics, tagged_fields), pos
 
 
@@ -1054,63 +1096,66 @@ def _fdecode_create_topics_response_flexible(buf, pos, end, opts, api_version):
             ) = _S2.unpack_from(buf, pos)
             pos += 3
             tagged_fields_creatable_topic_configs__creatable_topic_result_flexible_ = []
-            sec__creatable_topic_configs__creatable_topic_result_flexible_ = pos
-            (
-                prev__creatable_topic_configs__creatable_topic_result_flexible_,
-                odd__creatable_topic_configs__creatable_topic_result_flexible_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__creatable_topic_configs__creatable_topic_result_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__creatable_topic_configs__creatable_topic_result_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "creatable_topic_configs.tagged_fields"
-                )
-            if n_tags__creatable_topic_configs__creatable_topic_result_flexible_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__creatable_topic_configs__creatable_topic_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="creatable_topic_configs.tagged_fields",
-                )
-            for __creatable_topic_configs__creatable_topic_result_flexible_ in range(
-                n_tags__creatable_topic_configs__creatable_topic_result_flexible_
-            ):
-                tag__creatable_topic_configs__creatable_topic_result_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "creatable_topic_configs.tagged_fields"
-                )
-                size__creatable_topic_configs__creatable_topic_result_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "creatable_topic_configs.tagged_fields"
-                )
-                if size__creatable_topic_configs__creatable_topic_result_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__creatable_topic_configs__creatable_topic_result_flexible_} declares {size__creatable_topic_configs__creatable_topic_result_flexible_} bytes, {end - pos} left",
+                sec__creatable_topic_configs__creatable_topic_result_flexible_ = pos
+                (
+                    prev__creatable_topic_configs__creatable_topic_result_flexible_,
+                    odd__creatable_topic_configs__creatable_topic_result_flexible_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__creatable_topic_configs__creatable_topic_result_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__creatable_topic_configs__creatable_topic_result_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "creatable_topic_configs.tagged_fields"
+                    )
+                if n_tags__creatable_topic_configs__creatable_topic_result_flexible_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__creatable_topic_configs__creatable_topic_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="creatable_topic_configs.tagged_fields",
                     )
-                stop__creatable_topic_configs__creatable_topic_result_flexible_ = (
-                    pos + size__creatable_topic_configs__creatable_topic_result_flexible_
-                )
-                if (
-                    tag__creatable_topic_configs__creatable_topic_result_flexible_
-                    <= prev__creatable_topic_configs__creatable_topic_result_flexible_
+                for __creatable_topic_configs__creatable_topic_result_flexible_ in range(
+                    n_tags__creatable_topic_configs__creatable_topic_result_flexible_
                 ):
-                    odd__creatable_topic_configs__creatable_topic_result_flexible_ = True
-                prev__creatable_topic_configs__creatable_topic_result_flexible_ = (
-                    tag__creatable_topic_configs__creatable_topic_result_flexible_
-                )
-                tagged_fields_creatable_topic_configs__creatable_topic_result_flexible_.append(
-                    (
-                        tag__creatable_topic_configs__creatable_topic_result_flexible_,
-                        bytes(buf[pos:stop__creatable_topic_configs__creatable_topic_result_flexible_]),
+                    tag__creatable_topic_configs__creatable_topic_result_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "creatable_topic_configs.tagged_fields"
                     )
-                )
-                pos = stop__creatable_topic_configs__creatable_topic_result_flexible_
-            if odd__creatable_topic_configs__creatable_topic_result_flexible_:
-                tagged_fields_creatable_topic_configs__creatable_topic_result_flexible_ = _keep_tags(
-                    tagged_fields_creatable_topic_configs__creatable_topic_result_flexible_,
-                    buf[sec__creatable_topic_configs__creatable_topic_result_flexible_:pos],
-                    (),
-                )
+                    size__creatable_topic_configs__creatable_topic_result_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "creatable_topic_configs.tagged_fields"
+                    )
+                    if size__creatable_topic_configs__creatable_topic_result_flexible_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__creatable_topic_configs__creatable_topic_result_flexible_} declares {size__creatable_topic_configs__creatable_topic_result_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="creatable_topic_configs.tagged_fields",
+                        )
+                    stop__creatable_topic_configs__creatable_topic_result_flexible_ = (
+                        pos + size__creatable_topic_configs__creatable_topic_result_flexible_
+                    )
+                    if (
+                        tag__creatable_topic_configs__creatable_topic_result_flexible_
+                        <= prev__creatable_topic_configs__creatable_topic_result_flexible_
+                    ):
+                        odd__creatable_topic_configs__creatable_topic_result_flexible_ = True
+                    prev__creatable_topic_configs__creatable_topic_result_flexible_ = (
+                        tag__creatable_topic_configs__creatable_topic_result_flexible_
+                    )
+                    tagged_fields_creatable_topic_configs__creatable_topic_result_flexible_.append(
+                        (
+                            tag__creatable_topic_configs__creatable_topic_result_flexible_,
+                            bytes(buf[pos:stop__creatable_topic_configs__creatable_topic_result_flexible_]),
+                        )
+                    )
+                    pos = stop__creatable_topic_configs__creatable_topic_result_flexible_
+                if odd__creatable_topic_configs__creatable_topic_result_flexible_:
+                    tagged_fields_creatable_topic_configs__creatable_topic_result_flexible_ = _keep_tags(
+                        tagged_fields_creatable_topic_configs__creatable_topic_result_flexible_,
+                        buf[sec__creatable_topic_configs__creatable_topic_result_flexible_:pos],
+                        (),
+                    )
             value__creatable_topic_configs__creatable_topic_result_flexible_ = _new_object(CreatableTopicConfigs)
             value__creatable_topic_configs__creatable_topic_result_flexible_.name = (
                 name_creatable_topic_configs__creatable_topic_result_flexible_
@@ -1136,72 +1181,75 @@ def _fdecode_create_topics_response_flexible(buf, pos, end, opts, api_version):
             configs_creatable_topic_result_flexible_ = None
         tagged_fields_creatable_topic_result_flexible_ = []
         topic_config_error_code_creatable_topic_result_flexible_ = 0
-        sec__creatable_topic_result_flexible_ = pos
-        prev__creatable_topic_result_flexible_, odd__creatable_topic_result_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__creatable_topic_result_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__creatable_topic_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "creatable_topic_result_flexible.tagged_fields"
-            )
-        if n_tags__creatable_topic_result_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__creatable_topic_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="creatable_topic_result_flexible.tagged_fields",
-            )
-        for __creatable_topic_result_flexible_ in range(n_tags__creatable_topic_result_flexible_):
-            tag__creatable_topic_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "creatable_topic_result_flexible.tagged_fields"
-            )
-            size__creatable_topic_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "creatable_topic_result_flexible.tagged_fields"
-            )
-            if size__creatable_topic_result_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__creatable_topic_result_flexible_} declares {size__creatable_topic_result_flexible_} bytes, {end - pos} left",
+            sec__creatable_topic_result_flexible_ = pos
+            prev__creatable_topic_result_flexible_, odd__creatable_topic_result_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__creatable_topic_result_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__creatable_topic_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "creatable_topic_result_flexible.tagged_fields"
+                )
+            if n_tags__creatable_topic_result_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__creatable_topic_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="creatable_topic_result_flexible.tagged_fields",
                 )
-            stop__creatable_topic_result_flexible_ = pos + size__creatable_topic_result_flexible_
-            if tag__creatable_topic_result_flexible_ <= prev__creatable_topic_result_flexible_:
-                odd__creatable_topic_result_flexible_ = True
-            prev__creatable_topic_result_flexible_ = tag__creatable_topic_result_flexible_
-            if tag__creatable_topic_result_flexible_ == 0:
-                topic_config_error_code_creatable_topic_result_flexible_, q__creatable_topic_result_flexible_ = (
-                    _fdecode_creatable_topic_result_flexible_topic_config_error_code_tag(
-                        buf, pos, stop__creatable_topic_result_flexible_, opts
-                    )
+            for __creatable_topic_result_flexible_ in range(n_tags__creatable_topic_result_flexible_):
+                tag__creatable_topic_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "creatable_topic_result_flexible.tagged_fields"
                 )
-                if q__creatable_topic_result_flexible_ != stop__creatable_topic_result_flexible_:
-                    raise _InvalidValueError(
-                        f"tag 0 (topic_config_error_code) holds {size__creatable_topic_result_flexible_} bytes, its value {q__creatable_topic_result_flexible_ - pos}",
-                        offset=q__creatable_topic_result_flexible_,
-                        path="creatable_topic_result_flexible.tagged_fields.topic_config_error_code",
+                size__creatable_topic_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "creatable_topic_result_flexible.tagged_fields"
+                )
+                if size__creatable_topic_result_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__creatable_topic_result_flexible_} declares {size__creatable_topic_result_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="creatable_topic_result_flexible.tagged_fields",
                     )
-                if (
-                    topic_config_error_code_creatable_topic_result_flexible_ == 0
-                    or topic_config_error_code_creatable_topic_result_flexible_ is None
-                ):
+                stop__creatable_topic_result_flexible_ = pos + size__creatable_topic_result_flexible_
+                if tag__creatable_topic_result_flexible_ <= prev__creatable_topic_result_flexible_:
                     odd__creatable_topic_result_flexible_ = True
-            else:
-                tagged_fields_creatable_topic_result_flexible_.append(
-                    (tag__creatable_topic_result_flexible_, bytes(buf[pos:stop__creatable_topic_result_flexible_]))
-                )
-            pos = stop__creatable_topic_result_flexible_
-        if odd__creatable_topic_result_flexible_:
-            tagged_fields_creatable_topic_result_flexible_ = _keep_tags(
-                tagged_fields_creatable_topic_result_flexible_,
-                buf[sec__creatable_topic_result_flexible_:pos],
-                (
-                    (
-                        0,
+                prev__creatable_topic_result_flexible_ = tag__creatable_topic_result_flexible_
+                if tag__creatable_topic_result_flexible_ == 0:
+                    topic_config_error_code_creatable_topic_result_flexible_, q__creatable_topic_result_flexible_ = (
+                        _fdecode_creatable_topic_result_flexible_topic_config_error_code_tag(
+                            buf, pos, stop__creatable_topic_result_flexible_, opts
+                        )
+                    )
+                    if q__creatable_topic_result_flexible_ != stop__creatable_topic_result_flexible_:
+                        raise _InvalidValueError(
+                            f"tag 0 (topic_config_error_code) holds {size__creatable_topic_result_flexible_} bytes, its value {q__creatable_topic_result_flexible_ - pos}",
+                            offset=q__creatable_topic_result_flexible_,
+                            path="creatable_topic_result_flexible.tagged_fields.topic_config_error_code",
+                        )
+                    if (
                         topic_config_error_code_creatable_topic_result_flexible_ == 0
-                        or topic_config_error_code_creatable_topic_result_flexible_ is None,
+                        or topic_config_error_code_creatable_topic_result_flexible_ is None
+                    ):
+                        odd__creatable_topic_result_flexible_ = True
+                else:
+                    tagged_fields_creatable_topic_result_flexible_.append(
+                        (tag__creatable_topic_result_flexible_, bytes(buf[pos:stop__creatable_topic_result_flexible_]))
+                    )
+                pos = stop__creatable_topic_result_flexible_
+            if odd__creatable_topic_result_flexible_:
+                tagged_fields_creatable_topic_result_flexible_ = _keep_tags(
+                    tagged_fields_creatable_topic_result_flexible_,
+                    buf[sec__creatable_topic_result_flexible_:pos],
+                    (
+                        (
+                            0,
+                            topic_config_error_code_creatable_topic_result_flexible_ == 0
+                            or topic_config_error_code_creatable_topic_result_flexible_ is None,
+                        ),
                     ),
-                ),
-            )
+                )
         value__creatable_topic_result_flexible_ = _new_object(CreatableTopicResultFlexible)
         value__creatable_topic_result_flexible_.name = name_creatable_topic_result_flexible_
         value__creatable_topic_result_flexible_.topic_id = topic_id_creatable_topic_result_flexible_
@@ -1221,36 +1269,39 @@ def _fdecode_create_topics_response_flexible(buf, pos, end, opts, api_version):
             if budget_topics < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "create_topics_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="create_topics_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "create_topics_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "create_topics_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "create_topics_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="create_topics_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "create_topics_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "create_topics_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="create_topics_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(CreateTopicsResponseFlexible)
     value_.throttle_time_ms = throttle_time_ms
     value_.topics = topics
@@ -1265,10 +1316,14 @@ def _encode_create_topics_response_flexible(obj, out, index, api_version):
             f"CreateTopicsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 5) and (<params>.api_version <= 7)))",
             path="create_topics_response_flexible",
         )
-    own_ = type(obj) is CreateTopicsResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is CreateTopicsResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(throttle_time_ms)
     n_ = len(topics)
     if -1 <= n_ < 0x3FFF:
@@ -1286,9 +1341,10 @@ def _encode_create_topics_response_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"create_topics_response_flexible.topics[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "create_topics_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "create_topics_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_create_topics_response_flexible(obj, out, index, api_version):
@@ -1298,10 +1354,14 @@ def _fencode_create_topics_response_flexible(obj, out, index, api_version):
             f"CreateTopicsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 5) and (<params>.api_version <= 7)))",
             path="create_topics_response_flexible",
         )
-    own_ = type(obj) is CreateTopicsResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is CreateTopicsResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(throttle_time_ms)
     n_ = len(topics)
     if -1 <= n_ < 16383:
@@ -1309,33 +1369,24 @@ def _fencode_create_topics_response_flexible(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "create_topics_response_flexible.topics")
     for item_ in topics:
-        own__creatable_topic_result_flexible_ = type(item_) is CreatableTopicResultFlexible
-        name_creatable_topic_result_flexible_ = (
-            item_.name if own__creatable_topic_result_flexible_ else getattr(item_, "name", "")
-        )
-        topic_id_creatable_topic_result_flexible_ = (
-            item_.topic_id if own__creatable_topic_result_flexible_ else getattr(item_, "topic_id", None)
-        )
-        error_code_creatable_topic_result_flexible_ = (
-            item_.error_code if own__creatable_topic_result_flexible_ else getattr(item_, "error_code", 0)
-        )
-        error_message_creatable_topic_result_flexible_ = (
-            item_.error_message if own__creatable_topic_result_flexible_ else getattr(item_, "error_message", "")
-        )
-        num_partitions_creatable_topic_result_flexible_ = (
-            item_.num_partitions if own__creatable_topic_result_flexible_ else getattr(item_, "num_partitions", -1)
-        )
-        replication_factor_creatable_topic_result_flexible_ = (
-            item_.replication_factor
-            if own__creatable_topic_result_flexible_
-            else getattr(item_, "replication_factor", -1)
-        )
-        configs_creatable_topic_result_flexible_ = (
-            item_.configs if own__creatable_topic_result_flexible_ else getattr(item_, "configs", None)
-        )
-        tagged_fields_creatable_topic_result_flexible_ = (
-            item_.tagged_fields if own__creatable_topic_result_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is CreatableTopicResultFlexible:
+            name_creatable_topic_result_flexible_ = item_.name
+            topic_id_creatable_topic_result_flexible_ = item_.topic_id
+            error_code_creatable_topic_result_flexible_ = item_.error_code
+            error_message_creatable_topic_result_flexible_ = item_.error_message
+            num_partitions_creatable_topic_result_flexible_ = item_.num_partitions
+            replication_factor_creatable_topic_result_flexible_ = item_.replication_factor
+            configs_creatable_topic_result_flexible_ = item_.configs
+            tagged_fields_creatable_topic_result_flexible_ = item_.tagged_fields
+        else:
+            name_creatable_topic_result_flexible_ = getattr(item_, "name", "")
+            topic_id_creatable_topic_result_flexible_ = getattr(item_, "topic_id", None)
+            error_code_creatable_topic_result_flexible_ = getattr(item_, "error_code", 0)
+            error_message_creatable_topic_result_flexible_ = getattr(item_, "error_message", "")
+            num_partitions_creatable_topic_result_flexible_ = getattr(item_, "num_partitions", -1)
+            replication_factor_creatable_topic_result_flexible_ = getattr(item_, "replication_factor", -1)
+            configs_creatable_topic_result_flexible_ = getattr(item_, "configs", None)
+            tagged_fields_creatable_topic_result_flexible_ = getattr(item_, "tagged_fields", None)
         b__creatable_topic_result_flexible_ = _STR_ENCODED.get(name_creatable_topic_result_flexible_)
         name_creatable_topic_result_flexible_ = (
             _encode_str(name_creatable_topic_result_flexible_)
@@ -1380,39 +1431,44 @@ def _fencode_create_topics_response_flexible(obj, out, index, api_version):
             else:
                 _write_uvarint(out, n__creatable_topic_result_flexible_ + 1, "creatable_topic_result_flexible.configs")
             for item__creatable_topic_result_flexible_ in configs_creatable_topic_result_flexible_:
-                own__creatable_topic_configs__creatable_topic_result_flexible_ = (
-                    type(item__creatable_topic_result_flexible_) is CreatableTopicConfigs
-                )
-                name_creatable_topic_configs__creatable_topic_result_flexible_ = (
-                    item__creatable_topic_result_flexible_.name
-                    if own__creatable_topic_configs__creatable_topic_result_flexible_
-                    else getattr(item__creatable_topic_result_flexible_, "name", "")
-                )
-                value_creatable_topic_configs__creatable_topic_result_flexible_ = (
-                    item__creatable_topic_result_flexible_.value
-                    if own__creatable_topic_configs__creatable_topic_result_flexible_
-                    else getattr(item__creatable_topic_result_flexible_, "value", "")
-                )
-                read_only_creatable_topic_configs__creatable_topic_result_flexible_ = (
-                    item__creatable_topic_result_flexible_.read_only
-                    if own__creatable_topic_configs__creatable_topic_result_flexible_
-                    else getattr(item__creatable_topic_result_flexible_, "read_only", False)
-                )
-                config_source_creatable_topic_configs__creatable_topic_result_flexible_ = (
-                    item__creatable_topic_result_flexible_.config_source
-                    if own__creatable_topic_configs__creatable_topic_result_flexible_
-                    else getattr(item__creatable_topic_result_flexible_, "config_source", -1)
-                )
-                is_sensitive_creatable_topic_configs__creatable_topic_result_flexible_ = (
-                    item__creatable_topic_result_flexible_.is_sensitive
-                    if own__creatable_topic_configs__creatable_topic_result_flexible_
-                    else getattr(item__creatable_topic_result_flexible_, "is_sensitive", False)
-                )
-                tagged_fields_creatable_topic_configs__creatable_topic_result_flexible_ = (
-                    item__creatable_topic_result_flexible_.tagged_fields
-                    if own__creatable_topic_configs__creatable_topic_result_flexible_
-                    else getattr(item__creatable_topic_result_flexible_, "tagged_fields", None)
-                )
+                if type(item__creatable_topic_result_flexible_) is CreatableTopicConfigs:
+                    name_creatable_topic_configs__creatable_topic_result_flexible_ = (
+                        item__creatable_topic_result_flexible_.name
+                    )
+                    value_creatable_topic_configs__creatable_topic_result_flexible_ = (
+                        item__creatable_topic_result_flexible_.value
+                    )
+                    read_only_creatable_topic_configs__creatable_topic_result_flexible_ = (
+                        item__creatable_topic_result_flexible_.read_only
+                    )
+                    config_source_creatable_topic_configs__creatable_topic_result_flexible_ = (
+                        item__creatable_topic_result_flexible_.config_source
+                    )
+                    is_sensitive_creatable_topic_configs__creatable_topic_result_flexible_ = (
+                        item__creatable_topic_result_flexible_.is_sensitive
+                    )
+                    tagged_fields_creatable_topic_configs__creatable_topic_result_flexible_ = (
+                        item__creatable_topic_result_flexible_.tagged_fields
+                    )
+                else:
+                    name_creatable_topic_configs__creatable_topic_result_flexible_ = getattr(
+                        item__creatable_topic_result_flexible_, "name", ""
+                    )
+                    value_creatable_topic_configs__creatable_topic_result_flexible_ = getattr(
+                        item__creatable_topic_result_flexible_, "value", ""
+                    )
+                    read_only_creatable_topic_configs__creatable_topic_result_flexible_ = getattr(
+                        item__creatable_topic_result_flexible_, "read_only", False
+                    )
+                    config_source_creatable_topic_configs__creatable_topic_result_flexible_ = getattr(
+                        item__creatable_topic_result_flexible_, "config_source", -1
+                    )
+                    is_sensitive_creatable_topic_configs__creatable_topic_result_flexible_ = getattr(
+                        item__creatable_topic_result_flexible_, "is_sensitive", False
+                    )
+                    tagged_fields_creatable_topic_configs__creatable_topic_result_flexible_ = getattr(
+                        item__creatable_topic_result_flexible_, "tagged_fields", None
+                    )
                 b__creatable_topic_configs__creatable_topic_result_flexible_ = _STR_ENCODED.get(
                     name_creatable_topic_configs__creatable_topic_result_flexible_
                 )
@@ -1461,15 +1517,19 @@ def _fencode_create_topics_response_flexible(obj, out, index, api_version):
                     config_source_creatable_topic_configs__creatable_topic_result_flexible_,
                     is_sensitive_creatable_topic_configs__creatable_topic_result_flexible_,
                 )
-                tags__creatable_topic_configs__creatable_topic_result_flexible_ = []
-                valid__creatable_topic_configs__creatable_topic_result_flexible_ = None
-                _write_tagged(
-                    out,
-                    tags__creatable_topic_configs__creatable_topic_result_flexible_,
-                    tagged_fields_creatable_topic_configs__creatable_topic_result_flexible_,
-                    "creatable_topic_configs.tagged_fields",
-                    valid__creatable_topic_configs__creatable_topic_result_flexible_,
-                )
+                if (
+                    tagged_fields_creatable_topic_configs__creatable_topic_result_flexible_
+                    or tagged_fields_creatable_topic_configs__creatable_topic_result_flexible_.__class__ is _TagSection
+                ):
+                    _write_tagged(
+                        out,
+                        [],
+                        tagged_fields_creatable_topic_configs__creatable_topic_result_flexible_,
+                        "creatable_topic_configs.tagged_fields",
+                        None,
+                    )
+                else:
+                    out.append(0)
         tags__creatable_topic_result_flexible_ = []
         topic_config_error_code_creatable_topic_result_flexible_ = getattr(item_, "topic_config_error_code", 0)
         if (
@@ -1482,16 +1542,24 @@ def _fencode_create_topics_response_flexible(obj, out, index, api_version):
             )
             tags__creatable_topic_result_flexible_.append((0, tmp__creatable_topic_result_flexible_))
         valid__creatable_topic_result_flexible_ = None
-        _write_tagged(
-            out,
-            tags__creatable_topic_result_flexible_,
-            tagged_fields_creatable_topic_result_flexible_,
-            "creatable_topic_result_flexible.tagged_fields",
-            valid__creatable_topic_result_flexible_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "create_topics_response_flexible.tagged_fields", valid_)
+        if (
+            tags__creatable_topic_result_flexible_
+            or tagged_fields_creatable_topic_result_flexible_
+            or tagged_fields_creatable_topic_result_flexible_.__class__ is _TagSection
+        ):
+            _write_tagged(
+                out,
+                tags__creatable_topic_result_flexible_,
+                tagged_fields_creatable_topic_result_flexible_,
+                "creatable_topic_result_flexible.tagged_fields",
+                valid__creatable_topic_result_flexible_,
+            )
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "create_topics_response_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_create_topics_response_by_version(buf, pos, end, opts, api_version):

@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -152,14 +153,22 @@ def _decode_delete_acls_filter(buf, pos, end, opts, api_version):
 
 def _encode_delete_acls_filter(obj, out, index, api_version):
     """Append one delete_acls_filter to out."""
-    own_ = type(obj) is DeleteAclsFilter
-    resource_type_filter = obj.resource_type_filter if own_ else getattr(obj, "resource_type_filter", 0)
-    resource_name_filter = obj.resource_name_filter if own_ else getattr(obj, "resource_name_filter", "")
-    pattern_type_filter = obj.pattern_type_filter if own_ else getattr(obj, "pattern_type_filter", 3)
-    principal_filter = obj.principal_filter if own_ else getattr(obj, "principal_filter", "")
-    host_filter = obj.host_filter if own_ else getattr(obj, "host_filter", "")
-    operation = obj.operation if own_ else getattr(obj, "operation", 0)
-    permission_type = obj.permission_type if own_ else getattr(obj, "permission_type", 0)
+    if type(obj) is DeleteAclsFilter:
+        resource_type_filter = obj.resource_type_filter
+        resource_name_filter = obj.resource_name_filter
+        pattern_type_filter = obj.pattern_type_filter
+        principal_filter = obj.principal_filter
+        host_filter = obj.host_filter
+        operation = obj.operation
+        permission_type = obj.permission_type
+    else:  # another class: its fields by name, a missing one at its default
+        resource_type_filter = getattr(obj, "resource_type_filter", 0)
+        resource_name_filter = getattr(obj, "resource_name_filter", "")
+        pattern_type_filter = getattr(obj, "pattern_type_filter", 3)
+        principal_filter = getattr(obj, "principal_filter", "")
+        host_filter = getattr(obj, "host_filter", "")
+        operation = getattr(obj, "operation", 0)
+        permission_type = getattr(obj, "permission_type", 0)
     if -128 <= resource_type_filter <= 127:
         out.append(resource_type_filter & 0xFF)
     else:
@@ -357,26 +366,22 @@ def _fencode_delete_acls_request(obj, out, index, api_version):
     filters = getattr(obj, "filters", None)
     out += _S4.pack(len(filters))
     for item_ in filters:
-        own__delete_acls_filter_ = type(item_) is DeleteAclsFilter
-        resource_type_filter_delete_acls_filter_ = (
-            item_.resource_type_filter if own__delete_acls_filter_ else getattr(item_, "resource_type_filter", 0)
-        )
-        resource_name_filter_delete_acls_filter_ = (
-            item_.resource_name_filter if own__delete_acls_filter_ else getattr(item_, "resource_name_filter", "")
-        )
-        pattern_type_filter_delete_acls_filter_ = (
-            item_.pattern_type_filter if own__delete_acls_filter_ else getattr(item_, "pattern_type_filter", 3)
-        )
-        principal_filter_delete_acls_filter_ = (
-            item_.principal_filter if own__delete_acls_filter_ else getattr(item_, "principal_filter", "")
-        )
-        host_filter_delete_acls_filter_ = (
-            item_.host_filter if own__delete_acls_filter_ else getattr(item_, "host_filter", "")
-        )
-        operation_delete_acls_filter_ = item_.operation if own__delete_acls_filter_ else getattr(item_, "operation", 0)
-        permission_type_delete_acls_filter_ = (
-            item_.permission_type if own__delete_acls_filter_ else getattr(item_, "permission_type", 0)
-        )
+        if type(item_) is DeleteAclsFilter:
+            resource_type_filter_delete_acls_filter_ = item_.resource_type_filter
+            resource_name_filter_delete_acls_filter_ = item_.resource_name_filter
+            pattern_type_filter_delete_acls_filter_ = item_.pattern_type_filter
+            principal_filter_delete_acls_filter_ = item_.principal_filter
+            host_filter_delete_acls_filter_ = item_.host_filter
+            operation_delete_acls_filter_ = item_.operation
+            permission_type_delete_acls_filter_ = item_.permission_type
+        else:
+            resource_type_filter_delete_acls_filter_ = getattr(item_, "resource_type_filter", 0)
+            resource_name_filter_delete_acls_filter_ = getattr(item_, "resource_name_filter", "")
+            pattern_type_filter_delete_acls_filter_ = getattr(item_, "pattern_type_filter", 3)
+            principal_filter_delete_acls_filter_ = getattr(item_, "principal_filter", "")
+            host_filter_delete_acls_filter_ = getattr(item_, "host_filter", "")
+            operation_delete_acls_filter_ = getattr(item_, "operation", 0)
+            permission_type_delete_acls_filter_ = getattr(item_, "permission_type", 0)
         if -128 <= resource_type_filter_delete_acls_filter_ <= 127:
             out.append(resource_type_filter_delete_acls_filter_ & 255)
         else:
@@ -535,36 +540,39 @@ def _decode_delete_acls_filter_flexible(buf, pos, end, opts):
     ) = _S2.unpack_from(buf, pos)
     pos += 2
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_acls_filter_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="delete_acls_filter_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "delete_acls_filter_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "delete_acls_filter_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_acls_filter_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="delete_acls_filter_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "delete_acls_filter_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "delete_acls_filter_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="delete_acls_filter_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DeleteAclsFilterFlexible(
         resource_type_filter,
         resource_name_filter,
@@ -579,15 +587,24 @@ def _decode_delete_acls_filter_flexible(buf, pos, end, opts):
 
 def _encode_delete_acls_filter_flexible(obj, out, index):
     """Append one delete_acls_filter_flexible to out."""
-    own_ = type(obj) is DeleteAclsFilterFlexible
-    resource_type_filter = obj.resource_type_filter if own_ else getattr(obj, "resource_type_filter", 0)
-    resource_name_filter = obj.resource_name_filter if own_ else getattr(obj, "resource_name_filter", "")
-    pattern_type_filter = obj.pattern_type_filter if own_ else getattr(obj, "pattern_type_filter", 3)
-    principal_filter = obj.principal_filter if own_ else getattr(obj, "principal_filter", "")
-    host_filter = obj.host_filter if own_ else getattr(obj, "host_filter", "")
-    operation = obj.operation if own_ else getattr(obj, "operation", 0)
-    permission_type = obj.permission_type if own_ else getattr(obj, "permission_type", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DeleteAclsFilterFlexible:
+        resource_type_filter = obj.resource_type_filter
+        resource_name_filter = obj.resource_name_filter
+        pattern_type_filter = obj.pattern_type_filter
+        principal_filter = obj.principal_filter
+        host_filter = obj.host_filter
+        operation = obj.operation
+        permission_type = obj.permission_type
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        resource_type_filter = getattr(obj, "resource_type_filter", 0)
+        resource_name_filter = getattr(obj, "resource_name_filter", "")
+        pattern_type_filter = getattr(obj, "pattern_type_filter", 3)
+        principal_filter = getattr(obj, "principal_filter", "")
+        host_filter = getattr(obj, "host_filter", "")
+        operation = getattr(obj, "operation", 0)
+        permission_type = getattr(obj, "permission_type", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if -128 <= resource_type_filter <= 127:
         out.append(resource_type_filter & 0xFF)
     else:
@@ -637,9 +654,10 @@ def _encode_delete_acls_filter_flexible(obj, out, index):
 
         out += host_filter
     out += _S2.pack(operation, permission_type)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "delete_acls_filter_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "delete_acls_filter_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_delete_acls_request_flexible(buf, pos, end, opts, api_version):
@@ -693,36 +711,39 @@ def _decode_delete_acls_request_flexible(buf, pos, end, opts, api_version):
             raise exc.within("delete_acls_request_flexible.filters", i_filters, "delete_acls_filter_flexible") from None
         append_filters(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_acls_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="delete_acls_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "delete_acls_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "delete_acls_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_acls_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="delete_acls_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "delete_acls_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "delete_acls_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="delete_acls_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DeleteAclsRequestFlexible(filters, tagged_fields), pos
 
 
@@ -846,46 +867,49 @@ def _fdecode_delete_acls_request_flexible(buf, pos, end, opts, api_version):
         operation_delete_acls_filter_flexible_, permission_type_delete_acls_filter_flexible_ = _S2.unpack_from(buf, pos)
         pos += 2
         tagged_fields_delete_acls_filter_flexible_ = []
-        sec__delete_acls_filter_flexible_ = pos
-        prev__delete_acls_filter_flexible_, odd__delete_acls_filter_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__delete_acls_filter_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__delete_acls_filter_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "delete_acls_filter_flexible.tagged_fields"
-            )
-        if n_tags__delete_acls_filter_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__delete_acls_filter_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="delete_acls_filter_flexible.tagged_fields",
-            )
-        for __delete_acls_filter_flexible_ in range(n_tags__delete_acls_filter_flexible_):
-            tag__delete_acls_filter_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "delete_acls_filter_flexible.tagged_fields"
-            )
-            size__delete_acls_filter_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "delete_acls_filter_flexible.tagged_fields"
-            )
-            if size__delete_acls_filter_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__delete_acls_filter_flexible_} declares {size__delete_acls_filter_flexible_} bytes, {end - pos} left",
+            sec__delete_acls_filter_flexible_ = pos
+            prev__delete_acls_filter_flexible_, odd__delete_acls_filter_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__delete_acls_filter_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__delete_acls_filter_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "delete_acls_filter_flexible.tagged_fields"
+                )
+            if n_tags__delete_acls_filter_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__delete_acls_filter_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="delete_acls_filter_flexible.tagged_fields",
                 )
-            stop__delete_acls_filter_flexible_ = pos + size__delete_acls_filter_flexible_
-            if tag__delete_acls_filter_flexible_ <= prev__delete_acls_filter_flexible_:
-                odd__delete_acls_filter_flexible_ = True
-            prev__delete_acls_filter_flexible_ = tag__delete_acls_filter_flexible_
-            tagged_fields_delete_acls_filter_flexible_.append(
-                (tag__delete_acls_filter_flexible_, bytes(buf[pos:stop__delete_acls_filter_flexible_]))
-            )
-            pos = stop__delete_acls_filter_flexible_
-        if odd__delete_acls_filter_flexible_:
-            tagged_fields_delete_acls_filter_flexible_ = _keep_tags(
-                tagged_fields_delete_acls_filter_flexible_, buf[sec__delete_acls_filter_flexible_:pos], ()
-            )
+            for __delete_acls_filter_flexible_ in range(n_tags__delete_acls_filter_flexible_):
+                tag__delete_acls_filter_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "delete_acls_filter_flexible.tagged_fields"
+                )
+                size__delete_acls_filter_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "delete_acls_filter_flexible.tagged_fields"
+                )
+                if size__delete_acls_filter_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__delete_acls_filter_flexible_} declares {size__delete_acls_filter_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="delete_acls_filter_flexible.tagged_fields",
+                    )
+                stop__delete_acls_filter_flexible_ = pos + size__delete_acls_filter_flexible_
+                if tag__delete_acls_filter_flexible_ <= prev__delete_acls_filter_flexible_:
+                    odd__delete_acls_filter_flexible_ = True
+                prev__delete_acls_filter_flexible_ = tag__delete_acls_filter_flexible_
+                tagged_fields_delete_acls_filter_flexible_.append(
+                    (tag__delete_acls_filter_flexible_, bytes(buf[pos:stop__delete_acls_filter_flexible_]))
+                )
+                pos = stop__delete_acls_filter_flexible_
+            if odd__delete_acls_filter_flexible_:
+                tagged_fields_delete_acls_filter_flexible_ = _keep_tags(
+                    tagged_fields_delete_acls_filter_flexible_, buf[sec__delete_acls_filter_flexible_:pos], ()
+                )
         value__delete_acls_filter_flexible_ = _new_object(DeleteAclsFilterFlexible)
         value__delete_acls_filter_flexible_.resource_type_filter = resource_type_filter_delete_acls_filter_flexible_
         value__delete_acls_filter_flexible_.resource_name_filter = resource_name_filter_delete_acls_filter_flexible_
@@ -898,36 +922,39 @@ def _fdecode_delete_acls_request_flexible(buf, pos, end, opts, api_version):
         item_ = value__delete_acls_filter_flexible_
         append_filters(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_acls_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="delete_acls_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "delete_acls_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "delete_acls_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_acls_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="delete_acls_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "delete_acls_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "delete_acls_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="delete_acls_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(DeleteAclsRequestFlexible)
     value_.filters = filters
     value_.tagged_fields = tagged_fields
@@ -941,9 +968,12 @@ def _encode_delete_acls_request_flexible(obj, out, index, api_version):
             f"DeleteAclsRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 3)))",
             path="delete_acls_request_flexible",
         )
-    own_ = type(obj) is DeleteAclsRequestFlexible
-    filters = obj.filters if own_ else getattr(obj, "filters", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DeleteAclsRequestFlexible:
+        filters = obj.filters
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        filters = getattr(obj, "filters", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(filters)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -960,9 +990,10 @@ def _encode_delete_acls_request_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"delete_acls_request_flexible.filters[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "delete_acls_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "delete_acls_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_delete_acls_request_flexible(obj, out, index, api_version):
@@ -972,44 +1003,36 @@ def _fencode_delete_acls_request_flexible(obj, out, index, api_version):
             f"DeleteAclsRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 3)))",
             path="delete_acls_request_flexible",
         )
-    own_ = type(obj) is DeleteAclsRequestFlexible
-    filters = obj.filters if own_ else getattr(obj, "filters", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DeleteAclsRequestFlexible:
+        filters = obj.filters
+        tagged_fields = obj.tagged_fields
+    else:
+        filters = getattr(obj, "filters", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(filters)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "delete_acls_request_flexible.filters")
     for item_ in filters:
-        own__delete_acls_filter_flexible_ = type(item_) is DeleteAclsFilterFlexible
-        resource_type_filter_delete_acls_filter_flexible_ = (
-            item_.resource_type_filter
-            if own__delete_acls_filter_flexible_
-            else getattr(item_, "resource_type_filter", 0)
-        )
-        resource_name_filter_delete_acls_filter_flexible_ = (
-            item_.resource_name_filter
-            if own__delete_acls_filter_flexible_
-            else getattr(item_, "resource_name_filter", "")
-        )
-        pattern_type_filter_delete_acls_filter_flexible_ = (
-            item_.pattern_type_filter if own__delete_acls_filter_flexible_ else getattr(item_, "pattern_type_filter", 3)
-        )
-        principal_filter_delete_acls_filter_flexible_ = (
-            item_.principal_filter if own__delete_acls_filter_flexible_ else getattr(item_, "principal_filter", "")
-        )
-        host_filter_delete_acls_filter_flexible_ = (
-            item_.host_filter if own__delete_acls_filter_flexible_ else getattr(item_, "host_filter", "")
-        )
-        operation_delete_acls_filter_flexible_ = (
-            item_.operation if own__delete_acls_filter_flexible_ else getattr(item_, "operation", 0)
-        )
-        permission_type_delete_acls_filter_flexible_ = (
-            item_.permission_type if own__delete_acls_filter_flexible_ else getattr(item_, "permission_type", 0)
-        )
-        tagged_fields_delete_acls_filter_flexible_ = (
-            item_.tagged_fields if own__delete_acls_filter_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is DeleteAclsFilterFlexible:
+            resource_type_filter_delete_acls_filter_flexible_ = item_.resource_type_filter
+            resource_name_filter_delete_acls_filter_flexible_ = item_.resource_name_filter
+            pattern_type_filter_delete_acls_filter_flexible_ = item_.pattern_type_filter
+            principal_filter_delete_acls_filter_flexible_ = item_.principal_filter
+            host_filter_delete_acls_filter_flexible_ = item_.host_filter
+            operation_delete_acls_filter_flexible_ = item_.operation
+            permission_type_delete_acls_filter_flexible_ = item_.permission_type
+            tagged_fields_delete_acls_filter_flexible_ = item_.tagged_fields
+        else:
+            resource_type_filter_delete_acls_filter_flexible_ = getattr(item_, "resource_type_filter", 0)
+            resource_name_filter_delete_acls_filter_flexible_ = getattr(item_, "resource_name_filter", "")
+            pattern_type_filter_delete_acls_filter_flexible_ = getattr(item_, "pattern_type_filter", 3)
+            principal_filter_delete_acls_filter_flexible_ = getattr(item_, "principal_filter", "")
+            host_filter_delete_acls_filter_flexible_ = getattr(item_, "host_filter", "")
+            operation_delete_acls_filter_flexible_ = getattr(item_, "operation", 0)
+            permission_type_delete_acls_filter_flexible_ = getattr(item_, "permission_type", 0)
+            tagged_fields_delete_acls_filter_flexible_ = getattr(item_, "tagged_fields", None)
         if -128 <= resource_type_filter_delete_acls_filter_flexible_ <= 127:
             out.append(resource_type_filter_delete_acls_filter_flexible_ & 255)
         else:
@@ -1072,18 +1095,19 @@ def _fencode_delete_acls_request_flexible(obj, out, index, api_version):
                 _write_uvarint(out, n__delete_acls_filter_flexible_ + 1, "delete_acls_filter_flexible.host_filter")
             out += host_filter_delete_acls_filter_flexible_
         out += _S2.pack(operation_delete_acls_filter_flexible_, permission_type_delete_acls_filter_flexible_)
-        tags__delete_acls_filter_flexible_ = []
-        valid__delete_acls_filter_flexible_ = None
-        _write_tagged(
-            out,
-            tags__delete_acls_filter_flexible_,
-            tagged_fields_delete_acls_filter_flexible_,
-            "delete_acls_filter_flexible.tagged_fields",
-            valid__delete_acls_filter_flexible_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "delete_acls_request_flexible.tagged_fields", valid_)
+        if (
+            tagged_fields_delete_acls_filter_flexible_
+            or tagged_fields_delete_acls_filter_flexible_.__class__ is _TagSection
+        ):
+            _write_tagged(
+                out, [], tagged_fields_delete_acls_filter_flexible_, "delete_acls_filter_flexible.tagged_fields", None
+            )
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "delete_acls_request_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_delete_acls_request_by_version(buf, pos, end, opts, api_version):

@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -187,16 +188,26 @@ def _decode_delete_acls_matching_acl(buf, pos, end, opts, api_version):
 
 def _encode_delete_acls_matching_acl(obj, out, index, api_version):
     """Append one delete_acls_matching_acl to out."""
-    own_ = type(obj) is DeleteAclsMatchingAcl
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    resource_type = obj.resource_type if own_ else getattr(obj, "resource_type", 0)
-    resource_name = obj.resource_name if own_ else getattr(obj, "resource_name", "")
-    pattern_type = obj.pattern_type if own_ else getattr(obj, "pattern_type", 3)
-    principal = obj.principal if own_ else getattr(obj, "principal", "")
-    host = obj.host if own_ else getattr(obj, "host", "")
-    operation = obj.operation if own_ else getattr(obj, "operation", 0)
-    permission_type = obj.permission_type if own_ else getattr(obj, "permission_type", 0)
+    if type(obj) is DeleteAclsMatchingAcl:
+        error_code = obj.error_code
+        error_message = obj.error_message
+        resource_type = obj.resource_type
+        resource_name = obj.resource_name
+        pattern_type = obj.pattern_type
+        principal = obj.principal
+        host = obj.host
+        operation = obj.operation
+        permission_type = obj.permission_type
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        resource_type = getattr(obj, "resource_type", 0)
+        resource_name = getattr(obj, "resource_name", "")
+        pattern_type = getattr(obj, "pattern_type", 3)
+        principal = getattr(obj, "principal", "")
+        host = getattr(obj, "host", "")
+        operation = getattr(obj, "operation", 0)
+        permission_type = getattr(obj, "permission_type", 0)
     out += _S0.pack(error_code)
     if error_message is None:
         out += _S0.pack(-1)
@@ -304,10 +315,14 @@ def _decode_delete_acls_filter_result(buf, pos, end, opts, api_version):
 
 def _encode_delete_acls_filter_result(obj, out, index, api_version):
     """Append one delete_acls_filter_result to out."""
-    own_ = type(obj) is DeleteAclsFilterResult
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    matching_acls = obj.matching_acls if own_ else getattr(obj, "matching_acls", None)
+    if type(obj) is DeleteAclsFilterResult:
+        error_code = obj.error_code
+        error_message = obj.error_message
+        matching_acls = obj.matching_acls
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        matching_acls = getattr(obj, "matching_acls", None)
     out += _S0.pack(error_code)
     if error_message is None:
         out += _S0.pack(-1)
@@ -608,9 +623,12 @@ def _encode_delete_acls_response(obj, out, index, api_version):
             f"DeleteAclsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="delete_acls_response",
         )
-    own_ = type(obj) is DeleteAclsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    filter_results = obj.filter_results if own_ else getattr(obj, "filter_results", None)
+    if type(obj) is DeleteAclsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        filter_results = obj.filter_results
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        filter_results = getattr(obj, "filter_results", None)
     out += _S5.pack(throttle_time_ms)
     out += _S5.pack(len(filter_results))
     index_ = 0
@@ -632,22 +650,23 @@ def _fencode_delete_acls_response(obj, out, index, api_version):
             f"DeleteAclsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="delete_acls_response",
         )
-    own_ = type(obj) is DeleteAclsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    filter_results = obj.filter_results if own_ else getattr(obj, "filter_results", None)
+    if type(obj) is DeleteAclsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        filter_results = obj.filter_results
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        filter_results = getattr(obj, "filter_results", None)
     out += _S5.pack(throttle_time_ms)
     out += _S5.pack(len(filter_results))
     for item_ in filter_results:
-        own__delete_acls_filter_result_ = type(item_) is DeleteAclsFilterResult
-        error_code_delete_acls_filter_result_ = (
-            item_.error_code if own__delete_acls_filter_result_ else getattr(item_, "error_code", 0)
-        )
-        error_message_delete_acls_filter_result_ = (
-            item_.error_message if own__delete_acls_filter_result_ else getattr(item_, "error_message", "")
-        )
-        matching_acls_delete_acls_filter_result_ = (
-            item_.matching_acls if own__delete_acls_filter_result_ else getattr(item_, "matching_acls", None)
-        )
+        if type(item_) is DeleteAclsFilterResult:
+            error_code_delete_acls_filter_result_ = item_.error_code
+            error_message_delete_acls_filter_result_ = item_.error_message
+            matching_acls_delete_acls_filter_result_ = item_.matching_acls
+        else:
+            error_code_delete_acls_filter_result_ = getattr(item_, "error_code", 0)
+            error_message_delete_acls_filter_result_ = getattr(item_, "error_message", "")
+            matching_acls_delete_acls_filter_result_ = getattr(item_, "matching_acls", None)
         out += _S0.pack(error_code_delete_acls_filter_result_)
         if error_message_delete_acls_filter_result_ is None:
             out += _S0.pack(-1)
@@ -662,54 +681,60 @@ def _fencode_delete_acls_response(obj, out, index, api_version):
             out += error_message_delete_acls_filter_result_
         out += _S5.pack(len(matching_acls_delete_acls_filter_result_))
         for item__delete_acls_filter_result_ in matching_acls_delete_acls_filter_result_:
-            own__delete_acls_matching_acl__delete_acls_filter_result_ = (
-                type(item__delete_acls_filter_result_) is DeleteAclsMatchingAcl
-            )
-            error_code_delete_acls_matching_acl__delete_acls_filter_result_ = (
-                item__delete_acls_filter_result_.error_code
-                if own__delete_acls_matching_acl__delete_acls_filter_result_
-                else getattr(item__delete_acls_filter_result_, "error_code", 0)
-            )
-            error_message_delete_acls_matching_acl__delete_acls_filter_result_ = (
-                item__delete_acls_filter_result_.error_message
-                if own__delete_acls_matching_acl__delete_acls_filter_result_
-                else getattr(item__delete_acls_filter_result_, "error_message", "")
-            )
-            resource_type_delete_acls_matching_acl__delete_acls_filter_result_ = (
-                item__delete_acls_filter_result_.resource_type
-                if own__delete_acls_matching_acl__delete_acls_filter_result_
-                else getattr(item__delete_acls_filter_result_, "resource_type", 0)
-            )
-            resource_name_delete_acls_matching_acl__delete_acls_filter_result_ = (
-                item__delete_acls_filter_result_.resource_name
-                if own__delete_acls_matching_acl__delete_acls_filter_result_
-                else getattr(item__delete_acls_filter_result_, "resource_name", "")
-            )
-            pattern_type_delete_acls_matching_acl__delete_acls_filter_result_ = (
-                item__delete_acls_filter_result_.pattern_type
-                if own__delete_acls_matching_acl__delete_acls_filter_result_
-                else getattr(item__delete_acls_filter_result_, "pattern_type", 3)
-            )
-            principal_delete_acls_matching_acl__delete_acls_filter_result_ = (
-                item__delete_acls_filter_result_.principal
-                if own__delete_acls_matching_acl__delete_acls_filter_result_
-                else getattr(item__delete_acls_filter_result_, "principal", "")
-            )
-            host_delete_acls_matching_acl__delete_acls_filter_result_ = (
-                item__delete_acls_filter_result_.host
-                if own__delete_acls_matching_acl__delete_acls_filter_result_
-                else getattr(item__delete_acls_filter_result_, "host", "")
-            )
-            operation_delete_acls_matching_acl__delete_acls_filter_result_ = (
-                item__delete_acls_filter_result_.operation
-                if own__delete_acls_matching_acl__delete_acls_filter_result_
-                else getattr(item__delete_acls_filter_result_, "operation", 0)
-            )
-            permission_type_delete_acls_matching_acl__delete_acls_filter_result_ = (
-                item__delete_acls_filter_result_.permission_type
-                if own__delete_acls_matching_acl__delete_acls_filter_result_
-                else getattr(item__delete_acls_filter_result_, "permission_type", 0)
-            )
+            if type(item__delete_acls_filter_result_) is DeleteAclsMatchingAcl:
+                error_code_delete_acls_matching_acl__delete_acls_filter_result_ = (
+                    item__delete_acls_filter_result_.error_code
+                )
+                error_message_delete_acls_matching_acl__delete_acls_filter_result_ = (
+                    item__delete_acls_filter_result_.error_message
+                )
+                resource_type_delete_acls_matching_acl__delete_acls_filter_result_ = (
+                    item__delete_acls_filter_result_.resource_type
+                )
+                resource_name_delete_acls_matching_acl__delete_acls_filter_result_ = (
+                    item__delete_acls_filter_result_.resource_name
+                )
+                pattern_type_delete_acls_matching_acl__delete_acls_filter_result_ = (
+                    item__delete_acls_filter_result_.pattern_type
+                )
+                principal_delete_acls_matching_acl__delete_acls_filter_result_ = (
+                    item__delete_acls_filter_result_.principal
+                )
+                host_delete_acls_matching_acl__delete_acls_filter_result_ = item__delete_acls_filter_result_.host
+                operation_delete_acls_matching_acl__delete_acls_filter_result_ = (
+                    item__delete_acls_filter_result_.operation
+                )
+                permission_type_delete_acls_matching_acl__delete_acls_filter_result_ = (
+                    item__delete_acls_filter_result_.permission_type
+                )
+            else:
+                error_code_delete_acls_matching_acl__delete_acls_filter_result_ = getattr(
+                    item__delete_acls_filter_result_, "error_code", 0
+                )
+                error_message_delete_acls_matching_acl__delete_acls_filter_result_ = getattr(
+                    item__delete_acls_filter_result_, "error_message", ""
+                )
+                resource_type_delete_acls_matching_acl__delete_acls_filter_result_ = getattr(
+                    item__delete_acls_filter_result_, "resource_type", 0
+                )
+                resource_name_delete_acls_matching_acl__delete_acls_filter_result_ = getattr(
+                    item__delete_acls_filter_result_, "resource_name", ""
+                )
+                pattern_type_delete_acls_matching_acl__delete_acls_filter_result_ = getattr(
+                    item__delete_acls_filter_result_, "pattern_type", 3
+                )
+                principal_delete_acls_matching_acl__delete_acls_filter_result_ = getattr(
+                    item__delete_acls_filter_result_, "principal", ""
+                )
+                host_delete_acls_matching_acl__delete_acls_filter_result_ = getattr(
+                    item__delete_acls_filter_result_, "host", ""
+                )
+                operation_delete_acls_matching_acl__delete_acls_filter_result_ = getattr(
+                    item__delete_acls_filter_result_, "operation", 0
+                )
+                permission_type_delete_acls_matching_acl__delete_acls_filter_result_ = getattr(
+                    item__delete_acls_filter_result_, "permission_type", 0
+                )
             out += _S0.pack(error_code_delete_acls_matching_acl__delete_acls_filter_result_)
             if error_message_delete_acls_matching_acl__delete_acls_filter_result_ is None:
                 out += _S0.pack(-1)
@@ -921,36 +946,39 @@ def _decode_delete_acls_matching_acl_flexible(buf, pos, end, opts):
     ) = _S2.unpack_from(buf, pos)
     pos += 2
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_acls_matching_acl_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="delete_acls_matching_acl_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "delete_acls_matching_acl_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "delete_acls_matching_acl_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_acls_matching_acl_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="delete_acls_matching_acl_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "delete_acls_matching_acl_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "delete_acls_matching_acl_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="delete_acls_matching_acl_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DeleteAclsMatchingAclFlexible(
         error_code,
         error_message,
@@ -967,17 +995,28 @@ def _decode_delete_acls_matching_acl_flexible(buf, pos, end, opts):
 
 def _encode_delete_acls_matching_acl_flexible(obj, out, index):
     """Append one delete_acls_matching_acl_flexible to out."""
-    own_ = type(obj) is DeleteAclsMatchingAclFlexible
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    resource_type = obj.resource_type if own_ else getattr(obj, "resource_type", 0)
-    resource_name = obj.resource_name if own_ else getattr(obj, "resource_name", "")
-    pattern_type = obj.pattern_type if own_ else getattr(obj, "pattern_type", 3)
-    principal = obj.principal if own_ else getattr(obj, "principal", "")
-    host = obj.host if own_ else getattr(obj, "host", "")
-    operation = obj.operation if own_ else getattr(obj, "operation", 0)
-    permission_type = obj.permission_type if own_ else getattr(obj, "permission_type", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DeleteAclsMatchingAclFlexible:
+        error_code = obj.error_code
+        error_message = obj.error_message
+        resource_type = obj.resource_type
+        resource_name = obj.resource_name
+        pattern_type = obj.pattern_type
+        principal = obj.principal
+        host = obj.host
+        operation = obj.operation
+        permission_type = obj.permission_type
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        resource_type = getattr(obj, "resource_type", 0)
+        resource_name = getattr(obj, "resource_name", "")
+        pattern_type = getattr(obj, "pattern_type", 3)
+        principal = getattr(obj, "principal", "")
+        host = getattr(obj, "host", "")
+        operation = getattr(obj, "operation", 0)
+        permission_type = getattr(obj, "permission_type", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(error_code)
     if error_message is None:
         out.append(0)
@@ -1040,9 +1079,10 @@ def _encode_delete_acls_matching_acl_flexible(obj, out, index):
 
         out += host
     out += _S2.pack(operation, permission_type)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "delete_acls_matching_acl_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "delete_acls_matching_acl_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_delete_acls_filter_result_flexible(buf, pos, end, opts):
@@ -1123,46 +1163,54 @@ def _decode_delete_acls_filter_result_flexible(buf, pos, end, opts):
             ) from None
         append_matching_acls(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_acls_filter_result_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="delete_acls_filter_result_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "delete_acls_filter_result_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "delete_acls_filter_result_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_acls_filter_result_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="delete_acls_filter_result_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "delete_acls_filter_result_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "delete_acls_filter_result_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="delete_acls_filter_result_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DeleteAclsFilterResultFlexible(error_code, error_message, matching_acls, tagged_fields), pos
 
 
 def _encode_delete_acls_filter_result_flexible(obj, out, index):
     """Append one delete_acls_filter_result_flexible to out."""
-    own_ = type(obj) is DeleteAclsFilterResultFlexible
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    matching_acls = obj.matching_acls if own_ else getattr(obj, "matching_acls", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DeleteAclsFilterResultFlexible:
+        error_code = obj.error_code
+        error_message = obj.error_message
+        matching_acls = obj.matching_acls
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        matching_acls = getattr(obj, "matching_acls", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(error_code)
     if error_message is None:
         out.append(0)
@@ -1195,9 +1243,10 @@ def _encode_delete_acls_filter_result_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"delete_acls_filter_result_flexible.matching_acls[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "delete_acls_filter_result_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "delete_acls_filter_result_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_delete_acls_response_flexible(buf, pos, end, opts, api_version):
@@ -1271,36 +1320,39 @@ def _decode_delete_acls_response_flexible(buf, pos, end, opts, api_version):
                     path="delete_acls_response_flexible.filter_results",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_acls_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="delete_acls_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "delete_acls_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "delete_acls_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_acls_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="delete_acls_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "delete_acls_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "delete_acls_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="delete_acls_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DeleteAclsResponseFlexible(throttle_time_ms, filter_results, tagged_fields), pos
 
 
@@ -1559,63 +1611,68 @@ def _fdecode_delete_acls_response_flexible(buf, pos, end, opts, api_version):
             ) = _S2.unpack_from(buf, pos)
             pos += 2
             tagged_fields_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = []
-            sec__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = pos
-            (
-                prev__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_,
-                odd__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "delete_acls_matching_acl_flexible.tagged_fields"
-                )
-            if n_tags__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="delete_acls_matching_acl_flexible.tagged_fields",
-                )
-            for __delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ in range(
-                n_tags__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_
-            ):
-                tag__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "delete_acls_matching_acl_flexible.tagged_fields"
-                )
-                size__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "delete_acls_matching_acl_flexible.tagged_fields"
-                )
-                if size__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_} declares {size__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_} bytes, {end - pos} left",
+                sec__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = pos
+                (
+                    prev__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_,
+                    odd__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_, pos = (
+                        _read_uvarint32(buf, pos, end, "delete_acls_matching_acl_flexible.tagged_fields")
+                    )
+                if n_tags__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="delete_acls_matching_acl_flexible.tagged_fields",
                     )
-                stop__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = (
-                    pos + size__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_
-                )
-                if (
-                    tag__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_
-                    <= prev__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_
+                for __delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ in range(
+                    n_tags__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_
                 ):
-                    odd__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = True
-                prev__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = (
-                    tag__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_
-                )
-                tagged_fields_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_.append(
-                    (
-                        tag__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_,
-                        bytes(buf[pos:stop__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_]),
+                    tag__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "delete_acls_matching_acl_flexible.tagged_fields"
                     )
-                )
-                pos = stop__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_
-            if odd__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_:
-                tagged_fields_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = _keep_tags(
-                    tagged_fields_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_,
-                    buf[sec__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_:pos],
-                    (),
-                )
+                    size__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "delete_acls_matching_acl_flexible.tagged_fields"
+                    )
+                    if size__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_} declares {size__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="delete_acls_matching_acl_flexible.tagged_fields",
+                        )
+                    stop__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = (
+                        pos + size__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_
+                    )
+                    if (
+                        tag__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_
+                        <= prev__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_
+                    ):
+                        odd__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = True
+                    prev__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = (
+                        tag__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_
+                    )
+                    tagged_fields_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_.append(
+                        (
+                            tag__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_,
+                            bytes(
+                                buf[pos:stop__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_]
+                            ),
+                        )
+                    )
+                    pos = stop__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_
+                if odd__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_:
+                    tagged_fields_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = _keep_tags(
+                        tagged_fields_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_,
+                        buf[sec__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_:pos],
+                        (),
+                    )
             value__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = _new_object(
                 DeleteAclsMatchingAclFlexible
             )
@@ -1654,46 +1711,54 @@ def _fdecode_delete_acls_response_flexible(buf, pos, end, opts, api_version):
             )
             append_matching_acls_delete_acls_filter_result_flexible_(item__delete_acls_filter_result_flexible_)
         tagged_fields_delete_acls_filter_result_flexible_ = []
-        sec__delete_acls_filter_result_flexible_ = pos
-        prev__delete_acls_filter_result_flexible_, odd__delete_acls_filter_result_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__delete_acls_filter_result_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__delete_acls_filter_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "delete_acls_filter_result_flexible.tagged_fields"
-            )
-        if n_tags__delete_acls_filter_result_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__delete_acls_filter_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="delete_acls_filter_result_flexible.tagged_fields",
-            )
-        for __delete_acls_filter_result_flexible_ in range(n_tags__delete_acls_filter_result_flexible_):
-            tag__delete_acls_filter_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "delete_acls_filter_result_flexible.tagged_fields"
-            )
-            size__delete_acls_filter_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "delete_acls_filter_result_flexible.tagged_fields"
-            )
-            if size__delete_acls_filter_result_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__delete_acls_filter_result_flexible_} declares {size__delete_acls_filter_result_flexible_} bytes, {end - pos} left",
+            sec__delete_acls_filter_result_flexible_ = pos
+            prev__delete_acls_filter_result_flexible_, odd__delete_acls_filter_result_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__delete_acls_filter_result_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__delete_acls_filter_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "delete_acls_filter_result_flexible.tagged_fields"
+                )
+            if n_tags__delete_acls_filter_result_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__delete_acls_filter_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="delete_acls_filter_result_flexible.tagged_fields",
                 )
-            stop__delete_acls_filter_result_flexible_ = pos + size__delete_acls_filter_result_flexible_
-            if tag__delete_acls_filter_result_flexible_ <= prev__delete_acls_filter_result_flexible_:
-                odd__delete_acls_filter_result_flexible_ = True
-            prev__delete_acls_filter_result_flexible_ = tag__delete_acls_filter_result_flexible_
-            tagged_fields_delete_acls_filter_result_flexible_.append(
-                (tag__delete_acls_filter_result_flexible_, bytes(buf[pos:stop__delete_acls_filter_result_flexible_]))
-            )
-            pos = stop__delete_acls_filter_result_flexible_
-        if odd__delete_acls_filter_result_flexible_:
-            tagged_fields_delete_acls_filter_result_flexible_ = _keep_tags(
-                tagged_fields_delete_acls_filter_result_flexible_, buf[sec__delete_acls_filter_result_flexible_:pos], ()
-            )
+            for __delete_acls_filter_result_flexible_ in range(n_tags__delete_acls_filter_result_flexible_):
+                tag__delete_acls_filter_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "delete_acls_filter_result_flexible.tagged_fields"
+                )
+                size__delete_acls_filter_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "delete_acls_filter_result_flexible.tagged_fields"
+                )
+                if size__delete_acls_filter_result_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__delete_acls_filter_result_flexible_} declares {size__delete_acls_filter_result_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="delete_acls_filter_result_flexible.tagged_fields",
+                    )
+                stop__delete_acls_filter_result_flexible_ = pos + size__delete_acls_filter_result_flexible_
+                if tag__delete_acls_filter_result_flexible_ <= prev__delete_acls_filter_result_flexible_:
+                    odd__delete_acls_filter_result_flexible_ = True
+                prev__delete_acls_filter_result_flexible_ = tag__delete_acls_filter_result_flexible_
+                tagged_fields_delete_acls_filter_result_flexible_.append(
+                    (
+                        tag__delete_acls_filter_result_flexible_,
+                        bytes(buf[pos:stop__delete_acls_filter_result_flexible_]),
+                    )
+                )
+                pos = stop__delete_acls_filter_result_flexible_
+            if odd__delete_acls_filter_result_flexible_:
+                tagged_fields_delete_acls_filter_result_flexible_ = _keep_tags(
+                    tagged_fields_delete_acls_filter_result_flexible_,
+                    buf[sec__delete_acls_filter_result_flexible_:pos],
+                    (),
+                )
         value__delete_acls_filter_result_flexible_ = _new_object(DeleteAclsFilterResultFlexible)
         value__delete_acls_filter_result_flexible_.error_code = error_code_delete_acls_filter_result_flexible_
         value__delete_acls_filter_result_flexible_.error_message = error_message_delete_acls_filter_result_flexible_
@@ -1706,36 +1771,39 @@ def _fdecode_delete_acls_response_flexible(buf, pos, end, opts, api_version):
             if budget_filter_results < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_acls_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="delete_acls_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "delete_acls_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "delete_acls_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_acls_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="delete_acls_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "delete_acls_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "delete_acls_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="delete_acls_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(DeleteAclsResponseFlexible)
     value_.throttle_time_ms = throttle_time_ms
     value_.filter_results = filter_results
@@ -1750,10 +1818,14 @@ def _encode_delete_acls_response_flexible(obj, out, index, api_version):
             f"DeleteAclsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 3)))",
             path="delete_acls_response_flexible",
         )
-    own_ = type(obj) is DeleteAclsResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    filter_results = obj.filter_results if own_ else getattr(obj, "filter_results", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DeleteAclsResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        filter_results = obj.filter_results
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        filter_results = getattr(obj, "filter_results", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S5.pack(throttle_time_ms)
     n_ = len(filter_results)
     if -1 <= n_ < 0x3FFF:
@@ -1774,9 +1846,10 @@ def _encode_delete_acls_response_flexible(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"delete_acls_response_flexible.filter_results[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "delete_acls_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "delete_acls_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_delete_acls_response_flexible(obj, out, index, api_version):
@@ -1786,10 +1859,14 @@ def _fencode_delete_acls_response_flexible(obj, out, index, api_version):
             f"DeleteAclsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 3)))",
             path="delete_acls_response_flexible",
         )
-    own_ = type(obj) is DeleteAclsResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    filter_results = obj.filter_results if own_ else getattr(obj, "filter_results", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DeleteAclsResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        filter_results = obj.filter_results
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        filter_results = getattr(obj, "filter_results", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S5.pack(throttle_time_ms)
     n_ = len(filter_results)
     if -1 <= n_ < 16383:
@@ -1797,19 +1874,16 @@ def _fencode_delete_acls_response_flexible(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "delete_acls_response_flexible.filter_results")
     for item_ in filter_results:
-        own__delete_acls_filter_result_flexible_ = type(item_) is DeleteAclsFilterResultFlexible
-        error_code_delete_acls_filter_result_flexible_ = (
-            item_.error_code if own__delete_acls_filter_result_flexible_ else getattr(item_, "error_code", 0)
-        )
-        error_message_delete_acls_filter_result_flexible_ = (
-            item_.error_message if own__delete_acls_filter_result_flexible_ else getattr(item_, "error_message", "")
-        )
-        matching_acls_delete_acls_filter_result_flexible_ = (
-            item_.matching_acls if own__delete_acls_filter_result_flexible_ else getattr(item_, "matching_acls", None)
-        )
-        tagged_fields_delete_acls_filter_result_flexible_ = (
-            item_.tagged_fields if own__delete_acls_filter_result_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is DeleteAclsFilterResultFlexible:
+            error_code_delete_acls_filter_result_flexible_ = item_.error_code
+            error_message_delete_acls_filter_result_flexible_ = item_.error_message
+            matching_acls_delete_acls_filter_result_flexible_ = item_.matching_acls
+            tagged_fields_delete_acls_filter_result_flexible_ = item_.tagged_fields
+        else:
+            error_code_delete_acls_filter_result_flexible_ = getattr(item_, "error_code", 0)
+            error_message_delete_acls_filter_result_flexible_ = getattr(item_, "error_message", "")
+            matching_acls_delete_acls_filter_result_flexible_ = getattr(item_, "matching_acls", None)
+            tagged_fields_delete_acls_filter_result_flexible_ = getattr(item_, "tagged_fields", None)
         out += _S0.pack(error_code_delete_acls_filter_result_flexible_)
         if error_message_delete_acls_filter_result_flexible_ is None:
             out.append(0)
@@ -1836,59 +1910,68 @@ def _fencode_delete_acls_response_flexible(obj, out, index, api_version):
                 out, n__delete_acls_filter_result_flexible_ + 1, "delete_acls_filter_result_flexible.matching_acls"
             )
         for item__delete_acls_filter_result_flexible_ in matching_acls_delete_acls_filter_result_flexible_:
-            own__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = (
-                type(item__delete_acls_filter_result_flexible_) is DeleteAclsMatchingAclFlexible
-            )
-            error_code_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = (
-                item__delete_acls_filter_result_flexible_.error_code
-                if own__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_
-                else getattr(item__delete_acls_filter_result_flexible_, "error_code", 0)
-            )
-            error_message_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = (
-                item__delete_acls_filter_result_flexible_.error_message
-                if own__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_
-                else getattr(item__delete_acls_filter_result_flexible_, "error_message", "")
-            )
-            resource_type_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = (
-                item__delete_acls_filter_result_flexible_.resource_type
-                if own__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_
-                else getattr(item__delete_acls_filter_result_flexible_, "resource_type", 0)
-            )
-            resource_name_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = (
-                item__delete_acls_filter_result_flexible_.resource_name
-                if own__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_
-                else getattr(item__delete_acls_filter_result_flexible_, "resource_name", "")
-            )
-            pattern_type_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = (
-                item__delete_acls_filter_result_flexible_.pattern_type
-                if own__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_
-                else getattr(item__delete_acls_filter_result_flexible_, "pattern_type", 3)
-            )
-            principal_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = (
-                item__delete_acls_filter_result_flexible_.principal
-                if own__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_
-                else getattr(item__delete_acls_filter_result_flexible_, "principal", "")
-            )
-            host_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = (
-                item__delete_acls_filter_result_flexible_.host
-                if own__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_
-                else getattr(item__delete_acls_filter_result_flexible_, "host", "")
-            )
-            operation_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = (
-                item__delete_acls_filter_result_flexible_.operation
-                if own__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_
-                else getattr(item__delete_acls_filter_result_flexible_, "operation", 0)
-            )
-            permission_type_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = (
-                item__delete_acls_filter_result_flexible_.permission_type
-                if own__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_
-                else getattr(item__delete_acls_filter_result_flexible_, "permission_type", 0)
-            )
-            tagged_fields_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = (
-                item__delete_acls_filter_result_flexible_.tagged_fields
-                if own__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_
-                else getattr(item__delete_acls_filter_result_flexible_, "tagged_fields", None)
-            )
+            if type(item__delete_acls_filter_result_flexible_) is DeleteAclsMatchingAclFlexible:
+                error_code_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = (
+                    item__delete_acls_filter_result_flexible_.error_code
+                )
+                error_message_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = (
+                    item__delete_acls_filter_result_flexible_.error_message
+                )
+                resource_type_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = (
+                    item__delete_acls_filter_result_flexible_.resource_type
+                )
+                resource_name_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = (
+                    item__delete_acls_filter_result_flexible_.resource_name
+                )
+                pattern_type_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = (
+                    item__delete_acls_filter_result_flexible_.pattern_type
+                )
+                principal_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = (
+                    item__delete_acls_filter_result_flexible_.principal
+                )
+                host_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = (
+                    item__delete_acls_filter_result_flexible_.host
+                )
+                operation_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = (
+                    item__delete_acls_filter_result_flexible_.operation
+                )
+                permission_type_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = (
+                    item__delete_acls_filter_result_flexible_.permission_type
+                )
+                tagged_fields_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = (
+                    item__delete_acls_filter_result_flexible_.tagged_fields
+                )
+            else:
+                error_code_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = getattr(
+                    item__delete_acls_filter_result_flexible_, "error_code", 0
+                )
+                error_message_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = getattr(
+                    item__delete_acls_filter_result_flexible_, "error_message", ""
+                )
+                resource_type_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = getattr(
+                    item__delete_acls_filter_result_flexible_, "resource_type", 0
+                )
+                resource_name_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = getattr(
+                    item__delete_acls_filter_result_flexible_, "resource_name", ""
+                )
+                pattern_type_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = getattr(
+                    item__delete_acls_filter_result_flexible_, "pattern_type", 3
+                )
+                principal_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = getattr(
+                    item__delete_acls_filter_result_flexible_, "principal", ""
+                )
+                host_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = getattr(
+                    item__delete_acls_filter_result_flexible_, "host", ""
+                )
+                operation_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = getattr(
+                    item__delete_acls_filter_result_flexible_, "operation", 0
+                )
+                permission_type_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = getattr(
+                    item__delete_acls_filter_result_flexible_, "permission_type", 0
+                )
+                tagged_fields_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = getattr(
+                    item__delete_acls_filter_result_flexible_, "tagged_fields", None
+                )
             out += _S0.pack(error_code_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_)
             if error_message_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ is None:
                 out.append(0)
@@ -1991,27 +2074,37 @@ def _fencode_delete_acls_response_flexible(obj, out, index, api_version):
                 operation_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_,
                 permission_type_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_,
             )
-            tags__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = []
-            valid__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_ = None
+            if (
+                tagged_fields_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_
+                or tagged_fields_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_.__class__
+                is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_,
+                    "delete_acls_matching_acl_flexible.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if (
+            tagged_fields_delete_acls_filter_result_flexible_
+            or tagged_fields_delete_acls_filter_result_flexible_.__class__ is _TagSection
+        ):
             _write_tagged(
                 out,
-                tags__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_,
-                tagged_fields_delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_,
-                "delete_acls_matching_acl_flexible.tagged_fields",
-                valid__delete_acls_matching_acl_flexible__delete_acls_filter_result_flexible_,
+                [],
+                tagged_fields_delete_acls_filter_result_flexible_,
+                "delete_acls_filter_result_flexible.tagged_fields",
+                None,
             )
-        tags__delete_acls_filter_result_flexible_ = []
-        valid__delete_acls_filter_result_flexible_ = None
-        _write_tagged(
-            out,
-            tags__delete_acls_filter_result_flexible_,
-            tagged_fields_delete_acls_filter_result_flexible_,
-            "delete_acls_filter_result_flexible.tagged_fields",
-            valid__delete_acls_filter_result_flexible_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "delete_acls_response_flexible.tagged_fields", valid_)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "delete_acls_response_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_delete_acls_response_by_version(buf, pos, end, opts, api_version):

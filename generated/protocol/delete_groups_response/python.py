@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -90,9 +91,12 @@ def _decode_deletable_group_result(buf, pos, end, opts):
 
 def _encode_deletable_group_result(obj, out, index):
     """Append one deletable_group_result to out."""
-    own_ = type(obj) is DeletableGroupResult
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
+    if type(obj) is DeletableGroupResult:
+        group_id = obj.group_id
+        error_code = obj.error_code
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", "")
+        error_code = getattr(obj, "error_code", 0)
     if group_id is None:
         raise _InvalidValueError("may not be null", path="deletable_group_result.group_id")
     else:
@@ -213,9 +217,12 @@ def _encode_delete_groups_response(obj, out, index, api_version):
             f"DeleteGroupsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="delete_groups_response",
         )
-    own_ = type(obj) is DeleteGroupsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    results = obj.results if own_ else getattr(obj, "results", None)
+    if type(obj) is DeleteGroupsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        results = obj.results
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        results = getattr(obj, "results", None)
     out += _S1.pack(throttle_time_ms)
     out += _S1.pack(len(results))
     index_ = 0
@@ -237,19 +244,21 @@ def _fencode_delete_groups_response(obj, out, index, api_version):
             f"DeleteGroupsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="delete_groups_response",
         )
-    own_ = type(obj) is DeleteGroupsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    results = obj.results if own_ else getattr(obj, "results", None)
+    if type(obj) is DeleteGroupsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        results = obj.results
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        results = getattr(obj, "results", None)
     out += _S1.pack(throttle_time_ms)
     out += _S1.pack(len(results))
     for item_ in results:
-        own__deletable_group_result_ = type(item_) is DeletableGroupResult
-        group_id_deletable_group_result_ = (
-            item_.group_id if own__deletable_group_result_ else getattr(item_, "group_id", "")
-        )
-        error_code_deletable_group_result_ = (
-            item_.error_code if own__deletable_group_result_ else getattr(item_, "error_code", 0)
-        )
+        if type(item_) is DeletableGroupResult:
+            group_id_deletable_group_result_ = item_.group_id
+            error_code_deletable_group_result_ = item_.error_code
+        else:
+            group_id_deletable_group_result_ = getattr(item_, "group_id", "")
+            error_code_deletable_group_result_ = getattr(item_, "error_code", 0)
         b__deletable_group_result_ = _STR_ENCODED.get(group_id_deletable_group_result_)
         group_id_deletable_group_result_ = (
             _encode_str(group_id_deletable_group_result_)
@@ -297,45 +306,52 @@ def _decode_deletable_group_result_flexible(buf, pos, end, opts):
     (error_code,) = _S0.unpack_from(buf, pos)
     pos += 2
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "deletable_group_result_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="deletable_group_result_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "deletable_group_result_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "deletable_group_result_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "deletable_group_result_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="deletable_group_result_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "deletable_group_result_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "deletable_group_result_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="deletable_group_result_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DeletableGroupResultFlexible(group_id, error_code, tagged_fields), pos
 
 
 def _encode_deletable_group_result_flexible(obj, out, index):
     """Append one deletable_group_result_flexible to out."""
-    own_ = type(obj) is DeletableGroupResultFlexible
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DeletableGroupResultFlexible:
+        group_id = obj.group_id
+        error_code = obj.error_code
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", "")
+        error_code = getattr(obj, "error_code", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if group_id is None:
         raise _InvalidValueError("may not be null", path="deletable_group_result_flexible.group_id")
     else:
@@ -349,9 +365,10 @@ def _encode_deletable_group_result_flexible(obj, out, index):
 
         out += group_id
     out += _S0.pack(error_code)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "deletable_group_result_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "deletable_group_result_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_delete_groups_response_flexible(buf, pos, end, opts, api_version):
@@ -413,36 +430,39 @@ def _decode_delete_groups_response_flexible(buf, pos, end, opts, api_version):
             ) from None
         append_results(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_groups_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="delete_groups_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "delete_groups_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "delete_groups_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_groups_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="delete_groups_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "delete_groups_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "delete_groups_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="delete_groups_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DeleteGroupsResponseFlexible(throttle_time_ms, results, tagged_fields), pos
 
 
@@ -512,46 +532,49 @@ def _fdecode_delete_groups_response_flexible(buf, pos, end, opts, api_version):
         (error_code_deletable_group_result_flexible_,) = _S0.unpack_from(buf, pos)
         pos += 2
         tagged_fields_deletable_group_result_flexible_ = []
-        sec__deletable_group_result_flexible_ = pos
-        prev__deletable_group_result_flexible_, odd__deletable_group_result_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__deletable_group_result_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__deletable_group_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "deletable_group_result_flexible.tagged_fields"
-            )
-        if n_tags__deletable_group_result_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__deletable_group_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="deletable_group_result_flexible.tagged_fields",
-            )
-        for __deletable_group_result_flexible_ in range(n_tags__deletable_group_result_flexible_):
-            tag__deletable_group_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "deletable_group_result_flexible.tagged_fields"
-            )
-            size__deletable_group_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "deletable_group_result_flexible.tagged_fields"
-            )
-            if size__deletable_group_result_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__deletable_group_result_flexible_} declares {size__deletable_group_result_flexible_} bytes, {end - pos} left",
+            sec__deletable_group_result_flexible_ = pos
+            prev__deletable_group_result_flexible_, odd__deletable_group_result_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__deletable_group_result_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__deletable_group_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "deletable_group_result_flexible.tagged_fields"
+                )
+            if n_tags__deletable_group_result_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__deletable_group_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="deletable_group_result_flexible.tagged_fields",
                 )
-            stop__deletable_group_result_flexible_ = pos + size__deletable_group_result_flexible_
-            if tag__deletable_group_result_flexible_ <= prev__deletable_group_result_flexible_:
-                odd__deletable_group_result_flexible_ = True
-            prev__deletable_group_result_flexible_ = tag__deletable_group_result_flexible_
-            tagged_fields_deletable_group_result_flexible_.append(
-                (tag__deletable_group_result_flexible_, bytes(buf[pos:stop__deletable_group_result_flexible_]))
-            )
-            pos = stop__deletable_group_result_flexible_
-        if odd__deletable_group_result_flexible_:
-            tagged_fields_deletable_group_result_flexible_ = _keep_tags(
-                tagged_fields_deletable_group_result_flexible_, buf[sec__deletable_group_result_flexible_:pos], ()
-            )
+            for __deletable_group_result_flexible_ in range(n_tags__deletable_group_result_flexible_):
+                tag__deletable_group_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "deletable_group_result_flexible.tagged_fields"
+                )
+                size__deletable_group_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "deletable_group_result_flexible.tagged_fields"
+                )
+                if size__deletable_group_result_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__deletable_group_result_flexible_} declares {size__deletable_group_result_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="deletable_group_result_flexible.tagged_fields",
+                    )
+                stop__deletable_group_result_flexible_ = pos + size__deletable_group_result_flexible_
+                if tag__deletable_group_result_flexible_ <= prev__deletable_group_result_flexible_:
+                    odd__deletable_group_result_flexible_ = True
+                prev__deletable_group_result_flexible_ = tag__deletable_group_result_flexible_
+                tagged_fields_deletable_group_result_flexible_.append(
+                    (tag__deletable_group_result_flexible_, bytes(buf[pos:stop__deletable_group_result_flexible_]))
+                )
+                pos = stop__deletable_group_result_flexible_
+            if odd__deletable_group_result_flexible_:
+                tagged_fields_deletable_group_result_flexible_ = _keep_tags(
+                    tagged_fields_deletable_group_result_flexible_, buf[sec__deletable_group_result_flexible_:pos], ()
+                )
         value__deletable_group_result_flexible_ = _new_object(DeletableGroupResultFlexible)
         value__deletable_group_result_flexible_.group_id = group_id_deletable_group_result_flexible_
         value__deletable_group_result_flexible_.error_code = error_code_deletable_group_result_flexible_
@@ -559,36 +582,39 @@ def _fdecode_delete_groups_response_flexible(buf, pos, end, opts, api_version):
         item_ = value__deletable_group_result_flexible_
         append_results(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_groups_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="delete_groups_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "delete_groups_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "delete_groups_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_groups_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="delete_groups_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "delete_groups_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "delete_groups_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="delete_groups_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(DeleteGroupsResponseFlexible)
     value_.throttle_time_ms = throttle_time_ms
     value_.results = results
@@ -603,10 +629,14 @@ def _encode_delete_groups_response_flexible(obj, out, index, api_version):
             f"DeleteGroupsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 2)))",
             path="delete_groups_response_flexible",
         )
-    own_ = type(obj) is DeleteGroupsResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    results = obj.results if own_ else getattr(obj, "results", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DeleteGroupsResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        results = obj.results
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        results = getattr(obj, "results", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(throttle_time_ms)
     n_ = len(results)
     if -1 <= n_ < 0x3FFF:
@@ -624,9 +654,10 @@ def _encode_delete_groups_response_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"delete_groups_response_flexible.results[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "delete_groups_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "delete_groups_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_delete_groups_response_flexible(obj, out, index, api_version):
@@ -636,10 +667,14 @@ def _fencode_delete_groups_response_flexible(obj, out, index, api_version):
             f"DeleteGroupsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 2)))",
             path="delete_groups_response_flexible",
         )
-    own_ = type(obj) is DeleteGroupsResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    results = obj.results if own_ else getattr(obj, "results", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DeleteGroupsResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        results = obj.results
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        results = getattr(obj, "results", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(throttle_time_ms)
     n_ = len(results)
     if -1 <= n_ < 16383:
@@ -647,16 +682,14 @@ def _fencode_delete_groups_response_flexible(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "delete_groups_response_flexible.results")
     for item_ in results:
-        own__deletable_group_result_flexible_ = type(item_) is DeletableGroupResultFlexible
-        group_id_deletable_group_result_flexible_ = (
-            item_.group_id if own__deletable_group_result_flexible_ else getattr(item_, "group_id", "")
-        )
-        error_code_deletable_group_result_flexible_ = (
-            item_.error_code if own__deletable_group_result_flexible_ else getattr(item_, "error_code", 0)
-        )
-        tagged_fields_deletable_group_result_flexible_ = (
-            item_.tagged_fields if own__deletable_group_result_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is DeletableGroupResultFlexible:
+            group_id_deletable_group_result_flexible_ = item_.group_id
+            error_code_deletable_group_result_flexible_ = item_.error_code
+            tagged_fields_deletable_group_result_flexible_ = item_.tagged_fields
+        else:
+            group_id_deletable_group_result_flexible_ = getattr(item_, "group_id", "")
+            error_code_deletable_group_result_flexible_ = getattr(item_, "error_code", 0)
+            tagged_fields_deletable_group_result_flexible_ = getattr(item_, "tagged_fields", None)
         b__deletable_group_result_flexible_ = _STR_ENCODED.get(group_id_deletable_group_result_flexible_)
         group_id_deletable_group_result_flexible_ = (
             _encode_str(group_id_deletable_group_result_flexible_)
@@ -670,18 +703,23 @@ def _fencode_delete_groups_response_flexible(obj, out, index, api_version):
             _write_uvarint(out, n__deletable_group_result_flexible_ + 1, "deletable_group_result_flexible.group_id")
         out += group_id_deletable_group_result_flexible_
         out += _S0.pack(error_code_deletable_group_result_flexible_)
-        tags__deletable_group_result_flexible_ = []
-        valid__deletable_group_result_flexible_ = None
-        _write_tagged(
-            out,
-            tags__deletable_group_result_flexible_,
-            tagged_fields_deletable_group_result_flexible_,
-            "deletable_group_result_flexible.tagged_fields",
-            valid__deletable_group_result_flexible_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "delete_groups_response_flexible.tagged_fields", valid_)
+        if (
+            tagged_fields_deletable_group_result_flexible_
+            or tagged_fields_deletable_group_result_flexible_.__class__ is _TagSection
+        ):
+            _write_tagged(
+                out,
+                [],
+                tagged_fields_deletable_group_result_flexible_,
+                "deletable_group_result_flexible.tagged_fields",
+                None,
+            )
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "delete_groups_response_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_delete_groups_response_by_version(buf, pos, end, opts, api_version):

@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -77,9 +78,12 @@ def _decode_delete_records_partition(buf, pos, end, opts):
 
 def _encode_delete_records_partition(obj, out, index):
     """Append one delete_records_partition to out."""
-    own_ = type(obj) is DeleteRecordsPartition
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    offset = obj.offset if own_ else getattr(obj, "offset", 0)
+    if type(obj) is DeleteRecordsPartition:
+        partition_index = obj.partition_index
+        offset = obj.offset
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        offset = getattr(obj, "offset", 0)
     out += _S0.pack(partition_index, offset)
 
 
@@ -135,9 +139,12 @@ def _decode_delete_records_topic(buf, pos, end, opts):
 
 def _encode_delete_records_topic(obj, out, index):
     """Append one delete_records_topic to out."""
-    own_ = type(obj) is DeleteRecordsTopic
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
+    if type(obj) is DeleteRecordsTopic:
+        name = obj.name
+        partitions = obj.partitions
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="delete_records_topic.name")
     else:
@@ -317,9 +324,12 @@ def _encode_delete_records_request(obj, out, index, api_version):
             f"DeleteRecordsRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="delete_records_request",
         )
-    own_ = type(obj) is DeleteRecordsRequest
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    timeout_ms = obj.timeout_ms if own_ else getattr(obj, "timeout_ms", 0)
+    if type(obj) is DeleteRecordsRequest:
+        topics = obj.topics
+        timeout_ms = obj.timeout_ms
+    else:  # another class: its fields by name, a missing one at its default
+        topics = getattr(obj, "topics", None)
+        timeout_ms = getattr(obj, "timeout_ms", 0)
     out += _S2.pack(len(topics))
     index_ = 0
     try:
@@ -341,16 +351,20 @@ def _fencode_delete_records_request(obj, out, index, api_version):
             f"DeleteRecordsRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="delete_records_request",
         )
-    own_ = type(obj) is DeleteRecordsRequest
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    timeout_ms = obj.timeout_ms if own_ else getattr(obj, "timeout_ms", 0)
+    if type(obj) is DeleteRecordsRequest:
+        topics = obj.topics
+        timeout_ms = obj.timeout_ms
+    else:
+        topics = getattr(obj, "topics", None)
+        timeout_ms = getattr(obj, "timeout_ms", 0)
     out += _S2.pack(len(topics))
     for item_ in topics:
-        own__delete_records_topic_ = type(item_) is DeleteRecordsTopic
-        name_delete_records_topic_ = item_.name if own__delete_records_topic_ else getattr(item_, "name", "")
-        partitions_delete_records_topic_ = (
-            item_.partitions if own__delete_records_topic_ else getattr(item_, "partitions", None)
-        )
+        if type(item_) is DeleteRecordsTopic:
+            name_delete_records_topic_ = item_.name
+            partitions_delete_records_topic_ = item_.partitions
+        else:
+            name_delete_records_topic_ = getattr(item_, "name", "")
+            partitions_delete_records_topic_ = getattr(item_, "partitions", None)
         b__delete_records_topic_ = _STR_ENCODED.get(name_delete_records_topic_)
         name_delete_records_topic_ = (
             _encode_str(name_delete_records_topic_) if b__delete_records_topic_ is None else b__delete_records_topic_
@@ -359,19 +373,18 @@ def _fencode_delete_records_request(obj, out, index, api_version):
         out += name_delete_records_topic_
         out += _S2.pack(len(partitions_delete_records_topic_))
         for item__delete_records_topic_ in partitions_delete_records_topic_:
-            own__delete_records_partition__delete_records_topic_ = (
-                type(item__delete_records_topic_) is DeleteRecordsPartition
-            )
-            partition_index_delete_records_partition__delete_records_topic_ = (
-                item__delete_records_topic_.partition_index
-                if own__delete_records_partition__delete_records_topic_
-                else getattr(item__delete_records_topic_, "partition_index", 0)
-            )
-            offset_delete_records_partition__delete_records_topic_ = (
-                item__delete_records_topic_.offset
-                if own__delete_records_partition__delete_records_topic_
-                else getattr(item__delete_records_topic_, "offset", 0)
-            )
+            if type(item__delete_records_topic_) is DeleteRecordsPartition:
+                partition_index_delete_records_partition__delete_records_topic_ = (
+                    item__delete_records_topic_.partition_index
+                )
+                offset_delete_records_partition__delete_records_topic_ = item__delete_records_topic_.offset
+            else:
+                partition_index_delete_records_partition__delete_records_topic_ = getattr(
+                    item__delete_records_topic_, "partition_index", 0
+                )
+                offset_delete_records_partition__delete_records_topic_ = getattr(
+                    item__delete_records_topic_, "offset", 0
+                )
             out += _S0.pack(
                 partition_index_delete_records_partition__delete_records_topic_,
                 offset_delete_records_partition__delete_records_topic_,
@@ -389,49 +402,57 @@ def _decode_delete_records_partition_flexible(buf, pos, end, opts):
     ) = _S0.unpack_from(buf, pos)
     pos += 12
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_records_partition_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="delete_records_partition_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "delete_records_partition_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "delete_records_partition_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_records_partition_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="delete_records_partition_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "delete_records_partition_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "delete_records_partition_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="delete_records_partition_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DeleteRecordsPartitionFlexible(partition_index, offset, tagged_fields), pos
 
 
 def _encode_delete_records_partition_flexible(obj, out, index):
     """Append one delete_records_partition_flexible to out."""
-    own_ = type(obj) is DeleteRecordsPartitionFlexible
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    offset = obj.offset if own_ else getattr(obj, "offset", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DeleteRecordsPartitionFlexible:
+        partition_index = obj.partition_index
+        offset = obj.offset
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        offset = getattr(obj, "offset", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition_index, offset)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "delete_records_partition_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "delete_records_partition_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_delete_records_topic_flexible(buf, pos, end, opts):
@@ -502,45 +523,52 @@ def _decode_delete_records_topic_flexible(buf, pos, end, opts):
             ) from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_records_topic_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="delete_records_topic_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "delete_records_topic_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "delete_records_topic_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_records_topic_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="delete_records_topic_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "delete_records_topic_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "delete_records_topic_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="delete_records_topic_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DeleteRecordsTopicFlexible(name, partitions, tagged_fields), pos
 
 
 def _encode_delete_records_topic_flexible(obj, out, index):
     """Append one delete_records_topic_flexible to out."""
-    own_ = type(obj) is DeleteRecordsTopicFlexible
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DeleteRecordsTopicFlexible:
+        name = obj.name
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="delete_records_topic_flexible.name")
     else:
@@ -571,9 +599,10 @@ def _encode_delete_records_topic_flexible(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"delete_records_topic_flexible.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "delete_records_topic_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "delete_records_topic_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_delete_records_request_flexible(buf, pos, end, opts, api_version):
@@ -645,36 +674,39 @@ def _decode_delete_records_request_flexible(buf, pos, end, opts, api_version):
     (timeout_ms,) = _S2.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_records_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="delete_records_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "delete_records_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "delete_records_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_records_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="delete_records_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "delete_records_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "delete_records_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="delete_records_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DeleteRecordsRequestFlexible(topics, timeout_ms, tagged_fields), pos
 
 
@@ -777,63 +809,66 @@ def _fdecode_delete_records_request_flexible(buf, pos, end, opts, api_version):
             ) = _S0.unpack_from(buf, pos)
             pos += 12
             tagged_fields_delete_records_partition_flexible__delete_records_topic_flexible_ = []
-            sec__delete_records_partition_flexible__delete_records_topic_flexible_ = pos
-            (
-                prev__delete_records_partition_flexible__delete_records_topic_flexible_,
-                odd__delete_records_partition_flexible__delete_records_topic_flexible_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__delete_records_partition_flexible__delete_records_topic_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__delete_records_partition_flexible__delete_records_topic_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "delete_records_partition_flexible.tagged_fields"
-                )
-            if n_tags__delete_records_partition_flexible__delete_records_topic_flexible_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__delete_records_partition_flexible__delete_records_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="delete_records_partition_flexible.tagged_fields",
-                )
-            for __delete_records_partition_flexible__delete_records_topic_flexible_ in range(
-                n_tags__delete_records_partition_flexible__delete_records_topic_flexible_
-            ):
-                tag__delete_records_partition_flexible__delete_records_topic_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "delete_records_partition_flexible.tagged_fields"
-                )
-                size__delete_records_partition_flexible__delete_records_topic_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "delete_records_partition_flexible.tagged_fields"
-                )
-                if size__delete_records_partition_flexible__delete_records_topic_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__delete_records_partition_flexible__delete_records_topic_flexible_} declares {size__delete_records_partition_flexible__delete_records_topic_flexible_} bytes, {end - pos} left",
+                sec__delete_records_partition_flexible__delete_records_topic_flexible_ = pos
+                (
+                    prev__delete_records_partition_flexible__delete_records_topic_flexible_,
+                    odd__delete_records_partition_flexible__delete_records_topic_flexible_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__delete_records_partition_flexible__delete_records_topic_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__delete_records_partition_flexible__delete_records_topic_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "delete_records_partition_flexible.tagged_fields"
+                    )
+                if n_tags__delete_records_partition_flexible__delete_records_topic_flexible_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__delete_records_partition_flexible__delete_records_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="delete_records_partition_flexible.tagged_fields",
                     )
-                stop__delete_records_partition_flexible__delete_records_topic_flexible_ = (
-                    pos + size__delete_records_partition_flexible__delete_records_topic_flexible_
-                )
-                if (
-                    tag__delete_records_partition_flexible__delete_records_topic_flexible_
-                    <= prev__delete_records_partition_flexible__delete_records_topic_flexible_
+                for __delete_records_partition_flexible__delete_records_topic_flexible_ in range(
+                    n_tags__delete_records_partition_flexible__delete_records_topic_flexible_
                 ):
-                    odd__delete_records_partition_flexible__delete_records_topic_flexible_ = True
-                prev__delete_records_partition_flexible__delete_records_topic_flexible_ = (
-                    tag__delete_records_partition_flexible__delete_records_topic_flexible_
-                )
-                tagged_fields_delete_records_partition_flexible__delete_records_topic_flexible_.append(
-                    (
-                        tag__delete_records_partition_flexible__delete_records_topic_flexible_,
-                        bytes(buf[pos:stop__delete_records_partition_flexible__delete_records_topic_flexible_]),
+                    tag__delete_records_partition_flexible__delete_records_topic_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "delete_records_partition_flexible.tagged_fields"
                     )
-                )
-                pos = stop__delete_records_partition_flexible__delete_records_topic_flexible_
-            if odd__delete_records_partition_flexible__delete_records_topic_flexible_:
-                tagged_fields_delete_records_partition_flexible__delete_records_topic_flexible_ = _keep_tags(
-                    tagged_fields_delete_records_partition_flexible__delete_records_topic_flexible_,
-                    buf[sec__delete_records_partition_flexible__delete_records_topic_flexible_:pos],
-                    (),
-                )
+                    size__delete_records_partition_flexible__delete_records_topic_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "delete_records_partition_flexible.tagged_fields"
+                    )
+                    if size__delete_records_partition_flexible__delete_records_topic_flexible_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__delete_records_partition_flexible__delete_records_topic_flexible_} declares {size__delete_records_partition_flexible__delete_records_topic_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="delete_records_partition_flexible.tagged_fields",
+                        )
+                    stop__delete_records_partition_flexible__delete_records_topic_flexible_ = (
+                        pos + size__delete_records_partition_flexible__delete_records_topic_flexible_
+                    )
+                    if (
+                        tag__delete_records_partition_flexible__delete_records_topic_flexible_
+                        <= prev__delete_records_partition_flexible__delete_records_topic_flexible_
+                    ):
+                        odd__delete_records_partition_flexible__delete_records_topic_flexible_ = True
+                    prev__delete_records_partition_flexible__delete_records_topic_flexible_ = (
+                        tag__delete_records_partition_flexible__delete_records_topic_flexible_
+                    )
+                    tagged_fields_delete_records_partition_flexible__delete_records_topic_flexible_.append(
+                        (
+                            tag__delete_records_partition_flexible__delete_records_topic_flexible_,
+                            bytes(buf[pos:stop__delete_records_partition_flexible__delete_records_topic_flexible_]),
+                        )
+                    )
+                    pos = stop__delete_records_partition_flexible__delete_records_topic_flexible_
+                if odd__delete_records_partition_flexible__delete_records_topic_flexible_:
+                    tagged_fields_delete_records_partition_flexible__delete_records_topic_flexible_ = _keep_tags(
+                        tagged_fields_delete_records_partition_flexible__delete_records_topic_flexible_,
+                        buf[sec__delete_records_partition_flexible__delete_records_topic_flexible_:pos],
+                        (),
+                    )
             value__delete_records_partition_flexible__delete_records_topic_flexible_ = _new_object(
                 DeleteRecordsPartitionFlexible
             )
@@ -851,46 +886,49 @@ def _fdecode_delete_records_request_flexible(buf, pos, end, opts, api_version):
             )
             append_partitions_delete_records_topic_flexible_(item__delete_records_topic_flexible_)
         tagged_fields_delete_records_topic_flexible_ = []
-        sec__delete_records_topic_flexible_ = pos
-        prev__delete_records_topic_flexible_, odd__delete_records_topic_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__delete_records_topic_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__delete_records_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "delete_records_topic_flexible.tagged_fields"
-            )
-        if n_tags__delete_records_topic_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__delete_records_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="delete_records_topic_flexible.tagged_fields",
-            )
-        for __delete_records_topic_flexible_ in range(n_tags__delete_records_topic_flexible_):
-            tag__delete_records_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "delete_records_topic_flexible.tagged_fields"
-            )
-            size__delete_records_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "delete_records_topic_flexible.tagged_fields"
-            )
-            if size__delete_records_topic_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__delete_records_topic_flexible_} declares {size__delete_records_topic_flexible_} bytes, {end - pos} left",
+            sec__delete_records_topic_flexible_ = pos
+            prev__delete_records_topic_flexible_, odd__delete_records_topic_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__delete_records_topic_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__delete_records_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "delete_records_topic_flexible.tagged_fields"
+                )
+            if n_tags__delete_records_topic_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__delete_records_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="delete_records_topic_flexible.tagged_fields",
                 )
-            stop__delete_records_topic_flexible_ = pos + size__delete_records_topic_flexible_
-            if tag__delete_records_topic_flexible_ <= prev__delete_records_topic_flexible_:
-                odd__delete_records_topic_flexible_ = True
-            prev__delete_records_topic_flexible_ = tag__delete_records_topic_flexible_
-            tagged_fields_delete_records_topic_flexible_.append(
-                (tag__delete_records_topic_flexible_, bytes(buf[pos:stop__delete_records_topic_flexible_]))
-            )
-            pos = stop__delete_records_topic_flexible_
-        if odd__delete_records_topic_flexible_:
-            tagged_fields_delete_records_topic_flexible_ = _keep_tags(
-                tagged_fields_delete_records_topic_flexible_, buf[sec__delete_records_topic_flexible_:pos], ()
-            )
+            for __delete_records_topic_flexible_ in range(n_tags__delete_records_topic_flexible_):
+                tag__delete_records_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "delete_records_topic_flexible.tagged_fields"
+                )
+                size__delete_records_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "delete_records_topic_flexible.tagged_fields"
+                )
+                if size__delete_records_topic_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__delete_records_topic_flexible_} declares {size__delete_records_topic_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="delete_records_topic_flexible.tagged_fields",
+                    )
+                stop__delete_records_topic_flexible_ = pos + size__delete_records_topic_flexible_
+                if tag__delete_records_topic_flexible_ <= prev__delete_records_topic_flexible_:
+                    odd__delete_records_topic_flexible_ = True
+                prev__delete_records_topic_flexible_ = tag__delete_records_topic_flexible_
+                tagged_fields_delete_records_topic_flexible_.append(
+                    (tag__delete_records_topic_flexible_, bytes(buf[pos:stop__delete_records_topic_flexible_]))
+                )
+                pos = stop__delete_records_topic_flexible_
+            if odd__delete_records_topic_flexible_:
+                tagged_fields_delete_records_topic_flexible_ = _keep_tags(
+                    tagged_fields_delete_records_topic_flexible_, buf[sec__delete_records_topic_flexible_:pos], ()
+                )
         value__delete_records_topic_flexible_ = _new_object(DeleteRecordsTopicFlexible)
         value__delete_records_topic_flexible_.name = name_delete_records_topic_flexible_
         value__delete_records_topic_flexible_.partitions = partitions_delete_records_topic_flexible_
@@ -904,36 +942,39 @@ def _fdecode_delete_records_request_flexible(buf, pos, end, opts, api_version):
     (timeout_ms,) = _S2.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_records_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="delete_records_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "delete_records_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "delete_records_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_records_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="delete_records_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "delete_records_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "delete_records_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="delete_records_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(DeleteRecordsRequestFlexible)
     value_.topics = topics
     value_.timeout_ms = timeout_ms
@@ -948,10 +989,14 @@ def _encode_delete_records_request_flexible(obj, out, index, api_version):
             f"DeleteRecordsRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 2)))",
             path="delete_records_request_flexible",
         )
-    own_ = type(obj) is DeleteRecordsRequestFlexible
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    timeout_ms = obj.timeout_ms if own_ else getattr(obj, "timeout_ms", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DeleteRecordsRequestFlexible:
+        topics = obj.topics
+        timeout_ms = obj.timeout_ms
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topics = getattr(obj, "topics", None)
+        timeout_ms = getattr(obj, "timeout_ms", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(topics)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -969,9 +1014,10 @@ def _encode_delete_records_request_flexible(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"delete_records_request_flexible.topics[{index_}]"
         ) from None
     out += _S2.pack(timeout_ms)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "delete_records_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "delete_records_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_delete_records_request_flexible(obj, out, index, api_version):
@@ -981,26 +1027,28 @@ def _fencode_delete_records_request_flexible(obj, out, index, api_version):
             f"DeleteRecordsRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 2)))",
             path="delete_records_request_flexible",
         )
-    own_ = type(obj) is DeleteRecordsRequestFlexible
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    timeout_ms = obj.timeout_ms if own_ else getattr(obj, "timeout_ms", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DeleteRecordsRequestFlexible:
+        topics = obj.topics
+        timeout_ms = obj.timeout_ms
+        tagged_fields = obj.tagged_fields
+    else:
+        topics = getattr(obj, "topics", None)
+        timeout_ms = getattr(obj, "timeout_ms", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(topics)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "delete_records_request_flexible.topics")
     for item_ in topics:
-        own__delete_records_topic_flexible_ = type(item_) is DeleteRecordsTopicFlexible
-        name_delete_records_topic_flexible_ = (
-            item_.name if own__delete_records_topic_flexible_ else getattr(item_, "name", "")
-        )
-        partitions_delete_records_topic_flexible_ = (
-            item_.partitions if own__delete_records_topic_flexible_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_delete_records_topic_flexible_ = (
-            item_.tagged_fields if own__delete_records_topic_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is DeleteRecordsTopicFlexible:
+            name_delete_records_topic_flexible_ = item_.name
+            partitions_delete_records_topic_flexible_ = item_.partitions
+            tagged_fields_delete_records_topic_flexible_ = item_.tagged_fields
+        else:
+            name_delete_records_topic_flexible_ = getattr(item_, "name", "")
+            partitions_delete_records_topic_flexible_ = getattr(item_, "partitions", None)
+            tagged_fields_delete_records_topic_flexible_ = getattr(item_, "tagged_fields", None)
         b__delete_records_topic_flexible_ = _STR_ENCODED.get(name_delete_records_topic_flexible_)
         name_delete_records_topic_flexible_ = (
             _encode_str(name_delete_records_topic_flexible_)
@@ -1019,50 +1067,62 @@ def _fencode_delete_records_request_flexible(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__delete_records_topic_flexible_ + 1, "delete_records_topic_flexible.partitions")
         for item__delete_records_topic_flexible_ in partitions_delete_records_topic_flexible_:
-            own__delete_records_partition_flexible__delete_records_topic_flexible_ = (
-                type(item__delete_records_topic_flexible_) is DeleteRecordsPartitionFlexible
-            )
-            partition_index_delete_records_partition_flexible__delete_records_topic_flexible_ = (
-                item__delete_records_topic_flexible_.partition_index
-                if own__delete_records_partition_flexible__delete_records_topic_flexible_
-                else getattr(item__delete_records_topic_flexible_, "partition_index", 0)
-            )
-            offset_delete_records_partition_flexible__delete_records_topic_flexible_ = (
-                item__delete_records_topic_flexible_.offset
-                if own__delete_records_partition_flexible__delete_records_topic_flexible_
-                else getattr(item__delete_records_topic_flexible_, "offset", 0)
-            )
-            tagged_fields_delete_records_partition_flexible__delete_records_topic_flexible_ = (
-                item__delete_records_topic_flexible_.tagged_fields
-                if own__delete_records_partition_flexible__delete_records_topic_flexible_
-                else getattr(item__delete_records_topic_flexible_, "tagged_fields", None)
-            )
+            if type(item__delete_records_topic_flexible_) is DeleteRecordsPartitionFlexible:
+                partition_index_delete_records_partition_flexible__delete_records_topic_flexible_ = (
+                    item__delete_records_topic_flexible_.partition_index
+                )
+                offset_delete_records_partition_flexible__delete_records_topic_flexible_ = (
+                    item__delete_records_topic_flexible_.offset
+                )
+                tagged_fields_delete_records_partition_flexible__delete_records_topic_flexible_ = (
+                    item__delete_records_topic_flexible_.tagged_fields
+                )
+            else:
+                partition_index_delete_records_partition_flexible__delete_records_topic_flexible_ = getattr(
+                    item__delete_records_topic_flexible_, "partition_index", 0
+                )
+                offset_delete_records_partition_flexible__delete_records_topic_flexible_ = getattr(
+                    item__delete_records_topic_flexible_, "offset", 0
+                )
+                tagged_fields_delete_records_partition_flexible__delete_records_topic_flexible_ = getattr(
+                    item__delete_records_topic_flexible_, "tagged_fields", None
+                )
             out += _S0.pack(
                 partition_index_delete_records_partition_flexible__delete_records_topic_flexible_,
                 offset_delete_records_partition_flexible__delete_records_topic_flexible_,
             )
-            tags__delete_records_partition_flexible__delete_records_topic_flexible_ = []
-            valid__delete_records_partition_flexible__delete_records_topic_flexible_ = None
+            if (
+                tagged_fields_delete_records_partition_flexible__delete_records_topic_flexible_
+                or tagged_fields_delete_records_partition_flexible__delete_records_topic_flexible_.__class__
+                is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_delete_records_partition_flexible__delete_records_topic_flexible_,
+                    "delete_records_partition_flexible.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if (
+            tagged_fields_delete_records_topic_flexible_
+            or tagged_fields_delete_records_topic_flexible_.__class__ is _TagSection
+        ):
             _write_tagged(
                 out,
-                tags__delete_records_partition_flexible__delete_records_topic_flexible_,
-                tagged_fields_delete_records_partition_flexible__delete_records_topic_flexible_,
-                "delete_records_partition_flexible.tagged_fields",
-                valid__delete_records_partition_flexible__delete_records_topic_flexible_,
+                [],
+                tagged_fields_delete_records_topic_flexible_,
+                "delete_records_topic_flexible.tagged_fields",
+                None,
             )
-        tags__delete_records_topic_flexible_ = []
-        valid__delete_records_topic_flexible_ = None
-        _write_tagged(
-            out,
-            tags__delete_records_topic_flexible_,
-            tagged_fields_delete_records_topic_flexible_,
-            "delete_records_topic_flexible.tagged_fields",
-            valid__delete_records_topic_flexible_,
-        )
+        else:
+            out.append(0)
     out += _S2.pack(timeout_ms)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "delete_records_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "delete_records_request_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_delete_records_request_by_version(buf, pos, end, opts, api_version):

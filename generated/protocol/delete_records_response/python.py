@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -78,10 +79,14 @@ def _decode_delete_records_partition_result(buf, pos, end, opts):
 
 def _encode_delete_records_partition_result(obj, out, index):
     """Append one delete_records_partition_result to out."""
-    own_ = type(obj) is DeleteRecordsPartitionResult
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    low_watermark = obj.low_watermark if own_ else getattr(obj, "low_watermark", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
+    if type(obj) is DeleteRecordsPartitionResult:
+        partition_index = obj.partition_index
+        low_watermark = obj.low_watermark
+        error_code = obj.error_code
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        low_watermark = getattr(obj, "low_watermark", 0)
+        error_code = getattr(obj, "error_code", 0)
     out += _S0.pack(partition_index, low_watermark, error_code)
 
 
@@ -143,9 +148,12 @@ def _decode_delete_records_topic_result(buf, pos, end, opts):
 
 def _encode_delete_records_topic_result(obj, out, index):
     """Append one delete_records_topic_result to out."""
-    own_ = type(obj) is DeleteRecordsTopicResult
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
+    if type(obj) is DeleteRecordsTopicResult:
+        name = obj.name
+        partitions = obj.partitions
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="delete_records_topic_result.name")
     else:
@@ -331,9 +339,12 @@ def _encode_delete_records_response(obj, out, index, api_version):
             f"DeleteRecordsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="delete_records_response",
         )
-    own_ = type(obj) is DeleteRecordsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
+    if type(obj) is DeleteRecordsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        topics = obj.topics
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        topics = getattr(obj, "topics", None)
     out += _S2.pack(throttle_time_ms)
     out += _S2.pack(len(topics))
     index_ = 0
@@ -355,19 +366,21 @@ def _fencode_delete_records_response(obj, out, index, api_version):
             f"DeleteRecordsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="delete_records_response",
         )
-    own_ = type(obj) is DeleteRecordsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
+    if type(obj) is DeleteRecordsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        topics = obj.topics
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        topics = getattr(obj, "topics", None)
     out += _S2.pack(throttle_time_ms)
     out += _S2.pack(len(topics))
     for item_ in topics:
-        own__delete_records_topic_result_ = type(item_) is DeleteRecordsTopicResult
-        name_delete_records_topic_result_ = (
-            item_.name if own__delete_records_topic_result_ else getattr(item_, "name", "")
-        )
-        partitions_delete_records_topic_result_ = (
-            item_.partitions if own__delete_records_topic_result_ else getattr(item_, "partitions", None)
-        )
+        if type(item_) is DeleteRecordsTopicResult:
+            name_delete_records_topic_result_ = item_.name
+            partitions_delete_records_topic_result_ = item_.partitions
+        else:
+            name_delete_records_topic_result_ = getattr(item_, "name", "")
+            partitions_delete_records_topic_result_ = getattr(item_, "partitions", None)
         b__delete_records_topic_result_ = _STR_ENCODED.get(name_delete_records_topic_result_)
         name_delete_records_topic_result_ = (
             _encode_str(name_delete_records_topic_result_)
@@ -378,24 +391,26 @@ def _fencode_delete_records_response(obj, out, index, api_version):
         out += name_delete_records_topic_result_
         out += _S2.pack(len(partitions_delete_records_topic_result_))
         for item__delete_records_topic_result_ in partitions_delete_records_topic_result_:
-            own__delete_records_partition_result__delete_records_topic_result_ = (
-                type(item__delete_records_topic_result_) is DeleteRecordsPartitionResult
-            )
-            partition_index_delete_records_partition_result__delete_records_topic_result_ = (
-                item__delete_records_topic_result_.partition_index
-                if own__delete_records_partition_result__delete_records_topic_result_
-                else getattr(item__delete_records_topic_result_, "partition_index", 0)
-            )
-            low_watermark_delete_records_partition_result__delete_records_topic_result_ = (
-                item__delete_records_topic_result_.low_watermark
-                if own__delete_records_partition_result__delete_records_topic_result_
-                else getattr(item__delete_records_topic_result_, "low_watermark", 0)
-            )
-            error_code_delete_records_partition_result__delete_records_topic_result_ = (
-                item__delete_records_topic_result_.error_code
-                if own__delete_records_partition_result__delete_records_topic_result_
-                else getattr(item__delete_records_topic_result_, "error_code", 0)
-            )
+            if type(item__delete_records_topic_result_) is DeleteRecordsPartitionResult:
+                partition_index_delete_records_partition_result__delete_records_topic_result_ = (
+                    item__delete_records_topic_result_.partition_index
+                )
+                low_watermark_delete_records_partition_result__delete_records_topic_result_ = (
+                    item__delete_records_topic_result_.low_watermark
+                )
+                error_code_delete_records_partition_result__delete_records_topic_result_ = (
+                    item__delete_records_topic_result_.error_code
+                )
+            else:
+                partition_index_delete_records_partition_result__delete_records_topic_result_ = getattr(
+                    item__delete_records_topic_result_, "partition_index", 0
+                )
+                low_watermark_delete_records_partition_result__delete_records_topic_result_ = getattr(
+                    item__delete_records_topic_result_, "low_watermark", 0
+                )
+                error_code_delete_records_partition_result__delete_records_topic_result_ = getattr(
+                    item__delete_records_topic_result_, "error_code", 0
+                )
             out += _S0.pack(
                 partition_index_delete_records_partition_result__delete_records_topic_result_,
                 low_watermark_delete_records_partition_result__delete_records_topic_result_,
@@ -416,50 +431,59 @@ def _decode_delete_records_partition_result_flexible(buf, pos, end, opts):
     ) = _S0.unpack_from(buf, pos)
     pos += 14
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_records_partition_result_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="delete_records_partition_result_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "delete_records_partition_result_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "delete_records_partition_result_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_records_partition_result_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="delete_records_partition_result_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "delete_records_partition_result_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "delete_records_partition_result_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="delete_records_partition_result_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DeleteRecordsPartitionResultFlexible(partition_index, low_watermark, error_code, tagged_fields), pos
 
 
 def _encode_delete_records_partition_result_flexible(obj, out, index):
     """Append one delete_records_partition_result_flexible to out."""
-    own_ = type(obj) is DeleteRecordsPartitionResultFlexible
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    low_watermark = obj.low_watermark if own_ else getattr(obj, "low_watermark", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DeleteRecordsPartitionResultFlexible:
+        partition_index = obj.partition_index
+        low_watermark = obj.low_watermark
+        error_code = obj.error_code
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        low_watermark = getattr(obj, "low_watermark", 0)
+        error_code = getattr(obj, "error_code", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition_index, low_watermark, error_code)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "delete_records_partition_result_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "delete_records_partition_result_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_delete_records_topic_result_flexible(buf, pos, end, opts):
@@ -538,45 +562,52 @@ def _decode_delete_records_topic_result_flexible(buf, pos, end, opts):
             ) from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_records_topic_result_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="delete_records_topic_result_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "delete_records_topic_result_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "delete_records_topic_result_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_records_topic_result_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="delete_records_topic_result_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "delete_records_topic_result_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "delete_records_topic_result_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="delete_records_topic_result_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DeleteRecordsTopicResultFlexible(name, partitions, tagged_fields), pos
 
 
 def _encode_delete_records_topic_result_flexible(obj, out, index):
     """Append one delete_records_topic_result_flexible to out."""
-    own_ = type(obj) is DeleteRecordsTopicResultFlexible
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DeleteRecordsTopicResultFlexible:
+        name = obj.name
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="delete_records_topic_result_flexible.name")
     else:
@@ -608,9 +639,10 @@ def _encode_delete_records_topic_result_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"delete_records_topic_result_flexible.partitions[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "delete_records_topic_result_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "delete_records_topic_result_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_delete_records_response_flexible(buf, pos, end, opts, api_version):
@@ -682,36 +714,39 @@ def _decode_delete_records_response_flexible(buf, pos, end, opts, api_version):
                     path="delete_records_response_flexible.topics",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_records_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="delete_records_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "delete_records_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "delete_records_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_records_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="delete_records_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "delete_records_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "delete_records_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="delete_records_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DeleteRecordsResponseFlexible(throttle_time_ms, topics, tagged_fields), pos
 
 
@@ -820,72 +855,76 @@ def _fdecode_delete_records_response_flexible(buf, pos, end, opts, api_version):
             ) = _S0.unpack_from(buf, pos)
             pos += 14
             tagged_fields_delete_records_partition_result_flexible__delete_records_topic_result_flexible_ = []
-            sec__delete_records_partition_result_flexible__delete_records_topic_result_flexible_ = pos
-            (
-                prev__delete_records_partition_result_flexible__delete_records_topic_result_flexible_,
-                odd__delete_records_partition_result_flexible__delete_records_topic_result_flexible_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__delete_records_partition_result_flexible__delete_records_topic_result_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__delete_records_partition_result_flexible__delete_records_topic_result_flexible_, pos = (
-                    _read_uvarint32(buf, pos, end, "delete_records_partition_result_flexible.tagged_fields")
-                )
-            if (
-                n_tags__delete_records_partition_result_flexible__delete_records_topic_result_flexible_
-                > (end - pos) // 2
-            ):
-                raise _InvalidValueError(
-                    f"{n_tags__delete_records_partition_result_flexible__delete_records_topic_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="delete_records_partition_result_flexible.tagged_fields",
-                )
-            for __delete_records_partition_result_flexible__delete_records_topic_result_flexible_ in range(
-                n_tags__delete_records_partition_result_flexible__delete_records_topic_result_flexible_
-            ):
-                tag__delete_records_partition_result_flexible__delete_records_topic_result_flexible_, pos = (
-                    _read_uvarint32(buf, pos, end, "delete_records_partition_result_flexible.tagged_fields")
-                )
-                size__delete_records_partition_result_flexible__delete_records_topic_result_flexible_, pos = (
-                    _read_uvarint32(buf, pos, end, "delete_records_partition_result_flexible.tagged_fields")
-                )
-                if size__delete_records_partition_result_flexible__delete_records_topic_result_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__delete_records_partition_result_flexible__delete_records_topic_result_flexible_} declares {size__delete_records_partition_result_flexible__delete_records_topic_result_flexible_} bytes, {end - pos} left",
+                sec__delete_records_partition_result_flexible__delete_records_topic_result_flexible_ = pos
+                (
+                    prev__delete_records_partition_result_flexible__delete_records_topic_result_flexible_,
+                    odd__delete_records_partition_result_flexible__delete_records_topic_result_flexible_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__delete_records_partition_result_flexible__delete_records_topic_result_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__delete_records_partition_result_flexible__delete_records_topic_result_flexible_, pos = (
+                        _read_uvarint32(buf, pos, end, "delete_records_partition_result_flexible.tagged_fields")
+                    )
+                if (
+                    n_tags__delete_records_partition_result_flexible__delete_records_topic_result_flexible_
+                    > (end - pos) // 2
+                ):
+                    raise _InvalidValueError(
+                        f"{n_tags__delete_records_partition_result_flexible__delete_records_topic_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="delete_records_partition_result_flexible.tagged_fields",
                     )
-                stop__delete_records_partition_result_flexible__delete_records_topic_result_flexible_ = (
-                    pos + size__delete_records_partition_result_flexible__delete_records_topic_result_flexible_
-                )
-                if (
-                    tag__delete_records_partition_result_flexible__delete_records_topic_result_flexible_
-                    <= prev__delete_records_partition_result_flexible__delete_records_topic_result_flexible_
+                for __delete_records_partition_result_flexible__delete_records_topic_result_flexible_ in range(
+                    n_tags__delete_records_partition_result_flexible__delete_records_topic_result_flexible_
                 ):
-                    odd__delete_records_partition_result_flexible__delete_records_topic_result_flexible_ = True
-                prev__delete_records_partition_result_flexible__delete_records_topic_result_flexible_ = (
-                    tag__delete_records_partition_result_flexible__delete_records_topic_result_flexible_
-                )
-                tagged_fields_delete_records_partition_result_flexible__delete_records_topic_result_flexible_.append(
-                    (
-                        tag__delete_records_partition_result_flexible__delete_records_topic_result_flexible_,
-                        bytes(
-                            buf[
-                                pos:stop__delete_records_partition_result_flexible__delete_records_topic_result_flexible_
-                            ]
-                        ),
+                    tag__delete_records_partition_result_flexible__delete_records_topic_result_flexible_, pos = (
+                        _read_uvarint32(buf, pos, end, "delete_records_partition_result_flexible.tagged_fields")
                     )
-                )
-                pos = stop__delete_records_partition_result_flexible__delete_records_topic_result_flexible_
-            if odd__delete_records_partition_result_flexible__delete_records_topic_result_flexible_:
-                tagged_fields_delete_records_partition_result_flexible__delete_records_topic_result_flexible_ = (
-                    _keep_tags(
+                    size__delete_records_partition_result_flexible__delete_records_topic_result_flexible_, pos = (
+                        _read_uvarint32(buf, pos, end, "delete_records_partition_result_flexible.tagged_fields")
+                    )
+                    if (
+                        size__delete_records_partition_result_flexible__delete_records_topic_result_flexible_
+                        > end - pos
+                    ):
+                        raise _TruncatedError(
+                            f"tag {tag__delete_records_partition_result_flexible__delete_records_topic_result_flexible_} declares {size__delete_records_partition_result_flexible__delete_records_topic_result_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="delete_records_partition_result_flexible.tagged_fields",
+                        )
+                    stop__delete_records_partition_result_flexible__delete_records_topic_result_flexible_ = (
+                        pos + size__delete_records_partition_result_flexible__delete_records_topic_result_flexible_
+                    )
+                    if (
+                        tag__delete_records_partition_result_flexible__delete_records_topic_result_flexible_
+                        <= prev__delete_records_partition_result_flexible__delete_records_topic_result_flexible_
+                    ):
+                        odd__delete_records_partition_result_flexible__delete_records_topic_result_flexible_ = True
+                    prev__delete_records_partition_result_flexible__delete_records_topic_result_flexible_ = (
+                        tag__delete_records_partition_result_flexible__delete_records_topic_result_flexible_
+                    )
+                    tagged_fields_delete_records_partition_result_flexible__delete_records_topic_result_flexible_.append(
+                        (
+                            tag__delete_records_partition_result_flexible__delete_records_topic_result_flexible_,
+                            bytes(
+                                buf[
+                                    pos:stop__delete_records_partition_result_flexible__delete_records_topic_result_flexible_
+                                ]
+                            ),
+                        )
+                    )
+                    pos = stop__delete_records_partition_result_flexible__delete_records_topic_result_flexible_
+                if odd__delete_records_partition_result_flexible__delete_records_topic_result_flexible_:
+                    tagged_fields_delete_records_partition_result_flexible__delete_records_topic_result_flexible_ = _keep_tags(
                         tagged_fields_delete_records_partition_result_flexible__delete_records_topic_result_flexible_,
                         buf[sec__delete_records_partition_result_flexible__delete_records_topic_result_flexible_:pos],
                         (),
                     )
-                )
             value__delete_records_partition_result_flexible__delete_records_topic_result_flexible_ = _new_object(
                 DeleteRecordsPartitionResultFlexible
             )
@@ -906,51 +945,54 @@ def _fdecode_delete_records_response_flexible(buf, pos, end, opts, api_version):
             )
             append_partitions_delete_records_topic_result_flexible_(item__delete_records_topic_result_flexible_)
         tagged_fields_delete_records_topic_result_flexible_ = []
-        sec__delete_records_topic_result_flexible_ = pos
-        prev__delete_records_topic_result_flexible_, odd__delete_records_topic_result_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__delete_records_topic_result_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__delete_records_topic_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "delete_records_topic_result_flexible.tagged_fields"
-            )
-        if n_tags__delete_records_topic_result_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__delete_records_topic_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="delete_records_topic_result_flexible.tagged_fields",
-            )
-        for __delete_records_topic_result_flexible_ in range(n_tags__delete_records_topic_result_flexible_):
-            tag__delete_records_topic_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "delete_records_topic_result_flexible.tagged_fields"
-            )
-            size__delete_records_topic_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "delete_records_topic_result_flexible.tagged_fields"
-            )
-            if size__delete_records_topic_result_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__delete_records_topic_result_flexible_} declares {size__delete_records_topic_result_flexible_} bytes, {end - pos} left",
+            sec__delete_records_topic_result_flexible_ = pos
+            prev__delete_records_topic_result_flexible_, odd__delete_records_topic_result_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__delete_records_topic_result_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__delete_records_topic_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "delete_records_topic_result_flexible.tagged_fields"
+                )
+            if n_tags__delete_records_topic_result_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__delete_records_topic_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="delete_records_topic_result_flexible.tagged_fields",
                 )
-            stop__delete_records_topic_result_flexible_ = pos + size__delete_records_topic_result_flexible_
-            if tag__delete_records_topic_result_flexible_ <= prev__delete_records_topic_result_flexible_:
-                odd__delete_records_topic_result_flexible_ = True
-            prev__delete_records_topic_result_flexible_ = tag__delete_records_topic_result_flexible_
-            tagged_fields_delete_records_topic_result_flexible_.append(
-                (
-                    tag__delete_records_topic_result_flexible_,
-                    bytes(buf[pos:stop__delete_records_topic_result_flexible_]),
+            for __delete_records_topic_result_flexible_ in range(n_tags__delete_records_topic_result_flexible_):
+                tag__delete_records_topic_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "delete_records_topic_result_flexible.tagged_fields"
                 )
-            )
-            pos = stop__delete_records_topic_result_flexible_
-        if odd__delete_records_topic_result_flexible_:
-            tagged_fields_delete_records_topic_result_flexible_ = _keep_tags(
-                tagged_fields_delete_records_topic_result_flexible_,
-                buf[sec__delete_records_topic_result_flexible_:pos],
-                (),
-            )
+                size__delete_records_topic_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "delete_records_topic_result_flexible.tagged_fields"
+                )
+                if size__delete_records_topic_result_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__delete_records_topic_result_flexible_} declares {size__delete_records_topic_result_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="delete_records_topic_result_flexible.tagged_fields",
+                    )
+                stop__delete_records_topic_result_flexible_ = pos + size__delete_records_topic_result_flexible_
+                if tag__delete_records_topic_result_flexible_ <= prev__delete_records_topic_result_flexible_:
+                    odd__delete_records_topic_result_flexible_ = True
+                prev__delete_records_topic_result_flexible_ = tag__delete_records_topic_result_flexible_
+                tagged_fields_delete_records_topic_result_flexible_.append(
+                    (
+                        tag__delete_records_topic_result_flexible_,
+                        bytes(buf[pos:stop__delete_records_topic_result_flexible_]),
+                    )
+                )
+                pos = stop__delete_records_topic_result_flexible_
+            if odd__delete_records_topic_result_flexible_:
+                tagged_fields_delete_records_topic_result_flexible_ = _keep_tags(
+                    tagged_fields_delete_records_topic_result_flexible_,
+                    buf[sec__delete_records_topic_result_flexible_:pos],
+                    (),
+                )
         value__delete_records_topic_result_flexible_ = _new_object(DeleteRecordsTopicResultFlexible)
         value__delete_records_topic_result_flexible_.name = name_delete_records_topic_result_flexible_
         value__delete_records_topic_result_flexible_.partitions = partitions_delete_records_topic_result_flexible_
@@ -962,36 +1004,39 @@ def _fdecode_delete_records_response_flexible(buf, pos, end, opts, api_version):
             if budget_topics < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_records_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="delete_records_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "delete_records_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "delete_records_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_records_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="delete_records_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "delete_records_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "delete_records_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="delete_records_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(DeleteRecordsResponseFlexible)
     value_.throttle_time_ms = throttle_time_ms
     value_.topics = topics
@@ -1006,10 +1051,14 @@ def _encode_delete_records_response_flexible(obj, out, index, api_version):
             f"DeleteRecordsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 2)))",
             path="delete_records_response_flexible",
         )
-    own_ = type(obj) is DeleteRecordsResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DeleteRecordsResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(throttle_time_ms)
     n_ = len(topics)
     if -1 <= n_ < 0x3FFF:
@@ -1029,9 +1078,10 @@ def _encode_delete_records_response_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"delete_records_response_flexible.topics[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "delete_records_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "delete_records_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_delete_records_response_flexible(obj, out, index, api_version):
@@ -1041,10 +1091,14 @@ def _fencode_delete_records_response_flexible(obj, out, index, api_version):
             f"DeleteRecordsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 2)))",
             path="delete_records_response_flexible",
         )
-    own_ = type(obj) is DeleteRecordsResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DeleteRecordsResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(throttle_time_ms)
     n_ = len(topics)
     if -1 <= n_ < 16383:
@@ -1052,16 +1106,14 @@ def _fencode_delete_records_response_flexible(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "delete_records_response_flexible.topics")
     for item_ in topics:
-        own__delete_records_topic_result_flexible_ = type(item_) is DeleteRecordsTopicResultFlexible
-        name_delete_records_topic_result_flexible_ = (
-            item_.name if own__delete_records_topic_result_flexible_ else getattr(item_, "name", "")
-        )
-        partitions_delete_records_topic_result_flexible_ = (
-            item_.partitions if own__delete_records_topic_result_flexible_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_delete_records_topic_result_flexible_ = (
-            item_.tagged_fields if own__delete_records_topic_result_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is DeleteRecordsTopicResultFlexible:
+            name_delete_records_topic_result_flexible_ = item_.name
+            partitions_delete_records_topic_result_flexible_ = item_.partitions
+            tagged_fields_delete_records_topic_result_flexible_ = item_.tagged_fields
+        else:
+            name_delete_records_topic_result_flexible_ = getattr(item_, "name", "")
+            partitions_delete_records_topic_result_flexible_ = getattr(item_, "partitions", None)
+            tagged_fields_delete_records_topic_result_flexible_ = getattr(item_, "tagged_fields", None)
         b__delete_records_topic_result_flexible_ = _STR_ENCODED.get(name_delete_records_topic_result_flexible_)
         name_delete_records_topic_result_flexible_ = (
             _encode_str(name_delete_records_topic_result_flexible_)
@@ -1084,55 +1136,68 @@ def _fencode_delete_records_response_flexible(obj, out, index, api_version):
                 out, n__delete_records_topic_result_flexible_ + 1, "delete_records_topic_result_flexible.partitions"
             )
         for item__delete_records_topic_result_flexible_ in partitions_delete_records_topic_result_flexible_:
-            own__delete_records_partition_result_flexible__delete_records_topic_result_flexible_ = (
-                type(item__delete_records_topic_result_flexible_) is DeleteRecordsPartitionResultFlexible
-            )
-            partition_index_delete_records_partition_result_flexible__delete_records_topic_result_flexible_ = (
-                item__delete_records_topic_result_flexible_.partition_index
-                if own__delete_records_partition_result_flexible__delete_records_topic_result_flexible_
-                else getattr(item__delete_records_topic_result_flexible_, "partition_index", 0)
-            )
-            low_watermark_delete_records_partition_result_flexible__delete_records_topic_result_flexible_ = (
-                item__delete_records_topic_result_flexible_.low_watermark
-                if own__delete_records_partition_result_flexible__delete_records_topic_result_flexible_
-                else getattr(item__delete_records_topic_result_flexible_, "low_watermark", 0)
-            )
-            error_code_delete_records_partition_result_flexible__delete_records_topic_result_flexible_ = (
-                item__delete_records_topic_result_flexible_.error_code
-                if own__delete_records_partition_result_flexible__delete_records_topic_result_flexible_
-                else getattr(item__delete_records_topic_result_flexible_, "error_code", 0)
-            )
-            tagged_fields_delete_records_partition_result_flexible__delete_records_topic_result_flexible_ = (
-                item__delete_records_topic_result_flexible_.tagged_fields
-                if own__delete_records_partition_result_flexible__delete_records_topic_result_flexible_
-                else getattr(item__delete_records_topic_result_flexible_, "tagged_fields", None)
-            )
+            if type(item__delete_records_topic_result_flexible_) is DeleteRecordsPartitionResultFlexible:
+                partition_index_delete_records_partition_result_flexible__delete_records_topic_result_flexible_ = (
+                    item__delete_records_topic_result_flexible_.partition_index
+                )
+                low_watermark_delete_records_partition_result_flexible__delete_records_topic_result_flexible_ = (
+                    item__delete_records_topic_result_flexible_.low_watermark
+                )
+                error_code_delete_records_partition_result_flexible__delete_records_topic_result_flexible_ = (
+                    item__delete_records_topic_result_flexible_.error_code
+                )
+                tagged_fields_delete_records_partition_result_flexible__delete_records_topic_result_flexible_ = (
+                    item__delete_records_topic_result_flexible_.tagged_fields
+                )
+            else:
+                partition_index_delete_records_partition_result_flexible__delete_records_topic_result_flexible_ = (
+                    getattr(item__delete_records_topic_result_flexible_, "partition_index", 0)
+                )
+                low_watermark_delete_records_partition_result_flexible__delete_records_topic_result_flexible_ = getattr(
+                    item__delete_records_topic_result_flexible_, "low_watermark", 0
+                )
+                error_code_delete_records_partition_result_flexible__delete_records_topic_result_flexible_ = getattr(
+                    item__delete_records_topic_result_flexible_, "error_code", 0
+                )
+                tagged_fields_delete_records_partition_result_flexible__delete_records_topic_result_flexible_ = getattr(
+                    item__delete_records_topic_result_flexible_, "tagged_fields", None
+                )
             out += _S0.pack(
                 partition_index_delete_records_partition_result_flexible__delete_records_topic_result_flexible_,
                 low_watermark_delete_records_partition_result_flexible__delete_records_topic_result_flexible_,
                 error_code_delete_records_partition_result_flexible__delete_records_topic_result_flexible_,
             )
-            tags__delete_records_partition_result_flexible__delete_records_topic_result_flexible_ = []
-            valid__delete_records_partition_result_flexible__delete_records_topic_result_flexible_ = None
+            if (
+                tagged_fields_delete_records_partition_result_flexible__delete_records_topic_result_flexible_
+                or tagged_fields_delete_records_partition_result_flexible__delete_records_topic_result_flexible_.__class__
+                is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_delete_records_partition_result_flexible__delete_records_topic_result_flexible_,
+                    "delete_records_partition_result_flexible.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if (
+            tagged_fields_delete_records_topic_result_flexible_
+            or tagged_fields_delete_records_topic_result_flexible_.__class__ is _TagSection
+        ):
             _write_tagged(
                 out,
-                tags__delete_records_partition_result_flexible__delete_records_topic_result_flexible_,
-                tagged_fields_delete_records_partition_result_flexible__delete_records_topic_result_flexible_,
-                "delete_records_partition_result_flexible.tagged_fields",
-                valid__delete_records_partition_result_flexible__delete_records_topic_result_flexible_,
+                [],
+                tagged_fields_delete_records_topic_result_flexible_,
+                "delete_records_topic_result_flexible.tagged_fields",
+                None,
             )
-        tags__delete_records_topic_result_flexible_ = []
-        valid__delete_records_topic_result_flexible_ = None
-        _write_tagged(
-            out,
-            tags__delete_records_topic_result_flexible_,
-            tagged_fields_delete_records_topic_result_flexible_,
-            "delete_records_topic_result_flexible.tagged_fields",
-            valid__delete_records_topic_result_flexible_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "delete_records_response_flexible.tagged_fields", valid_)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "delete_records_response_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_delete_records_response_by_version(buf, pos, end, opts, api_version):

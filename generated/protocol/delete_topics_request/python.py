@@ -26,6 +26,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -208,9 +209,12 @@ def _encode_delete_topics_request(obj, out, index, api_version):
             f"DeleteTopicsRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 3))",
             path="delete_topics_request",
         )
-    own_ = type(obj) is DeleteTopicsRequest
-    topic_names = obj.topic_names if own_ else getattr(obj, "topic_names", None)
-    timeout_ms = obj.timeout_ms if own_ else getattr(obj, "timeout_ms", 0)
+    if type(obj) is DeleteTopicsRequest:
+        topic_names = obj.topic_names
+        timeout_ms = obj.timeout_ms
+    else:  # another class: its fields by name, a missing one at its default
+        topic_names = getattr(obj, "topic_names", None)
+        timeout_ms = getattr(obj, "timeout_ms", 0)
     out += _S1.pack(len(topic_names))
     index_ = 0
     try:
@@ -234,9 +238,12 @@ def _fencode_delete_topics_request(obj, out, index, api_version):
             f"DeleteTopicsRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 3))",
             path="delete_topics_request",
         )
-    own_ = type(obj) is DeleteTopicsRequest
-    topic_names = obj.topic_names if own_ else getattr(obj, "topic_names", None)
-    timeout_ms = obj.timeout_ms if own_ else getattr(obj, "timeout_ms", 0)
+    if type(obj) is DeleteTopicsRequest:
+        topic_names = obj.topic_names
+        timeout_ms = obj.timeout_ms
+    else:
+        topic_names = getattr(obj, "topic_names", None)
+        timeout_ms = getattr(obj, "timeout_ms", 0)
     out += _S1.pack(len(topic_names))
     for item_ in topic_names:
         value_delete_topics_request_topic_names_item_ = item_
@@ -283,45 +290,52 @@ def _decode_delete_topic_state(buf, pos, end, opts):
     (topic_id,) = _S2.unpack_from(buf, pos)
     pos += 16
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_topic_state.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="delete_topic_state.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "delete_topic_state.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "delete_topic_state.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_topic_state.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="delete_topic_state.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "delete_topic_state.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "delete_topic_state.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="delete_topic_state.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DeleteTopicState(name, topic_id, tagged_fields), pos
 
 
 def _encode_delete_topic_state(obj, out, index):
     """Append one delete_topic_state to out."""
-    own_ = type(obj) is DeleteTopicState
-    name = obj.name if own_ else getattr(obj, "name", None)
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DeleteTopicState:
+        name = obj.name
+        topic_id = obj.topic_id
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", None)
+        topic_id = getattr(obj, "topic_id", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         out.append(0)
     else:
@@ -335,9 +349,10 @@ def _encode_delete_topic_state(obj, out, index):
 
         out += name
     out += _S2.pack(_uuid16(topic_id))
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "delete_topic_state.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "delete_topic_state.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_delete_topics_request_flexible_topic_names_item(buf, pos, end, opts):
@@ -510,36 +525,39 @@ def _decode_delete_topics_request_flexible(buf, pos, end, opts, api_version):
     (timeout_ms,) = _S1.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_topics_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="delete_topics_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "delete_topics_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "delete_topics_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_topics_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="delete_topics_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "delete_topics_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "delete_topics_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="delete_topics_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DeleteTopicsRequestFlexible(topics, topic_names, timeout_ms, tagged_fields), pos
 
 
@@ -604,40 +622,45 @@ def _fdecode_delete_topics_request_flexible(buf, pos, end, opts, api_version):
             (topic_id_delete_topic_state_,) = _S2.unpack_from(buf, pos)
             pos += 16
             tagged_fields_delete_topic_state_ = []
-            sec__delete_topic_state_ = pos
-            prev__delete_topic_state_, odd__delete_topic_state_ = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__delete_topic_state_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__delete_topic_state_, pos = _read_uvarint32(buf, pos, end, "delete_topic_state.tagged_fields")
-            if n_tags__delete_topic_state_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__delete_topic_state_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="delete_topic_state.tagged_fields",
-                )
-            for __delete_topic_state_ in range(n_tags__delete_topic_state_):
-                tag__delete_topic_state_, pos = _read_uvarint32(buf, pos, end, "delete_topic_state.tagged_fields")
-                size__delete_topic_state_, pos = _read_uvarint32(buf, pos, end, "delete_topic_state.tagged_fields")
-                if size__delete_topic_state_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__delete_topic_state_} declares {size__delete_topic_state_} bytes, {end - pos} left",
+                sec__delete_topic_state_ = pos
+                prev__delete_topic_state_, odd__delete_topic_state_ = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__delete_topic_state_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__delete_topic_state_, pos = _read_uvarint32(
+                        buf, pos, end, "delete_topic_state.tagged_fields"
+                    )
+                if n_tags__delete_topic_state_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__delete_topic_state_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="delete_topic_state.tagged_fields",
                     )
-                stop__delete_topic_state_ = pos + size__delete_topic_state_
-                if tag__delete_topic_state_ <= prev__delete_topic_state_:
-                    odd__delete_topic_state_ = True
-                prev__delete_topic_state_ = tag__delete_topic_state_
-                tagged_fields_delete_topic_state_.append(
-                    (tag__delete_topic_state_, bytes(buf[pos:stop__delete_topic_state_]))
-                )
-                pos = stop__delete_topic_state_
-            if odd__delete_topic_state_:
-                tagged_fields_delete_topic_state_ = _keep_tags(
-                    tagged_fields_delete_topic_state_, buf[sec__delete_topic_state_:pos], ()
-                )
+                for __delete_topic_state_ in range(n_tags__delete_topic_state_):
+                    tag__delete_topic_state_, pos = _read_uvarint32(buf, pos, end, "delete_topic_state.tagged_fields")
+                    size__delete_topic_state_, pos = _read_uvarint32(buf, pos, end, "delete_topic_state.tagged_fields")
+                    if size__delete_topic_state_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__delete_topic_state_} declares {size__delete_topic_state_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="delete_topic_state.tagged_fields",
+                        )
+                    stop__delete_topic_state_ = pos + size__delete_topic_state_
+                    if tag__delete_topic_state_ <= prev__delete_topic_state_:
+                        odd__delete_topic_state_ = True
+                    prev__delete_topic_state_ = tag__delete_topic_state_
+                    tagged_fields_delete_topic_state_.append(
+                        (tag__delete_topic_state_, bytes(buf[pos:stop__delete_topic_state_]))
+                    )
+                    pos = stop__delete_topic_state_
+                if odd__delete_topic_state_:
+                    tagged_fields_delete_topic_state_ = _keep_tags(
+                        tagged_fields_delete_topic_state_, buf[sec__delete_topic_state_:pos], ()
+                    )
             value__delete_topic_state_ = _new_object(DeleteTopicState)
             value__delete_topic_state_.name = name_delete_topic_state_
             value__delete_topic_state_.topic_id = topic_id_delete_topic_state_
@@ -713,36 +736,39 @@ def _fdecode_delete_topics_request_flexible(buf, pos, end, opts, api_version):
     (timeout_ms,) = _S1.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_topics_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="delete_topics_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "delete_topics_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "delete_topics_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_topics_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="delete_topics_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "delete_topics_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "delete_topics_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="delete_topics_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(DeleteTopicsRequestFlexible)
     value_.topics = topics
     value_.topic_names = topic_names
@@ -758,11 +784,16 @@ def _encode_delete_topics_request_flexible(obj, out, index, api_version):
             f"DeleteTopicsRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 4) and (<params>.api_version <= 6)))",
             path="delete_topics_request_flexible",
         )
-    own_ = type(obj) is DeleteTopicsRequestFlexible
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    topic_names = obj.topic_names if own_ else getattr(obj, "topic_names", None)
-    timeout_ms = obj.timeout_ms if own_ else getattr(obj, "timeout_ms", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DeleteTopicsRequestFlexible:
+        topics = obj.topics
+        topic_names = obj.topic_names
+        timeout_ms = obj.timeout_ms
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topics = getattr(obj, "topics", None)
+        topic_names = getattr(obj, "topic_names", None)
+        timeout_ms = getattr(obj, "timeout_ms", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if api_version >= 6:
         n_ = len(topics)
         if -1 <= n_ < 0x3FFF:
@@ -801,9 +832,10 @@ def _encode_delete_topics_request_flexible(obj, out, index, api_version):
                 path=f"delete_topics_request_flexible.topic_names[{index_}]",
             ) from None
     out += _S1.pack(timeout_ms)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "delete_topics_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "delete_topics_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_delete_topics_request_flexible(obj, out, index, api_version):
@@ -813,11 +845,16 @@ def _fencode_delete_topics_request_flexible(obj, out, index, api_version):
             f"DeleteTopicsRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 4) and (<params>.api_version <= 6)))",
             path="delete_topics_request_flexible",
         )
-    own_ = type(obj) is DeleteTopicsRequestFlexible
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    topic_names = obj.topic_names if own_ else getattr(obj, "topic_names", None)
-    timeout_ms = obj.timeout_ms if own_ else getattr(obj, "timeout_ms", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DeleteTopicsRequestFlexible:
+        topics = obj.topics
+        topic_names = obj.topic_names
+        timeout_ms = obj.timeout_ms
+        tagged_fields = obj.tagged_fields
+    else:
+        topics = getattr(obj, "topics", None)
+        topic_names = getattr(obj, "topic_names", None)
+        timeout_ms = getattr(obj, "timeout_ms", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if api_version >= 6:
         n_ = len(topics)
         if -1 <= n_ < 16383:
@@ -825,14 +862,14 @@ def _fencode_delete_topics_request_flexible(obj, out, index, api_version):
         else:
             _write_uvarint(out, n_ + 1, "delete_topics_request_flexible.topics")
         for item_ in topics:
-            own__delete_topic_state_ = type(item_) is DeleteTopicState
-            name_delete_topic_state_ = item_.name if own__delete_topic_state_ else getattr(item_, "name", None)
-            topic_id_delete_topic_state_ = (
-                item_.topic_id if own__delete_topic_state_ else getattr(item_, "topic_id", None)
-            )
-            tagged_fields_delete_topic_state_ = (
-                item_.tagged_fields if own__delete_topic_state_ else getattr(item_, "tagged_fields", None)
-            )
+            if type(item_) is DeleteTopicState:
+                name_delete_topic_state_ = item_.name
+                topic_id_delete_topic_state_ = item_.topic_id
+                tagged_fields_delete_topic_state_ = item_.tagged_fields
+            else:
+                name_delete_topic_state_ = getattr(item_, "name", None)
+                topic_id_delete_topic_state_ = getattr(item_, "topic_id", None)
+                tagged_fields_delete_topic_state_ = getattr(item_, "tagged_fields", None)
             if name_delete_topic_state_ is None:
                 out.append(0)
             else:
@@ -847,15 +884,10 @@ def _fencode_delete_topics_request_flexible(obj, out, index, api_version):
                     _write_uvarint(out, n__delete_topic_state_ + 1, "delete_topic_state.name")
                 out += name_delete_topic_state_
             out += _S2.pack(_uuid16(topic_id_delete_topic_state_))
-            tags__delete_topic_state_ = []
-            valid__delete_topic_state_ = None
-            _write_tagged(
-                out,
-                tags__delete_topic_state_,
-                tagged_fields_delete_topic_state_,
-                "delete_topic_state.tagged_fields",
-                valid__delete_topic_state_,
-            )
+            if tagged_fields_delete_topic_state_ or tagged_fields_delete_topic_state_.__class__ is _TagSection:
+                _write_tagged(out, [], tagged_fields_delete_topic_state_, "delete_topic_state.tagged_fields", None)
+            else:
+                out.append(0)
     if api_version <= 5:
         n_ = len(topic_names)
         if -1 <= n_ < 16383:
@@ -885,9 +917,10 @@ def _fencode_delete_topics_request_flexible(obj, out, index, api_version):
                 )
             out += value_delete_topics_request_flexible_topic_names_item_
     out += _S1.pack(timeout_ms)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "delete_topics_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "delete_topics_request_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_delete_topics_request_by_version(buf, pos, end, opts, api_version):

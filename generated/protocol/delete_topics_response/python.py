@@ -26,6 +26,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -92,9 +93,12 @@ def _decode_deletable_topic_result(buf, pos, end, opts):
 
 def _encode_deletable_topic_result(obj, out, index):
     """Append one deletable_topic_result to out."""
-    own_ = type(obj) is DeletableTopicResult
-    name = obj.name if own_ else getattr(obj, "name", "")
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
+    if type(obj) is DeletableTopicResult:
+        name = obj.name
+        error_code = obj.error_code
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        error_code = getattr(obj, "error_code", 0)
     if name is None:
         raise _InvalidValueError("may not be null", path="deletable_topic_result.name")
     else:
@@ -221,9 +225,12 @@ def _encode_delete_topics_response(obj, out, index, api_version):
             f"DeleteTopicsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 3))",
             path="delete_topics_response",
         )
-    own_ = type(obj) is DeleteTopicsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    responses = obj.responses if own_ else getattr(obj, "responses", None)
+    if type(obj) is DeleteTopicsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        responses = obj.responses
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        responses = getattr(obj, "responses", None)
     if api_version >= 1:
         out += _S1.pack(throttle_time_ms)
     out += _S1.pack(len(responses))
@@ -246,18 +253,22 @@ def _fencode_delete_topics_response(obj, out, index, api_version):
             f"DeleteTopicsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 3))",
             path="delete_topics_response",
         )
-    own_ = type(obj) is DeleteTopicsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    responses = obj.responses if own_ else getattr(obj, "responses", None)
+    if type(obj) is DeleteTopicsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        responses = obj.responses
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        responses = getattr(obj, "responses", None)
     if api_version >= 1:
         out += _S1.pack(throttle_time_ms)
     out += _S1.pack(len(responses))
     for item_ in responses:
-        own__deletable_topic_result_ = type(item_) is DeletableTopicResult
-        name_deletable_topic_result_ = item_.name if own__deletable_topic_result_ else getattr(item_, "name", "")
-        error_code_deletable_topic_result_ = (
-            item_.error_code if own__deletable_topic_result_ else getattr(item_, "error_code", 0)
-        )
+        if type(item_) is DeletableTopicResult:
+            name_deletable_topic_result_ = item_.name
+            error_code_deletable_topic_result_ = item_.error_code
+        else:
+            name_deletable_topic_result_ = getattr(item_, "name", "")
+            error_code_deletable_topic_result_ = getattr(item_, "error_code", 0)
         b__deletable_topic_result_ = _STR_ENCODED.get(name_deletable_topic_result_)
         name_deletable_topic_result_ = (
             _encode_str(name_deletable_topic_result_)
@@ -346,47 +357,56 @@ def _decode_deletable_topic_result_flexible(buf, pos, end, opts, api_version):
     else:
         error_message = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "deletable_topic_result_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="deletable_topic_result_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "deletable_topic_result_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "deletable_topic_result_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "deletable_topic_result_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="deletable_topic_result_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "deletable_topic_result_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "deletable_topic_result_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="deletable_topic_result_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DeletableTopicResultFlexible(name, topic_id, error_code, error_message, tagged_fields), pos
 
 
 def _encode_deletable_topic_result_flexible(obj, out, index, api_version):
     """Append one deletable_topic_result_flexible to out."""
-    own_ = type(obj) is DeletableTopicResultFlexible
-    name = obj.name if own_ else getattr(obj, "name", "")
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DeletableTopicResultFlexible:
+        name = obj.name
+        topic_id = obj.topic_id
+        error_code = obj.error_code
+        error_message = obj.error_message
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        topic_id = getattr(obj, "topic_id", None)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         out.append(0)
     else:
@@ -415,9 +435,10 @@ def _encode_deletable_topic_result_flexible(obj, out, index, api_version):
                 _write_uvarint(out, n_ + 1, "deletable_topic_result_flexible.error_message")
 
             out += error_message
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "deletable_topic_result_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "deletable_topic_result_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_delete_topics_response_flexible(buf, pos, end, opts, api_version):
@@ -481,36 +502,39 @@ def _decode_delete_topics_response_flexible(buf, pos, end, opts, api_version):
             ) from None
         append_responses(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_topics_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="delete_topics_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "delete_topics_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "delete_topics_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_topics_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="delete_topics_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "delete_topics_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "delete_topics_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="delete_topics_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DeleteTopicsResponseFlexible(throttle_time_ms, responses, tagged_fields), pos
 
 
@@ -614,46 +638,49 @@ def _fdecode_delete_topics_response_flexible(buf, pos, end, opts, api_version):
         else:
             error_message_deletable_topic_result_flexible_ = None
         tagged_fields_deletable_topic_result_flexible_ = []
-        sec__deletable_topic_result_flexible_ = pos
-        prev__deletable_topic_result_flexible_, odd__deletable_topic_result_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__deletable_topic_result_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__deletable_topic_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "deletable_topic_result_flexible.tagged_fields"
-            )
-        if n_tags__deletable_topic_result_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__deletable_topic_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="deletable_topic_result_flexible.tagged_fields",
-            )
-        for __deletable_topic_result_flexible_ in range(n_tags__deletable_topic_result_flexible_):
-            tag__deletable_topic_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "deletable_topic_result_flexible.tagged_fields"
-            )
-            size__deletable_topic_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "deletable_topic_result_flexible.tagged_fields"
-            )
-            if size__deletable_topic_result_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__deletable_topic_result_flexible_} declares {size__deletable_topic_result_flexible_} bytes, {end - pos} left",
+            sec__deletable_topic_result_flexible_ = pos
+            prev__deletable_topic_result_flexible_, odd__deletable_topic_result_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__deletable_topic_result_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__deletable_topic_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "deletable_topic_result_flexible.tagged_fields"
+                )
+            if n_tags__deletable_topic_result_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__deletable_topic_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="deletable_topic_result_flexible.tagged_fields",
                 )
-            stop__deletable_topic_result_flexible_ = pos + size__deletable_topic_result_flexible_
-            if tag__deletable_topic_result_flexible_ <= prev__deletable_topic_result_flexible_:
-                odd__deletable_topic_result_flexible_ = True
-            prev__deletable_topic_result_flexible_ = tag__deletable_topic_result_flexible_
-            tagged_fields_deletable_topic_result_flexible_.append(
-                (tag__deletable_topic_result_flexible_, bytes(buf[pos:stop__deletable_topic_result_flexible_]))
-            )
-            pos = stop__deletable_topic_result_flexible_
-        if odd__deletable_topic_result_flexible_:
-            tagged_fields_deletable_topic_result_flexible_ = _keep_tags(
-                tagged_fields_deletable_topic_result_flexible_, buf[sec__deletable_topic_result_flexible_:pos], ()
-            )
+            for __deletable_topic_result_flexible_ in range(n_tags__deletable_topic_result_flexible_):
+                tag__deletable_topic_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "deletable_topic_result_flexible.tagged_fields"
+                )
+                size__deletable_topic_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "deletable_topic_result_flexible.tagged_fields"
+                )
+                if size__deletable_topic_result_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__deletable_topic_result_flexible_} declares {size__deletable_topic_result_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="deletable_topic_result_flexible.tagged_fields",
+                    )
+                stop__deletable_topic_result_flexible_ = pos + size__deletable_topic_result_flexible_
+                if tag__deletable_topic_result_flexible_ <= prev__deletable_topic_result_flexible_:
+                    odd__deletable_topic_result_flexible_ = True
+                prev__deletable_topic_result_flexible_ = tag__deletable_topic_result_flexible_
+                tagged_fields_deletable_topic_result_flexible_.append(
+                    (tag__deletable_topic_result_flexible_, bytes(buf[pos:stop__deletable_topic_result_flexible_]))
+                )
+                pos = stop__deletable_topic_result_flexible_
+            if odd__deletable_topic_result_flexible_:
+                tagged_fields_deletable_topic_result_flexible_ = _keep_tags(
+                    tagged_fields_deletable_topic_result_flexible_, buf[sec__deletable_topic_result_flexible_:pos], ()
+                )
         value__deletable_topic_result_flexible_ = _new_object(DeletableTopicResultFlexible)
         value__deletable_topic_result_flexible_.name = name_deletable_topic_result_flexible_
         value__deletable_topic_result_flexible_.topic_id = topic_id_deletable_topic_result_flexible_
@@ -663,36 +690,39 @@ def _fdecode_delete_topics_response_flexible(buf, pos, end, opts, api_version):
         item_ = value__deletable_topic_result_flexible_
         append_responses(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_topics_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="delete_topics_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "delete_topics_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "delete_topics_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_topics_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="delete_topics_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "delete_topics_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "delete_topics_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="delete_topics_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(DeleteTopicsResponseFlexible)
     value_.throttle_time_ms = throttle_time_ms
     value_.responses = responses
@@ -707,10 +737,14 @@ def _encode_delete_topics_response_flexible(obj, out, index, api_version):
             f"DeleteTopicsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 4) and (<params>.api_version <= 6)))",
             path="delete_topics_response_flexible",
         )
-    own_ = type(obj) is DeleteTopicsResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    responses = obj.responses if own_ else getattr(obj, "responses", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DeleteTopicsResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        responses = obj.responses
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        responses = getattr(obj, "responses", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(throttle_time_ms)
     n_ = len(responses)
     if -1 <= n_ < 0x3FFF:
@@ -730,9 +764,10 @@ def _encode_delete_topics_response_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"delete_topics_response_flexible.responses[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "delete_topics_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "delete_topics_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_delete_topics_response_flexible(obj, out, index, api_version):
@@ -742,10 +777,14 @@ def _fencode_delete_topics_response_flexible(obj, out, index, api_version):
             f"DeleteTopicsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 4) and (<params>.api_version <= 6)))",
             path="delete_topics_response_flexible",
         )
-    own_ = type(obj) is DeleteTopicsResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    responses = obj.responses if own_ else getattr(obj, "responses", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DeleteTopicsResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        responses = obj.responses
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        responses = getattr(obj, "responses", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(throttle_time_ms)
     n_ = len(responses)
     if -1 <= n_ < 16383:
@@ -753,22 +792,18 @@ def _fencode_delete_topics_response_flexible(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "delete_topics_response_flexible.responses")
     for item_ in responses:
-        own__deletable_topic_result_flexible_ = type(item_) is DeletableTopicResultFlexible
-        name_deletable_topic_result_flexible_ = (
-            item_.name if own__deletable_topic_result_flexible_ else getattr(item_, "name", "")
-        )
-        topic_id_deletable_topic_result_flexible_ = (
-            item_.topic_id if own__deletable_topic_result_flexible_ else getattr(item_, "topic_id", None)
-        )
-        error_code_deletable_topic_result_flexible_ = (
-            item_.error_code if own__deletable_topic_result_flexible_ else getattr(item_, "error_code", 0)
-        )
-        error_message_deletable_topic_result_flexible_ = (
-            item_.error_message if own__deletable_topic_result_flexible_ else getattr(item_, "error_message", None)
-        )
-        tagged_fields_deletable_topic_result_flexible_ = (
-            item_.tagged_fields if own__deletable_topic_result_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is DeletableTopicResultFlexible:
+            name_deletable_topic_result_flexible_ = item_.name
+            topic_id_deletable_topic_result_flexible_ = item_.topic_id
+            error_code_deletable_topic_result_flexible_ = item_.error_code
+            error_message_deletable_topic_result_flexible_ = item_.error_message
+            tagged_fields_deletable_topic_result_flexible_ = item_.tagged_fields
+        else:
+            name_deletable_topic_result_flexible_ = getattr(item_, "name", "")
+            topic_id_deletable_topic_result_flexible_ = getattr(item_, "topic_id", None)
+            error_code_deletable_topic_result_flexible_ = getattr(item_, "error_code", 0)
+            error_message_deletable_topic_result_flexible_ = getattr(item_, "error_message", None)
+            tagged_fields_deletable_topic_result_flexible_ = getattr(item_, "tagged_fields", None)
         if name_deletable_topic_result_flexible_ is None:
             out.append(0)
         else:
@@ -805,18 +840,23 @@ def _fencode_delete_topics_response_flexible(obj, out, index, api_version):
                         out, n__deletable_topic_result_flexible_ + 1, "deletable_topic_result_flexible.error_message"
                     )
                 out += error_message_deletable_topic_result_flexible_
-        tags__deletable_topic_result_flexible_ = []
-        valid__deletable_topic_result_flexible_ = None
-        _write_tagged(
-            out,
-            tags__deletable_topic_result_flexible_,
-            tagged_fields_deletable_topic_result_flexible_,
-            "deletable_topic_result_flexible.tagged_fields",
-            valid__deletable_topic_result_flexible_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "delete_topics_response_flexible.tagged_fields", valid_)
+        if (
+            tagged_fields_deletable_topic_result_flexible_
+            or tagged_fields_deletable_topic_result_flexible_.__class__ is _TagSection
+        ):
+            _write_tagged(
+                out,
+                [],
+                tagged_fields_deletable_topic_result_flexible_,
+                "deletable_topic_result_flexible.tagged_fields",
+                None,
+            )
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "delete_topics_response_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_delete_topics_response_by_version(buf, pos, end, opts, api_version):

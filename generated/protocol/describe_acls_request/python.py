@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -235,14 +236,22 @@ def _encode_describe_acls_request(obj, out, index, api_version):
             f"DescribeAclsRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="describe_acls_request",
         )
-    own_ = type(obj) is DescribeAclsRequest
-    resource_type_filter = obj.resource_type_filter if own_ else getattr(obj, "resource_type_filter", 0)
-    resource_name_filter = obj.resource_name_filter if own_ else getattr(obj, "resource_name_filter", "")
-    pattern_type_filter = obj.pattern_type_filter if own_ else getattr(obj, "pattern_type_filter", 3)
-    principal_filter = obj.principal_filter if own_ else getattr(obj, "principal_filter", "")
-    host_filter = obj.host_filter if own_ else getattr(obj, "host_filter", "")
-    operation = obj.operation if own_ else getattr(obj, "operation", 0)
-    permission_type = obj.permission_type if own_ else getattr(obj, "permission_type", 0)
+    if type(obj) is DescribeAclsRequest:
+        resource_type_filter = obj.resource_type_filter
+        resource_name_filter = obj.resource_name_filter
+        pattern_type_filter = obj.pattern_type_filter
+        principal_filter = obj.principal_filter
+        host_filter = obj.host_filter
+        operation = obj.operation
+        permission_type = obj.permission_type
+    else:  # another class: its fields by name, a missing one at its default
+        resource_type_filter = getattr(obj, "resource_type_filter", 0)
+        resource_name_filter = getattr(obj, "resource_name_filter", "")
+        pattern_type_filter = getattr(obj, "pattern_type_filter", 3)
+        principal_filter = getattr(obj, "principal_filter", "")
+        host_filter = getattr(obj, "host_filter", "")
+        operation = getattr(obj, "operation", 0)
+        permission_type = getattr(obj, "permission_type", 0)
     if -128 <= resource_type_filter <= 127:
         out.append(resource_type_filter & 0xFF)
     else:
@@ -287,14 +296,22 @@ def _fencode_describe_acls_request(obj, out, index, api_version):
             f"DescribeAclsRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="describe_acls_request",
         )
-    own_ = type(obj) is DescribeAclsRequest
-    resource_type_filter = obj.resource_type_filter if own_ else getattr(obj, "resource_type_filter", 0)
-    resource_name_filter = obj.resource_name_filter if own_ else getattr(obj, "resource_name_filter", "")
-    pattern_type_filter = obj.pattern_type_filter if own_ else getattr(obj, "pattern_type_filter", 3)
-    principal_filter = obj.principal_filter if own_ else getattr(obj, "principal_filter", "")
-    host_filter = obj.host_filter if own_ else getattr(obj, "host_filter", "")
-    operation = obj.operation if own_ else getattr(obj, "operation", 0)
-    permission_type = obj.permission_type if own_ else getattr(obj, "permission_type", 0)
+    if type(obj) is DescribeAclsRequest:
+        resource_type_filter = obj.resource_type_filter
+        resource_name_filter = obj.resource_name_filter
+        pattern_type_filter = obj.pattern_type_filter
+        principal_filter = obj.principal_filter
+        host_filter = obj.host_filter
+        operation = obj.operation
+        permission_type = obj.permission_type
+    else:  # another class: its fields by name, a missing one at its default
+        resource_type_filter = getattr(obj, "resource_type_filter", 0)
+        resource_name_filter = getattr(obj, "resource_name_filter", "")
+        pattern_type_filter = getattr(obj, "pattern_type_filter", 3)
+        principal_filter = getattr(obj, "principal_filter", "")
+        host_filter = getattr(obj, "host_filter", "")
+        operation = getattr(obj, "operation", 0)
+        permission_type = getattr(obj, "permission_type", 0)
     if -128 <= resource_type_filter <= 127:
         out.append(resource_type_filter & 0xFF)
     else:
@@ -451,36 +468,39 @@ def _decode_describe_acls_request_flexible(buf, pos, end, opts, api_version):
     ) = _S2.unpack_from(buf, pos)
     pos += 2
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_acls_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_acls_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_acls_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_acls_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_acls_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_acls_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_acls_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_acls_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_acls_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeAclsRequestFlexible(
         resource_type_filter,
         resource_name_filter,
@@ -583,36 +603,39 @@ def _fdecode_describe_acls_request_flexible(buf, pos, end, opts, api_version):
     ) = _S2.unpack_from(buf, pos)
     pos += 2
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_acls_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_acls_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_acls_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_acls_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_acls_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_acls_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_acls_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_acls_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_acls_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(DescribeAclsRequestFlexible)  # slots set directly: a third of the cost of calling __init__
     value_.resource_type_filter = resource_type_filter
     value_.resource_name_filter = resource_name_filter
@@ -632,15 +655,24 @@ def _encode_describe_acls_request_flexible(obj, out, index, api_version):
             f"DescribeAclsRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 3)))",
             path="describe_acls_request_flexible",
         )
-    own_ = type(obj) is DescribeAclsRequestFlexible
-    resource_type_filter = obj.resource_type_filter if own_ else getattr(obj, "resource_type_filter", 0)
-    resource_name_filter = obj.resource_name_filter if own_ else getattr(obj, "resource_name_filter", "")
-    pattern_type_filter = obj.pattern_type_filter if own_ else getattr(obj, "pattern_type_filter", 3)
-    principal_filter = obj.principal_filter if own_ else getattr(obj, "principal_filter", "")
-    host_filter = obj.host_filter if own_ else getattr(obj, "host_filter", "")
-    operation = obj.operation if own_ else getattr(obj, "operation", 0)
-    permission_type = obj.permission_type if own_ else getattr(obj, "permission_type", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeAclsRequestFlexible:
+        resource_type_filter = obj.resource_type_filter
+        resource_name_filter = obj.resource_name_filter
+        pattern_type_filter = obj.pattern_type_filter
+        principal_filter = obj.principal_filter
+        host_filter = obj.host_filter
+        operation = obj.operation
+        permission_type = obj.permission_type
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        resource_type_filter = getattr(obj, "resource_type_filter", 0)
+        resource_name_filter = getattr(obj, "resource_name_filter", "")
+        pattern_type_filter = getattr(obj, "pattern_type_filter", 3)
+        principal_filter = getattr(obj, "principal_filter", "")
+        host_filter = getattr(obj, "host_filter", "")
+        operation = getattr(obj, "operation", 0)
+        permission_type = getattr(obj, "permission_type", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if -128 <= resource_type_filter <= 127:
         out.append(resource_type_filter & 0xFF)
     else:
@@ -690,9 +722,10 @@ def _encode_describe_acls_request_flexible(obj, out, index, api_version):
 
         out += host_filter
     out += _S2.pack(operation, permission_type)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_acls_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_acls_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_describe_acls_request_flexible(obj, out, index, api_version):
@@ -702,15 +735,24 @@ def _fencode_describe_acls_request_flexible(obj, out, index, api_version):
             f"DescribeAclsRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 3)))",
             path="describe_acls_request_flexible",
         )
-    own_ = type(obj) is DescribeAclsRequestFlexible
-    resource_type_filter = obj.resource_type_filter if own_ else getattr(obj, "resource_type_filter", 0)
-    resource_name_filter = obj.resource_name_filter if own_ else getattr(obj, "resource_name_filter", "")
-    pattern_type_filter = obj.pattern_type_filter if own_ else getattr(obj, "pattern_type_filter", 3)
-    principal_filter = obj.principal_filter if own_ else getattr(obj, "principal_filter", "")
-    host_filter = obj.host_filter if own_ else getattr(obj, "host_filter", "")
-    operation = obj.operation if own_ else getattr(obj, "operation", 0)
-    permission_type = obj.permission_type if own_ else getattr(obj, "permission_type", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeAclsRequestFlexible:
+        resource_type_filter = obj.resource_type_filter
+        resource_name_filter = obj.resource_name_filter
+        pattern_type_filter = obj.pattern_type_filter
+        principal_filter = obj.principal_filter
+        host_filter = obj.host_filter
+        operation = obj.operation
+        permission_type = obj.permission_type
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        resource_type_filter = getattr(obj, "resource_type_filter", 0)
+        resource_name_filter = getattr(obj, "resource_name_filter", "")
+        pattern_type_filter = getattr(obj, "pattern_type_filter", 3)
+        principal_filter = getattr(obj, "principal_filter", "")
+        host_filter = getattr(obj, "host_filter", "")
+        operation = getattr(obj, "operation", 0)
+        permission_type = getattr(obj, "permission_type", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if -128 <= resource_type_filter <= 127:
         out.append(resource_type_filter & 0xFF)
     else:
@@ -760,9 +802,10 @@ def _fencode_describe_acls_request_flexible(obj, out, index, api_version):
 
         out += host_filter
     out += _S2.pack(operation, permission_type)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_acls_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_acls_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_describe_acls_request_by_version(buf, pos, end, opts, api_version):

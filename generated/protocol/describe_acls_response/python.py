@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -115,11 +116,16 @@ def _decode_acl_description(buf, pos, end, opts):
 
 def _encode_acl_description(obj, out, index):
     """Append one acl_description to out."""
-    own_ = type(obj) is AclDescription
-    principal = obj.principal if own_ else getattr(obj, "principal", "")
-    host = obj.host if own_ else getattr(obj, "host", "")
-    operation = obj.operation if own_ else getattr(obj, "operation", 0)
-    permission_type = obj.permission_type if own_ else getattr(obj, "permission_type", 0)
+    if type(obj) is AclDescription:
+        principal = obj.principal
+        host = obj.host
+        operation = obj.operation
+        permission_type = obj.permission_type
+    else:  # another class: its fields by name, a missing one at its default
+        principal = getattr(obj, "principal", "")
+        host = getattr(obj, "host", "")
+        operation = getattr(obj, "operation", 0)
+        permission_type = getattr(obj, "permission_type", 0)
     if principal is None:
         raise _InvalidValueError("may not be null", path="acl_description.principal")
     else:
@@ -202,11 +208,16 @@ def _decode_describe_acls_resource(buf, pos, end, opts, api_version):
 
 def _encode_describe_acls_resource(obj, out, index, api_version):
     """Append one describe_acls_resource to out."""
-    own_ = type(obj) is DescribeAclsResource
-    resource_type = obj.resource_type if own_ else getattr(obj, "resource_type", 0)
-    resource_name = obj.resource_name if own_ else getattr(obj, "resource_name", "")
-    pattern_type = obj.pattern_type if own_ else getattr(obj, "pattern_type", 3)
-    acls = obj.acls if own_ else getattr(obj, "acls", None)
+    if type(obj) is DescribeAclsResource:
+        resource_type = obj.resource_type
+        resource_name = obj.resource_name
+        pattern_type = obj.pattern_type
+        acls = obj.acls
+    else:  # another class: its fields by name, a missing one at its default
+        resource_type = getattr(obj, "resource_type", 0)
+        resource_name = getattr(obj, "resource_name", "")
+        pattern_type = getattr(obj, "pattern_type", 3)
+        acls = getattr(obj, "acls", None)
     if -128 <= resource_type <= 127:
         out.append(resource_type & 0xFF)
     else:
@@ -478,11 +489,16 @@ def _encode_describe_acls_response(obj, out, index, api_version):
             f"DescribeAclsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="describe_acls_response",
         )
-    own_ = type(obj) is DescribeAclsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    resources = obj.resources if own_ else getattr(obj, "resources", None)
+    if type(obj) is DescribeAclsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        error_message = obj.error_message
+        resources = obj.resources
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        resources = getattr(obj, "resources", None)
     out += _S5.pack(throttle_time_ms, error_code)
     if error_message is None:
         out += _S0.pack(-1)
@@ -511,11 +527,16 @@ def _fencode_describe_acls_response(obj, out, index, api_version):
             f"DescribeAclsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="describe_acls_response",
         )
-    own_ = type(obj) is DescribeAclsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    resources = obj.resources if own_ else getattr(obj, "resources", None)
+    if type(obj) is DescribeAclsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        error_message = obj.error_message
+        resources = obj.resources
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        resources = getattr(obj, "resources", None)
     out += _S5.pack(throttle_time_ms, error_code)
     if error_message is None:
         out += _S0.pack(-1)
@@ -526,17 +547,16 @@ def _fencode_describe_acls_response(obj, out, index, api_version):
         out += error_message
     out += _S3.pack(len(resources))
     for item_ in resources:
-        own__describe_acls_resource_ = type(item_) is DescribeAclsResource
-        resource_type_describe_acls_resource_ = (
-            item_.resource_type if own__describe_acls_resource_ else getattr(item_, "resource_type", 0)
-        )
-        resource_name_describe_acls_resource_ = (
-            item_.resource_name if own__describe_acls_resource_ else getattr(item_, "resource_name", "")
-        )
-        pattern_type_describe_acls_resource_ = (
-            item_.pattern_type if own__describe_acls_resource_ else getattr(item_, "pattern_type", 3)
-        )
-        acls_describe_acls_resource_ = item_.acls if own__describe_acls_resource_ else getattr(item_, "acls", None)
+        if type(item_) is DescribeAclsResource:
+            resource_type_describe_acls_resource_ = item_.resource_type
+            resource_name_describe_acls_resource_ = item_.resource_name
+            pattern_type_describe_acls_resource_ = item_.pattern_type
+            acls_describe_acls_resource_ = item_.acls
+        else:
+            resource_type_describe_acls_resource_ = getattr(item_, "resource_type", 0)
+            resource_name_describe_acls_resource_ = getattr(item_, "resource_name", "")
+            pattern_type_describe_acls_resource_ = getattr(item_, "pattern_type", 3)
+            acls_describe_acls_resource_ = getattr(item_, "acls", None)
         if -128 <= resource_type_describe_acls_resource_ <= 127:
             out.append(resource_type_describe_acls_resource_ & 255)
         else:
@@ -562,27 +582,22 @@ def _fencode_describe_acls_response(obj, out, index, api_version):
                 )
         out += _S3.pack(len(acls_describe_acls_resource_))
         for item__describe_acls_resource_ in acls_describe_acls_resource_:
-            own__acl_description__describe_acls_resource_ = type(item__describe_acls_resource_) is AclDescription
-            principal_acl_description__describe_acls_resource_ = (
-                item__describe_acls_resource_.principal
-                if own__acl_description__describe_acls_resource_
-                else getattr(item__describe_acls_resource_, "principal", "")
-            )
-            host_acl_description__describe_acls_resource_ = (
-                item__describe_acls_resource_.host
-                if own__acl_description__describe_acls_resource_
-                else getattr(item__describe_acls_resource_, "host", "")
-            )
-            operation_acl_description__describe_acls_resource_ = (
-                item__describe_acls_resource_.operation
-                if own__acl_description__describe_acls_resource_
-                else getattr(item__describe_acls_resource_, "operation", 0)
-            )
-            permission_type_acl_description__describe_acls_resource_ = (
-                item__describe_acls_resource_.permission_type
-                if own__acl_description__describe_acls_resource_
-                else getattr(item__describe_acls_resource_, "permission_type", 0)
-            )
+            if type(item__describe_acls_resource_) is AclDescription:
+                principal_acl_description__describe_acls_resource_ = item__describe_acls_resource_.principal
+                host_acl_description__describe_acls_resource_ = item__describe_acls_resource_.host
+                operation_acl_description__describe_acls_resource_ = item__describe_acls_resource_.operation
+                permission_type_acl_description__describe_acls_resource_ = item__describe_acls_resource_.permission_type
+            else:
+                principal_acl_description__describe_acls_resource_ = getattr(
+                    item__describe_acls_resource_, "principal", ""
+                )
+                host_acl_description__describe_acls_resource_ = getattr(item__describe_acls_resource_, "host", "")
+                operation_acl_description__describe_acls_resource_ = getattr(
+                    item__describe_acls_resource_, "operation", 0
+                )
+                permission_type_acl_description__describe_acls_resource_ = getattr(
+                    item__describe_acls_resource_, "permission_type", 0
+                )
             b__acl_description__describe_acls_resource_ = _STR_ENCODED.get(
                 principal_acl_description__describe_acls_resource_
             )
@@ -675,47 +690,56 @@ def _decode_acl_description_flexible(buf, pos, end, opts):
     ) = _S1.unpack_from(buf, pos)
     pos += 2
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "acl_description_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="acl_description_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "acl_description_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "acl_description_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "acl_description_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="acl_description_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "acl_description_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "acl_description_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="acl_description_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return AclDescriptionFlexible(principal, host, operation, permission_type, tagged_fields), pos
 
 
 def _encode_acl_description_flexible(obj, out, index):
     """Append one acl_description_flexible to out."""
-    own_ = type(obj) is AclDescriptionFlexible
-    principal = obj.principal if own_ else getattr(obj, "principal", "")
-    host = obj.host if own_ else getattr(obj, "host", "")
-    operation = obj.operation if own_ else getattr(obj, "operation", 0)
-    permission_type = obj.permission_type if own_ else getattr(obj, "permission_type", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AclDescriptionFlexible:
+        principal = obj.principal
+        host = obj.host
+        operation = obj.operation
+        permission_type = obj.permission_type
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        principal = getattr(obj, "principal", "")
+        host = getattr(obj, "host", "")
+        operation = getattr(obj, "operation", 0)
+        permission_type = getattr(obj, "permission_type", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if principal is None:
         raise _InvalidValueError("may not be null", path="acl_description_flexible.principal")
     else:
@@ -741,9 +765,10 @@ def _encode_acl_description_flexible(obj, out, index):
 
         out += host
     out += _S1.pack(operation, permission_type)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "acl_description_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "acl_description_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_describe_acls_resource_flexible(buf, pos, end, opts):
@@ -824,47 +849,56 @@ def _decode_describe_acls_resource_flexible(buf, pos, end, opts):
             raise exc.within("describe_acls_resource_flexible.acls", i_acls, "acl_description_flexible") from None
         append_acls(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_acls_resource_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_acls_resource_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_acls_resource_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_acls_resource_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_acls_resource_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_acls_resource_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_acls_resource_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_acls_resource_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_acls_resource_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeAclsResourceFlexible(resource_type, resource_name, pattern_type, acls, tagged_fields), pos
 
 
 def _encode_describe_acls_resource_flexible(obj, out, index):
     """Append one describe_acls_resource_flexible to out."""
-    own_ = type(obj) is DescribeAclsResourceFlexible
-    resource_type = obj.resource_type if own_ else getattr(obj, "resource_type", 0)
-    resource_name = obj.resource_name if own_ else getattr(obj, "resource_name", "")
-    pattern_type = obj.pattern_type if own_ else getattr(obj, "pattern_type", 3)
-    acls = obj.acls if own_ else getattr(obj, "acls", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeAclsResourceFlexible:
+        resource_type = obj.resource_type
+        resource_name = obj.resource_name
+        pattern_type = obj.pattern_type
+        acls = obj.acls
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        resource_type = getattr(obj, "resource_type", 0)
+        resource_name = getattr(obj, "resource_name", "")
+        pattern_type = getattr(obj, "pattern_type", 3)
+        acls = getattr(obj, "acls", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if -128 <= resource_type <= 127:
         out.append(resource_type & 0xFF)
     else:
@@ -905,9 +939,10 @@ def _encode_describe_acls_resource_flexible(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_acls_resource_flexible.acls[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_acls_resource_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_acls_resource_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_describe_acls_response_flexible(buf, pos, end, opts, api_version):
@@ -1015,36 +1050,39 @@ def _decode_describe_acls_response_flexible(buf, pos, end, opts, api_version):
                     path="describe_acls_response_flexible.resources",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_acls_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_acls_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_acls_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_acls_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_acls_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_acls_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_acls_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_acls_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_acls_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeAclsResponseFlexible(throttle_time_ms, error_code, error_message, resources, tagged_fields), pos
 
 
@@ -1242,63 +1280,66 @@ def _fdecode_describe_acls_response_flexible(buf, pos, end, opts, api_version):
             ) = _S1.unpack_from(buf, pos)
             pos += 2
             tagged_fields_acl_description_flexible__describe_acls_resource_flexible_ = []
-            sec__acl_description_flexible__describe_acls_resource_flexible_ = pos
-            (
-                prev__acl_description_flexible__describe_acls_resource_flexible_,
-                odd__acl_description_flexible__describe_acls_resource_flexible_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__acl_description_flexible__describe_acls_resource_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__acl_description_flexible__describe_acls_resource_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "acl_description_flexible.tagged_fields"
-                )
-            if n_tags__acl_description_flexible__describe_acls_resource_flexible_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__acl_description_flexible__describe_acls_resource_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="acl_description_flexible.tagged_fields",
-                )
-            for __acl_description_flexible__describe_acls_resource_flexible_ in range(
-                n_tags__acl_description_flexible__describe_acls_resource_flexible_
-            ):
-                tag__acl_description_flexible__describe_acls_resource_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "acl_description_flexible.tagged_fields"
-                )
-                size__acl_description_flexible__describe_acls_resource_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "acl_description_flexible.tagged_fields"
-                )
-                if size__acl_description_flexible__describe_acls_resource_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__acl_description_flexible__describe_acls_resource_flexible_} declares {size__acl_description_flexible__describe_acls_resource_flexible_} bytes, {end - pos} left",
+                sec__acl_description_flexible__describe_acls_resource_flexible_ = pos
+                (
+                    prev__acl_description_flexible__describe_acls_resource_flexible_,
+                    odd__acl_description_flexible__describe_acls_resource_flexible_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__acl_description_flexible__describe_acls_resource_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__acl_description_flexible__describe_acls_resource_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "acl_description_flexible.tagged_fields"
+                    )
+                if n_tags__acl_description_flexible__describe_acls_resource_flexible_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__acl_description_flexible__describe_acls_resource_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="acl_description_flexible.tagged_fields",
                     )
-                stop__acl_description_flexible__describe_acls_resource_flexible_ = (
-                    pos + size__acl_description_flexible__describe_acls_resource_flexible_
-                )
-                if (
-                    tag__acl_description_flexible__describe_acls_resource_flexible_
-                    <= prev__acl_description_flexible__describe_acls_resource_flexible_
+                for __acl_description_flexible__describe_acls_resource_flexible_ in range(
+                    n_tags__acl_description_flexible__describe_acls_resource_flexible_
                 ):
-                    odd__acl_description_flexible__describe_acls_resource_flexible_ = True
-                prev__acl_description_flexible__describe_acls_resource_flexible_ = (
-                    tag__acl_description_flexible__describe_acls_resource_flexible_
-                )
-                tagged_fields_acl_description_flexible__describe_acls_resource_flexible_.append(
-                    (
-                        tag__acl_description_flexible__describe_acls_resource_flexible_,
-                        bytes(buf[pos:stop__acl_description_flexible__describe_acls_resource_flexible_]),
+                    tag__acl_description_flexible__describe_acls_resource_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "acl_description_flexible.tagged_fields"
                     )
-                )
-                pos = stop__acl_description_flexible__describe_acls_resource_flexible_
-            if odd__acl_description_flexible__describe_acls_resource_flexible_:
-                tagged_fields_acl_description_flexible__describe_acls_resource_flexible_ = _keep_tags(
-                    tagged_fields_acl_description_flexible__describe_acls_resource_flexible_,
-                    buf[sec__acl_description_flexible__describe_acls_resource_flexible_:pos],
-                    (),
-                )
+                    size__acl_description_flexible__describe_acls_resource_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "acl_description_flexible.tagged_fields"
+                    )
+                    if size__acl_description_flexible__describe_acls_resource_flexible_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__acl_description_flexible__describe_acls_resource_flexible_} declares {size__acl_description_flexible__describe_acls_resource_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="acl_description_flexible.tagged_fields",
+                        )
+                    stop__acl_description_flexible__describe_acls_resource_flexible_ = (
+                        pos + size__acl_description_flexible__describe_acls_resource_flexible_
+                    )
+                    if (
+                        tag__acl_description_flexible__describe_acls_resource_flexible_
+                        <= prev__acl_description_flexible__describe_acls_resource_flexible_
+                    ):
+                        odd__acl_description_flexible__describe_acls_resource_flexible_ = True
+                    prev__acl_description_flexible__describe_acls_resource_flexible_ = (
+                        tag__acl_description_flexible__describe_acls_resource_flexible_
+                    )
+                    tagged_fields_acl_description_flexible__describe_acls_resource_flexible_.append(
+                        (
+                            tag__acl_description_flexible__describe_acls_resource_flexible_,
+                            bytes(buf[pos:stop__acl_description_flexible__describe_acls_resource_flexible_]),
+                        )
+                    )
+                    pos = stop__acl_description_flexible__describe_acls_resource_flexible_
+                if odd__acl_description_flexible__describe_acls_resource_flexible_:
+                    tagged_fields_acl_description_flexible__describe_acls_resource_flexible_ = _keep_tags(
+                        tagged_fields_acl_description_flexible__describe_acls_resource_flexible_,
+                        buf[sec__acl_description_flexible__describe_acls_resource_flexible_:pos],
+                        (),
+                    )
             value__acl_description_flexible__describe_acls_resource_flexible_ = _new_object(AclDescriptionFlexible)
             value__acl_description_flexible__describe_acls_resource_flexible_.principal = (
                 principal_acl_description_flexible__describe_acls_resource_flexible_
@@ -1318,46 +1359,49 @@ def _fdecode_describe_acls_response_flexible(buf, pos, end, opts, api_version):
             item__describe_acls_resource_flexible_ = value__acl_description_flexible__describe_acls_resource_flexible_
             append_acls_describe_acls_resource_flexible_(item__describe_acls_resource_flexible_)
         tagged_fields_describe_acls_resource_flexible_ = []
-        sec__describe_acls_resource_flexible_ = pos
-        prev__describe_acls_resource_flexible_, odd__describe_acls_resource_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__describe_acls_resource_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__describe_acls_resource_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "describe_acls_resource_flexible.tagged_fields"
-            )
-        if n_tags__describe_acls_resource_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__describe_acls_resource_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="describe_acls_resource_flexible.tagged_fields",
-            )
-        for __describe_acls_resource_flexible_ in range(n_tags__describe_acls_resource_flexible_):
-            tag__describe_acls_resource_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "describe_acls_resource_flexible.tagged_fields"
-            )
-            size__describe_acls_resource_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "describe_acls_resource_flexible.tagged_fields"
-            )
-            if size__describe_acls_resource_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__describe_acls_resource_flexible_} declares {size__describe_acls_resource_flexible_} bytes, {end - pos} left",
+            sec__describe_acls_resource_flexible_ = pos
+            prev__describe_acls_resource_flexible_, odd__describe_acls_resource_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__describe_acls_resource_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__describe_acls_resource_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "describe_acls_resource_flexible.tagged_fields"
+                )
+            if n_tags__describe_acls_resource_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__describe_acls_resource_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="describe_acls_resource_flexible.tagged_fields",
                 )
-            stop__describe_acls_resource_flexible_ = pos + size__describe_acls_resource_flexible_
-            if tag__describe_acls_resource_flexible_ <= prev__describe_acls_resource_flexible_:
-                odd__describe_acls_resource_flexible_ = True
-            prev__describe_acls_resource_flexible_ = tag__describe_acls_resource_flexible_
-            tagged_fields_describe_acls_resource_flexible_.append(
-                (tag__describe_acls_resource_flexible_, bytes(buf[pos:stop__describe_acls_resource_flexible_]))
-            )
-            pos = stop__describe_acls_resource_flexible_
-        if odd__describe_acls_resource_flexible_:
-            tagged_fields_describe_acls_resource_flexible_ = _keep_tags(
-                tagged_fields_describe_acls_resource_flexible_, buf[sec__describe_acls_resource_flexible_:pos], ()
-            )
+            for __describe_acls_resource_flexible_ in range(n_tags__describe_acls_resource_flexible_):
+                tag__describe_acls_resource_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "describe_acls_resource_flexible.tagged_fields"
+                )
+                size__describe_acls_resource_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "describe_acls_resource_flexible.tagged_fields"
+                )
+                if size__describe_acls_resource_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__describe_acls_resource_flexible_} declares {size__describe_acls_resource_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="describe_acls_resource_flexible.tagged_fields",
+                    )
+                stop__describe_acls_resource_flexible_ = pos + size__describe_acls_resource_flexible_
+                if tag__describe_acls_resource_flexible_ <= prev__describe_acls_resource_flexible_:
+                    odd__describe_acls_resource_flexible_ = True
+                prev__describe_acls_resource_flexible_ = tag__describe_acls_resource_flexible_
+                tagged_fields_describe_acls_resource_flexible_.append(
+                    (tag__describe_acls_resource_flexible_, bytes(buf[pos:stop__describe_acls_resource_flexible_]))
+                )
+                pos = stop__describe_acls_resource_flexible_
+            if odd__describe_acls_resource_flexible_:
+                tagged_fields_describe_acls_resource_flexible_ = _keep_tags(
+                    tagged_fields_describe_acls_resource_flexible_, buf[sec__describe_acls_resource_flexible_:pos], ()
+                )
         value__describe_acls_resource_flexible_ = _new_object(DescribeAclsResourceFlexible)
         value__describe_acls_resource_flexible_.resource_type = resource_type_describe_acls_resource_flexible_
         value__describe_acls_resource_flexible_.resource_name = resource_name_describe_acls_resource_flexible_
@@ -1371,36 +1415,39 @@ def _fdecode_describe_acls_response_flexible(buf, pos, end, opts, api_version):
             if budget_resources < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_acls_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_acls_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_acls_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_acls_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_acls_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_acls_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_acls_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_acls_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_acls_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(DescribeAclsResponseFlexible)
     value_.throttle_time_ms = throttle_time_ms
     value_.error_code = error_code
@@ -1417,12 +1464,18 @@ def _encode_describe_acls_response_flexible(obj, out, index, api_version):
             f"DescribeAclsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 3)))",
             path="describe_acls_response_flexible",
         )
-    own_ = type(obj) is DescribeAclsResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    resources = obj.resources if own_ else getattr(obj, "resources", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeAclsResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        error_message = obj.error_message
+        resources = obj.resources
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        resources = getattr(obj, "resources", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S5.pack(throttle_time_ms, error_code)
     if error_message is None:
         out.append(0)
@@ -1454,9 +1507,10 @@ def _encode_describe_acls_response_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_acls_response_flexible.resources[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_acls_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_acls_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_describe_acls_response_flexible(obj, out, index, api_version):
@@ -1466,12 +1520,18 @@ def _fencode_describe_acls_response_flexible(obj, out, index, api_version):
             f"DescribeAclsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 3)))",
             path="describe_acls_response_flexible",
         )
-    own_ = type(obj) is DescribeAclsResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    resources = obj.resources if own_ else getattr(obj, "resources", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeAclsResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        error_message = obj.error_message
+        resources = obj.resources
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        resources = getattr(obj, "resources", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S5.pack(throttle_time_ms, error_code)
     if error_message is None:
         out.append(0)
@@ -1490,22 +1550,18 @@ def _fencode_describe_acls_response_flexible(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "describe_acls_response_flexible.resources")
     for item_ in resources:
-        own__describe_acls_resource_flexible_ = type(item_) is DescribeAclsResourceFlexible
-        resource_type_describe_acls_resource_flexible_ = (
-            item_.resource_type if own__describe_acls_resource_flexible_ else getattr(item_, "resource_type", 0)
-        )
-        resource_name_describe_acls_resource_flexible_ = (
-            item_.resource_name if own__describe_acls_resource_flexible_ else getattr(item_, "resource_name", "")
-        )
-        pattern_type_describe_acls_resource_flexible_ = (
-            item_.pattern_type if own__describe_acls_resource_flexible_ else getattr(item_, "pattern_type", 3)
-        )
-        acls_describe_acls_resource_flexible_ = (
-            item_.acls if own__describe_acls_resource_flexible_ else getattr(item_, "acls", None)
-        )
-        tagged_fields_describe_acls_resource_flexible_ = (
-            item_.tagged_fields if own__describe_acls_resource_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is DescribeAclsResourceFlexible:
+            resource_type_describe_acls_resource_flexible_ = item_.resource_type
+            resource_name_describe_acls_resource_flexible_ = item_.resource_name
+            pattern_type_describe_acls_resource_flexible_ = item_.pattern_type
+            acls_describe_acls_resource_flexible_ = item_.acls
+            tagged_fields_describe_acls_resource_flexible_ = item_.tagged_fields
+        else:
+            resource_type_describe_acls_resource_flexible_ = getattr(item_, "resource_type", 0)
+            resource_name_describe_acls_resource_flexible_ = getattr(item_, "resource_name", "")
+            pattern_type_describe_acls_resource_flexible_ = getattr(item_, "pattern_type", 3)
+            acls_describe_acls_resource_flexible_ = getattr(item_, "acls", None)
+            tagged_fields_describe_acls_resource_flexible_ = getattr(item_, "tagged_fields", None)
         if -128 <= resource_type_describe_acls_resource_flexible_ <= 127:
             out.append(resource_type_describe_acls_resource_flexible_ & 255)
         else:
@@ -1540,34 +1596,38 @@ def _fencode_describe_acls_response_flexible(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__describe_acls_resource_flexible_ + 1, "describe_acls_resource_flexible.acls")
         for item__describe_acls_resource_flexible_ in acls_describe_acls_resource_flexible_:
-            own__acl_description_flexible__describe_acls_resource_flexible_ = (
-                type(item__describe_acls_resource_flexible_) is AclDescriptionFlexible
-            )
-            principal_acl_description_flexible__describe_acls_resource_flexible_ = (
-                item__describe_acls_resource_flexible_.principal
-                if own__acl_description_flexible__describe_acls_resource_flexible_
-                else getattr(item__describe_acls_resource_flexible_, "principal", "")
-            )
-            host_acl_description_flexible__describe_acls_resource_flexible_ = (
-                item__describe_acls_resource_flexible_.host
-                if own__acl_description_flexible__describe_acls_resource_flexible_
-                else getattr(item__describe_acls_resource_flexible_, "host", "")
-            )
-            operation_acl_description_flexible__describe_acls_resource_flexible_ = (
-                item__describe_acls_resource_flexible_.operation
-                if own__acl_description_flexible__describe_acls_resource_flexible_
-                else getattr(item__describe_acls_resource_flexible_, "operation", 0)
-            )
-            permission_type_acl_description_flexible__describe_acls_resource_flexible_ = (
-                item__describe_acls_resource_flexible_.permission_type
-                if own__acl_description_flexible__describe_acls_resource_flexible_
-                else getattr(item__describe_acls_resource_flexible_, "permission_type", 0)
-            )
-            tagged_fields_acl_description_flexible__describe_acls_resource_flexible_ = (
-                item__describe_acls_resource_flexible_.tagged_fields
-                if own__acl_description_flexible__describe_acls_resource_flexible_
-                else getattr(item__describe_acls_resource_flexible_, "tagged_fields", None)
-            )
+            if type(item__describe_acls_resource_flexible_) is AclDescriptionFlexible:
+                principal_acl_description_flexible__describe_acls_resource_flexible_ = (
+                    item__describe_acls_resource_flexible_.principal
+                )
+                host_acl_description_flexible__describe_acls_resource_flexible_ = (
+                    item__describe_acls_resource_flexible_.host
+                )
+                operation_acl_description_flexible__describe_acls_resource_flexible_ = (
+                    item__describe_acls_resource_flexible_.operation
+                )
+                permission_type_acl_description_flexible__describe_acls_resource_flexible_ = (
+                    item__describe_acls_resource_flexible_.permission_type
+                )
+                tagged_fields_acl_description_flexible__describe_acls_resource_flexible_ = (
+                    item__describe_acls_resource_flexible_.tagged_fields
+                )
+            else:
+                principal_acl_description_flexible__describe_acls_resource_flexible_ = getattr(
+                    item__describe_acls_resource_flexible_, "principal", ""
+                )
+                host_acl_description_flexible__describe_acls_resource_flexible_ = getattr(
+                    item__describe_acls_resource_flexible_, "host", ""
+                )
+                operation_acl_description_flexible__describe_acls_resource_flexible_ = getattr(
+                    item__describe_acls_resource_flexible_, "operation", 0
+                )
+                permission_type_acl_description_flexible__describe_acls_resource_flexible_ = getattr(
+                    item__describe_acls_resource_flexible_, "permission_type", 0
+                )
+                tagged_fields_acl_description_flexible__describe_acls_resource_flexible_ = getattr(
+                    item__describe_acls_resource_flexible_, "tagged_fields", None
+                )
             b__acl_description_flexible__describe_acls_resource_flexible_ = _STR_ENCODED.get(
                 principal_acl_description_flexible__describe_acls_resource_flexible_
             )
@@ -1612,27 +1672,36 @@ def _fencode_describe_acls_response_flexible(obj, out, index, api_version):
                 operation_acl_description_flexible__describe_acls_resource_flexible_,
                 permission_type_acl_description_flexible__describe_acls_resource_flexible_,
             )
-            tags__acl_description_flexible__describe_acls_resource_flexible_ = []
-            valid__acl_description_flexible__describe_acls_resource_flexible_ = None
+            if (
+                tagged_fields_acl_description_flexible__describe_acls_resource_flexible_
+                or tagged_fields_acl_description_flexible__describe_acls_resource_flexible_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_acl_description_flexible__describe_acls_resource_flexible_,
+                    "acl_description_flexible.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if (
+            tagged_fields_describe_acls_resource_flexible_
+            or tagged_fields_describe_acls_resource_flexible_.__class__ is _TagSection
+        ):
             _write_tagged(
                 out,
-                tags__acl_description_flexible__describe_acls_resource_flexible_,
-                tagged_fields_acl_description_flexible__describe_acls_resource_flexible_,
-                "acl_description_flexible.tagged_fields",
-                valid__acl_description_flexible__describe_acls_resource_flexible_,
+                [],
+                tagged_fields_describe_acls_resource_flexible_,
+                "describe_acls_resource_flexible.tagged_fields",
+                None,
             )
-        tags__describe_acls_resource_flexible_ = []
-        valid__describe_acls_resource_flexible_ = None
-        _write_tagged(
-            out,
-            tags__describe_acls_resource_flexible_,
-            tagged_fields_describe_acls_resource_flexible_,
-            "describe_acls_resource_flexible.tagged_fields",
-            valid__describe_acls_resource_flexible_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_acls_response_flexible.tagged_fields", valid_)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "describe_acls_response_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_describe_acls_response_by_version(buf, pos, end, opts, api_version):

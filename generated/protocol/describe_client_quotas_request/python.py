@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -108,10 +109,14 @@ def _decode_component_data(buf, pos, end, opts):
 
 def _encode_component_data(obj, out, index):
     """Append one component_data to out."""
-    own_ = type(obj) is ComponentData
-    entity_type = obj.entity_type if own_ else getattr(obj, "entity_type", "")
-    match_type = obj.match_type if own_ else getattr(obj, "match_type", 0)
-    match = obj.match if own_ else getattr(obj, "match", "")
+    if type(obj) is ComponentData:
+        entity_type = obj.entity_type
+        match_type = obj.match_type
+        match = obj.match
+    else:  # another class: its fields by name, a missing one at its default
+        entity_type = getattr(obj, "entity_type", "")
+        match_type = getattr(obj, "match_type", 0)
+        match = getattr(obj, "match", "")
     if entity_type is None:
         raise _InvalidValueError("may not be null", path="component_data.entity_type")
     else:
@@ -262,9 +267,12 @@ def _encode_describe_client_quotas_request(obj, out, index, api_version):
             f"DescribeClientQuotasRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="describe_client_quotas_request",
         )
-    own_ = type(obj) is DescribeClientQuotasRequest
-    components = obj.components if own_ else getattr(obj, "components", None)
-    strict = obj.strict if own_ else getattr(obj, "strict", False)
+    if type(obj) is DescribeClientQuotasRequest:
+        components = obj.components
+        strict = obj.strict
+    else:  # another class: its fields by name, a missing one at its default
+        components = getattr(obj, "components", None)
+        strict = getattr(obj, "strict", False)
     out += _S3.pack(len(components))
     index_ = 0
     try:
@@ -286,15 +294,22 @@ def _fencode_describe_client_quotas_request(obj, out, index, api_version):
             f"DescribeClientQuotasRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="describe_client_quotas_request",
         )
-    own_ = type(obj) is DescribeClientQuotasRequest
-    components = obj.components if own_ else getattr(obj, "components", None)
-    strict = obj.strict if own_ else getattr(obj, "strict", False)
+    if type(obj) is DescribeClientQuotasRequest:
+        components = obj.components
+        strict = obj.strict
+    else:
+        components = getattr(obj, "components", None)
+        strict = getattr(obj, "strict", False)
     out += _S3.pack(len(components))
     for item_ in components:
-        own__component_data_ = type(item_) is ComponentData
-        entity_type_component_data_ = item_.entity_type if own__component_data_ else getattr(item_, "entity_type", "")
-        match_type_component_data_ = item_.match_type if own__component_data_ else getattr(item_, "match_type", 0)
-        match_component_data_ = item_.match if own__component_data_ else getattr(item_, "match", "")
+        if type(item_) is ComponentData:
+            entity_type_component_data_ = item_.entity_type
+            match_type_component_data_ = item_.match_type
+            match_component_data_ = item_.match
+        else:
+            entity_type_component_data_ = getattr(item_, "entity_type", "")
+            match_type_component_data_ = getattr(item_, "match_type", 0)
+            match_component_data_ = getattr(item_, "match", "")
         b__component_data_ = _STR_ENCODED.get(entity_type_component_data_)
         entity_type_component_data_ = (
             _encode_str(entity_type_component_data_) if b__component_data_ is None else b__component_data_
@@ -382,46 +397,54 @@ def _decode_component_data_flexible(buf, pos, end, opts):
         match = str(buf[pos : pos + n_match], "utf-8", "surrogateescape")
         pos += n_match
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "component_data_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="component_data_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "component_data_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "component_data_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "component_data_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="component_data_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "component_data_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "component_data_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="component_data_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ComponentDataFlexible(entity_type, match_type, match, tagged_fields), pos
 
 
 def _encode_component_data_flexible(obj, out, index):
     """Append one component_data_flexible to out."""
-    own_ = type(obj) is ComponentDataFlexible
-    entity_type = obj.entity_type if own_ else getattr(obj, "entity_type", "")
-    match_type = obj.match_type if own_ else getattr(obj, "match_type", 0)
-    match = obj.match if own_ else getattr(obj, "match", "")
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ComponentDataFlexible:
+        entity_type = obj.entity_type
+        match_type = obj.match_type
+        match = obj.match
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        entity_type = getattr(obj, "entity_type", "")
+        match_type = getattr(obj, "match_type", 0)
+        match = getattr(obj, "match", "")
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if entity_type is None:
         raise _InvalidValueError("may not be null", path="component_data_flexible.entity_type")
     else:
@@ -450,9 +473,10 @@ def _encode_component_data_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "component_data_flexible.match")
 
         out += match
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "component_data_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "component_data_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_describe_client_quotas_request_flexible(buf, pos, end, opts, api_version):
@@ -518,36 +542,39 @@ def _decode_describe_client_quotas_request_flexible(buf, pos, end, opts, api_ver
     (strict,) = _S4.unpack_from(buf, pos)
     pos += 1
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_client_quotas_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_client_quotas_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_client_quotas_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_client_quotas_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_client_quotas_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_client_quotas_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_client_quotas_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_client_quotas_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_client_quotas_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeClientQuotasRequestFlexible(components, strict, tagged_fields), pos
 
 
@@ -640,44 +667,49 @@ def _fdecode_describe_client_quotas_request_flexible(buf, pos, end, opts, api_ve
                 match_component_data_flexible_ = _decode_str(r__component_data_flexible_)
             pos += n_match_component_data_flexible_
         tagged_fields_component_data_flexible_ = []
-        sec__component_data_flexible_ = pos
-        prev__component_data_flexible_, odd__component_data_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__component_data_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__component_data_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "component_data_flexible.tagged_fields"
-            )
-        if n_tags__component_data_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__component_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="component_data_flexible.tagged_fields",
-            )
-        for __component_data_flexible_ in range(n_tags__component_data_flexible_):
-            tag__component_data_flexible_, pos = _read_uvarint32(buf, pos, end, "component_data_flexible.tagged_fields")
-            size__component_data_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "component_data_flexible.tagged_fields"
-            )
-            if size__component_data_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__component_data_flexible_} declares {size__component_data_flexible_} bytes, {end - pos} left",
+            sec__component_data_flexible_ = pos
+            prev__component_data_flexible_, odd__component_data_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__component_data_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__component_data_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "component_data_flexible.tagged_fields"
+                )
+            if n_tags__component_data_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__component_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="component_data_flexible.tagged_fields",
                 )
-            stop__component_data_flexible_ = pos + size__component_data_flexible_
-            if tag__component_data_flexible_ <= prev__component_data_flexible_:
-                odd__component_data_flexible_ = True
-            prev__component_data_flexible_ = tag__component_data_flexible_
-            tagged_fields_component_data_flexible_.append(
-                (tag__component_data_flexible_, bytes(buf[pos:stop__component_data_flexible_]))
-            )
-            pos = stop__component_data_flexible_
-        if odd__component_data_flexible_:
-            tagged_fields_component_data_flexible_ = _keep_tags(
-                tagged_fields_component_data_flexible_, buf[sec__component_data_flexible_:pos], ()
-            )
+            for __component_data_flexible_ in range(n_tags__component_data_flexible_):
+                tag__component_data_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "component_data_flexible.tagged_fields"
+                )
+                size__component_data_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "component_data_flexible.tagged_fields"
+                )
+                if size__component_data_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__component_data_flexible_} declares {size__component_data_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="component_data_flexible.tagged_fields",
+                    )
+                stop__component_data_flexible_ = pos + size__component_data_flexible_
+                if tag__component_data_flexible_ <= prev__component_data_flexible_:
+                    odd__component_data_flexible_ = True
+                prev__component_data_flexible_ = tag__component_data_flexible_
+                tagged_fields_component_data_flexible_.append(
+                    (tag__component_data_flexible_, bytes(buf[pos:stop__component_data_flexible_]))
+                )
+                pos = stop__component_data_flexible_
+            if odd__component_data_flexible_:
+                tagged_fields_component_data_flexible_ = _keep_tags(
+                    tagged_fields_component_data_flexible_, buf[sec__component_data_flexible_:pos], ()
+                )
         value__component_data_flexible_ = _new_object(ComponentDataFlexible)
         value__component_data_flexible_.entity_type = entity_type_component_data_flexible_
         value__component_data_flexible_.match_type = match_type_component_data_flexible_
@@ -688,36 +720,39 @@ def _fdecode_describe_client_quotas_request_flexible(buf, pos, end, opts, api_ve
     (strict,) = _S4.unpack_from(buf, pos)
     pos += 1
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_client_quotas_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_client_quotas_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_client_quotas_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_client_quotas_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_client_quotas_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_client_quotas_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_client_quotas_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_client_quotas_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_client_quotas_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(DescribeClientQuotasRequestFlexible)
     value_.components = components
     value_.strict = strict
@@ -732,10 +767,14 @@ def _encode_describe_client_quotas_request_flexible(obj, out, index, api_version
             f"DescribeClientQuotasRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 1) and (<params>.api_version <= 1)))",
             path="describe_client_quotas_request_flexible",
         )
-    own_ = type(obj) is DescribeClientQuotasRequestFlexible
-    components = obj.components if own_ else getattr(obj, "components", None)
-    strict = obj.strict if own_ else getattr(obj, "strict", False)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeClientQuotasRequestFlexible:
+        components = obj.components
+        strict = obj.strict
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        components = getattr(obj, "components", None)
+        strict = getattr(obj, "strict", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(components)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -756,9 +795,10 @@ def _encode_describe_client_quotas_request_flexible(obj, out, index, api_version
             path=f"describe_client_quotas_request_flexible.components[{index_}]",
         ) from None
     out += _S4.pack(strict)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_client_quotas_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_client_quotas_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_describe_client_quotas_request_flexible(obj, out, index, api_version):
@@ -768,27 +808,30 @@ def _fencode_describe_client_quotas_request_flexible(obj, out, index, api_versio
             f"DescribeClientQuotasRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 1) and (<params>.api_version <= 1)))",
             path="describe_client_quotas_request_flexible",
         )
-    own_ = type(obj) is DescribeClientQuotasRequestFlexible
-    components = obj.components if own_ else getattr(obj, "components", None)
-    strict = obj.strict if own_ else getattr(obj, "strict", False)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeClientQuotasRequestFlexible:
+        components = obj.components
+        strict = obj.strict
+        tagged_fields = obj.tagged_fields
+    else:
+        components = getattr(obj, "components", None)
+        strict = getattr(obj, "strict", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(components)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "describe_client_quotas_request_flexible.components")
     for item_ in components:
-        own__component_data_flexible_ = type(item_) is ComponentDataFlexible
-        entity_type_component_data_flexible_ = (
-            item_.entity_type if own__component_data_flexible_ else getattr(item_, "entity_type", "")
-        )
-        match_type_component_data_flexible_ = (
-            item_.match_type if own__component_data_flexible_ else getattr(item_, "match_type", 0)
-        )
-        match_component_data_flexible_ = item_.match if own__component_data_flexible_ else getattr(item_, "match", "")
-        tagged_fields_component_data_flexible_ = (
-            item_.tagged_fields if own__component_data_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is ComponentDataFlexible:
+            entity_type_component_data_flexible_ = item_.entity_type
+            match_type_component_data_flexible_ = item_.match_type
+            match_component_data_flexible_ = item_.match
+            tagged_fields_component_data_flexible_ = item_.tagged_fields
+        else:
+            entity_type_component_data_flexible_ = getattr(item_, "entity_type", "")
+            match_type_component_data_flexible_ = getattr(item_, "match_type", 0)
+            match_component_data_flexible_ = getattr(item_, "match", "")
+            tagged_fields_component_data_flexible_ = getattr(item_, "tagged_fields", None)
         b__component_data_flexible_ = _STR_ENCODED.get(entity_type_component_data_flexible_)
         entity_type_component_data_flexible_ = (
             _encode_str(entity_type_component_data_flexible_)
@@ -822,19 +865,17 @@ def _fencode_describe_client_quotas_request_flexible(obj, out, index, api_versio
             else:
                 _write_uvarint(out, n__component_data_flexible_ + 1, "component_data_flexible.match")
             out += match_component_data_flexible_
-        tags__component_data_flexible_ = []
-        valid__component_data_flexible_ = None
-        _write_tagged(
-            out,
-            tags__component_data_flexible_,
-            tagged_fields_component_data_flexible_,
-            "component_data_flexible.tagged_fields",
-            valid__component_data_flexible_,
-        )
+        if tagged_fields_component_data_flexible_ or tagged_fields_component_data_flexible_.__class__ is _TagSection:
+            _write_tagged(
+                out, [], tagged_fields_component_data_flexible_, "component_data_flexible.tagged_fields", None
+            )
+        else:
+            out.append(0)
     out += _S4.pack(strict)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_client_quotas_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "describe_client_quotas_request_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_describe_client_quotas_request_by_version(buf, pos, end, opts, api_version):

@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -112,9 +113,12 @@ def _decode_entity_data(buf, pos, end, opts):
 
 def _encode_entity_data(obj, out, index):
     """Append one entity_data to out."""
-    own_ = type(obj) is EntityData
-    entity_type = obj.entity_type if own_ else getattr(obj, "entity_type", "")
-    entity_name = obj.entity_name if own_ else getattr(obj, "entity_name", "")
+    if type(obj) is EntityData:
+        entity_type = obj.entity_type
+        entity_name = obj.entity_name
+    else:  # another class: its fields by name, a missing one at its default
+        entity_type = getattr(obj, "entity_type", "")
+        entity_name = getattr(obj, "entity_name", "")
     if entity_type is None:
         raise _InvalidValueError("may not be null", path="entity_data.entity_type")
     else:
@@ -157,9 +161,12 @@ def _decode_value_data(buf, pos, end, opts):
 
 def _encode_value_data(obj, out, index):
     """Append one value_data to out."""
-    own_ = type(obj) is ValueData
-    key = obj.key if own_ else getattr(obj, "key", "")
-    value = obj.value if own_ else getattr(obj, "value", None)
+    if type(obj) is ValueData:
+        key = obj.key
+        value = obj.value
+    else:  # another class: its fields by name, a missing one at its default
+        key = getattr(obj, "key", "")
+        value = getattr(obj, "value", None)
     if key is None:
         raise _InvalidValueError("may not be null", path="value_data.key")
     else:
@@ -225,9 +232,12 @@ def _decode_entry_data(buf, pos, end, opts):
 
 def _encode_entry_data(obj, out, index):
     """Append one entry_data to out."""
-    own_ = type(obj) is EntryData
-    entity = obj.entity if own_ else getattr(obj, "entity", None)
-    values = obj.values if own_ else getattr(obj, "values", None)
+    if type(obj) is EntryData:
+        entity = obj.entity
+        values = obj.values
+    else:  # another class: its fields by name, a missing one at its default
+        entity = getattr(obj, "entity", None)
+        values = getattr(obj, "values", None)
     out += _S2.pack(len(entity))
     index_ = 0
     try:
@@ -492,11 +502,16 @@ def _encode_describe_client_quotas_response(obj, out, index, api_version):
             f"DescribeClientQuotasResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="describe_client_quotas_response",
         )
-    own_ = type(obj) is DescribeClientQuotasResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    entries = obj.entries if own_ else getattr(obj, "entries", None)
+    if type(obj) is DescribeClientQuotasResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        error_message = obj.error_message
+        entries = obj.entries
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        entries = getattr(obj, "entries", None)
     out += _S3.pack(throttle_time_ms, error_code)
     if error_message is None:
         out += _S0.pack(-1)
@@ -528,11 +543,16 @@ def _fencode_describe_client_quotas_response(obj, out, index, api_version):
             f"DescribeClientQuotasResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="describe_client_quotas_response",
         )
-    own_ = type(obj) is DescribeClientQuotasResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    entries = obj.entries if own_ else getattr(obj, "entries", None)
+    if type(obj) is DescribeClientQuotasResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        error_message = obj.error_message
+        entries = obj.entries
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        entries = getattr(obj, "entries", None)
     out += _S3.pack(throttle_time_ms, error_code)
     if error_message is None:
         out += _S0.pack(-1)
@@ -546,22 +566,20 @@ def _fencode_describe_client_quotas_response(obj, out, index, api_version):
     else:
         out += _S2.pack(len(entries))
         for item_ in entries:
-            own__entry_data_ = type(item_) is EntryData
-            entity_entry_data_ = item_.entity if own__entry_data_ else getattr(item_, "entity", None)
-            values_entry_data_ = item_.values if own__entry_data_ else getattr(item_, "values", None)
+            if type(item_) is EntryData:
+                entity_entry_data_ = item_.entity
+                values_entry_data_ = item_.values
+            else:
+                entity_entry_data_ = getattr(item_, "entity", None)
+                values_entry_data_ = getattr(item_, "values", None)
             out += _S2.pack(len(entity_entry_data_))
             for item__entry_data_ in entity_entry_data_:
-                own__entity_data__entry_data_ = type(item__entry_data_) is EntityData
-                entity_type_entity_data__entry_data_ = (
-                    item__entry_data_.entity_type
-                    if own__entity_data__entry_data_
-                    else getattr(item__entry_data_, "entity_type", "")
-                )
-                entity_name_entity_data__entry_data_ = (
-                    item__entry_data_.entity_name
-                    if own__entity_data__entry_data_
-                    else getattr(item__entry_data_, "entity_name", "")
-                )
+                if type(item__entry_data_) is EntityData:
+                    entity_type_entity_data__entry_data_ = item__entry_data_.entity_type
+                    entity_name_entity_data__entry_data_ = item__entry_data_.entity_name
+                else:
+                    entity_type_entity_data__entry_data_ = getattr(item__entry_data_, "entity_type", "")
+                    entity_name_entity_data__entry_data_ = getattr(item__entry_data_, "entity_name", "")
                 b__entity_data__entry_data_ = _STR_ENCODED.get(entity_type_entity_data__entry_data_)
                 entity_type_entity_data__entry_data_ = (
                     _encode_str(entity_type_entity_data__entry_data_)
@@ -583,15 +601,12 @@ def _fencode_describe_client_quotas_response(obj, out, index, api_version):
                     out += entity_name_entity_data__entry_data_
             out += _S2.pack(len(values_entry_data_))
             for item__entry_data_ in values_entry_data_:
-                own__value_data__entry_data_ = type(item__entry_data_) is ValueData
-                key_value_data__entry_data_ = (
-                    item__entry_data_.key if own__value_data__entry_data_ else getattr(item__entry_data_, "key", "")
-                )
-                value_value_data__entry_data_ = (
-                    item__entry_data_.value
-                    if own__value_data__entry_data_
-                    else getattr(item__entry_data_, "value", None)
-                )
+                if type(item__entry_data_) is ValueData:
+                    key_value_data__entry_data_ = item__entry_data_.key
+                    value_value_data__entry_data_ = item__entry_data_.value
+                else:
+                    key_value_data__entry_data_ = getattr(item__entry_data_, "key", "")
+                    value_value_data__entry_data_ = getattr(item__entry_data_, "value", None)
                 b__value_data__entry_data_ = _STR_ENCODED.get(key_value_data__entry_data_)
                 key_value_data__entry_data_ = (
                     _encode_str(key_value_data__entry_data_)
@@ -662,45 +677,52 @@ def _decode_entity_data_flexible(buf, pos, end, opts):
         entity_name = str(buf[pos : pos + n_entity_name], "utf-8", "surrogateescape")
         pos += n_entity_name
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "entity_data_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="entity_data_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "entity_data_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "entity_data_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "entity_data_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="entity_data_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "entity_data_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "entity_data_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="entity_data_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return EntityDataFlexible(entity_type, entity_name, tagged_fields), pos
 
 
 def _encode_entity_data_flexible(obj, out, index):
     """Append one entity_data_flexible to out."""
-    own_ = type(obj) is EntityDataFlexible
-    entity_type = obj.entity_type if own_ else getattr(obj, "entity_type", "")
-    entity_name = obj.entity_name if own_ else getattr(obj, "entity_name", "")
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is EntityDataFlexible:
+        entity_type = obj.entity_type
+        entity_name = obj.entity_name
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        entity_type = getattr(obj, "entity_type", "")
+        entity_name = getattr(obj, "entity_name", "")
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if entity_type is None:
         raise _InvalidValueError("may not be null", path="entity_data_flexible.entity_type")
     else:
@@ -725,9 +747,10 @@ def _encode_entity_data_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "entity_data_flexible.entity_name")
 
         out += entity_name
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "entity_data_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "entity_data_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_value_data_flexible(buf, pos, end, opts):
@@ -760,45 +783,52 @@ def _decode_value_data_flexible(buf, pos, end, opts):
     (value,) = _S1.unpack_from(buf, pos)
     pos += 8
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "value_data_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="value_data_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "value_data_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "value_data_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "value_data_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="value_data_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "value_data_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "value_data_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="value_data_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ValueDataFlexible(key, value, tagged_fields), pos
 
 
 def _encode_value_data_flexible(obj, out, index):
     """Append one value_data_flexible to out."""
-    own_ = type(obj) is ValueDataFlexible
-    key = obj.key if own_ else getattr(obj, "key", "")
-    value = obj.value if own_ else getattr(obj, "value", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ValueDataFlexible:
+        key = obj.key
+        value = obj.value
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        key = getattr(obj, "key", "")
+        value = getattr(obj, "value", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if key is None:
         raise _InvalidValueError("may not be null", path="value_data_flexible.key")
     else:
@@ -812,9 +842,10 @@ def _encode_value_data_flexible(obj, out, index):
 
         out += key
     out += _S1.pack(value)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "value_data_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "value_data_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_entry_data_flexible(buf, pos, end, opts):
@@ -884,45 +915,52 @@ def _decode_entry_data_flexible(buf, pos, end, opts):
             raise exc.within("entry_data_flexible.values", i_values, "value_data_flexible") from None
         append_values(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "entry_data_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="entry_data_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "entry_data_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "entry_data_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "entry_data_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="entry_data_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "entry_data_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "entry_data_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="entry_data_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return EntryDataFlexible(entity, values, tagged_fields), pos
 
 
 def _encode_entry_data_flexible(obj, out, index):
     """Append one entry_data_flexible to out."""
-    own_ = type(obj) is EntryDataFlexible
-    entity = obj.entity if own_ else getattr(obj, "entity", None)
-    values = obj.values if own_ else getattr(obj, "values", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is EntryDataFlexible:
+        entity = obj.entity
+        values = obj.values
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        entity = getattr(obj, "entity", None)
+        values = getattr(obj, "values", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(entity)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -955,9 +993,10 @@ def _encode_entry_data_flexible(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"entry_data_flexible.values[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "entry_data_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "entry_data_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_describe_client_quotas_response_flexible(buf, pos, end, opts, api_version):
@@ -1069,36 +1108,39 @@ def _decode_describe_client_quotas_response_flexible(buf, pos, end, opts, api_ve
     if null_entries:
         entries = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_client_quotas_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_client_quotas_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_client_quotas_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_client_quotas_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_client_quotas_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_client_quotas_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_client_quotas_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_client_quotas_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_client_quotas_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeClientQuotasResponseFlexible(
         throttle_time_ms, error_code, error_message, entries, tagged_fields
     ), pos
@@ -1255,58 +1297,64 @@ def _fdecode_describe_client_quotas_response_flexible(buf, pos, end, opts, api_v
                     )
                 pos += n_entity_name_entity_data_flexible__entry_data_flexible_
             tagged_fields_entity_data_flexible__entry_data_flexible_ = []
-            sec__entity_data_flexible__entry_data_flexible_ = pos
-            prev__entity_data_flexible__entry_data_flexible_, odd__entity_data_flexible__entry_data_flexible_ = (
-                -1,
-                False,
-            )
-            if pos < end and buf[pos] < 128:
-                n_tags__entity_data_flexible__entry_data_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__entity_data_flexible__entry_data_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "entity_data_flexible.tagged_fields"
+                sec__entity_data_flexible__entry_data_flexible_ = pos
+                prev__entity_data_flexible__entry_data_flexible_, odd__entity_data_flexible__entry_data_flexible_ = (
+                    -1,
+                    False,
                 )
-            if n_tags__entity_data_flexible__entry_data_flexible_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__entity_data_flexible__entry_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="entity_data_flexible.tagged_fields",
-                )
-            for __entity_data_flexible__entry_data_flexible_ in range(
-                n_tags__entity_data_flexible__entry_data_flexible_
-            ):
-                tag__entity_data_flexible__entry_data_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "entity_data_flexible.tagged_fields"
-                )
-                size__entity_data_flexible__entry_data_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "entity_data_flexible.tagged_fields"
-                )
-                if size__entity_data_flexible__entry_data_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__entity_data_flexible__entry_data_flexible_} declares {size__entity_data_flexible__entry_data_flexible_} bytes, {end - pos} left",
+                if pos < end and buf[pos] < 128:
+                    n_tags__entity_data_flexible__entry_data_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__entity_data_flexible__entry_data_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "entity_data_flexible.tagged_fields"
+                    )
+                if n_tags__entity_data_flexible__entry_data_flexible_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__entity_data_flexible__entry_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="entity_data_flexible.tagged_fields",
                     )
-                stop__entity_data_flexible__entry_data_flexible_ = (
-                    pos + size__entity_data_flexible__entry_data_flexible_
-                )
-                if tag__entity_data_flexible__entry_data_flexible_ <= prev__entity_data_flexible__entry_data_flexible_:
-                    odd__entity_data_flexible__entry_data_flexible_ = True
-                prev__entity_data_flexible__entry_data_flexible_ = tag__entity_data_flexible__entry_data_flexible_
-                tagged_fields_entity_data_flexible__entry_data_flexible_.append(
-                    (
-                        tag__entity_data_flexible__entry_data_flexible_,
-                        bytes(buf[pos:stop__entity_data_flexible__entry_data_flexible_]),
+                for __entity_data_flexible__entry_data_flexible_ in range(
+                    n_tags__entity_data_flexible__entry_data_flexible_
+                ):
+                    tag__entity_data_flexible__entry_data_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "entity_data_flexible.tagged_fields"
                     )
-                )
-                pos = stop__entity_data_flexible__entry_data_flexible_
-            if odd__entity_data_flexible__entry_data_flexible_:
-                tagged_fields_entity_data_flexible__entry_data_flexible_ = _keep_tags(
-                    tagged_fields_entity_data_flexible__entry_data_flexible_,
-                    buf[sec__entity_data_flexible__entry_data_flexible_:pos],
-                    (),
-                )
+                    size__entity_data_flexible__entry_data_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "entity_data_flexible.tagged_fields"
+                    )
+                    if size__entity_data_flexible__entry_data_flexible_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__entity_data_flexible__entry_data_flexible_} declares {size__entity_data_flexible__entry_data_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="entity_data_flexible.tagged_fields",
+                        )
+                    stop__entity_data_flexible__entry_data_flexible_ = (
+                        pos + size__entity_data_flexible__entry_data_flexible_
+                    )
+                    if (
+                        tag__entity_data_flexible__entry_data_flexible_
+                        <= prev__entity_data_flexible__entry_data_flexible_
+                    ):
+                        odd__entity_data_flexible__entry_data_flexible_ = True
+                    prev__entity_data_flexible__entry_data_flexible_ = tag__entity_data_flexible__entry_data_flexible_
+                    tagged_fields_entity_data_flexible__entry_data_flexible_.append(
+                        (
+                            tag__entity_data_flexible__entry_data_flexible_,
+                            bytes(buf[pos:stop__entity_data_flexible__entry_data_flexible_]),
+                        )
+                    )
+                    pos = stop__entity_data_flexible__entry_data_flexible_
+                if odd__entity_data_flexible__entry_data_flexible_:
+                    tagged_fields_entity_data_flexible__entry_data_flexible_ = _keep_tags(
+                        tagged_fields_entity_data_flexible__entry_data_flexible_,
+                        buf[sec__entity_data_flexible__entry_data_flexible_:pos],
+                        (),
+                    )
             value__entity_data_flexible__entry_data_flexible_ = _new_object(EntityDataFlexible)
             value__entity_data_flexible__entry_data_flexible_.entity_type = (
                 entity_type_entity_data_flexible__entry_data_flexible_
@@ -1378,54 +1426,64 @@ def _fdecode_describe_client_quotas_response_flexible(buf, pos, end, opts, api_v
             (value_value_data_flexible__entry_data_flexible_,) = _S1.unpack_from(buf, pos)
             pos += 8
             tagged_fields_value_data_flexible__entry_data_flexible_ = []
-            sec__value_data_flexible__entry_data_flexible_ = pos
-            prev__value_data_flexible__entry_data_flexible_, odd__value_data_flexible__entry_data_flexible_ = (
-                -1,
-                False,
-            )
-            if pos < end and buf[pos] < 128:
-                n_tags__value_data_flexible__entry_data_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__value_data_flexible__entry_data_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "value_data_flexible.tagged_fields"
+                sec__value_data_flexible__entry_data_flexible_ = pos
+                prev__value_data_flexible__entry_data_flexible_, odd__value_data_flexible__entry_data_flexible_ = (
+                    -1,
+                    False,
                 )
-            if n_tags__value_data_flexible__entry_data_flexible_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__value_data_flexible__entry_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="value_data_flexible.tagged_fields",
-                )
-            for __value_data_flexible__entry_data_flexible_ in range(n_tags__value_data_flexible__entry_data_flexible_):
-                tag__value_data_flexible__entry_data_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "value_data_flexible.tagged_fields"
-                )
-                size__value_data_flexible__entry_data_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "value_data_flexible.tagged_fields"
-                )
-                if size__value_data_flexible__entry_data_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__value_data_flexible__entry_data_flexible_} declares {size__value_data_flexible__entry_data_flexible_} bytes, {end - pos} left",
+                if pos < end and buf[pos] < 128:
+                    n_tags__value_data_flexible__entry_data_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__value_data_flexible__entry_data_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "value_data_flexible.tagged_fields"
+                    )
+                if n_tags__value_data_flexible__entry_data_flexible_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__value_data_flexible__entry_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="value_data_flexible.tagged_fields",
                     )
-                stop__value_data_flexible__entry_data_flexible_ = pos + size__value_data_flexible__entry_data_flexible_
-                if tag__value_data_flexible__entry_data_flexible_ <= prev__value_data_flexible__entry_data_flexible_:
-                    odd__value_data_flexible__entry_data_flexible_ = True
-                prev__value_data_flexible__entry_data_flexible_ = tag__value_data_flexible__entry_data_flexible_
-                tagged_fields_value_data_flexible__entry_data_flexible_.append(
-                    (
-                        tag__value_data_flexible__entry_data_flexible_,
-                        bytes(buf[pos:stop__value_data_flexible__entry_data_flexible_]),
+                for __value_data_flexible__entry_data_flexible_ in range(
+                    n_tags__value_data_flexible__entry_data_flexible_
+                ):
+                    tag__value_data_flexible__entry_data_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "value_data_flexible.tagged_fields"
                     )
-                )
-                pos = stop__value_data_flexible__entry_data_flexible_
-            if odd__value_data_flexible__entry_data_flexible_:
-                tagged_fields_value_data_flexible__entry_data_flexible_ = _keep_tags(
-                    tagged_fields_value_data_flexible__entry_data_flexible_,
-                    buf[sec__value_data_flexible__entry_data_flexible_:pos],
-                    (),
-                )
+                    size__value_data_flexible__entry_data_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "value_data_flexible.tagged_fields"
+                    )
+                    if size__value_data_flexible__entry_data_flexible_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__value_data_flexible__entry_data_flexible_} declares {size__value_data_flexible__entry_data_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="value_data_flexible.tagged_fields",
+                        )
+                    stop__value_data_flexible__entry_data_flexible_ = (
+                        pos + size__value_data_flexible__entry_data_flexible_
+                    )
+                    if (
+                        tag__value_data_flexible__entry_data_flexible_
+                        <= prev__value_data_flexible__entry_data_flexible_
+                    ):
+                        odd__value_data_flexible__entry_data_flexible_ = True
+                    prev__value_data_flexible__entry_data_flexible_ = tag__value_data_flexible__entry_data_flexible_
+                    tagged_fields_value_data_flexible__entry_data_flexible_.append(
+                        (
+                            tag__value_data_flexible__entry_data_flexible_,
+                            bytes(buf[pos:stop__value_data_flexible__entry_data_flexible_]),
+                        )
+                    )
+                    pos = stop__value_data_flexible__entry_data_flexible_
+                if odd__value_data_flexible__entry_data_flexible_:
+                    tagged_fields_value_data_flexible__entry_data_flexible_ = _keep_tags(
+                        tagged_fields_value_data_flexible__entry_data_flexible_,
+                        buf[sec__value_data_flexible__entry_data_flexible_:pos],
+                        (),
+                    )
             value__value_data_flexible__entry_data_flexible_ = _new_object(ValueDataFlexible)
             value__value_data_flexible__entry_data_flexible_.key = key_value_data_flexible__entry_data_flexible_
             value__value_data_flexible__entry_data_flexible_.value = value_value_data_flexible__entry_data_flexible_
@@ -1435,40 +1493,43 @@ def _fdecode_describe_client_quotas_response_flexible(buf, pos, end, opts, api_v
             item__entry_data_flexible_ = value__value_data_flexible__entry_data_flexible_
             append_values_entry_data_flexible_(item__entry_data_flexible_)
         tagged_fields_entry_data_flexible_ = []
-        sec__entry_data_flexible_ = pos
-        prev__entry_data_flexible_, odd__entry_data_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__entry_data_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__entry_data_flexible_, pos = _read_uvarint32(buf, pos, end, "entry_data_flexible.tagged_fields")
-        if n_tags__entry_data_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__entry_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="entry_data_flexible.tagged_fields",
-            )
-        for __entry_data_flexible_ in range(n_tags__entry_data_flexible_):
-            tag__entry_data_flexible_, pos = _read_uvarint32(buf, pos, end, "entry_data_flexible.tagged_fields")
-            size__entry_data_flexible_, pos = _read_uvarint32(buf, pos, end, "entry_data_flexible.tagged_fields")
-            if size__entry_data_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__entry_data_flexible_} declares {size__entry_data_flexible_} bytes, {end - pos} left",
+            sec__entry_data_flexible_ = pos
+            prev__entry_data_flexible_, odd__entry_data_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__entry_data_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__entry_data_flexible_, pos = _read_uvarint32(buf, pos, end, "entry_data_flexible.tagged_fields")
+            if n_tags__entry_data_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__entry_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="entry_data_flexible.tagged_fields",
                 )
-            stop__entry_data_flexible_ = pos + size__entry_data_flexible_
-            if tag__entry_data_flexible_ <= prev__entry_data_flexible_:
-                odd__entry_data_flexible_ = True
-            prev__entry_data_flexible_ = tag__entry_data_flexible_
-            tagged_fields_entry_data_flexible_.append(
-                (tag__entry_data_flexible_, bytes(buf[pos:stop__entry_data_flexible_]))
-            )
-            pos = stop__entry_data_flexible_
-        if odd__entry_data_flexible_:
-            tagged_fields_entry_data_flexible_ = _keep_tags(
-                tagged_fields_entry_data_flexible_, buf[sec__entry_data_flexible_:pos], ()
-            )
+            for __entry_data_flexible_ in range(n_tags__entry_data_flexible_):
+                tag__entry_data_flexible_, pos = _read_uvarint32(buf, pos, end, "entry_data_flexible.tagged_fields")
+                size__entry_data_flexible_, pos = _read_uvarint32(buf, pos, end, "entry_data_flexible.tagged_fields")
+                if size__entry_data_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__entry_data_flexible_} declares {size__entry_data_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="entry_data_flexible.tagged_fields",
+                    )
+                stop__entry_data_flexible_ = pos + size__entry_data_flexible_
+                if tag__entry_data_flexible_ <= prev__entry_data_flexible_:
+                    odd__entry_data_flexible_ = True
+                prev__entry_data_flexible_ = tag__entry_data_flexible_
+                tagged_fields_entry_data_flexible_.append(
+                    (tag__entry_data_flexible_, bytes(buf[pos:stop__entry_data_flexible_]))
+                )
+                pos = stop__entry_data_flexible_
+            if odd__entry_data_flexible_:
+                tagged_fields_entry_data_flexible_ = _keep_tags(
+                    tagged_fields_entry_data_flexible_, buf[sec__entry_data_flexible_:pos], ()
+                )
         value__entry_data_flexible_ = _new_object(EntryDataFlexible)
         value__entry_data_flexible_.entity = entity_entry_data_flexible_
         value__entry_data_flexible_.values = values_entry_data_flexible_
@@ -1482,36 +1543,39 @@ def _fdecode_describe_client_quotas_response_flexible(buf, pos, end, opts, api_v
     if null_entries:
         entries = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_client_quotas_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_client_quotas_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_client_quotas_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_client_quotas_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_client_quotas_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_client_quotas_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_client_quotas_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_client_quotas_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_client_quotas_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(DescribeClientQuotasResponseFlexible)
     value_.throttle_time_ms = throttle_time_ms
     value_.error_code = error_code
@@ -1528,12 +1592,18 @@ def _encode_describe_client_quotas_response_flexible(obj, out, index, api_versio
             f"DescribeClientQuotasResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 1) and (<params>.api_version <= 1)))",
             path="describe_client_quotas_response_flexible",
         )
-    own_ = type(obj) is DescribeClientQuotasResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    entries = obj.entries if own_ else getattr(obj, "entries", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeClientQuotasResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        error_message = obj.error_message
+        entries = obj.entries
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        entries = getattr(obj, "entries", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S3.pack(throttle_time_ms, error_code)
     if error_message is None:
         out.append(0)
@@ -1569,9 +1639,10 @@ def _encode_describe_client_quotas_response_flexible(obj, out, index, api_versio
                 f"cannot encode: {type(exc).__name__}: {exc}",
                 path=f"describe_client_quotas_response_flexible.entries[{index_}]",
             ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_client_quotas_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_client_quotas_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_describe_client_quotas_response_flexible(obj, out, index, api_version):
@@ -1581,12 +1652,18 @@ def _fencode_describe_client_quotas_response_flexible(obj, out, index, api_versi
             f"DescribeClientQuotasResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 1) and (<params>.api_version <= 1)))",
             path="describe_client_quotas_response_flexible",
         )
-    own_ = type(obj) is DescribeClientQuotasResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    entries = obj.entries if own_ else getattr(obj, "entries", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeClientQuotasResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        error_message = obj.error_message
+        entries = obj.entries
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        entries = getattr(obj, "entries", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S3.pack(throttle_time_ms, error_code)
     if error_message is None:
         out.append(0)
@@ -1608,34 +1685,34 @@ def _fencode_describe_client_quotas_response_flexible(obj, out, index, api_versi
         else:
             _write_uvarint(out, n_ + 1, "describe_client_quotas_response_flexible.entries")
         for item_ in entries:
-            own__entry_data_flexible_ = type(item_) is EntryDataFlexible
-            entity_entry_data_flexible_ = item_.entity if own__entry_data_flexible_ else getattr(item_, "entity", None)
-            values_entry_data_flexible_ = item_.values if own__entry_data_flexible_ else getattr(item_, "values", None)
-            tagged_fields_entry_data_flexible_ = (
-                item_.tagged_fields if own__entry_data_flexible_ else getattr(item_, "tagged_fields", None)
-            )
+            if type(item_) is EntryDataFlexible:
+                entity_entry_data_flexible_ = item_.entity
+                values_entry_data_flexible_ = item_.values
+                tagged_fields_entry_data_flexible_ = item_.tagged_fields
+            else:
+                entity_entry_data_flexible_ = getattr(item_, "entity", None)
+                values_entry_data_flexible_ = getattr(item_, "values", None)
+                tagged_fields_entry_data_flexible_ = getattr(item_, "tagged_fields", None)
             n__entry_data_flexible_ = len(entity_entry_data_flexible_)
             if -1 <= n__entry_data_flexible_ < 16383:
                 out += _UV_BYTES[n__entry_data_flexible_ + 1]
             else:
                 _write_uvarint(out, n__entry_data_flexible_ + 1, "entry_data_flexible.entity")
             for item__entry_data_flexible_ in entity_entry_data_flexible_:
-                own__entity_data_flexible__entry_data_flexible_ = type(item__entry_data_flexible_) is EntityDataFlexible
-                entity_type_entity_data_flexible__entry_data_flexible_ = (
-                    item__entry_data_flexible_.entity_type
-                    if own__entity_data_flexible__entry_data_flexible_
-                    else getattr(item__entry_data_flexible_, "entity_type", "")
-                )
-                entity_name_entity_data_flexible__entry_data_flexible_ = (
-                    item__entry_data_flexible_.entity_name
-                    if own__entity_data_flexible__entry_data_flexible_
-                    else getattr(item__entry_data_flexible_, "entity_name", "")
-                )
-                tagged_fields_entity_data_flexible__entry_data_flexible_ = (
-                    item__entry_data_flexible_.tagged_fields
-                    if own__entity_data_flexible__entry_data_flexible_
-                    else getattr(item__entry_data_flexible_, "tagged_fields", None)
-                )
+                if type(item__entry_data_flexible_) is EntityDataFlexible:
+                    entity_type_entity_data_flexible__entry_data_flexible_ = item__entry_data_flexible_.entity_type
+                    entity_name_entity_data_flexible__entry_data_flexible_ = item__entry_data_flexible_.entity_name
+                    tagged_fields_entity_data_flexible__entry_data_flexible_ = item__entry_data_flexible_.tagged_fields
+                else:
+                    entity_type_entity_data_flexible__entry_data_flexible_ = getattr(
+                        item__entry_data_flexible_, "entity_type", ""
+                    )
+                    entity_name_entity_data_flexible__entry_data_flexible_ = getattr(
+                        item__entry_data_flexible_, "entity_name", ""
+                    )
+                    tagged_fields_entity_data_flexible__entry_data_flexible_ = getattr(
+                        item__entry_data_flexible_, "tagged_fields", None
+                    )
                 b__entity_data_flexible__entry_data_flexible_ = _STR_ENCODED.get(
                     entity_type_entity_data_flexible__entry_data_flexible_
                 )
@@ -1675,37 +1752,35 @@ def _fencode_describe_client_quotas_response_flexible(obj, out, index, api_versi
                             out, n__entity_data_flexible__entry_data_flexible_ + 1, "entity_data_flexible.entity_name"
                         )
                     out += entity_name_entity_data_flexible__entry_data_flexible_
-                tags__entity_data_flexible__entry_data_flexible_ = []
-                valid__entity_data_flexible__entry_data_flexible_ = None
-                _write_tagged(
-                    out,
-                    tags__entity_data_flexible__entry_data_flexible_,
-                    tagged_fields_entity_data_flexible__entry_data_flexible_,
-                    "entity_data_flexible.tagged_fields",
-                    valid__entity_data_flexible__entry_data_flexible_,
-                )
+                if (
+                    tagged_fields_entity_data_flexible__entry_data_flexible_
+                    or tagged_fields_entity_data_flexible__entry_data_flexible_.__class__ is _TagSection
+                ):
+                    _write_tagged(
+                        out,
+                        [],
+                        tagged_fields_entity_data_flexible__entry_data_flexible_,
+                        "entity_data_flexible.tagged_fields",
+                        None,
+                    )
+                else:
+                    out.append(0)
             n__entry_data_flexible_ = len(values_entry_data_flexible_)
             if -1 <= n__entry_data_flexible_ < 16383:
                 out += _UV_BYTES[n__entry_data_flexible_ + 1]
             else:
                 _write_uvarint(out, n__entry_data_flexible_ + 1, "entry_data_flexible.values")
             for item__entry_data_flexible_ in values_entry_data_flexible_:
-                own__value_data_flexible__entry_data_flexible_ = type(item__entry_data_flexible_) is ValueDataFlexible
-                key_value_data_flexible__entry_data_flexible_ = (
-                    item__entry_data_flexible_.key
-                    if own__value_data_flexible__entry_data_flexible_
-                    else getattr(item__entry_data_flexible_, "key", "")
-                )
-                value_value_data_flexible__entry_data_flexible_ = (
-                    item__entry_data_flexible_.value
-                    if own__value_data_flexible__entry_data_flexible_
-                    else getattr(item__entry_data_flexible_, "value", None)
-                )
-                tagged_fields_value_data_flexible__entry_data_flexible_ = (
-                    item__entry_data_flexible_.tagged_fields
-                    if own__value_data_flexible__entry_data_flexible_
-                    else getattr(item__entry_data_flexible_, "tagged_fields", None)
-                )
+                if type(item__entry_data_flexible_) is ValueDataFlexible:
+                    key_value_data_flexible__entry_data_flexible_ = item__entry_data_flexible_.key
+                    value_value_data_flexible__entry_data_flexible_ = item__entry_data_flexible_.value
+                    tagged_fields_value_data_flexible__entry_data_flexible_ = item__entry_data_flexible_.tagged_fields
+                else:
+                    key_value_data_flexible__entry_data_flexible_ = getattr(item__entry_data_flexible_, "key", "")
+                    value_value_data_flexible__entry_data_flexible_ = getattr(item__entry_data_flexible_, "value", None)
+                    tagged_fields_value_data_flexible__entry_data_flexible_ = getattr(
+                        item__entry_data_flexible_, "tagged_fields", None
+                    )
                 b__value_data_flexible__entry_data_flexible_ = _STR_ENCODED.get(
                     key_value_data_flexible__entry_data_flexible_
                 )
@@ -1721,27 +1796,27 @@ def _fencode_describe_client_quotas_response_flexible(obj, out, index, api_versi
                     _write_uvarint(out, n__value_data_flexible__entry_data_flexible_ + 1, "value_data_flexible.key")
                 out += key_value_data_flexible__entry_data_flexible_
                 out += _S1.pack(value_value_data_flexible__entry_data_flexible_)
-                tags__value_data_flexible__entry_data_flexible_ = []
-                valid__value_data_flexible__entry_data_flexible_ = None
-                _write_tagged(
-                    out,
-                    tags__value_data_flexible__entry_data_flexible_,
-                    tagged_fields_value_data_flexible__entry_data_flexible_,
-                    "value_data_flexible.tagged_fields",
-                    valid__value_data_flexible__entry_data_flexible_,
-                )
-            tags__entry_data_flexible_ = []
-            valid__entry_data_flexible_ = None
-            _write_tagged(
-                out,
-                tags__entry_data_flexible_,
-                tagged_fields_entry_data_flexible_,
-                "entry_data_flexible.tagged_fields",
-                valid__entry_data_flexible_,
-            )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_client_quotas_response_flexible.tagged_fields", valid_)
+                if (
+                    tagged_fields_value_data_flexible__entry_data_flexible_
+                    or tagged_fields_value_data_flexible__entry_data_flexible_.__class__ is _TagSection
+                ):
+                    _write_tagged(
+                        out,
+                        [],
+                        tagged_fields_value_data_flexible__entry_data_flexible_,
+                        "value_data_flexible.tagged_fields",
+                        None,
+                    )
+                else:
+                    out.append(0)
+            if tagged_fields_entry_data_flexible_ or tagged_fields_entry_data_flexible_.__class__ is _TagSection:
+                _write_tagged(out, [], tagged_fields_entry_data_flexible_, "entry_data_flexible.tagged_fields", None)
+            else:
+                out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "describe_client_quotas_response_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_describe_client_quotas_response_by_version(buf, pos, end, opts, api_version):

@@ -19,6 +19,7 @@ from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -72,36 +73,39 @@ def _decode_describe_cluster_request(buf, pos, end, opts, api_version):
     else:
         endpoint_type = 1
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_cluster_request.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_cluster_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_cluster_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeClusterRequest(include_cluster_authorized_operations, endpoint_type, tagged_fields), pos
 
 
@@ -123,36 +127,39 @@ def _fdecode_describe_cluster_request(buf, pos, end, opts, api_version):
     else:
         endpoint_type = 1
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_cluster_request.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_cluster_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_cluster_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(DescribeClusterRequest)  # slots set directly: a third of the cost of calling __init__
     value_.include_cluster_authorized_operations = include_cluster_authorized_operations
     value_.endpoint_type = endpoint_type
@@ -167,14 +174,14 @@ def _encode_describe_cluster_request(obj, out, index, api_version):
             f"DescribeClusterRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="describe_cluster_request",
         )
-    own_ = type(obj) is DescribeClusterRequest
-    include_cluster_authorized_operations = (
-        obj.include_cluster_authorized_operations
-        if own_
-        else getattr(obj, "include_cluster_authorized_operations", False)
-    )
-    endpoint_type = obj.endpoint_type if own_ else getattr(obj, "endpoint_type", 1)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeClusterRequest:
+        include_cluster_authorized_operations = obj.include_cluster_authorized_operations
+        endpoint_type = obj.endpoint_type
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        include_cluster_authorized_operations = getattr(obj, "include_cluster_authorized_operations", False)
+        endpoint_type = getattr(obj, "endpoint_type", 1)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(include_cluster_authorized_operations)
     if api_version >= 1:
         if -128 <= endpoint_type <= 127:
@@ -183,9 +190,10 @@ def _encode_describe_cluster_request(obj, out, index, api_version):
             raise _InvalidValueError(
                 f"{endpoint_type} does not fit int8", path="describe_cluster_request.endpoint_type"
             )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_cluster_request.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_cluster_request.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_describe_cluster_request(obj, out, index, api_version):
@@ -195,14 +203,14 @@ def _fencode_describe_cluster_request(obj, out, index, api_version):
             f"DescribeClusterRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="describe_cluster_request",
         )
-    own_ = type(obj) is DescribeClusterRequest
-    include_cluster_authorized_operations = (
-        obj.include_cluster_authorized_operations
-        if own_
-        else getattr(obj, "include_cluster_authorized_operations", False)
-    )
-    endpoint_type = obj.endpoint_type if own_ else getattr(obj, "endpoint_type", 1)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeClusterRequest:
+        include_cluster_authorized_operations = obj.include_cluster_authorized_operations
+        endpoint_type = obj.endpoint_type
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        include_cluster_authorized_operations = getattr(obj, "include_cluster_authorized_operations", False)
+        endpoint_type = getattr(obj, "endpoint_type", 1)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(include_cluster_authorized_operations)
     if api_version >= 1:
         if -128 <= endpoint_type <= 127:
@@ -211,9 +219,10 @@ def _fencode_describe_cluster_request(obj, out, index, api_version):
             raise _InvalidValueError(
                 f"{endpoint_type} does not fit int8", path="describe_cluster_request.endpoint_type"
             )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_cluster_request.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_cluster_request.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_describe_cluster_request_v2(buf, pos, end, opts, api_version):
@@ -233,36 +242,39 @@ def _decode_describe_cluster_request_v2(buf, pos, end, opts, api_version):
     ) = _S2.unpack_from(buf, pos)
     pos += 3
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_request_v2.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_cluster_request_v2.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_request_v2.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_request_v2.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_request_v2.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_cluster_request_v2.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_request_v2.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_request_v2.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_cluster_request_v2.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeClusterRequestV2(
         include_cluster_authorized_operations, endpoint_type, include_fenced_brokers, tagged_fields
     ), pos
@@ -283,36 +295,39 @@ def _fdecode_describe_cluster_request_v2(buf, pos, end, opts, api_version):
     ) = _S2.unpack_from(buf, pos)
     pos += 3
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_request_v2.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_cluster_request_v2.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_request_v2.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_request_v2.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_request_v2.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_cluster_request_v2.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_request_v2.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_request_v2.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_cluster_request_v2.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(DescribeClusterRequestV2)  # slots set directly: a third of the cost of calling __init__
     value_.include_cluster_authorized_operations = include_cluster_authorized_operations
     value_.endpoint_type = endpoint_type
@@ -328,19 +343,21 @@ def _encode_describe_cluster_request_v2(obj, out, index, api_version):
             f"DescribeClusterRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 2)))",
             path="describe_cluster_request_v2",
         )
-    own_ = type(obj) is DescribeClusterRequestV2
-    include_cluster_authorized_operations = (
-        obj.include_cluster_authorized_operations
-        if own_
-        else getattr(obj, "include_cluster_authorized_operations", False)
-    )
-    endpoint_type = obj.endpoint_type if own_ else getattr(obj, "endpoint_type", 1)
-    include_fenced_brokers = obj.include_fenced_brokers if own_ else getattr(obj, "include_fenced_brokers", False)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeClusterRequestV2:
+        include_cluster_authorized_operations = obj.include_cluster_authorized_operations
+        endpoint_type = obj.endpoint_type
+        include_fenced_brokers = obj.include_fenced_brokers
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        include_cluster_authorized_operations = getattr(obj, "include_cluster_authorized_operations", False)
+        endpoint_type = getattr(obj, "endpoint_type", 1)
+        include_fenced_brokers = getattr(obj, "include_fenced_brokers", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(include_cluster_authorized_operations, endpoint_type, include_fenced_brokers)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_cluster_request_v2.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_cluster_request_v2.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_describe_cluster_request_v2(obj, out, index, api_version):
@@ -350,19 +367,21 @@ def _fencode_describe_cluster_request_v2(obj, out, index, api_version):
             f"DescribeClusterRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 2)))",
             path="describe_cluster_request_v2",
         )
-    own_ = type(obj) is DescribeClusterRequestV2
-    include_cluster_authorized_operations = (
-        obj.include_cluster_authorized_operations
-        if own_
-        else getattr(obj, "include_cluster_authorized_operations", False)
-    )
-    endpoint_type = obj.endpoint_type if own_ else getattr(obj, "endpoint_type", 1)
-    include_fenced_brokers = obj.include_fenced_brokers if own_ else getattr(obj, "include_fenced_brokers", False)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeClusterRequestV2:
+        include_cluster_authorized_operations = obj.include_cluster_authorized_operations
+        endpoint_type = obj.endpoint_type
+        include_fenced_brokers = obj.include_fenced_brokers
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        include_cluster_authorized_operations = getattr(obj, "include_cluster_authorized_operations", False)
+        endpoint_type = getattr(obj, "endpoint_type", 1)
+        include_fenced_brokers = getattr(obj, "include_fenced_brokers", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(include_cluster_authorized_operations, endpoint_type, include_fenced_brokers)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_cluster_request_v2.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_cluster_request_v2.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_describe_cluster_request_by_version(buf, pos, end, opts, api_version):

@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -122,47 +123,56 @@ def _decode_describe_cluster_broker(buf, pos, end, opts):
         rack = str(buf[pos : pos + n_rack], "utf-8", "surrogateescape")
         pos += n_rack
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_broker.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_cluster_broker.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_broker.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_broker.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_broker.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_cluster_broker.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_broker.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_broker.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_cluster_broker.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeClusterBroker(broker_id, host, port, rack, tagged_fields), pos
 
 
 def _encode_describe_cluster_broker(obj, out, index):
     """Append one describe_cluster_broker to out."""
-    own_ = type(obj) is DescribeClusterBroker
-    broker_id = obj.broker_id if own_ else getattr(obj, "broker_id", 0)
-    host = obj.host if own_ else getattr(obj, "host", "")
-    port = obj.port if own_ else getattr(obj, "port", 0)
-    rack = obj.rack if own_ else getattr(obj, "rack", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeClusterBroker:
+        broker_id = obj.broker_id
+        host = obj.host
+        port = obj.port
+        rack = obj.rack
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        broker_id = getattr(obj, "broker_id", 0)
+        host = getattr(obj, "host", "")
+        port = getattr(obj, "port", 0)
+        rack = getattr(obj, "rack", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(broker_id)
     if host is None:
         raise _InvalidValueError("may not be null", path="describe_cluster_broker.host")
@@ -189,9 +199,10 @@ def _encode_describe_cluster_broker(obj, out, index):
             _write_uvarint(out, n_ + 1, "describe_cluster_broker.rack")
 
         out += rack
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_cluster_broker.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_cluster_broker.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_describe_cluster_response(buf, pos, end, opts, api_version):
@@ -325,36 +336,39 @@ def _decode_describe_cluster_response(buf, pos, end, opts, api_version):
     (cluster_authorized_operations,) = _S0.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_cluster_response.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_cluster_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_cluster_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeClusterResponse(
         throttle_time_ms,
         error_code,
@@ -506,44 +520,49 @@ def _fdecode_describe_cluster_response(buf, pos, end, opts, api_version):
                 rack_describe_cluster_broker_ = _decode_str(r__describe_cluster_broker_)
             pos += n_rack_describe_cluster_broker_
         tagged_fields_describe_cluster_broker_ = []
-        sec__describe_cluster_broker_ = pos
-        prev__describe_cluster_broker_, odd__describe_cluster_broker_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__describe_cluster_broker_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__describe_cluster_broker_, pos = _read_uvarint32(
-                buf, pos, end, "describe_cluster_broker.tagged_fields"
-            )
-        if n_tags__describe_cluster_broker_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__describe_cluster_broker_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="describe_cluster_broker.tagged_fields",
-            )
-        for __describe_cluster_broker_ in range(n_tags__describe_cluster_broker_):
-            tag__describe_cluster_broker_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_broker.tagged_fields")
-            size__describe_cluster_broker_, pos = _read_uvarint32(
-                buf, pos, end, "describe_cluster_broker.tagged_fields"
-            )
-            if size__describe_cluster_broker_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__describe_cluster_broker_} declares {size__describe_cluster_broker_} bytes, {end - pos} left",
+            sec__describe_cluster_broker_ = pos
+            prev__describe_cluster_broker_, odd__describe_cluster_broker_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__describe_cluster_broker_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__describe_cluster_broker_, pos = _read_uvarint32(
+                    buf, pos, end, "describe_cluster_broker.tagged_fields"
+                )
+            if n_tags__describe_cluster_broker_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__describe_cluster_broker_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="describe_cluster_broker.tagged_fields",
                 )
-            stop__describe_cluster_broker_ = pos + size__describe_cluster_broker_
-            if tag__describe_cluster_broker_ <= prev__describe_cluster_broker_:
-                odd__describe_cluster_broker_ = True
-            prev__describe_cluster_broker_ = tag__describe_cluster_broker_
-            tagged_fields_describe_cluster_broker_.append(
-                (tag__describe_cluster_broker_, bytes(buf[pos:stop__describe_cluster_broker_]))
-            )
-            pos = stop__describe_cluster_broker_
-        if odd__describe_cluster_broker_:
-            tagged_fields_describe_cluster_broker_ = _keep_tags(
-                tagged_fields_describe_cluster_broker_, buf[sec__describe_cluster_broker_:pos], ()
-            )
+            for __describe_cluster_broker_ in range(n_tags__describe_cluster_broker_):
+                tag__describe_cluster_broker_, pos = _read_uvarint32(
+                    buf, pos, end, "describe_cluster_broker.tagged_fields"
+                )
+                size__describe_cluster_broker_, pos = _read_uvarint32(
+                    buf, pos, end, "describe_cluster_broker.tagged_fields"
+                )
+                if size__describe_cluster_broker_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__describe_cluster_broker_} declares {size__describe_cluster_broker_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="describe_cluster_broker.tagged_fields",
+                    )
+                stop__describe_cluster_broker_ = pos + size__describe_cluster_broker_
+                if tag__describe_cluster_broker_ <= prev__describe_cluster_broker_:
+                    odd__describe_cluster_broker_ = True
+                prev__describe_cluster_broker_ = tag__describe_cluster_broker_
+                tagged_fields_describe_cluster_broker_.append(
+                    (tag__describe_cluster_broker_, bytes(buf[pos:stop__describe_cluster_broker_]))
+                )
+                pos = stop__describe_cluster_broker_
+            if odd__describe_cluster_broker_:
+                tagged_fields_describe_cluster_broker_ = _keep_tags(
+                    tagged_fields_describe_cluster_broker_, buf[sec__describe_cluster_broker_:pos], ()
+                )
         value__describe_cluster_broker_ = _new_object(DescribeClusterBroker)
         value__describe_cluster_broker_.broker_id = broker_id_describe_cluster_broker_
         value__describe_cluster_broker_.host = host_describe_cluster_broker_
@@ -555,36 +574,39 @@ def _fdecode_describe_cluster_response(buf, pos, end, opts, api_version):
     (cluster_authorized_operations,) = _S0.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_cluster_response.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_cluster_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_cluster_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(DescribeClusterResponse)
     value_.throttle_time_ms = throttle_time_ms
     value_.error_code = error_code
@@ -605,18 +627,26 @@ def _encode_describe_cluster_response(obj, out, index, api_version):
             f"DescribeClusterResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="describe_cluster_response",
         )
-    own_ = type(obj) is DescribeClusterResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", None)
-    endpoint_type = obj.endpoint_type if own_ else getattr(obj, "endpoint_type", 1)
-    cluster_id = obj.cluster_id if own_ else getattr(obj, "cluster_id", "")
-    controller_id = obj.controller_id if own_ else getattr(obj, "controller_id", -1)
-    brokers = obj.brokers if own_ else getattr(obj, "brokers", None)
-    cluster_authorized_operations = (
-        obj.cluster_authorized_operations if own_ else getattr(obj, "cluster_authorized_operations", -2147483648)
-    )
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeClusterResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        error_message = obj.error_message
+        endpoint_type = obj.endpoint_type
+        cluster_id = obj.cluster_id
+        controller_id = obj.controller_id
+        brokers = obj.brokers
+        cluster_authorized_operations = obj.cluster_authorized_operations
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", None)
+        endpoint_type = getattr(obj, "endpoint_type", 1)
+        cluster_id = getattr(obj, "cluster_id", "")
+        controller_id = getattr(obj, "controller_id", -1)
+        brokers = getattr(obj, "brokers", None)
+        cluster_authorized_operations = getattr(obj, "cluster_authorized_operations", -2147483648)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(throttle_time_ms, error_code)
     if error_message is None:
         out.append(0)
@@ -667,9 +697,10 @@ def _encode_describe_cluster_response(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_cluster_response.brokers[{index_}]"
         ) from None
     out += _S0.pack(cluster_authorized_operations)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_cluster_response.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_cluster_response.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_describe_cluster_response(obj, out, index, api_version):
@@ -679,18 +710,26 @@ def _fencode_describe_cluster_response(obj, out, index, api_version):
             f"DescribeClusterResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="describe_cluster_response",
         )
-    own_ = type(obj) is DescribeClusterResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", None)
-    endpoint_type = obj.endpoint_type if own_ else getattr(obj, "endpoint_type", 1)
-    cluster_id = obj.cluster_id if own_ else getattr(obj, "cluster_id", "")
-    controller_id = obj.controller_id if own_ else getattr(obj, "controller_id", -1)
-    brokers = obj.brokers if own_ else getattr(obj, "brokers", None)
-    cluster_authorized_operations = (
-        obj.cluster_authorized_operations if own_ else getattr(obj, "cluster_authorized_operations", -2147483648)
-    )
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeClusterResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        error_message = obj.error_message
+        endpoint_type = obj.endpoint_type
+        cluster_id = obj.cluster_id
+        controller_id = obj.controller_id
+        brokers = obj.brokers
+        cluster_authorized_operations = obj.cluster_authorized_operations
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", None)
+        endpoint_type = getattr(obj, "endpoint_type", 1)
+        cluster_id = getattr(obj, "cluster_id", "")
+        controller_id = getattr(obj, "controller_id", -1)
+        brokers = getattr(obj, "brokers", None)
+        cluster_authorized_operations = getattr(obj, "cluster_authorized_operations", -2147483648)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(throttle_time_ms, error_code)
     if error_message is None:
         out.append(0)
@@ -725,16 +764,18 @@ def _fencode_describe_cluster_response(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "describe_cluster_response.brokers")
     for item_ in brokers:
-        own__describe_cluster_broker_ = type(item_) is DescribeClusterBroker
-        broker_id_describe_cluster_broker_ = (
-            item_.broker_id if own__describe_cluster_broker_ else getattr(item_, "broker_id", 0)
-        )
-        host_describe_cluster_broker_ = item_.host if own__describe_cluster_broker_ else getattr(item_, "host", "")
-        port_describe_cluster_broker_ = item_.port if own__describe_cluster_broker_ else getattr(item_, "port", 0)
-        rack_describe_cluster_broker_ = item_.rack if own__describe_cluster_broker_ else getattr(item_, "rack", None)
-        tagged_fields_describe_cluster_broker_ = (
-            item_.tagged_fields if own__describe_cluster_broker_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is DescribeClusterBroker:
+            broker_id_describe_cluster_broker_ = item_.broker_id
+            host_describe_cluster_broker_ = item_.host
+            port_describe_cluster_broker_ = item_.port
+            rack_describe_cluster_broker_ = item_.rack
+            tagged_fields_describe_cluster_broker_ = item_.tagged_fields
+        else:
+            broker_id_describe_cluster_broker_ = getattr(item_, "broker_id", 0)
+            host_describe_cluster_broker_ = getattr(item_, "host", "")
+            port_describe_cluster_broker_ = getattr(item_, "port", 0)
+            rack_describe_cluster_broker_ = getattr(item_, "rack", None)
+            tagged_fields_describe_cluster_broker_ = getattr(item_, "tagged_fields", None)
         out += _S0.pack(broker_id_describe_cluster_broker_)
         b__describe_cluster_broker_ = _STR_ENCODED.get(host_describe_cluster_broker_)
         host_describe_cluster_broker_ = (
@@ -764,19 +805,17 @@ def _fencode_describe_cluster_response(obj, out, index, api_version):
             else:
                 _write_uvarint(out, n__describe_cluster_broker_ + 1, "describe_cluster_broker.rack")
             out += rack_describe_cluster_broker_
-        tags__describe_cluster_broker_ = []
-        valid__describe_cluster_broker_ = None
-        _write_tagged(
-            out,
-            tags__describe_cluster_broker_,
-            tagged_fields_describe_cluster_broker_,
-            "describe_cluster_broker.tagged_fields",
-            valid__describe_cluster_broker_,
-        )
+        if tagged_fields_describe_cluster_broker_ or tagged_fields_describe_cluster_broker_.__class__ is _TagSection:
+            _write_tagged(
+                out, [], tagged_fields_describe_cluster_broker_, "describe_cluster_broker.tagged_fields", None
+            )
+        else:
+            out.append(0)
     out += _S0.pack(cluster_authorized_operations)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_cluster_response.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "describe_cluster_response.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_describe_cluster_broker_v2(buf, pos, end, opts):
@@ -848,48 +887,58 @@ def _decode_describe_cluster_broker_v2(buf, pos, end, opts):
     (is_fenced,) = _S3.unpack_from(buf, pos)
     pos += 1
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_broker_v2.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_cluster_broker_v2.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_broker_v2.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_broker_v2.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_broker_v2.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_cluster_broker_v2.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_broker_v2.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_broker_v2.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_cluster_broker_v2.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeClusterBrokerV2(broker_id, host, port, rack, is_fenced, tagged_fields), pos
 
 
 def _encode_describe_cluster_broker_v2(obj, out, index):
     """Append one describe_cluster_broker_v2 to out."""
-    own_ = type(obj) is DescribeClusterBrokerV2
-    broker_id = obj.broker_id if own_ else getattr(obj, "broker_id", 0)
-    host = obj.host if own_ else getattr(obj, "host", "")
-    port = obj.port if own_ else getattr(obj, "port", 0)
-    rack = obj.rack if own_ else getattr(obj, "rack", None)
-    is_fenced = obj.is_fenced if own_ else getattr(obj, "is_fenced", False)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeClusterBrokerV2:
+        broker_id = obj.broker_id
+        host = obj.host
+        port = obj.port
+        rack = obj.rack
+        is_fenced = obj.is_fenced
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        broker_id = getattr(obj, "broker_id", 0)
+        host = getattr(obj, "host", "")
+        port = getattr(obj, "port", 0)
+        rack = getattr(obj, "rack", None)
+        is_fenced = getattr(obj, "is_fenced", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(broker_id)
     if host is None:
         raise _InvalidValueError("may not be null", path="describe_cluster_broker_v2.host")
@@ -917,9 +966,10 @@ def _encode_describe_cluster_broker_v2(obj, out, index):
 
         out += rack
     out += _S3.pack(is_fenced)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_cluster_broker_v2.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_cluster_broker_v2.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_describe_cluster_response_v2(buf, pos, end, opts, api_version):
@@ -1052,36 +1102,39 @@ def _decode_describe_cluster_response_v2(buf, pos, end, opts, api_version):
     (cluster_authorized_operations,) = _S0.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_response_v2.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_cluster_response_v2.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_response_v2.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_response_v2.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_response_v2.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_cluster_response_v2.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_response_v2.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_response_v2.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_cluster_response_v2.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeClusterResponseV2(
         throttle_time_ms,
         error_code,
@@ -1236,46 +1289,49 @@ def _fdecode_describe_cluster_response_v2(buf, pos, end, opts, api_version):
         (is_fenced_describe_cluster_broker_v2_,) = _S3.unpack_from(buf, pos)
         pos += 1
         tagged_fields_describe_cluster_broker_v2_ = []
-        sec__describe_cluster_broker_v2_ = pos
-        prev__describe_cluster_broker_v2_, odd__describe_cluster_broker_v2_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__describe_cluster_broker_v2_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__describe_cluster_broker_v2_, pos = _read_uvarint32(
-                buf, pos, end, "describe_cluster_broker_v2.tagged_fields"
-            )
-        if n_tags__describe_cluster_broker_v2_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__describe_cluster_broker_v2_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="describe_cluster_broker_v2.tagged_fields",
-            )
-        for __describe_cluster_broker_v2_ in range(n_tags__describe_cluster_broker_v2_):
-            tag__describe_cluster_broker_v2_, pos = _read_uvarint32(
-                buf, pos, end, "describe_cluster_broker_v2.tagged_fields"
-            )
-            size__describe_cluster_broker_v2_, pos = _read_uvarint32(
-                buf, pos, end, "describe_cluster_broker_v2.tagged_fields"
-            )
-            if size__describe_cluster_broker_v2_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__describe_cluster_broker_v2_} declares {size__describe_cluster_broker_v2_} bytes, {end - pos} left",
+            sec__describe_cluster_broker_v2_ = pos
+            prev__describe_cluster_broker_v2_, odd__describe_cluster_broker_v2_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__describe_cluster_broker_v2_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__describe_cluster_broker_v2_, pos = _read_uvarint32(
+                    buf, pos, end, "describe_cluster_broker_v2.tagged_fields"
+                )
+            if n_tags__describe_cluster_broker_v2_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__describe_cluster_broker_v2_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="describe_cluster_broker_v2.tagged_fields",
                 )
-            stop__describe_cluster_broker_v2_ = pos + size__describe_cluster_broker_v2_
-            if tag__describe_cluster_broker_v2_ <= prev__describe_cluster_broker_v2_:
-                odd__describe_cluster_broker_v2_ = True
-            prev__describe_cluster_broker_v2_ = tag__describe_cluster_broker_v2_
-            tagged_fields_describe_cluster_broker_v2_.append(
-                (tag__describe_cluster_broker_v2_, bytes(buf[pos:stop__describe_cluster_broker_v2_]))
-            )
-            pos = stop__describe_cluster_broker_v2_
-        if odd__describe_cluster_broker_v2_:
-            tagged_fields_describe_cluster_broker_v2_ = _keep_tags(
-                tagged_fields_describe_cluster_broker_v2_, buf[sec__describe_cluster_broker_v2_:pos], ()
-            )
+            for __describe_cluster_broker_v2_ in range(n_tags__describe_cluster_broker_v2_):
+                tag__describe_cluster_broker_v2_, pos = _read_uvarint32(
+                    buf, pos, end, "describe_cluster_broker_v2.tagged_fields"
+                )
+                size__describe_cluster_broker_v2_, pos = _read_uvarint32(
+                    buf, pos, end, "describe_cluster_broker_v2.tagged_fields"
+                )
+                if size__describe_cluster_broker_v2_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__describe_cluster_broker_v2_} declares {size__describe_cluster_broker_v2_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="describe_cluster_broker_v2.tagged_fields",
+                    )
+                stop__describe_cluster_broker_v2_ = pos + size__describe_cluster_broker_v2_
+                if tag__describe_cluster_broker_v2_ <= prev__describe_cluster_broker_v2_:
+                    odd__describe_cluster_broker_v2_ = True
+                prev__describe_cluster_broker_v2_ = tag__describe_cluster_broker_v2_
+                tagged_fields_describe_cluster_broker_v2_.append(
+                    (tag__describe_cluster_broker_v2_, bytes(buf[pos:stop__describe_cluster_broker_v2_]))
+                )
+                pos = stop__describe_cluster_broker_v2_
+            if odd__describe_cluster_broker_v2_:
+                tagged_fields_describe_cluster_broker_v2_ = _keep_tags(
+                    tagged_fields_describe_cluster_broker_v2_, buf[sec__describe_cluster_broker_v2_:pos], ()
+                )
         value__describe_cluster_broker_v2_ = _new_object(DescribeClusterBrokerV2)
         value__describe_cluster_broker_v2_.broker_id = broker_id_describe_cluster_broker_v2_
         value__describe_cluster_broker_v2_.host = host_describe_cluster_broker_v2_
@@ -1288,36 +1344,39 @@ def _fdecode_describe_cluster_response_v2(buf, pos, end, opts, api_version):
     (cluster_authorized_operations,) = _S0.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_response_v2.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_cluster_response_v2.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_response_v2.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_response_v2.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_response_v2.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_cluster_response_v2.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_response_v2.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_response_v2.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_cluster_response_v2.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(DescribeClusterResponseV2)
     value_.throttle_time_ms = throttle_time_ms
     value_.error_code = error_code
@@ -1338,18 +1397,26 @@ def _encode_describe_cluster_response_v2(obj, out, index, api_version):
             f"DescribeClusterResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 2)))",
             path="describe_cluster_response_v2",
         )
-    own_ = type(obj) is DescribeClusterResponseV2
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", None)
-    endpoint_type = obj.endpoint_type if own_ else getattr(obj, "endpoint_type", 1)
-    cluster_id = obj.cluster_id if own_ else getattr(obj, "cluster_id", "")
-    controller_id = obj.controller_id if own_ else getattr(obj, "controller_id", -1)
-    brokers = obj.brokers if own_ else getattr(obj, "brokers", None)
-    cluster_authorized_operations = (
-        obj.cluster_authorized_operations if own_ else getattr(obj, "cluster_authorized_operations", -2147483648)
-    )
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeClusterResponseV2:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        error_message = obj.error_message
+        endpoint_type = obj.endpoint_type
+        cluster_id = obj.cluster_id
+        controller_id = obj.controller_id
+        brokers = obj.brokers
+        cluster_authorized_operations = obj.cluster_authorized_operations
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", None)
+        endpoint_type = getattr(obj, "endpoint_type", 1)
+        cluster_id = getattr(obj, "cluster_id", "")
+        controller_id = getattr(obj, "controller_id", -1)
+        brokers = getattr(obj, "brokers", None)
+        cluster_authorized_operations = getattr(obj, "cluster_authorized_operations", -2147483648)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(throttle_time_ms, error_code)
     if error_message is None:
         out.append(0)
@@ -1399,9 +1466,10 @@ def _encode_describe_cluster_response_v2(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_cluster_response_v2.brokers[{index_}]"
         ) from None
     out += _S0.pack(cluster_authorized_operations)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_cluster_response_v2.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_cluster_response_v2.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_describe_cluster_response_v2(obj, out, index, api_version):
@@ -1411,18 +1479,26 @@ def _fencode_describe_cluster_response_v2(obj, out, index, api_version):
             f"DescribeClusterResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 2)))",
             path="describe_cluster_response_v2",
         )
-    own_ = type(obj) is DescribeClusterResponseV2
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", None)
-    endpoint_type = obj.endpoint_type if own_ else getattr(obj, "endpoint_type", 1)
-    cluster_id = obj.cluster_id if own_ else getattr(obj, "cluster_id", "")
-    controller_id = obj.controller_id if own_ else getattr(obj, "controller_id", -1)
-    brokers = obj.brokers if own_ else getattr(obj, "brokers", None)
-    cluster_authorized_operations = (
-        obj.cluster_authorized_operations if own_ else getattr(obj, "cluster_authorized_operations", -2147483648)
-    )
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeClusterResponseV2:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        error_message = obj.error_message
+        endpoint_type = obj.endpoint_type
+        cluster_id = obj.cluster_id
+        controller_id = obj.controller_id
+        brokers = obj.brokers
+        cluster_authorized_operations = obj.cluster_authorized_operations
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", None)
+        endpoint_type = getattr(obj, "endpoint_type", 1)
+        cluster_id = getattr(obj, "cluster_id", "")
+        controller_id = getattr(obj, "controller_id", -1)
+        brokers = getattr(obj, "brokers", None)
+        cluster_authorized_operations = getattr(obj, "cluster_authorized_operations", -2147483648)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(throttle_time_ms, error_code)
     if error_message is None:
         out.append(0)
@@ -1456,23 +1532,20 @@ def _fencode_describe_cluster_response_v2(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "describe_cluster_response_v2.brokers")
     for item_ in brokers:
-        own__describe_cluster_broker_v2_ = type(item_) is DescribeClusterBrokerV2
-        broker_id_describe_cluster_broker_v2_ = (
-            item_.broker_id if own__describe_cluster_broker_v2_ else getattr(item_, "broker_id", 0)
-        )
-        host_describe_cluster_broker_v2_ = (
-            item_.host if own__describe_cluster_broker_v2_ else getattr(item_, "host", "")
-        )
-        port_describe_cluster_broker_v2_ = item_.port if own__describe_cluster_broker_v2_ else getattr(item_, "port", 0)
-        rack_describe_cluster_broker_v2_ = (
-            item_.rack if own__describe_cluster_broker_v2_ else getattr(item_, "rack", None)
-        )
-        is_fenced_describe_cluster_broker_v2_ = (
-            item_.is_fenced if own__describe_cluster_broker_v2_ else getattr(item_, "is_fenced", False)
-        )
-        tagged_fields_describe_cluster_broker_v2_ = (
-            item_.tagged_fields if own__describe_cluster_broker_v2_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is DescribeClusterBrokerV2:
+            broker_id_describe_cluster_broker_v2_ = item_.broker_id
+            host_describe_cluster_broker_v2_ = item_.host
+            port_describe_cluster_broker_v2_ = item_.port
+            rack_describe_cluster_broker_v2_ = item_.rack
+            is_fenced_describe_cluster_broker_v2_ = item_.is_fenced
+            tagged_fields_describe_cluster_broker_v2_ = item_.tagged_fields
+        else:
+            broker_id_describe_cluster_broker_v2_ = getattr(item_, "broker_id", 0)
+            host_describe_cluster_broker_v2_ = getattr(item_, "host", "")
+            port_describe_cluster_broker_v2_ = getattr(item_, "port", 0)
+            rack_describe_cluster_broker_v2_ = getattr(item_, "rack", None)
+            is_fenced_describe_cluster_broker_v2_ = getattr(item_, "is_fenced", False)
+            tagged_fields_describe_cluster_broker_v2_ = getattr(item_, "tagged_fields", None)
         out += _S0.pack(broker_id_describe_cluster_broker_v2_)
         b__describe_cluster_broker_v2_ = _STR_ENCODED.get(host_describe_cluster_broker_v2_)
         host_describe_cluster_broker_v2_ = (
@@ -1503,19 +1576,20 @@ def _fencode_describe_cluster_response_v2(obj, out, index, api_version):
                 _write_uvarint(out, n__describe_cluster_broker_v2_ + 1, "describe_cluster_broker_v2.rack")
             out += rack_describe_cluster_broker_v2_
         out += _S3.pack(is_fenced_describe_cluster_broker_v2_)
-        tags__describe_cluster_broker_v2_ = []
-        valid__describe_cluster_broker_v2_ = None
-        _write_tagged(
-            out,
-            tags__describe_cluster_broker_v2_,
-            tagged_fields_describe_cluster_broker_v2_,
-            "describe_cluster_broker_v2.tagged_fields",
-            valid__describe_cluster_broker_v2_,
-        )
+        if (
+            tagged_fields_describe_cluster_broker_v2_
+            or tagged_fields_describe_cluster_broker_v2_.__class__ is _TagSection
+        ):
+            _write_tagged(
+                out, [], tagged_fields_describe_cluster_broker_v2_, "describe_cluster_broker_v2.tagged_fields", None
+            )
+        else:
+            out.append(0)
     out += _S0.pack(cluster_authorized_operations)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_cluster_response_v2.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "describe_cluster_response_v2.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_describe_cluster_response_by_version(buf, pos, end, opts, api_version):

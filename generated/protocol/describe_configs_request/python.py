@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -180,10 +181,14 @@ def _decode_describe_configs_resource(buf, pos, end, opts):
 
 def _encode_describe_configs_resource(obj, out, index):
     """Append one describe_configs_resource to out."""
-    own_ = type(obj) is DescribeConfigsResource
-    resource_type = obj.resource_type if own_ else getattr(obj, "resource_type", 0)
-    resource_name = obj.resource_name if own_ else getattr(obj, "resource_name", "")
-    configuration_keys = obj.configuration_keys if own_ else getattr(obj, "configuration_keys", None)
+    if type(obj) is DescribeConfigsResource:
+        resource_type = obj.resource_type
+        resource_name = obj.resource_name
+        configuration_keys = obj.configuration_keys
+    else:  # another class: its fields by name, a missing one at its default
+        resource_type = getattr(obj, "resource_type", 0)
+        resource_name = getattr(obj, "resource_name", "")
+        configuration_keys = getattr(obj, "configuration_keys", None)
     if -128 <= resource_type <= 127:
         out.append(resource_type & 0xFF)
     else:
@@ -408,10 +413,14 @@ def _encode_describe_configs_request(obj, out, index, api_version):
             f"DescribeConfigsRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 3))",
             path="describe_configs_request",
         )
-    own_ = type(obj) is DescribeConfigsRequest
-    resources = obj.resources if own_ else getattr(obj, "resources", None)
-    include_synonyms = obj.include_synonyms if own_ else getattr(obj, "include_synonyms", False)
-    include_documentation = obj.include_documentation if own_ else getattr(obj, "include_documentation", False)
+    if type(obj) is DescribeConfigsRequest:
+        resources = obj.resources
+        include_synonyms = obj.include_synonyms
+        include_documentation = obj.include_documentation
+    else:  # another class: its fields by name, a missing one at its default
+        resources = getattr(obj, "resources", None)
+        include_synonyms = getattr(obj, "include_synonyms", False)
+        include_documentation = getattr(obj, "include_documentation", False)
     out += _S2.pack(len(resources))
     index_ = 0
     try:
@@ -436,22 +445,24 @@ def _fencode_describe_configs_request(obj, out, index, api_version):
             f"DescribeConfigsRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 3))",
             path="describe_configs_request",
         )
-    own_ = type(obj) is DescribeConfigsRequest
-    resources = obj.resources if own_ else getattr(obj, "resources", None)
-    include_synonyms = obj.include_synonyms if own_ else getattr(obj, "include_synonyms", False)
-    include_documentation = obj.include_documentation if own_ else getattr(obj, "include_documentation", False)
+    if type(obj) is DescribeConfigsRequest:
+        resources = obj.resources
+        include_synonyms = obj.include_synonyms
+        include_documentation = obj.include_documentation
+    else:
+        resources = getattr(obj, "resources", None)
+        include_synonyms = getattr(obj, "include_synonyms", False)
+        include_documentation = getattr(obj, "include_documentation", False)
     out += _S2.pack(len(resources))
     for item_ in resources:
-        own__describe_configs_resource_ = type(item_) is DescribeConfigsResource
-        resource_type_describe_configs_resource_ = (
-            item_.resource_type if own__describe_configs_resource_ else getattr(item_, "resource_type", 0)
-        )
-        resource_name_describe_configs_resource_ = (
-            item_.resource_name if own__describe_configs_resource_ else getattr(item_, "resource_name", "")
-        )
-        configuration_keys_describe_configs_resource_ = (
-            item_.configuration_keys if own__describe_configs_resource_ else getattr(item_, "configuration_keys", None)
-        )
+        if type(item_) is DescribeConfigsResource:
+            resource_type_describe_configs_resource_ = item_.resource_type
+            resource_name_describe_configs_resource_ = item_.resource_name
+            configuration_keys_describe_configs_resource_ = item_.configuration_keys
+        else:
+            resource_type_describe_configs_resource_ = getattr(item_, "resource_type", 0)
+            resource_name_describe_configs_resource_ = getattr(item_, "resource_name", "")
+            configuration_keys_describe_configs_resource_ = getattr(item_, "configuration_keys", None)
         if -128 <= resource_type_describe_configs_resource_ <= 127:
             out.append(resource_type_describe_configs_resource_ & 255)
         else:
@@ -642,46 +653,54 @@ def _decode_describe_configs_resource_flexible(buf, pos, end, opts):
     if null_configuration_keys:
         configuration_keys = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_configs_resource_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_configs_resource_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_configs_resource_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_configs_resource_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_configs_resource_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_configs_resource_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_configs_resource_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_configs_resource_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_configs_resource_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeConfigsResourceFlexible(resource_type, resource_name, configuration_keys, tagged_fields), pos
 
 
 def _encode_describe_configs_resource_flexible(obj, out, index):
     """Append one describe_configs_resource_flexible to out."""
-    own_ = type(obj) is DescribeConfigsResourceFlexible
-    resource_type = obj.resource_type if own_ else getattr(obj, "resource_type", 0)
-    resource_name = obj.resource_name if own_ else getattr(obj, "resource_name", "")
-    configuration_keys = obj.configuration_keys if own_ else getattr(obj, "configuration_keys", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeConfigsResourceFlexible:
+        resource_type = obj.resource_type
+        resource_name = obj.resource_name
+        configuration_keys = obj.configuration_keys
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        resource_type = getattr(obj, "resource_type", 0)
+        resource_name = getattr(obj, "resource_name", "")
+        configuration_keys = getattr(obj, "configuration_keys", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if -128 <= resource_type <= 127:
         out.append(resource_type & 0xFF)
     else:
@@ -724,9 +743,10 @@ def _encode_describe_configs_resource_flexible(obj, out, index):
                 f"cannot encode: {type(exc).__name__}: {exc}",
                 path=f"describe_configs_resource_flexible.configuration_keys[{index_}]",
             ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_configs_resource_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_configs_resource_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_describe_configs_request_flexible(buf, pos, end, opts, api_version):
@@ -803,36 +823,39 @@ def _decode_describe_configs_request_flexible(buf, pos, end, opts, api_version):
     ) = _S5.unpack_from(buf, pos)
     pos += 2
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_configs_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_configs_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_configs_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_configs_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_configs_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_configs_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_configs_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_configs_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_configs_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeConfigsRequestFlexible(resources, include_synonyms, include_documentation, tagged_fields), pos
 
 
@@ -1002,46 +1025,54 @@ def _fdecode_describe_configs_request_flexible(buf, pos, end, opts, api_version)
         if null_configuration_keys_describe_configs_resource_flexible_:
             configuration_keys_describe_configs_resource_flexible_ = None
         tagged_fields_describe_configs_resource_flexible_ = []
-        sec__describe_configs_resource_flexible_ = pos
-        prev__describe_configs_resource_flexible_, odd__describe_configs_resource_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__describe_configs_resource_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__describe_configs_resource_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "describe_configs_resource_flexible.tagged_fields"
-            )
-        if n_tags__describe_configs_resource_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__describe_configs_resource_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="describe_configs_resource_flexible.tagged_fields",
-            )
-        for __describe_configs_resource_flexible_ in range(n_tags__describe_configs_resource_flexible_):
-            tag__describe_configs_resource_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "describe_configs_resource_flexible.tagged_fields"
-            )
-            size__describe_configs_resource_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "describe_configs_resource_flexible.tagged_fields"
-            )
-            if size__describe_configs_resource_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__describe_configs_resource_flexible_} declares {size__describe_configs_resource_flexible_} bytes, {end - pos} left",
+            sec__describe_configs_resource_flexible_ = pos
+            prev__describe_configs_resource_flexible_, odd__describe_configs_resource_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__describe_configs_resource_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__describe_configs_resource_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "describe_configs_resource_flexible.tagged_fields"
+                )
+            if n_tags__describe_configs_resource_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__describe_configs_resource_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="describe_configs_resource_flexible.tagged_fields",
                 )
-            stop__describe_configs_resource_flexible_ = pos + size__describe_configs_resource_flexible_
-            if tag__describe_configs_resource_flexible_ <= prev__describe_configs_resource_flexible_:
-                odd__describe_configs_resource_flexible_ = True
-            prev__describe_configs_resource_flexible_ = tag__describe_configs_resource_flexible_
-            tagged_fields_describe_configs_resource_flexible_.append(
-                (tag__describe_configs_resource_flexible_, bytes(buf[pos:stop__describe_configs_resource_flexible_]))
-            )
-            pos = stop__describe_configs_resource_flexible_
-        if odd__describe_configs_resource_flexible_:
-            tagged_fields_describe_configs_resource_flexible_ = _keep_tags(
-                tagged_fields_describe_configs_resource_flexible_, buf[sec__describe_configs_resource_flexible_:pos], ()
-            )
+            for __describe_configs_resource_flexible_ in range(n_tags__describe_configs_resource_flexible_):
+                tag__describe_configs_resource_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "describe_configs_resource_flexible.tagged_fields"
+                )
+                size__describe_configs_resource_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "describe_configs_resource_flexible.tagged_fields"
+                )
+                if size__describe_configs_resource_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__describe_configs_resource_flexible_} declares {size__describe_configs_resource_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="describe_configs_resource_flexible.tagged_fields",
+                    )
+                stop__describe_configs_resource_flexible_ = pos + size__describe_configs_resource_flexible_
+                if tag__describe_configs_resource_flexible_ <= prev__describe_configs_resource_flexible_:
+                    odd__describe_configs_resource_flexible_ = True
+                prev__describe_configs_resource_flexible_ = tag__describe_configs_resource_flexible_
+                tagged_fields_describe_configs_resource_flexible_.append(
+                    (
+                        tag__describe_configs_resource_flexible_,
+                        bytes(buf[pos:stop__describe_configs_resource_flexible_]),
+                    )
+                )
+                pos = stop__describe_configs_resource_flexible_
+            if odd__describe_configs_resource_flexible_:
+                tagged_fields_describe_configs_resource_flexible_ = _keep_tags(
+                    tagged_fields_describe_configs_resource_flexible_,
+                    buf[sec__describe_configs_resource_flexible_:pos],
+                    (),
+                )
         value__describe_configs_resource_flexible_ = _new_object(DescribeConfigsResourceFlexible)
         value__describe_configs_resource_flexible_.resource_type = resource_type_describe_configs_resource_flexible_
         value__describe_configs_resource_flexible_.resource_name = resource_name_describe_configs_resource_flexible_
@@ -1058,36 +1089,39 @@ def _fdecode_describe_configs_request_flexible(buf, pos, end, opts, api_version)
     include_synonyms, include_documentation = _S5.unpack_from(buf, pos)
     pos += 2
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_configs_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_configs_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_configs_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_configs_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_configs_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_configs_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_configs_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_configs_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_configs_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(DescribeConfigsRequestFlexible)
     value_.resources = resources
     value_.include_synonyms = include_synonyms
@@ -1103,11 +1137,16 @@ def _encode_describe_configs_request_flexible(obj, out, index, api_version):
             f"DescribeConfigsRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 4) and (<params>.api_version <= 4)))",
             path="describe_configs_request_flexible",
         )
-    own_ = type(obj) is DescribeConfigsRequestFlexible
-    resources = obj.resources if own_ else getattr(obj, "resources", None)
-    include_synonyms = obj.include_synonyms if own_ else getattr(obj, "include_synonyms", False)
-    include_documentation = obj.include_documentation if own_ else getattr(obj, "include_documentation", False)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeConfigsRequestFlexible:
+        resources = obj.resources
+        include_synonyms = obj.include_synonyms
+        include_documentation = obj.include_documentation
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        resources = getattr(obj, "resources", None)
+        include_synonyms = getattr(obj, "include_synonyms", False)
+        include_documentation = getattr(obj, "include_documentation", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(resources)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -1127,9 +1166,10 @@ def _encode_describe_configs_request_flexible(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_configs_request_flexible.resources[{index_}]"
         ) from None
     out += _S5.pack(include_synonyms, include_documentation)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_configs_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_configs_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_describe_configs_request_flexible(obj, out, index, api_version):
@@ -1139,32 +1179,32 @@ def _fencode_describe_configs_request_flexible(obj, out, index, api_version):
             f"DescribeConfigsRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 4) and (<params>.api_version <= 4)))",
             path="describe_configs_request_flexible",
         )
-    own_ = type(obj) is DescribeConfigsRequestFlexible
-    resources = obj.resources if own_ else getattr(obj, "resources", None)
-    include_synonyms = obj.include_synonyms if own_ else getattr(obj, "include_synonyms", False)
-    include_documentation = obj.include_documentation if own_ else getattr(obj, "include_documentation", False)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeConfigsRequestFlexible:
+        resources = obj.resources
+        include_synonyms = obj.include_synonyms
+        include_documentation = obj.include_documentation
+        tagged_fields = obj.tagged_fields
+    else:
+        resources = getattr(obj, "resources", None)
+        include_synonyms = getattr(obj, "include_synonyms", False)
+        include_documentation = getattr(obj, "include_documentation", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(resources)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "describe_configs_request_flexible.resources")
     for item_ in resources:
-        own__describe_configs_resource_flexible_ = type(item_) is DescribeConfigsResourceFlexible
-        resource_type_describe_configs_resource_flexible_ = (
-            item_.resource_type if own__describe_configs_resource_flexible_ else getattr(item_, "resource_type", 0)
-        )
-        resource_name_describe_configs_resource_flexible_ = (
-            item_.resource_name if own__describe_configs_resource_flexible_ else getattr(item_, "resource_name", "")
-        )
-        configuration_keys_describe_configs_resource_flexible_ = (
-            item_.configuration_keys
-            if own__describe_configs_resource_flexible_
-            else getattr(item_, "configuration_keys", None)
-        )
-        tagged_fields_describe_configs_resource_flexible_ = (
-            item_.tagged_fields if own__describe_configs_resource_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is DescribeConfigsResourceFlexible:
+            resource_type_describe_configs_resource_flexible_ = item_.resource_type
+            resource_name_describe_configs_resource_flexible_ = item_.resource_name
+            configuration_keys_describe_configs_resource_flexible_ = item_.configuration_keys
+            tagged_fields_describe_configs_resource_flexible_ = item_.tagged_fields
+        else:
+            resource_type_describe_configs_resource_flexible_ = getattr(item_, "resource_type", 0)
+            resource_name_describe_configs_resource_flexible_ = getattr(item_, "resource_name", "")
+            configuration_keys_describe_configs_resource_flexible_ = getattr(item_, "configuration_keys", None)
+            tagged_fields_describe_configs_resource_flexible_ = getattr(item_, "tagged_fields", None)
         if -128 <= resource_type_describe_configs_resource_flexible_ <= 127:
             out.append(resource_type_describe_configs_resource_flexible_ & 255)
         else:
@@ -1231,19 +1271,24 @@ def _fencode_describe_configs_request_flexible(obj, out, index, api_version):
                         "describe_configs_resource_flexible_configuration_keys_item.value",
                     )
                 out += value_describe_configs_resource_flexible_configuration_keys_item__describe_configs_resource_flexible_
-        tags__describe_configs_resource_flexible_ = []
-        valid__describe_configs_resource_flexible_ = None
-        _write_tagged(
-            out,
-            tags__describe_configs_resource_flexible_,
-            tagged_fields_describe_configs_resource_flexible_,
-            "describe_configs_resource_flexible.tagged_fields",
-            valid__describe_configs_resource_flexible_,
-        )
+        if (
+            tagged_fields_describe_configs_resource_flexible_
+            or tagged_fields_describe_configs_resource_flexible_.__class__ is _TagSection
+        ):
+            _write_tagged(
+                out,
+                [],
+                tagged_fields_describe_configs_resource_flexible_,
+                "describe_configs_resource_flexible.tagged_fields",
+                None,
+            )
+        else:
+            out.append(0)
     out += _S5.pack(include_synonyms, include_documentation)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_configs_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "describe_configs_request_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_describe_configs_request_by_version(buf, pos, end, opts, api_version):

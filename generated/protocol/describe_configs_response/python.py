@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -118,10 +119,14 @@ def _decode_describe_configs_synonym(buf, pos, end, opts):
 
 def _encode_describe_configs_synonym(obj, out, index):
     """Append one describe_configs_synonym to out."""
-    own_ = type(obj) is DescribeConfigsSynonym
-    name = obj.name if own_ else getattr(obj, "name", "")
-    value = obj.value if own_ else getattr(obj, "value", "")
-    source = obj.source if own_ else getattr(obj, "source", 0)
+    if type(obj) is DescribeConfigsSynonym:
+        name = obj.name
+        value = obj.value
+        source = obj.source
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        value = getattr(obj, "value", "")
+        source = getattr(obj, "source", 0)
     if name is None:
         raise _InvalidValueError("may not be null", path="describe_configs_synonym.name")
     else:
@@ -289,16 +294,26 @@ def _decode_describe_configs_resource_result(buf, pos, end, opts, api_version):
 
 def _encode_describe_configs_resource_result(obj, out, index, api_version):
     """Append one describe_configs_resource_result to out."""
-    own_ = type(obj) is DescribeConfigsResourceResult
-    name = obj.name if own_ else getattr(obj, "name", "")
-    value = obj.value if own_ else getattr(obj, "value", "")
-    read_only = obj.read_only if own_ else getattr(obj, "read_only", False)
-    is_default = obj.is_default if own_ else getattr(obj, "is_default", False)
-    config_source = obj.config_source if own_ else getattr(obj, "config_source", -1)
-    is_sensitive = obj.is_sensitive if own_ else getattr(obj, "is_sensitive", False)
-    synonyms = obj.synonyms if own_ else getattr(obj, "synonyms", None)
-    config_type = obj.config_type if own_ else getattr(obj, "config_type", 0)
-    documentation = obj.documentation if own_ else getattr(obj, "documentation", "")
+    if type(obj) is DescribeConfigsResourceResult:
+        name = obj.name
+        value = obj.value
+        read_only = obj.read_only
+        is_default = obj.is_default
+        config_source = obj.config_source
+        is_sensitive = obj.is_sensitive
+        synonyms = obj.synonyms
+        config_type = obj.config_type
+        documentation = obj.documentation
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        value = getattr(obj, "value", "")
+        read_only = getattr(obj, "read_only", False)
+        is_default = getattr(obj, "is_default", False)
+        config_source = getattr(obj, "config_source", -1)
+        is_sensitive = getattr(obj, "is_sensitive", False)
+        synonyms = getattr(obj, "synonyms", None)
+        config_type = getattr(obj, "config_type", 0)
+        documentation = getattr(obj, "documentation", "")
     if name is None:
         raise _InvalidValueError("may not be null", path="describe_configs_resource_result.name")
     else:
@@ -439,12 +454,18 @@ def _decode_describe_configs_result(buf, pos, end, opts, api_version):
 
 def _encode_describe_configs_result(obj, out, index, api_version):
     """Append one describe_configs_result to out."""
-    own_ = type(obj) is DescribeConfigsResult
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    resource_type = obj.resource_type if own_ else getattr(obj, "resource_type", 0)
-    resource_name = obj.resource_name if own_ else getattr(obj, "resource_name", "")
-    configs = obj.configs if own_ else getattr(obj, "configs", None)
+    if type(obj) is DescribeConfigsResult:
+        error_code = obj.error_code
+        error_message = obj.error_message
+        resource_type = obj.resource_type
+        resource_name = obj.resource_name
+        configs = obj.configs
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        resource_type = getattr(obj, "resource_type", 0)
+        resource_name = getattr(obj, "resource_name", "")
+        configs = getattr(obj, "configs", None)
     out += _S0.pack(error_code)
     if error_message is None:
         out += _S0.pack(-1)
@@ -870,9 +891,12 @@ def _encode_describe_configs_response(obj, out, index, api_version):
             f"DescribeConfigsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 3))",
             path="describe_configs_response",
         )
-    own_ = type(obj) is DescribeConfigsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    results = obj.results if own_ else getattr(obj, "results", None)
+    if type(obj) is DescribeConfigsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        results = obj.results
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        results = getattr(obj, "results", None)
     out += _S3.pack(throttle_time_ms)
     out += _S3.pack(len(results))
     index_ = 0
@@ -894,28 +918,27 @@ def _fencode_describe_configs_response(obj, out, index, api_version):
             f"DescribeConfigsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 3))",
             path="describe_configs_response",
         )
-    own_ = type(obj) is DescribeConfigsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    results = obj.results if own_ else getattr(obj, "results", None)
+    if type(obj) is DescribeConfigsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        results = obj.results
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        results = getattr(obj, "results", None)
     out += _S3.pack(throttle_time_ms)
     out += _S3.pack(len(results))
     for item_ in results:
-        own__describe_configs_result_ = type(item_) is DescribeConfigsResult
-        error_code_describe_configs_result_ = (
-            item_.error_code if own__describe_configs_result_ else getattr(item_, "error_code", 0)
-        )
-        error_message_describe_configs_result_ = (
-            item_.error_message if own__describe_configs_result_ else getattr(item_, "error_message", "")
-        )
-        resource_type_describe_configs_result_ = (
-            item_.resource_type if own__describe_configs_result_ else getattr(item_, "resource_type", 0)
-        )
-        resource_name_describe_configs_result_ = (
-            item_.resource_name if own__describe_configs_result_ else getattr(item_, "resource_name", "")
-        )
-        configs_describe_configs_result_ = (
-            item_.configs if own__describe_configs_result_ else getattr(item_, "configs", None)
-        )
+        if type(item_) is DescribeConfigsResult:
+            error_code_describe_configs_result_ = item_.error_code
+            error_message_describe_configs_result_ = item_.error_message
+            resource_type_describe_configs_result_ = item_.resource_type
+            resource_name_describe_configs_result_ = item_.resource_name
+            configs_describe_configs_result_ = item_.configs
+        else:
+            error_code_describe_configs_result_ = getattr(item_, "error_code", 0)
+            error_message_describe_configs_result_ = getattr(item_, "error_message", "")
+            resource_type_describe_configs_result_ = getattr(item_, "resource_type", 0)
+            resource_name_describe_configs_result_ = getattr(item_, "resource_name", "")
+            configs_describe_configs_result_ = getattr(item_, "configs", None)
         out += _S0.pack(error_code_describe_configs_result_)
         if error_message_describe_configs_result_ is None:
             out += _S0.pack(-1)
@@ -945,54 +968,58 @@ def _fencode_describe_configs_response(obj, out, index, api_version):
         out += resource_name_describe_configs_result_
         out += _S3.pack(len(configs_describe_configs_result_))
         for item__describe_configs_result_ in configs_describe_configs_result_:
-            own__describe_configs_resource_result__describe_configs_result_ = (
-                type(item__describe_configs_result_) is DescribeConfigsResourceResult
-            )
-            name_describe_configs_resource_result__describe_configs_result_ = (
-                item__describe_configs_result_.name
-                if own__describe_configs_resource_result__describe_configs_result_
-                else getattr(item__describe_configs_result_, "name", "")
-            )
-            value_describe_configs_resource_result__describe_configs_result_ = (
-                item__describe_configs_result_.value
-                if own__describe_configs_resource_result__describe_configs_result_
-                else getattr(item__describe_configs_result_, "value", "")
-            )
-            read_only_describe_configs_resource_result__describe_configs_result_ = (
-                item__describe_configs_result_.read_only
-                if own__describe_configs_resource_result__describe_configs_result_
-                else getattr(item__describe_configs_result_, "read_only", False)
-            )
-            is_default_describe_configs_resource_result__describe_configs_result_ = (
-                item__describe_configs_result_.is_default
-                if own__describe_configs_resource_result__describe_configs_result_
-                else getattr(item__describe_configs_result_, "is_default", False)
-            )
-            config_source_describe_configs_resource_result__describe_configs_result_ = (
-                item__describe_configs_result_.config_source
-                if own__describe_configs_resource_result__describe_configs_result_
-                else getattr(item__describe_configs_result_, "config_source", -1)
-            )
-            is_sensitive_describe_configs_resource_result__describe_configs_result_ = (
-                item__describe_configs_result_.is_sensitive
-                if own__describe_configs_resource_result__describe_configs_result_
-                else getattr(item__describe_configs_result_, "is_sensitive", False)
-            )
-            synonyms_describe_configs_resource_result__describe_configs_result_ = (
-                item__describe_configs_result_.synonyms
-                if own__describe_configs_resource_result__describe_configs_result_
-                else getattr(item__describe_configs_result_, "synonyms", None)
-            )
-            config_type_describe_configs_resource_result__describe_configs_result_ = (
-                item__describe_configs_result_.config_type
-                if own__describe_configs_resource_result__describe_configs_result_
-                else getattr(item__describe_configs_result_, "config_type", 0)
-            )
-            documentation_describe_configs_resource_result__describe_configs_result_ = (
-                item__describe_configs_result_.documentation
-                if own__describe_configs_resource_result__describe_configs_result_
-                else getattr(item__describe_configs_result_, "documentation", "")
-            )
+            if type(item__describe_configs_result_) is DescribeConfigsResourceResult:
+                name_describe_configs_resource_result__describe_configs_result_ = item__describe_configs_result_.name
+                value_describe_configs_resource_result__describe_configs_result_ = item__describe_configs_result_.value
+                read_only_describe_configs_resource_result__describe_configs_result_ = (
+                    item__describe_configs_result_.read_only
+                )
+                is_default_describe_configs_resource_result__describe_configs_result_ = (
+                    item__describe_configs_result_.is_default
+                )
+                config_source_describe_configs_resource_result__describe_configs_result_ = (
+                    item__describe_configs_result_.config_source
+                )
+                is_sensitive_describe_configs_resource_result__describe_configs_result_ = (
+                    item__describe_configs_result_.is_sensitive
+                )
+                synonyms_describe_configs_resource_result__describe_configs_result_ = (
+                    item__describe_configs_result_.synonyms
+                )
+                config_type_describe_configs_resource_result__describe_configs_result_ = (
+                    item__describe_configs_result_.config_type
+                )
+                documentation_describe_configs_resource_result__describe_configs_result_ = (
+                    item__describe_configs_result_.documentation
+                )
+            else:
+                name_describe_configs_resource_result__describe_configs_result_ = getattr(
+                    item__describe_configs_result_, "name", ""
+                )
+                value_describe_configs_resource_result__describe_configs_result_ = getattr(
+                    item__describe_configs_result_, "value", ""
+                )
+                read_only_describe_configs_resource_result__describe_configs_result_ = getattr(
+                    item__describe_configs_result_, "read_only", False
+                )
+                is_default_describe_configs_resource_result__describe_configs_result_ = getattr(
+                    item__describe_configs_result_, "is_default", False
+                )
+                config_source_describe_configs_resource_result__describe_configs_result_ = getattr(
+                    item__describe_configs_result_, "config_source", -1
+                )
+                is_sensitive_describe_configs_resource_result__describe_configs_result_ = getattr(
+                    item__describe_configs_result_, "is_sensitive", False
+                )
+                synonyms_describe_configs_resource_result__describe_configs_result_ = getattr(
+                    item__describe_configs_result_, "synonyms", None
+                )
+                config_type_describe_configs_resource_result__describe_configs_result_ = getattr(
+                    item__describe_configs_result_, "config_type", 0
+                )
+                documentation_describe_configs_resource_result__describe_configs_result_ = getattr(
+                    item__describe_configs_result_, "documentation", ""
+                )
             b__describe_configs_resource_result__describe_configs_result_ = _STR_ENCODED.get(
                 name_describe_configs_resource_result__describe_configs_result_
             )
@@ -1033,24 +1060,26 @@ def _fencode_describe_configs_response(obj, out, index, api_version):
                 for (
                     item__describe_configs_resource_result__describe_configs_result_
                 ) in synonyms_describe_configs_resource_result__describe_configs_result_:
-                    own__describe_configs_synonym__describe_configs_resource_result__describe_configs_result_ = (
-                        type(item__describe_configs_resource_result__describe_configs_result_) is DescribeConfigsSynonym
-                    )
-                    name_describe_configs_synonym__describe_configs_resource_result__describe_configs_result_ = (
-                        item__describe_configs_resource_result__describe_configs_result_.name
-                        if own__describe_configs_synonym__describe_configs_resource_result__describe_configs_result_
-                        else getattr(item__describe_configs_resource_result__describe_configs_result_, "name", "")
-                    )
-                    value_describe_configs_synonym__describe_configs_resource_result__describe_configs_result_ = (
-                        item__describe_configs_resource_result__describe_configs_result_.value
-                        if own__describe_configs_synonym__describe_configs_resource_result__describe_configs_result_
-                        else getattr(item__describe_configs_resource_result__describe_configs_result_, "value", "")
-                    )
-                    source_describe_configs_synonym__describe_configs_resource_result__describe_configs_result_ = (
-                        item__describe_configs_resource_result__describe_configs_result_.source
-                        if own__describe_configs_synonym__describe_configs_resource_result__describe_configs_result_
-                        else getattr(item__describe_configs_resource_result__describe_configs_result_, "source", 0)
-                    )
+                    if type(item__describe_configs_resource_result__describe_configs_result_) is DescribeConfigsSynonym:
+                        name_describe_configs_synonym__describe_configs_resource_result__describe_configs_result_ = (
+                            item__describe_configs_resource_result__describe_configs_result_.name
+                        )
+                        value_describe_configs_synonym__describe_configs_resource_result__describe_configs_result_ = (
+                            item__describe_configs_resource_result__describe_configs_result_.value
+                        )
+                        source_describe_configs_synonym__describe_configs_resource_result__describe_configs_result_ = (
+                            item__describe_configs_resource_result__describe_configs_result_.source
+                        )
+                    else:
+                        name_describe_configs_synonym__describe_configs_resource_result__describe_configs_result_ = (
+                            getattr(item__describe_configs_resource_result__describe_configs_result_, "name", "")
+                        )
+                        value_describe_configs_synonym__describe_configs_resource_result__describe_configs_result_ = (
+                            getattr(item__describe_configs_resource_result__describe_configs_result_, "value", "")
+                        )
+                        source_describe_configs_synonym__describe_configs_resource_result__describe_configs_result_ = (
+                            getattr(item__describe_configs_resource_result__describe_configs_result_, "source", 0)
+                        )
                     b__describe_configs_synonym__describe_configs_resource_result__describe_configs_result_ = (
                         _STR_ENCODED.get(
                             name_describe_configs_synonym__describe_configs_resource_result__describe_configs_result_
@@ -1192,46 +1221,54 @@ def _decode_describe_configs_synonym_flexible(buf, pos, end, opts):
     (source,) = _S1.unpack_from(buf, pos)
     pos += 1
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_configs_synonym_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_configs_synonym_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_configs_synonym_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_configs_synonym_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_configs_synonym_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_configs_synonym_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_configs_synonym_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_configs_synonym_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_configs_synonym_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeConfigsSynonymFlexible(name, value, source, tagged_fields), pos
 
 
 def _encode_describe_configs_synonym_flexible(obj, out, index):
     """Append one describe_configs_synonym_flexible to out."""
-    own_ = type(obj) is DescribeConfigsSynonymFlexible
-    name = obj.name if own_ else getattr(obj, "name", "")
-    value = obj.value if own_ else getattr(obj, "value", "")
-    source = obj.source if own_ else getattr(obj, "source", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeConfigsSynonymFlexible:
+        name = obj.name
+        value = obj.value
+        source = obj.source
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        value = getattr(obj, "value", "")
+        source = getattr(obj, "source", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="describe_configs_synonym_flexible.name")
     else:
@@ -1260,9 +1297,10 @@ def _encode_describe_configs_synonym_flexible(obj, out, index):
         out.append(source & 0xFF)
     else:
         raise _InvalidValueError(f"{source} does not fit int8", path="describe_configs_synonym_flexible.source")
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_configs_synonym_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_configs_synonym_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_describe_configs_resource_result_flexible(buf, pos, end, opts):
@@ -1417,36 +1455,39 @@ def _decode_describe_configs_resource_result_flexible(buf, pos, end, opts):
         documentation = str(buf[pos : pos + n_documentation], "utf-8", "surrogateescape")
         pos += n_documentation
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_configs_resource_result_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_configs_resource_result_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_configs_resource_result_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_configs_resource_result_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_configs_resource_result_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_configs_resource_result_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_configs_resource_result_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_configs_resource_result_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_configs_resource_result_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeConfigsResourceResultFlexible(
         name, value, read_only, config_source, is_sensitive, synonyms, config_type, documentation, tagged_fields
     ), pos
@@ -1454,16 +1495,26 @@ def _decode_describe_configs_resource_result_flexible(buf, pos, end, opts):
 
 def _encode_describe_configs_resource_result_flexible(obj, out, index):
     """Append one describe_configs_resource_result_flexible to out."""
-    own_ = type(obj) is DescribeConfigsResourceResultFlexible
-    name = obj.name if own_ else getattr(obj, "name", "")
-    value = obj.value if own_ else getattr(obj, "value", "")
-    read_only = obj.read_only if own_ else getattr(obj, "read_only", False)
-    config_source = obj.config_source if own_ else getattr(obj, "config_source", -1)
-    is_sensitive = obj.is_sensitive if own_ else getattr(obj, "is_sensitive", False)
-    synonyms = obj.synonyms if own_ else getattr(obj, "synonyms", None)
-    config_type = obj.config_type if own_ else getattr(obj, "config_type", 0)
-    documentation = obj.documentation if own_ else getattr(obj, "documentation", "")
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeConfigsResourceResultFlexible:
+        name = obj.name
+        value = obj.value
+        read_only = obj.read_only
+        config_source = obj.config_source
+        is_sensitive = obj.is_sensitive
+        synonyms = obj.synonyms
+        config_type = obj.config_type
+        documentation = obj.documentation
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        value = getattr(obj, "value", "")
+        read_only = getattr(obj, "read_only", False)
+        config_source = getattr(obj, "config_source", -1)
+        is_sensitive = getattr(obj, "is_sensitive", False)
+        synonyms = getattr(obj, "synonyms", None)
+        config_type = getattr(obj, "config_type", 0)
+        documentation = getattr(obj, "documentation", "")
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="describe_configs_resource_result_flexible.name")
     else:
@@ -1526,9 +1577,10 @@ def _encode_describe_configs_resource_result_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "describe_configs_resource_result_flexible.documentation")
 
         out += documentation
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_configs_resource_result_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_configs_resource_result_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_describe_configs_result_flexible(buf, pos, end, opts):
@@ -1644,36 +1696,39 @@ def _decode_describe_configs_result_flexible(buf, pos, end, opts):
             ) from None
         append_configs(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_configs_result_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_configs_result_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_configs_result_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_configs_result_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_configs_result_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_configs_result_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_configs_result_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_configs_result_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_configs_result_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeConfigsResultFlexible(
         error_code, error_message, resource_type, resource_name, configs, tagged_fields
     ), pos
@@ -1681,13 +1736,20 @@ def _decode_describe_configs_result_flexible(buf, pos, end, opts):
 
 def _encode_describe_configs_result_flexible(obj, out, index):
     """Append one describe_configs_result_flexible to out."""
-    own_ = type(obj) is DescribeConfigsResultFlexible
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    resource_type = obj.resource_type if own_ else getattr(obj, "resource_type", 0)
-    resource_name = obj.resource_name if own_ else getattr(obj, "resource_name", "")
-    configs = obj.configs if own_ else getattr(obj, "configs", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeConfigsResultFlexible:
+        error_code = obj.error_code
+        error_message = obj.error_message
+        resource_type = obj.resource_type
+        resource_name = obj.resource_name
+        configs = obj.configs
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        resource_type = getattr(obj, "resource_type", 0)
+        resource_name = getattr(obj, "resource_name", "")
+        configs = getattr(obj, "configs", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(error_code)
     if error_message is None:
         out.append(0)
@@ -1737,9 +1799,10 @@ def _encode_describe_configs_result_flexible(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_configs_result_flexible.configs[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_configs_result_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_configs_result_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_describe_configs_response_flexible(buf, pos, end, opts, api_version):
@@ -1813,36 +1876,39 @@ def _decode_describe_configs_response_flexible(buf, pos, end, opts, api_version)
                     path="describe_configs_response_flexible.results",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_configs_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_configs_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_configs_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_configs_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_configs_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_configs_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_configs_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_configs_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_configs_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeConfigsResponseFlexible(throttle_time_ms, results, tagged_fields), pos
 
 
@@ -2206,79 +2272,82 @@ def _fdecode_describe_configs_response_flexible(buf, pos, end, opts, api_version
                     source_describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_ -= 256
                 pos += 1
                 tagged_fields_describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = []
-                sec__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = pos
-                (
-                    prev__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_,
-                    odd__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_,
-                ) = (-1, False)
-                if pos < end and buf[pos] < 128:
-                    n_tags__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = buf[
-                        pos
-                    ]
+                if pos < end and buf[pos] == 0:
                     pos += 1
                 else:
+                    sec__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = pos
                     (
-                        n_tags__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_,
-                        pos,
-                    ) = _read_uvarint32(buf, pos, end, "describe_configs_synonym_flexible.tagged_fields")
-                if (
-                    n_tags__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_
-                    > (end - pos) // 2
-                ):
-                    raise _InvalidValueError(
-                        f"{n_tags__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                        offset=pos,
-                        path="describe_configs_synonym_flexible.tagged_fields",
-                    )
-                for __describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_ in range(
-                    n_tags__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_
-                ):
-                    (
-                        tag__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_,
-                        pos,
-                    ) = _read_uvarint32(buf, pos, end, "describe_configs_synonym_flexible.tagged_fields")
-                    (
-                        size__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_,
-                        pos,
-                    ) = _read_uvarint32(buf, pos, end, "describe_configs_synonym_flexible.tagged_fields")
+                        prev__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_,
+                        odd__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_,
+                    ) = (-1, False)
+                    if pos < end and buf[pos] < 128:
+                        n_tags__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = buf[
+                            pos
+                        ]
+                        pos += 1
+                    else:
+                        (
+                            n_tags__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_,
+                            pos,
+                        ) = _read_uvarint32(buf, pos, end, "describe_configs_synonym_flexible.tagged_fields")
                     if (
-                        size__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_
-                        > end - pos
+                        n_tags__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_
+                        > (end - pos) // 2
                     ):
-                        raise _TruncatedError(
-                            f"tag {tag__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_} declares {size__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_} bytes, {end - pos} left",
+                        raise _InvalidValueError(
+                            f"{n_tags__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
                             offset=pos,
                             path="describe_configs_synonym_flexible.tagged_fields",
                         )
-                    stop__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = (
-                        pos
-                        + size__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_
-                    )
-                    if (
-                        tag__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_
-                        <= prev__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_
+                    for __describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_ in range(
+                        n_tags__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_
                     ):
-                        odd__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = True
-                    prev__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = tag__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_
-                    tagged_fields_describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_.append(
                         (
                             tag__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_,
-                            bytes(
-                                buf[
-                                    pos:stop__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_
-                                ]
-                            ),
+                            pos,
+                        ) = _read_uvarint32(buf, pos, end, "describe_configs_synonym_flexible.tagged_fields")
+                        (
+                            size__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_,
+                            pos,
+                        ) = _read_uvarint32(buf, pos, end, "describe_configs_synonym_flexible.tagged_fields")
+                        if (
+                            size__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_
+                            > end - pos
+                        ):
+                            raise _TruncatedError(
+                                f"tag {tag__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_} declares {size__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_} bytes, {end - pos} left",
+                                offset=pos,
+                                path="describe_configs_synonym_flexible.tagged_fields",
+                            )
+                        stop__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = (
+                            pos
+                            + size__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_
                         )
-                    )
-                    pos = stop__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_
-                if odd__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_:
-                    tagged_fields_describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = _keep_tags(
-                        tagged_fields_describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_,
-                        buf[
-                            sec__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_:pos
-                        ],
-                        (),
-                    )
+                        if (
+                            tag__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_
+                            <= prev__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_
+                        ):
+                            odd__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = True
+                        prev__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = tag__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_
+                        tagged_fields_describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_.append(
+                            (
+                                tag__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_,
+                                bytes(
+                                    buf[
+                                        pos:stop__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_
+                                    ]
+                                ),
+                            )
+                        )
+                        pos = stop__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_
+                    if odd__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_:
+                        tagged_fields_describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = _keep_tags(
+                            tagged_fields_describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_,
+                            buf[
+                                sec__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_:pos
+                            ],
+                            (),
+                        )
                 value__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = _new_object(
                     DescribeConfigsSynonymFlexible
                 )
@@ -2333,65 +2402,75 @@ def _fdecode_describe_configs_response_flexible(buf, pos, end, opts, api_version
                     )
                 pos += n_documentation_describe_configs_resource_result_flexible__describe_configs_result_flexible_
             tagged_fields_describe_configs_resource_result_flexible__describe_configs_result_flexible_ = []
-            sec__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = pos
-            (
-                prev__describe_configs_resource_result_flexible__describe_configs_result_flexible_,
-                odd__describe_configs_resource_result_flexible__describe_configs_result_flexible_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__describe_configs_resource_result_flexible__describe_configs_result_flexible_, pos = (
-                    _read_uvarint32(buf, pos, end, "describe_configs_resource_result_flexible.tagged_fields")
-                )
-            if n_tags__describe_configs_resource_result_flexible__describe_configs_result_flexible_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__describe_configs_resource_result_flexible__describe_configs_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="describe_configs_resource_result_flexible.tagged_fields",
-                )
-            for __describe_configs_resource_result_flexible__describe_configs_result_flexible_ in range(
-                n_tags__describe_configs_resource_result_flexible__describe_configs_result_flexible_
-            ):
-                tag__describe_configs_resource_result_flexible__describe_configs_result_flexible_, pos = (
-                    _read_uvarint32(buf, pos, end, "describe_configs_resource_result_flexible.tagged_fields")
-                )
-                size__describe_configs_resource_result_flexible__describe_configs_result_flexible_, pos = (
-                    _read_uvarint32(buf, pos, end, "describe_configs_resource_result_flexible.tagged_fields")
-                )
-                if size__describe_configs_resource_result_flexible__describe_configs_result_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__describe_configs_resource_result_flexible__describe_configs_result_flexible_} declares {size__describe_configs_resource_result_flexible__describe_configs_result_flexible_} bytes, {end - pos} left",
+                sec__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = pos
+                (
+                    prev__describe_configs_resource_result_flexible__describe_configs_result_flexible_,
+                    odd__describe_configs_resource_result_flexible__describe_configs_result_flexible_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__describe_configs_resource_result_flexible__describe_configs_result_flexible_, pos = (
+                        _read_uvarint32(buf, pos, end, "describe_configs_resource_result_flexible.tagged_fields")
+                    )
+                if (
+                    n_tags__describe_configs_resource_result_flexible__describe_configs_result_flexible_
+                    > (end - pos) // 2
+                ):
+                    raise _InvalidValueError(
+                        f"{n_tags__describe_configs_resource_result_flexible__describe_configs_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="describe_configs_resource_result_flexible.tagged_fields",
                     )
-                stop__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = (
-                    pos + size__describe_configs_resource_result_flexible__describe_configs_result_flexible_
-                )
-                if (
-                    tag__describe_configs_resource_result_flexible__describe_configs_result_flexible_
-                    <= prev__describe_configs_resource_result_flexible__describe_configs_result_flexible_
+                for __describe_configs_resource_result_flexible__describe_configs_result_flexible_ in range(
+                    n_tags__describe_configs_resource_result_flexible__describe_configs_result_flexible_
                 ):
-                    odd__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = True
-                prev__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = (
-                    tag__describe_configs_resource_result_flexible__describe_configs_result_flexible_
-                )
-                tagged_fields_describe_configs_resource_result_flexible__describe_configs_result_flexible_.append(
-                    (
-                        tag__describe_configs_resource_result_flexible__describe_configs_result_flexible_,
-                        bytes(
-                            buf[pos:stop__describe_configs_resource_result_flexible__describe_configs_result_flexible_]
-                        ),
+                    tag__describe_configs_resource_result_flexible__describe_configs_result_flexible_, pos = (
+                        _read_uvarint32(buf, pos, end, "describe_configs_resource_result_flexible.tagged_fields")
                     )
-                )
-                pos = stop__describe_configs_resource_result_flexible__describe_configs_result_flexible_
-            if odd__describe_configs_resource_result_flexible__describe_configs_result_flexible_:
-                tagged_fields_describe_configs_resource_result_flexible__describe_configs_result_flexible_ = _keep_tags(
-                    tagged_fields_describe_configs_resource_result_flexible__describe_configs_result_flexible_,
-                    buf[sec__describe_configs_resource_result_flexible__describe_configs_result_flexible_:pos],
-                    (),
-                )
+                    size__describe_configs_resource_result_flexible__describe_configs_result_flexible_, pos = (
+                        _read_uvarint32(buf, pos, end, "describe_configs_resource_result_flexible.tagged_fields")
+                    )
+                    if size__describe_configs_resource_result_flexible__describe_configs_result_flexible_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__describe_configs_resource_result_flexible__describe_configs_result_flexible_} declares {size__describe_configs_resource_result_flexible__describe_configs_result_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="describe_configs_resource_result_flexible.tagged_fields",
+                        )
+                    stop__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = (
+                        pos + size__describe_configs_resource_result_flexible__describe_configs_result_flexible_
+                    )
+                    if (
+                        tag__describe_configs_resource_result_flexible__describe_configs_result_flexible_
+                        <= prev__describe_configs_resource_result_flexible__describe_configs_result_flexible_
+                    ):
+                        odd__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = True
+                    prev__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = (
+                        tag__describe_configs_resource_result_flexible__describe_configs_result_flexible_
+                    )
+                    tagged_fields_describe_configs_resource_result_flexible__describe_configs_result_flexible_.append(
+                        (
+                            tag__describe_configs_resource_result_flexible__describe_configs_result_flexible_,
+                            bytes(
+                                buf[
+                                    pos:stop__describe_configs_resource_result_flexible__describe_configs_result_flexible_
+                                ]
+                            ),
+                        )
+                    )
+                    pos = stop__describe_configs_resource_result_flexible__describe_configs_result_flexible_
+                if odd__describe_configs_resource_result_flexible__describe_configs_result_flexible_:
+                    tagged_fields_describe_configs_resource_result_flexible__describe_configs_result_flexible_ = (
+                        _keep_tags(
+                            tagged_fields_describe_configs_resource_result_flexible__describe_configs_result_flexible_,
+                            buf[sec__describe_configs_resource_result_flexible__describe_configs_result_flexible_:pos],
+                            (),
+                        )
+                    )
             value__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = _new_object(
                 DescribeConfigsResourceResultFlexible
             )
@@ -2427,46 +2506,49 @@ def _fdecode_describe_configs_response_flexible(buf, pos, end, opts, api_version
             )
             append_configs_describe_configs_result_flexible_(item__describe_configs_result_flexible_)
         tagged_fields_describe_configs_result_flexible_ = []
-        sec__describe_configs_result_flexible_ = pos
-        prev__describe_configs_result_flexible_, odd__describe_configs_result_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__describe_configs_result_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__describe_configs_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "describe_configs_result_flexible.tagged_fields"
-            )
-        if n_tags__describe_configs_result_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__describe_configs_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="describe_configs_result_flexible.tagged_fields",
-            )
-        for __describe_configs_result_flexible_ in range(n_tags__describe_configs_result_flexible_):
-            tag__describe_configs_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "describe_configs_result_flexible.tagged_fields"
-            )
-            size__describe_configs_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "describe_configs_result_flexible.tagged_fields"
-            )
-            if size__describe_configs_result_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__describe_configs_result_flexible_} declares {size__describe_configs_result_flexible_} bytes, {end - pos} left",
+            sec__describe_configs_result_flexible_ = pos
+            prev__describe_configs_result_flexible_, odd__describe_configs_result_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__describe_configs_result_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__describe_configs_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "describe_configs_result_flexible.tagged_fields"
+                )
+            if n_tags__describe_configs_result_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__describe_configs_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="describe_configs_result_flexible.tagged_fields",
                 )
-            stop__describe_configs_result_flexible_ = pos + size__describe_configs_result_flexible_
-            if tag__describe_configs_result_flexible_ <= prev__describe_configs_result_flexible_:
-                odd__describe_configs_result_flexible_ = True
-            prev__describe_configs_result_flexible_ = tag__describe_configs_result_flexible_
-            tagged_fields_describe_configs_result_flexible_.append(
-                (tag__describe_configs_result_flexible_, bytes(buf[pos:stop__describe_configs_result_flexible_]))
-            )
-            pos = stop__describe_configs_result_flexible_
-        if odd__describe_configs_result_flexible_:
-            tagged_fields_describe_configs_result_flexible_ = _keep_tags(
-                tagged_fields_describe_configs_result_flexible_, buf[sec__describe_configs_result_flexible_:pos], ()
-            )
+            for __describe_configs_result_flexible_ in range(n_tags__describe_configs_result_flexible_):
+                tag__describe_configs_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "describe_configs_result_flexible.tagged_fields"
+                )
+                size__describe_configs_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "describe_configs_result_flexible.tagged_fields"
+                )
+                if size__describe_configs_result_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__describe_configs_result_flexible_} declares {size__describe_configs_result_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="describe_configs_result_flexible.tagged_fields",
+                    )
+                stop__describe_configs_result_flexible_ = pos + size__describe_configs_result_flexible_
+                if tag__describe_configs_result_flexible_ <= prev__describe_configs_result_flexible_:
+                    odd__describe_configs_result_flexible_ = True
+                prev__describe_configs_result_flexible_ = tag__describe_configs_result_flexible_
+                tagged_fields_describe_configs_result_flexible_.append(
+                    (tag__describe_configs_result_flexible_, bytes(buf[pos:stop__describe_configs_result_flexible_]))
+                )
+                pos = stop__describe_configs_result_flexible_
+            if odd__describe_configs_result_flexible_:
+                tagged_fields_describe_configs_result_flexible_ = _keep_tags(
+                    tagged_fields_describe_configs_result_flexible_, buf[sec__describe_configs_result_flexible_:pos], ()
+                )
         value__describe_configs_result_flexible_ = _new_object(DescribeConfigsResultFlexible)
         value__describe_configs_result_flexible_.error_code = error_code_describe_configs_result_flexible_
         value__describe_configs_result_flexible_.error_message = error_message_describe_configs_result_flexible_
@@ -2481,36 +2563,39 @@ def _fdecode_describe_configs_response_flexible(buf, pos, end, opts, api_version
             if budget_results < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_configs_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_configs_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_configs_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_configs_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_configs_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_configs_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_configs_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_configs_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_configs_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(DescribeConfigsResponseFlexible)
     value_.throttle_time_ms = throttle_time_ms
     value_.results = results
@@ -2525,10 +2610,14 @@ def _encode_describe_configs_response_flexible(obj, out, index, api_version):
             f"DescribeConfigsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 4) and (<params>.api_version <= 4)))",
             path="describe_configs_response_flexible",
         )
-    own_ = type(obj) is DescribeConfigsResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    results = obj.results if own_ else getattr(obj, "results", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeConfigsResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        results = obj.results
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        results = getattr(obj, "results", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S3.pack(throttle_time_ms)
     n_ = len(results)
     if -1 <= n_ < 0x3FFF:
@@ -2548,9 +2637,10 @@ def _encode_describe_configs_response_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_configs_response_flexible.results[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_configs_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_configs_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_describe_configs_response_flexible(obj, out, index, api_version):
@@ -2560,10 +2650,14 @@ def _fencode_describe_configs_response_flexible(obj, out, index, api_version):
             f"DescribeConfigsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 4) and (<params>.api_version <= 4)))",
             path="describe_configs_response_flexible",
         )
-    own_ = type(obj) is DescribeConfigsResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    results = obj.results if own_ else getattr(obj, "results", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeConfigsResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        results = obj.results
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        results = getattr(obj, "results", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S3.pack(throttle_time_ms)
     n_ = len(results)
     if -1 <= n_ < 16383:
@@ -2571,25 +2665,20 @@ def _fencode_describe_configs_response_flexible(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "describe_configs_response_flexible.results")
     for item_ in results:
-        own__describe_configs_result_flexible_ = type(item_) is DescribeConfigsResultFlexible
-        error_code_describe_configs_result_flexible_ = (
-            item_.error_code if own__describe_configs_result_flexible_ else getattr(item_, "error_code", 0)
-        )
-        error_message_describe_configs_result_flexible_ = (
-            item_.error_message if own__describe_configs_result_flexible_ else getattr(item_, "error_message", "")
-        )
-        resource_type_describe_configs_result_flexible_ = (
-            item_.resource_type if own__describe_configs_result_flexible_ else getattr(item_, "resource_type", 0)
-        )
-        resource_name_describe_configs_result_flexible_ = (
-            item_.resource_name if own__describe_configs_result_flexible_ else getattr(item_, "resource_name", "")
-        )
-        configs_describe_configs_result_flexible_ = (
-            item_.configs if own__describe_configs_result_flexible_ else getattr(item_, "configs", None)
-        )
-        tagged_fields_describe_configs_result_flexible_ = (
-            item_.tagged_fields if own__describe_configs_result_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is DescribeConfigsResultFlexible:
+            error_code_describe_configs_result_flexible_ = item_.error_code
+            error_message_describe_configs_result_flexible_ = item_.error_message
+            resource_type_describe_configs_result_flexible_ = item_.resource_type
+            resource_name_describe_configs_result_flexible_ = item_.resource_name
+            configs_describe_configs_result_flexible_ = item_.configs
+            tagged_fields_describe_configs_result_flexible_ = item_.tagged_fields
+        else:
+            error_code_describe_configs_result_flexible_ = getattr(item_, "error_code", 0)
+            error_message_describe_configs_result_flexible_ = getattr(item_, "error_message", "")
+            resource_type_describe_configs_result_flexible_ = getattr(item_, "resource_type", 0)
+            resource_name_describe_configs_result_flexible_ = getattr(item_, "resource_name", "")
+            configs_describe_configs_result_flexible_ = getattr(item_, "configs", None)
+            tagged_fields_describe_configs_result_flexible_ = getattr(item_, "tagged_fields", None)
         out += _S0.pack(error_code_describe_configs_result_flexible_)
         if error_message_describe_configs_result_flexible_ is None:
             out.append(0)
@@ -2635,54 +2724,62 @@ def _fencode_describe_configs_response_flexible(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__describe_configs_result_flexible_ + 1, "describe_configs_result_flexible.configs")
         for item__describe_configs_result_flexible_ in configs_describe_configs_result_flexible_:
-            own__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = (
-                type(item__describe_configs_result_flexible_) is DescribeConfigsResourceResultFlexible
-            )
-            name_describe_configs_resource_result_flexible__describe_configs_result_flexible_ = (
-                item__describe_configs_result_flexible_.name
-                if own__describe_configs_resource_result_flexible__describe_configs_result_flexible_
-                else getattr(item__describe_configs_result_flexible_, "name", "")
-            )
-            value_describe_configs_resource_result_flexible__describe_configs_result_flexible_ = (
-                item__describe_configs_result_flexible_.value
-                if own__describe_configs_resource_result_flexible__describe_configs_result_flexible_
-                else getattr(item__describe_configs_result_flexible_, "value", "")
-            )
-            read_only_describe_configs_resource_result_flexible__describe_configs_result_flexible_ = (
-                item__describe_configs_result_flexible_.read_only
-                if own__describe_configs_resource_result_flexible__describe_configs_result_flexible_
-                else getattr(item__describe_configs_result_flexible_, "read_only", False)
-            )
-            config_source_describe_configs_resource_result_flexible__describe_configs_result_flexible_ = (
-                item__describe_configs_result_flexible_.config_source
-                if own__describe_configs_resource_result_flexible__describe_configs_result_flexible_
-                else getattr(item__describe_configs_result_flexible_, "config_source", -1)
-            )
-            is_sensitive_describe_configs_resource_result_flexible__describe_configs_result_flexible_ = (
-                item__describe_configs_result_flexible_.is_sensitive
-                if own__describe_configs_resource_result_flexible__describe_configs_result_flexible_
-                else getattr(item__describe_configs_result_flexible_, "is_sensitive", False)
-            )
-            synonyms_describe_configs_resource_result_flexible__describe_configs_result_flexible_ = (
-                item__describe_configs_result_flexible_.synonyms
-                if own__describe_configs_resource_result_flexible__describe_configs_result_flexible_
-                else getattr(item__describe_configs_result_flexible_, "synonyms", None)
-            )
-            config_type_describe_configs_resource_result_flexible__describe_configs_result_flexible_ = (
-                item__describe_configs_result_flexible_.config_type
-                if own__describe_configs_resource_result_flexible__describe_configs_result_flexible_
-                else getattr(item__describe_configs_result_flexible_, "config_type", 0)
-            )
-            documentation_describe_configs_resource_result_flexible__describe_configs_result_flexible_ = (
-                item__describe_configs_result_flexible_.documentation
-                if own__describe_configs_resource_result_flexible__describe_configs_result_flexible_
-                else getattr(item__describe_configs_result_flexible_, "documentation", "")
-            )
-            tagged_fields_describe_configs_resource_result_flexible__describe_configs_result_flexible_ = (
-                item__describe_configs_result_flexible_.tagged_fields
-                if own__describe_configs_resource_result_flexible__describe_configs_result_flexible_
-                else getattr(item__describe_configs_result_flexible_, "tagged_fields", None)
-            )
+            if type(item__describe_configs_result_flexible_) is DescribeConfigsResourceResultFlexible:
+                name_describe_configs_resource_result_flexible__describe_configs_result_flexible_ = (
+                    item__describe_configs_result_flexible_.name
+                )
+                value_describe_configs_resource_result_flexible__describe_configs_result_flexible_ = (
+                    item__describe_configs_result_flexible_.value
+                )
+                read_only_describe_configs_resource_result_flexible__describe_configs_result_flexible_ = (
+                    item__describe_configs_result_flexible_.read_only
+                )
+                config_source_describe_configs_resource_result_flexible__describe_configs_result_flexible_ = (
+                    item__describe_configs_result_flexible_.config_source
+                )
+                is_sensitive_describe_configs_resource_result_flexible__describe_configs_result_flexible_ = (
+                    item__describe_configs_result_flexible_.is_sensitive
+                )
+                synonyms_describe_configs_resource_result_flexible__describe_configs_result_flexible_ = (
+                    item__describe_configs_result_flexible_.synonyms
+                )
+                config_type_describe_configs_resource_result_flexible__describe_configs_result_flexible_ = (
+                    item__describe_configs_result_flexible_.config_type
+                )
+                documentation_describe_configs_resource_result_flexible__describe_configs_result_flexible_ = (
+                    item__describe_configs_result_flexible_.documentation
+                )
+                tagged_fields_describe_configs_resource_result_flexible__describe_configs_result_flexible_ = (
+                    item__describe_configs_result_flexible_.tagged_fields
+                )
+            else:
+                name_describe_configs_resource_result_flexible__describe_configs_result_flexible_ = getattr(
+                    item__describe_configs_result_flexible_, "name", ""
+                )
+                value_describe_configs_resource_result_flexible__describe_configs_result_flexible_ = getattr(
+                    item__describe_configs_result_flexible_, "value", ""
+                )
+                read_only_describe_configs_resource_result_flexible__describe_configs_result_flexible_ = getattr(
+                    item__describe_configs_result_flexible_, "read_only", False
+                )
+                config_source_describe_configs_resource_result_flexible__describe_configs_result_flexible_ = getattr(
+                    item__describe_configs_result_flexible_, "config_source", -1
+                )
+                is_sensitive_describe_configs_resource_result_flexible__describe_configs_result_flexible_ = getattr(
+                    item__describe_configs_result_flexible_, "is_sensitive", False
+                )
+                synonyms_describe_configs_resource_result_flexible__describe_configs_result_flexible_ = getattr(
+                    item__describe_configs_result_flexible_, "synonyms", None
+                )
+                config_type_describe_configs_resource_result_flexible__describe_configs_result_flexible_ = getattr(
+                    item__describe_configs_result_flexible_, "config_type", 0
+                )
+                documentation_describe_configs_resource_result_flexible__describe_configs_result_flexible_ = getattr(
+                    item__describe_configs_result_flexible_, "documentation", ""
+                )
+                tagged_fields_describe_configs_resource_result_flexible__describe_configs_result_flexible_ = getattr(
+                    item__describe_configs_result_flexible_, "tagged_fields", None
+                )
             b__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = _STR_ENCODED.get(
                 name_describe_configs_resource_result_flexible__describe_configs_result_flexible_
             )
@@ -2747,40 +2844,29 @@ def _fencode_describe_configs_response_flexible(obj, out, index, api_version):
             for (
                 item__describe_configs_resource_result_flexible__describe_configs_result_flexible_
             ) in synonyms_describe_configs_resource_result_flexible__describe_configs_result_flexible_:
-                own__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = (
+                if (
                     type(item__describe_configs_resource_result_flexible__describe_configs_result_flexible_)
                     is DescribeConfigsSynonymFlexible
-                )
-                name_describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = (
-                    item__describe_configs_resource_result_flexible__describe_configs_result_flexible_.name
-                    if own__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_
-                    else getattr(
+                ):
+                    name_describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = item__describe_configs_resource_result_flexible__describe_configs_result_flexible_.name
+                    value_describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = item__describe_configs_resource_result_flexible__describe_configs_result_flexible_.value
+                    source_describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = item__describe_configs_resource_result_flexible__describe_configs_result_flexible_.source
+                    tagged_fields_describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = item__describe_configs_resource_result_flexible__describe_configs_result_flexible_.tagged_fields
+                else:
+                    name_describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = getattr(
                         item__describe_configs_resource_result_flexible__describe_configs_result_flexible_, "name", ""
                     )
-                )
-                value_describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = (
-                    item__describe_configs_resource_result_flexible__describe_configs_result_flexible_.value
-                    if own__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_
-                    else getattr(
+                    value_describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = getattr(
                         item__describe_configs_resource_result_flexible__describe_configs_result_flexible_, "value", ""
                     )
-                )
-                source_describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = (
-                    item__describe_configs_resource_result_flexible__describe_configs_result_flexible_.source
-                    if own__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_
-                    else getattr(
+                    source_describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = getattr(
                         item__describe_configs_resource_result_flexible__describe_configs_result_flexible_, "source", 0
                     )
-                )
-                tagged_fields_describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = (
-                    item__describe_configs_resource_result_flexible__describe_configs_result_flexible_.tagged_fields
-                    if own__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_
-                    else getattr(
+                    tagged_fields_describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = getattr(
                         item__describe_configs_resource_result_flexible__describe_configs_result_flexible_,
                         "tagged_fields",
                         None,
                     )
-                )
                 b__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = _STR_ENCODED.get(
                     name_describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_
                 )
@@ -2863,15 +2949,20 @@ def _fencode_describe_configs_response_flexible(obj, out, index, api_version):
                         f"{source_describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_} does not fit int8",
                         path="describe_configs_synonym_flexible.source",
                     )
-                tags__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = []
-                valid__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = None
-                _write_tagged(
-                    out,
-                    tags__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_,
-                    tagged_fields_describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_,
-                    "describe_configs_synonym_flexible.tagged_fields",
-                    valid__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_,
-                )
+                if (
+                    tagged_fields_describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_
+                    or tagged_fields_describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_.__class__
+                    is _TagSection
+                ):
+                    _write_tagged(
+                        out,
+                        [],
+                        tagged_fields_describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_,
+                        "describe_configs_synonym_flexible.tagged_fields",
+                        None,
+                    )
+                else:
+                    out.append(0)
             if -128 <= config_type_describe_configs_resource_result_flexible__describe_configs_result_flexible_ <= 127:
                 out.append(
                     config_type_describe_configs_resource_result_flexible__describe_configs_result_flexible_ & 255
@@ -2908,27 +2999,37 @@ def _fencode_describe_configs_response_flexible(obj, out, index, api_version):
                         "describe_configs_resource_result_flexible.documentation",
                     )
                 out += documentation_describe_configs_resource_result_flexible__describe_configs_result_flexible_
-            tags__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = []
-            valid__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = None
+            if (
+                tagged_fields_describe_configs_resource_result_flexible__describe_configs_result_flexible_
+                or tagged_fields_describe_configs_resource_result_flexible__describe_configs_result_flexible_.__class__
+                is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_describe_configs_resource_result_flexible__describe_configs_result_flexible_,
+                    "describe_configs_resource_result_flexible.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if (
+            tagged_fields_describe_configs_result_flexible_
+            or tagged_fields_describe_configs_result_flexible_.__class__ is _TagSection
+        ):
             _write_tagged(
                 out,
-                tags__describe_configs_resource_result_flexible__describe_configs_result_flexible_,
-                tagged_fields_describe_configs_resource_result_flexible__describe_configs_result_flexible_,
-                "describe_configs_resource_result_flexible.tagged_fields",
-                valid__describe_configs_resource_result_flexible__describe_configs_result_flexible_,
+                [],
+                tagged_fields_describe_configs_result_flexible_,
+                "describe_configs_result_flexible.tagged_fields",
+                None,
             )
-        tags__describe_configs_result_flexible_ = []
-        valid__describe_configs_result_flexible_ = None
-        _write_tagged(
-            out,
-            tags__describe_configs_result_flexible_,
-            tagged_fields_describe_configs_result_flexible_,
-            "describe_configs_result_flexible.tagged_fields",
-            valid__describe_configs_result_flexible_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_configs_response_flexible.tagged_fields", valid_)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "describe_configs_response_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_describe_configs_response_by_version(buf, pos, end, opts, api_version):

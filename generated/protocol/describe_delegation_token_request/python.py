@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -117,9 +118,12 @@ def _decode_describe_delegation_token_owner(buf, pos, end, opts):
 
 def _encode_describe_delegation_token_owner(obj, out, index):
     """Append one describe_delegation_token_owner to out."""
-    own_ = type(obj) is DescribeDelegationTokenOwner
-    principal_type = obj.principal_type if own_ else getattr(obj, "principal_type", "")
-    principal_name = obj.principal_name if own_ else getattr(obj, "principal_name", "")
+    if type(obj) is DescribeDelegationTokenOwner:
+        principal_type = obj.principal_type
+        principal_name = obj.principal_name
+    else:  # another class: its fields by name, a missing one at its default
+        principal_type = getattr(obj, "principal_type", "")
+        principal_name = getattr(obj, "principal_name", "")
     if principal_type is None:
         raise _InvalidValueError("may not be null", path="describe_delegation_token_owner.principal_type")
     else:
@@ -295,13 +299,12 @@ def _fencode_describe_delegation_token_request(obj, out, index, api_version):
     else:
         out += _S1.pack(len(owners))
         for item_ in owners:
-            own__describe_delegation_token_owner_ = type(item_) is DescribeDelegationTokenOwner
-            principal_type_describe_delegation_token_owner_ = (
-                item_.principal_type if own__describe_delegation_token_owner_ else getattr(item_, "principal_type", "")
-            )
-            principal_name_describe_delegation_token_owner_ = (
-                item_.principal_name if own__describe_delegation_token_owner_ else getattr(item_, "principal_name", "")
-            )
+            if type(item_) is DescribeDelegationTokenOwner:
+                principal_type_describe_delegation_token_owner_ = item_.principal_type
+                principal_name_describe_delegation_token_owner_ = item_.principal_name
+            else:
+                principal_type_describe_delegation_token_owner_ = getattr(item_, "principal_type", "")
+                principal_name_describe_delegation_token_owner_ = getattr(item_, "principal_name", "")
             b__describe_delegation_token_owner_ = _STR_ENCODED.get(principal_type_describe_delegation_token_owner_)
             principal_type_describe_delegation_token_owner_ = (
                 _encode_str(principal_type_describe_delegation_token_owner_)
@@ -397,45 +400,52 @@ def _decode_describe_delegation_token_owner_flexible(buf, pos, end, opts):
         principal_name = str(buf[pos : pos + n_principal_name], "utf-8", "surrogateescape")
         pos += n_principal_name
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_delegation_token_owner_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_delegation_token_owner_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_delegation_token_owner_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_delegation_token_owner_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_delegation_token_owner_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_delegation_token_owner_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_delegation_token_owner_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_delegation_token_owner_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_delegation_token_owner_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeDelegationTokenOwnerFlexible(principal_type, principal_name, tagged_fields), pos
 
 
 def _encode_describe_delegation_token_owner_flexible(obj, out, index):
     """Append one describe_delegation_token_owner_flexible to out."""
-    own_ = type(obj) is DescribeDelegationTokenOwnerFlexible
-    principal_type = obj.principal_type if own_ else getattr(obj, "principal_type", "")
-    principal_name = obj.principal_name if own_ else getattr(obj, "principal_name", "")
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeDelegationTokenOwnerFlexible:
+        principal_type = obj.principal_type
+        principal_name = obj.principal_name
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        principal_type = getattr(obj, "principal_type", "")
+        principal_name = getattr(obj, "principal_name", "")
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if principal_type is None:
         raise _InvalidValueError("may not be null", path="describe_delegation_token_owner_flexible.principal_type")
     else:
@@ -460,9 +470,10 @@ def _encode_describe_delegation_token_owner_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "describe_delegation_token_owner_flexible.principal_name")
 
         out += principal_name
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_delegation_token_owner_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_delegation_token_owner_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_describe_delegation_token_request_flexible(buf, pos, end, opts, api_version):
@@ -526,36 +537,39 @@ def _decode_describe_delegation_token_request_flexible(buf, pos, end, opts, api_
     if null_owners:
         owners = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_delegation_token_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_delegation_token_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_delegation_token_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_delegation_token_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_delegation_token_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_delegation_token_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_delegation_token_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_delegation_token_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_delegation_token_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeDelegationTokenRequestFlexible(owners, tagged_fields), pos
 
 
@@ -659,51 +673,57 @@ def _fdecode_describe_delegation_token_request_flexible(buf, pos, end, opts, api
                 )
             pos += n_principal_name_describe_delegation_token_owner_flexible_
         tagged_fields_describe_delegation_token_owner_flexible_ = []
-        sec__describe_delegation_token_owner_flexible_ = pos
-        prev__describe_delegation_token_owner_flexible_, odd__describe_delegation_token_owner_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__describe_delegation_token_owner_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__describe_delegation_token_owner_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "describe_delegation_token_owner_flexible.tagged_fields"
+            sec__describe_delegation_token_owner_flexible_ = pos
+            prev__describe_delegation_token_owner_flexible_, odd__describe_delegation_token_owner_flexible_ = (
+                -1,
+                False,
             )
-        if n_tags__describe_delegation_token_owner_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__describe_delegation_token_owner_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="describe_delegation_token_owner_flexible.tagged_fields",
-            )
-        for __describe_delegation_token_owner_flexible_ in range(n_tags__describe_delegation_token_owner_flexible_):
-            tag__describe_delegation_token_owner_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "describe_delegation_token_owner_flexible.tagged_fields"
-            )
-            size__describe_delegation_token_owner_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "describe_delegation_token_owner_flexible.tagged_fields"
-            )
-            if size__describe_delegation_token_owner_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__describe_delegation_token_owner_flexible_} declares {size__describe_delegation_token_owner_flexible_} bytes, {end - pos} left",
+            if pos < end and buf[pos] < 128:
+                n_tags__describe_delegation_token_owner_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__describe_delegation_token_owner_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "describe_delegation_token_owner_flexible.tagged_fields"
+                )
+            if n_tags__describe_delegation_token_owner_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__describe_delegation_token_owner_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="describe_delegation_token_owner_flexible.tagged_fields",
                 )
-            stop__describe_delegation_token_owner_flexible_ = pos + size__describe_delegation_token_owner_flexible_
-            if tag__describe_delegation_token_owner_flexible_ <= prev__describe_delegation_token_owner_flexible_:
-                odd__describe_delegation_token_owner_flexible_ = True
-            prev__describe_delegation_token_owner_flexible_ = tag__describe_delegation_token_owner_flexible_
-            tagged_fields_describe_delegation_token_owner_flexible_.append(
-                (
-                    tag__describe_delegation_token_owner_flexible_,
-                    bytes(buf[pos:stop__describe_delegation_token_owner_flexible_]),
+            for __describe_delegation_token_owner_flexible_ in range(n_tags__describe_delegation_token_owner_flexible_):
+                tag__describe_delegation_token_owner_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "describe_delegation_token_owner_flexible.tagged_fields"
                 )
-            )
-            pos = stop__describe_delegation_token_owner_flexible_
-        if odd__describe_delegation_token_owner_flexible_:
-            tagged_fields_describe_delegation_token_owner_flexible_ = _keep_tags(
-                tagged_fields_describe_delegation_token_owner_flexible_,
-                buf[sec__describe_delegation_token_owner_flexible_:pos],
-                (),
-            )
+                size__describe_delegation_token_owner_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "describe_delegation_token_owner_flexible.tagged_fields"
+                )
+                if size__describe_delegation_token_owner_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__describe_delegation_token_owner_flexible_} declares {size__describe_delegation_token_owner_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="describe_delegation_token_owner_flexible.tagged_fields",
+                    )
+                stop__describe_delegation_token_owner_flexible_ = pos + size__describe_delegation_token_owner_flexible_
+                if tag__describe_delegation_token_owner_flexible_ <= prev__describe_delegation_token_owner_flexible_:
+                    odd__describe_delegation_token_owner_flexible_ = True
+                prev__describe_delegation_token_owner_flexible_ = tag__describe_delegation_token_owner_flexible_
+                tagged_fields_describe_delegation_token_owner_flexible_.append(
+                    (
+                        tag__describe_delegation_token_owner_flexible_,
+                        bytes(buf[pos:stop__describe_delegation_token_owner_flexible_]),
+                    )
+                )
+                pos = stop__describe_delegation_token_owner_flexible_
+            if odd__describe_delegation_token_owner_flexible_:
+                tagged_fields_describe_delegation_token_owner_flexible_ = _keep_tags(
+                    tagged_fields_describe_delegation_token_owner_flexible_,
+                    buf[sec__describe_delegation_token_owner_flexible_:pos],
+                    (),
+                )
         value__describe_delegation_token_owner_flexible_ = _new_object(DescribeDelegationTokenOwnerFlexible)
         value__describe_delegation_token_owner_flexible_.principal_type = (
             principal_type_describe_delegation_token_owner_flexible_
@@ -719,36 +739,39 @@ def _fdecode_describe_delegation_token_request_flexible(buf, pos, end, opts, api
     if null_owners:
         owners = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_delegation_token_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_delegation_token_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_delegation_token_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_delegation_token_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_delegation_token_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_delegation_token_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_delegation_token_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_delegation_token_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_delegation_token_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(DescribeDelegationTokenRequestFlexible)
     value_.owners = owners
     value_.tagged_fields = tagged_fields
@@ -762,9 +785,12 @@ def _encode_describe_delegation_token_request_flexible(obj, out, index, api_vers
             f"DescribeDelegationTokenRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 3)))",
             path="describe_delegation_token_request_flexible",
         )
-    own_ = type(obj) is DescribeDelegationTokenRequestFlexible
-    owners = obj.owners if own_ else getattr(obj, "owners", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeDelegationTokenRequestFlexible:
+        owners = obj.owners
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        owners = getattr(obj, "owners", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if owners is None:
         out.append(0)
     else:
@@ -787,9 +813,10 @@ def _encode_describe_delegation_token_request_flexible(obj, out, index, api_vers
                 f"cannot encode: {type(exc).__name__}: {exc}",
                 path=f"describe_delegation_token_request_flexible.owners[{index_}]",
             ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_delegation_token_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_delegation_token_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_describe_delegation_token_request_flexible(obj, out, index, api_version):
@@ -799,9 +826,12 @@ def _fencode_describe_delegation_token_request_flexible(obj, out, index, api_ver
             f"DescribeDelegationTokenRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 3)))",
             path="describe_delegation_token_request_flexible",
         )
-    own_ = type(obj) is DescribeDelegationTokenRequestFlexible
-    owners = obj.owners if own_ else getattr(obj, "owners", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeDelegationTokenRequestFlexible:
+        owners = obj.owners
+        tagged_fields = obj.tagged_fields
+    else:
+        owners = getattr(obj, "owners", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if owners is None:
         out.append(0)
     else:
@@ -811,22 +841,14 @@ def _fencode_describe_delegation_token_request_flexible(obj, out, index, api_ver
         else:
             _write_uvarint(out, n_ + 1, "describe_delegation_token_request_flexible.owners")
         for item_ in owners:
-            own__describe_delegation_token_owner_flexible_ = type(item_) is DescribeDelegationTokenOwnerFlexible
-            principal_type_describe_delegation_token_owner_flexible_ = (
-                item_.principal_type
-                if own__describe_delegation_token_owner_flexible_
-                else getattr(item_, "principal_type", "")
-            )
-            principal_name_describe_delegation_token_owner_flexible_ = (
-                item_.principal_name
-                if own__describe_delegation_token_owner_flexible_
-                else getattr(item_, "principal_name", "")
-            )
-            tagged_fields_describe_delegation_token_owner_flexible_ = (
-                item_.tagged_fields
-                if own__describe_delegation_token_owner_flexible_
-                else getattr(item_, "tagged_fields", None)
-            )
+            if type(item_) is DescribeDelegationTokenOwnerFlexible:
+                principal_type_describe_delegation_token_owner_flexible_ = item_.principal_type
+                principal_name_describe_delegation_token_owner_flexible_ = item_.principal_name
+                tagged_fields_describe_delegation_token_owner_flexible_ = item_.tagged_fields
+            else:
+                principal_type_describe_delegation_token_owner_flexible_ = getattr(item_, "principal_type", "")
+                principal_name_describe_delegation_token_owner_flexible_ = getattr(item_, "principal_name", "")
+                tagged_fields_describe_delegation_token_owner_flexible_ = getattr(item_, "tagged_fields", None)
             b__describe_delegation_token_owner_flexible_ = _STR_ENCODED.get(
                 principal_type_describe_delegation_token_owner_flexible_
             )
@@ -863,18 +885,23 @@ def _fencode_describe_delegation_token_request_flexible(obj, out, index, api_ver
                     "describe_delegation_token_owner_flexible.principal_name",
                 )
             out += principal_name_describe_delegation_token_owner_flexible_
-            tags__describe_delegation_token_owner_flexible_ = []
-            valid__describe_delegation_token_owner_flexible_ = None
-            _write_tagged(
-                out,
-                tags__describe_delegation_token_owner_flexible_,
-                tagged_fields_describe_delegation_token_owner_flexible_,
-                "describe_delegation_token_owner_flexible.tagged_fields",
-                valid__describe_delegation_token_owner_flexible_,
-            )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_delegation_token_request_flexible.tagged_fields", valid_)
+            if (
+                tagged_fields_describe_delegation_token_owner_flexible_
+                or tagged_fields_describe_delegation_token_owner_flexible_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_describe_delegation_token_owner_flexible_,
+                    "describe_delegation_token_owner_flexible.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "describe_delegation_token_request_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_describe_delegation_token_request_by_version(buf, pos, end, opts, api_version):

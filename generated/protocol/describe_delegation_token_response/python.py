@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -119,9 +120,12 @@ def _decode_described_delegation_token_renewer(buf, pos, end, opts):
 
 def _encode_described_delegation_token_renewer(obj, out, index):
     """Append one described_delegation_token_renewer to out."""
-    own_ = type(obj) is DescribedDelegationTokenRenewer
-    principal_type = obj.principal_type if own_ else getattr(obj, "principal_type", "")
-    principal_name = obj.principal_name if own_ else getattr(obj, "principal_name", "")
+    if type(obj) is DescribedDelegationTokenRenewer:
+        principal_type = obj.principal_type
+        principal_name = obj.principal_name
+    else:  # another class: its fields by name, a missing one at its default
+        principal_type = getattr(obj, "principal_type", "")
+        principal_name = getattr(obj, "principal_name", "")
     if principal_type is None:
         raise _InvalidValueError("may not be null", path="described_delegation_token_renewer.principal_type")
     else:
@@ -277,15 +281,24 @@ def _decode_described_delegation_token(buf, pos, end, opts):
 
 def _encode_described_delegation_token(obj, out, index):
     """Append one described_delegation_token to out."""
-    own_ = type(obj) is DescribedDelegationToken
-    principal_type = obj.principal_type if own_ else getattr(obj, "principal_type", "")
-    principal_name = obj.principal_name if own_ else getattr(obj, "principal_name", "")
-    issue_timestamp = obj.issue_timestamp if own_ else getattr(obj, "issue_timestamp", 0)
-    expiry_timestamp = obj.expiry_timestamp if own_ else getattr(obj, "expiry_timestamp", 0)
-    max_timestamp = obj.max_timestamp if own_ else getattr(obj, "max_timestamp", 0)
-    token_id = obj.token_id if own_ else getattr(obj, "token_id", "")
-    hmac = obj.hmac if own_ else getattr(obj, "hmac", None)
-    renewers = obj.renewers if own_ else getattr(obj, "renewers", None)
+    if type(obj) is DescribedDelegationToken:
+        principal_type = obj.principal_type
+        principal_name = obj.principal_name
+        issue_timestamp = obj.issue_timestamp
+        expiry_timestamp = obj.expiry_timestamp
+        max_timestamp = obj.max_timestamp
+        token_id = obj.token_id
+        hmac = obj.hmac
+        renewers = obj.renewers
+    else:  # another class: its fields by name, a missing one at its default
+        principal_type = getattr(obj, "principal_type", "")
+        principal_name = getattr(obj, "principal_name", "")
+        issue_timestamp = getattr(obj, "issue_timestamp", 0)
+        expiry_timestamp = getattr(obj, "expiry_timestamp", 0)
+        max_timestamp = getattr(obj, "max_timestamp", 0)
+        token_id = getattr(obj, "token_id", "")
+        hmac = getattr(obj, "hmac", None)
+        renewers = getattr(obj, "renewers", None)
     if principal_type is None:
         raise _InvalidValueError("may not be null", path="described_delegation_token.principal_type")
     else:
@@ -584,10 +597,14 @@ def _encode_describe_delegation_token_response(obj, out, index, api_version):
             f"DescribeDelegationTokenResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="describe_delegation_token_response",
         )
-    own_ = type(obj) is DescribeDelegationTokenResponse
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    tokens = obj.tokens if own_ else getattr(obj, "tokens", None)
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
+    if type(obj) is DescribeDelegationTokenResponse:
+        error_code = obj.error_code
+        tokens = obj.tokens
+        throttle_time_ms = obj.throttle_time_ms
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        tokens = getattr(obj, "tokens", None)
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
     out += _S0.pack(error_code)
     out += _S2.pack(len(tokens))
     index_ = 0
@@ -610,38 +627,35 @@ def _fencode_describe_delegation_token_response(obj, out, index, api_version):
             f"DescribeDelegationTokenResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="describe_delegation_token_response",
         )
-    own_ = type(obj) is DescribeDelegationTokenResponse
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    tokens = obj.tokens if own_ else getattr(obj, "tokens", None)
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
+    if type(obj) is DescribeDelegationTokenResponse:
+        error_code = obj.error_code
+        tokens = obj.tokens
+        throttle_time_ms = obj.throttle_time_ms
+    else:
+        error_code = getattr(obj, "error_code", 0)
+        tokens = getattr(obj, "tokens", None)
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
     out += _S0.pack(error_code)
     out += _S2.pack(len(tokens))
     for item_ in tokens:
-        own__described_delegation_token_ = type(item_) is DescribedDelegationToken
-        principal_type_described_delegation_token_ = (
-            item_.principal_type if own__described_delegation_token_ else getattr(item_, "principal_type", "")
-        )
-        principal_name_described_delegation_token_ = (
-            item_.principal_name if own__described_delegation_token_ else getattr(item_, "principal_name", "")
-        )
-        issue_timestamp_described_delegation_token_ = (
-            item_.issue_timestamp if own__described_delegation_token_ else getattr(item_, "issue_timestamp", 0)
-        )
-        expiry_timestamp_described_delegation_token_ = (
-            item_.expiry_timestamp if own__described_delegation_token_ else getattr(item_, "expiry_timestamp", 0)
-        )
-        max_timestamp_described_delegation_token_ = (
-            item_.max_timestamp if own__described_delegation_token_ else getattr(item_, "max_timestamp", 0)
-        )
-        token_id_described_delegation_token_ = (
-            item_.token_id if own__described_delegation_token_ else getattr(item_, "token_id", "")
-        )
-        hmac_described_delegation_token_ = (
-            item_.hmac if own__described_delegation_token_ else getattr(item_, "hmac", None)
-        )
-        renewers_described_delegation_token_ = (
-            item_.renewers if own__described_delegation_token_ else getattr(item_, "renewers", None)
-        )
+        if type(item_) is DescribedDelegationToken:
+            principal_type_described_delegation_token_ = item_.principal_type
+            principal_name_described_delegation_token_ = item_.principal_name
+            issue_timestamp_described_delegation_token_ = item_.issue_timestamp
+            expiry_timestamp_described_delegation_token_ = item_.expiry_timestamp
+            max_timestamp_described_delegation_token_ = item_.max_timestamp
+            token_id_described_delegation_token_ = item_.token_id
+            hmac_described_delegation_token_ = item_.hmac
+            renewers_described_delegation_token_ = item_.renewers
+        else:
+            principal_type_described_delegation_token_ = getattr(item_, "principal_type", "")
+            principal_name_described_delegation_token_ = getattr(item_, "principal_name", "")
+            issue_timestamp_described_delegation_token_ = getattr(item_, "issue_timestamp", 0)
+            expiry_timestamp_described_delegation_token_ = getattr(item_, "expiry_timestamp", 0)
+            max_timestamp_described_delegation_token_ = getattr(item_, "max_timestamp", 0)
+            token_id_described_delegation_token_ = getattr(item_, "token_id", "")
+            hmac_described_delegation_token_ = getattr(item_, "hmac", None)
+            renewers_described_delegation_token_ = getattr(item_, "renewers", None)
         b__described_delegation_token_ = _STR_ENCODED.get(principal_type_described_delegation_token_)
         principal_type_described_delegation_token_ = (
             _encode_str(principal_type_described_delegation_token_)
@@ -675,19 +689,20 @@ def _fencode_describe_delegation_token_response(obj, out, index, api_version):
         out += hmac_described_delegation_token_
         out += _S2.pack(len(renewers_described_delegation_token_))
         for item__described_delegation_token_ in renewers_described_delegation_token_:
-            own__described_delegation_token_renewer__described_delegation_token_ = (
-                type(item__described_delegation_token_) is DescribedDelegationTokenRenewer
-            )
-            principal_type_described_delegation_token_renewer__described_delegation_token_ = (
-                item__described_delegation_token_.principal_type
-                if own__described_delegation_token_renewer__described_delegation_token_
-                else getattr(item__described_delegation_token_, "principal_type", "")
-            )
-            principal_name_described_delegation_token_renewer__described_delegation_token_ = (
-                item__described_delegation_token_.principal_name
-                if own__described_delegation_token_renewer__described_delegation_token_
-                else getattr(item__described_delegation_token_, "principal_name", "")
-            )
+            if type(item__described_delegation_token_) is DescribedDelegationTokenRenewer:
+                principal_type_described_delegation_token_renewer__described_delegation_token_ = (
+                    item__described_delegation_token_.principal_type
+                )
+                principal_name_described_delegation_token_renewer__described_delegation_token_ = (
+                    item__described_delegation_token_.principal_name
+                )
+            else:
+                principal_type_described_delegation_token_renewer__described_delegation_token_ = getattr(
+                    item__described_delegation_token_, "principal_type", ""
+                )
+                principal_name_described_delegation_token_renewer__described_delegation_token_ = getattr(
+                    item__described_delegation_token_, "principal_name", ""
+                )
             b__described_delegation_token_renewer__described_delegation_token_ = _STR_ENCODED.get(
                 principal_type_described_delegation_token_renewer__described_delegation_token_
             )
@@ -788,45 +803,52 @@ def _decode_described_delegation_token_renewer_flexible(buf, pos, end, opts):
         principal_name = str(buf[pos : pos + n_principal_name], "utf-8", "surrogateescape")
         pos += n_principal_name
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "described_delegation_token_renewer_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="described_delegation_token_renewer_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "described_delegation_token_renewer_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "described_delegation_token_renewer_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "described_delegation_token_renewer_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="described_delegation_token_renewer_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "described_delegation_token_renewer_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "described_delegation_token_renewer_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="described_delegation_token_renewer_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribedDelegationTokenRenewerFlexible(principal_type, principal_name, tagged_fields), pos
 
 
 def _encode_described_delegation_token_renewer_flexible(obj, out, index):
     """Append one described_delegation_token_renewer_flexible to out."""
-    own_ = type(obj) is DescribedDelegationTokenRenewerFlexible
-    principal_type = obj.principal_type if own_ else getattr(obj, "principal_type", "")
-    principal_name = obj.principal_name if own_ else getattr(obj, "principal_name", "")
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribedDelegationTokenRenewerFlexible:
+        principal_type = obj.principal_type
+        principal_name = obj.principal_name
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        principal_type = getattr(obj, "principal_type", "")
+        principal_name = getattr(obj, "principal_name", "")
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if principal_type is None:
         raise _InvalidValueError("may not be null", path="described_delegation_token_renewer_flexible.principal_type")
     else:
@@ -851,9 +873,10 @@ def _encode_described_delegation_token_renewer_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "described_delegation_token_renewer_flexible.principal_name")
 
         out += principal_name
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "described_delegation_token_renewer_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "described_delegation_token_renewer_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_described_delegation_token_flexible(buf, pos, end, opts, api_version):
@@ -1127,36 +1150,39 @@ def _decode_described_delegation_token_flexible(buf, pos, end, opts, api_version
             ) from None
         append_renewers(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "described_delegation_token_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="described_delegation_token_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "described_delegation_token_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "described_delegation_token_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "described_delegation_token_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="described_delegation_token_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "described_delegation_token_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "described_delegation_token_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="described_delegation_token_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribedDelegationTokenFlexible(
         principal_type,
         principal_name,
@@ -1174,22 +1200,30 @@ def _decode_described_delegation_token_flexible(buf, pos, end, opts, api_version
 
 def _encode_described_delegation_token_flexible(obj, out, index, api_version):
     """Append one described_delegation_token_flexible to out."""
-    own_ = type(obj) is DescribedDelegationTokenFlexible
-    principal_type = obj.principal_type if own_ else getattr(obj, "principal_type", "")
-    principal_name = obj.principal_name if own_ else getattr(obj, "principal_name", "")
-    token_requester_principal_type = (
-        obj.token_requester_principal_type if own_ else getattr(obj, "token_requester_principal_type", "")
-    )
-    token_requester_principal_name = (
-        obj.token_requester_principal_name if own_ else getattr(obj, "token_requester_principal_name", "")
-    )
-    issue_timestamp = obj.issue_timestamp if own_ else getattr(obj, "issue_timestamp", 0)
-    expiry_timestamp = obj.expiry_timestamp if own_ else getattr(obj, "expiry_timestamp", 0)
-    max_timestamp = obj.max_timestamp if own_ else getattr(obj, "max_timestamp", 0)
-    token_id = obj.token_id if own_ else getattr(obj, "token_id", "")
-    hmac = obj.hmac if own_ else getattr(obj, "hmac", None)
-    renewers = obj.renewers if own_ else getattr(obj, "renewers", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribedDelegationTokenFlexible:
+        principal_type = obj.principal_type
+        principal_name = obj.principal_name
+        token_requester_principal_type = obj.token_requester_principal_type
+        token_requester_principal_name = obj.token_requester_principal_name
+        issue_timestamp = obj.issue_timestamp
+        expiry_timestamp = obj.expiry_timestamp
+        max_timestamp = obj.max_timestamp
+        token_id = obj.token_id
+        hmac = obj.hmac
+        renewers = obj.renewers
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        principal_type = getattr(obj, "principal_type", "")
+        principal_name = getattr(obj, "principal_name", "")
+        token_requester_principal_type = getattr(obj, "token_requester_principal_type", "")
+        token_requester_principal_name = getattr(obj, "token_requester_principal_name", "")
+        issue_timestamp = getattr(obj, "issue_timestamp", 0)
+        expiry_timestamp = getattr(obj, "expiry_timestamp", 0)
+        max_timestamp = getattr(obj, "max_timestamp", 0)
+        token_id = getattr(obj, "token_id", "")
+        hmac = getattr(obj, "hmac", None)
+        renewers = getattr(obj, "renewers", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if principal_type is None:
         raise _InvalidValueError("may not be null", path="described_delegation_token_flexible.principal_type")
     else:
@@ -1286,9 +1320,10 @@ def _encode_described_delegation_token_flexible(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"described_delegation_token_flexible.renewers[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "described_delegation_token_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "described_delegation_token_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_describe_delegation_token_response_flexible(buf, pos, end, opts, api_version):
@@ -1370,36 +1405,39 @@ def _decode_describe_delegation_token_response_flexible(buf, pos, end, opts, api
     (throttle_time_ms,) = _S2.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_delegation_token_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_delegation_token_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_delegation_token_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_delegation_token_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_delegation_token_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_delegation_token_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_delegation_token_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_delegation_token_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_delegation_token_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeDelegationTokenResponseFlexible(error_code, tokens, throttle_time_ms, tagged_fields), pos
 
 
@@ -1759,72 +1797,76 @@ def _fdecode_describe_delegation_token_response_flexible(buf, pos, end, opts, ap
                     n_principal_name_described_delegation_token_renewer_flexible__described_delegation_token_flexible_
                 )
             tagged_fields_described_delegation_token_renewer_flexible__described_delegation_token_flexible_ = []
-            sec__described_delegation_token_renewer_flexible__described_delegation_token_flexible_ = pos
-            (
-                prev__described_delegation_token_renewer_flexible__described_delegation_token_flexible_,
-                odd__described_delegation_token_renewer_flexible__described_delegation_token_flexible_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__described_delegation_token_renewer_flexible__described_delegation_token_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__described_delegation_token_renewer_flexible__described_delegation_token_flexible_, pos = (
-                    _read_uvarint32(buf, pos, end, "described_delegation_token_renewer_flexible.tagged_fields")
-                )
-            if (
-                n_tags__described_delegation_token_renewer_flexible__described_delegation_token_flexible_
-                > (end - pos) // 2
-            ):
-                raise _InvalidValueError(
-                    f"{n_tags__described_delegation_token_renewer_flexible__described_delegation_token_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="described_delegation_token_renewer_flexible.tagged_fields",
-                )
-            for __described_delegation_token_renewer_flexible__described_delegation_token_flexible_ in range(
-                n_tags__described_delegation_token_renewer_flexible__described_delegation_token_flexible_
-            ):
-                tag__described_delegation_token_renewer_flexible__described_delegation_token_flexible_, pos = (
-                    _read_uvarint32(buf, pos, end, "described_delegation_token_renewer_flexible.tagged_fields")
-                )
-                size__described_delegation_token_renewer_flexible__described_delegation_token_flexible_, pos = (
-                    _read_uvarint32(buf, pos, end, "described_delegation_token_renewer_flexible.tagged_fields")
-                )
-                if size__described_delegation_token_renewer_flexible__described_delegation_token_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__described_delegation_token_renewer_flexible__described_delegation_token_flexible_} declares {size__described_delegation_token_renewer_flexible__described_delegation_token_flexible_} bytes, {end - pos} left",
+                sec__described_delegation_token_renewer_flexible__described_delegation_token_flexible_ = pos
+                (
+                    prev__described_delegation_token_renewer_flexible__described_delegation_token_flexible_,
+                    odd__described_delegation_token_renewer_flexible__described_delegation_token_flexible_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__described_delegation_token_renewer_flexible__described_delegation_token_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__described_delegation_token_renewer_flexible__described_delegation_token_flexible_, pos = (
+                        _read_uvarint32(buf, pos, end, "described_delegation_token_renewer_flexible.tagged_fields")
+                    )
+                if (
+                    n_tags__described_delegation_token_renewer_flexible__described_delegation_token_flexible_
+                    > (end - pos) // 2
+                ):
+                    raise _InvalidValueError(
+                        f"{n_tags__described_delegation_token_renewer_flexible__described_delegation_token_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="described_delegation_token_renewer_flexible.tagged_fields",
                     )
-                stop__described_delegation_token_renewer_flexible__described_delegation_token_flexible_ = (
-                    pos + size__described_delegation_token_renewer_flexible__described_delegation_token_flexible_
-                )
-                if (
-                    tag__described_delegation_token_renewer_flexible__described_delegation_token_flexible_
-                    <= prev__described_delegation_token_renewer_flexible__described_delegation_token_flexible_
+                for __described_delegation_token_renewer_flexible__described_delegation_token_flexible_ in range(
+                    n_tags__described_delegation_token_renewer_flexible__described_delegation_token_flexible_
                 ):
-                    odd__described_delegation_token_renewer_flexible__described_delegation_token_flexible_ = True
-                prev__described_delegation_token_renewer_flexible__described_delegation_token_flexible_ = (
-                    tag__described_delegation_token_renewer_flexible__described_delegation_token_flexible_
-                )
-                tagged_fields_described_delegation_token_renewer_flexible__described_delegation_token_flexible_.append(
-                    (
-                        tag__described_delegation_token_renewer_flexible__described_delegation_token_flexible_,
-                        bytes(
-                            buf[
-                                pos:stop__described_delegation_token_renewer_flexible__described_delegation_token_flexible_
-                            ]
-                        ),
+                    tag__described_delegation_token_renewer_flexible__described_delegation_token_flexible_, pos = (
+                        _read_uvarint32(buf, pos, end, "described_delegation_token_renewer_flexible.tagged_fields")
                     )
-                )
-                pos = stop__described_delegation_token_renewer_flexible__described_delegation_token_flexible_
-            if odd__described_delegation_token_renewer_flexible__described_delegation_token_flexible_:
-                tagged_fields_described_delegation_token_renewer_flexible__described_delegation_token_flexible_ = (
-                    _keep_tags(
+                    size__described_delegation_token_renewer_flexible__described_delegation_token_flexible_, pos = (
+                        _read_uvarint32(buf, pos, end, "described_delegation_token_renewer_flexible.tagged_fields")
+                    )
+                    if (
+                        size__described_delegation_token_renewer_flexible__described_delegation_token_flexible_
+                        > end - pos
+                    ):
+                        raise _TruncatedError(
+                            f"tag {tag__described_delegation_token_renewer_flexible__described_delegation_token_flexible_} declares {size__described_delegation_token_renewer_flexible__described_delegation_token_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="described_delegation_token_renewer_flexible.tagged_fields",
+                        )
+                    stop__described_delegation_token_renewer_flexible__described_delegation_token_flexible_ = (
+                        pos + size__described_delegation_token_renewer_flexible__described_delegation_token_flexible_
+                    )
+                    if (
+                        tag__described_delegation_token_renewer_flexible__described_delegation_token_flexible_
+                        <= prev__described_delegation_token_renewer_flexible__described_delegation_token_flexible_
+                    ):
+                        odd__described_delegation_token_renewer_flexible__described_delegation_token_flexible_ = True
+                    prev__described_delegation_token_renewer_flexible__described_delegation_token_flexible_ = (
+                        tag__described_delegation_token_renewer_flexible__described_delegation_token_flexible_
+                    )
+                    tagged_fields_described_delegation_token_renewer_flexible__described_delegation_token_flexible_.append(
+                        (
+                            tag__described_delegation_token_renewer_flexible__described_delegation_token_flexible_,
+                            bytes(
+                                buf[
+                                    pos:stop__described_delegation_token_renewer_flexible__described_delegation_token_flexible_
+                                ]
+                            ),
+                        )
+                    )
+                    pos = stop__described_delegation_token_renewer_flexible__described_delegation_token_flexible_
+                if odd__described_delegation_token_renewer_flexible__described_delegation_token_flexible_:
+                    tagged_fields_described_delegation_token_renewer_flexible__described_delegation_token_flexible_ = _keep_tags(
                         tagged_fields_described_delegation_token_renewer_flexible__described_delegation_token_flexible_,
                         buf[sec__described_delegation_token_renewer_flexible__described_delegation_token_flexible_:pos],
                         (),
                     )
-                )
             value__described_delegation_token_renewer_flexible__described_delegation_token_flexible_ = _new_object(
                 DescribedDelegationTokenRenewerFlexible
             )
@@ -1842,48 +1884,54 @@ def _fdecode_describe_delegation_token_response_flexible(buf, pos, end, opts, ap
             )
             append_renewers_described_delegation_token_flexible_(item__described_delegation_token_flexible_)
         tagged_fields_described_delegation_token_flexible_ = []
-        sec__described_delegation_token_flexible_ = pos
-        prev__described_delegation_token_flexible_, odd__described_delegation_token_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__described_delegation_token_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__described_delegation_token_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "described_delegation_token_flexible.tagged_fields"
-            )
-        if n_tags__described_delegation_token_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__described_delegation_token_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="described_delegation_token_flexible.tagged_fields",
-            )
-        for __described_delegation_token_flexible_ in range(n_tags__described_delegation_token_flexible_):
-            tag__described_delegation_token_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "described_delegation_token_flexible.tagged_fields"
-            )
-            size__described_delegation_token_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "described_delegation_token_flexible.tagged_fields"
-            )
-            if size__described_delegation_token_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__described_delegation_token_flexible_} declares {size__described_delegation_token_flexible_} bytes, {end - pos} left",
+            sec__described_delegation_token_flexible_ = pos
+            prev__described_delegation_token_flexible_, odd__described_delegation_token_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__described_delegation_token_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__described_delegation_token_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "described_delegation_token_flexible.tagged_fields"
+                )
+            if n_tags__described_delegation_token_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__described_delegation_token_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="described_delegation_token_flexible.tagged_fields",
                 )
-            stop__described_delegation_token_flexible_ = pos + size__described_delegation_token_flexible_
-            if tag__described_delegation_token_flexible_ <= prev__described_delegation_token_flexible_:
-                odd__described_delegation_token_flexible_ = True
-            prev__described_delegation_token_flexible_ = tag__described_delegation_token_flexible_
-            tagged_fields_described_delegation_token_flexible_.append(
-                (tag__described_delegation_token_flexible_, bytes(buf[pos:stop__described_delegation_token_flexible_]))
-            )
-            pos = stop__described_delegation_token_flexible_
-        if odd__described_delegation_token_flexible_:
-            tagged_fields_described_delegation_token_flexible_ = _keep_tags(
-                tagged_fields_described_delegation_token_flexible_,
-                buf[sec__described_delegation_token_flexible_:pos],
-                (),
-            )
+            for __described_delegation_token_flexible_ in range(n_tags__described_delegation_token_flexible_):
+                tag__described_delegation_token_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "described_delegation_token_flexible.tagged_fields"
+                )
+                size__described_delegation_token_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "described_delegation_token_flexible.tagged_fields"
+                )
+                if size__described_delegation_token_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__described_delegation_token_flexible_} declares {size__described_delegation_token_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="described_delegation_token_flexible.tagged_fields",
+                    )
+                stop__described_delegation_token_flexible_ = pos + size__described_delegation_token_flexible_
+                if tag__described_delegation_token_flexible_ <= prev__described_delegation_token_flexible_:
+                    odd__described_delegation_token_flexible_ = True
+                prev__described_delegation_token_flexible_ = tag__described_delegation_token_flexible_
+                tagged_fields_described_delegation_token_flexible_.append(
+                    (
+                        tag__described_delegation_token_flexible_,
+                        bytes(buf[pos:stop__described_delegation_token_flexible_]),
+                    )
+                )
+                pos = stop__described_delegation_token_flexible_
+            if odd__described_delegation_token_flexible_:
+                tagged_fields_described_delegation_token_flexible_ = _keep_tags(
+                    tagged_fields_described_delegation_token_flexible_,
+                    buf[sec__described_delegation_token_flexible_:pos],
+                    (),
+                )
         value__described_delegation_token_flexible_ = _new_object(DescribedDelegationTokenFlexible)
         value__described_delegation_token_flexible_.principal_type = principal_type_described_delegation_token_flexible_
         value__described_delegation_token_flexible_.principal_name = principal_name_described_delegation_token_flexible_
@@ -1913,36 +1961,39 @@ def _fdecode_describe_delegation_token_response_flexible(buf, pos, end, opts, ap
     (throttle_time_ms,) = _S2.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_delegation_token_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_delegation_token_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_delegation_token_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_delegation_token_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_delegation_token_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_delegation_token_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_delegation_token_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_delegation_token_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_delegation_token_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(DescribeDelegationTokenResponseFlexible)
     value_.error_code = error_code
     value_.tokens = tokens
@@ -1958,11 +2009,16 @@ def _encode_describe_delegation_token_response_flexible(obj, out, index, api_ver
             f"DescribeDelegationTokenResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 3)))",
             path="describe_delegation_token_response_flexible",
         )
-    own_ = type(obj) is DescribeDelegationTokenResponseFlexible
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    tokens = obj.tokens if own_ else getattr(obj, "tokens", None)
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeDelegationTokenResponseFlexible:
+        error_code = obj.error_code
+        tokens = obj.tokens
+        throttle_time_ms = obj.throttle_time_ms
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        tokens = getattr(obj, "tokens", None)
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(error_code)
     n_ = len(tokens)
     if -1 <= n_ < 0x3FFF:
@@ -1984,9 +2040,10 @@ def _encode_describe_delegation_token_response_flexible(obj, out, index, api_ver
             path=f"describe_delegation_token_response_flexible.tokens[{index_}]",
         ) from None
     out += _S2.pack(throttle_time_ms)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_delegation_token_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_delegation_token_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_describe_delegation_token_response_flexible(obj, out, index, api_version):
@@ -1996,11 +2053,16 @@ def _fencode_describe_delegation_token_response_flexible(obj, out, index, api_ve
             f"DescribeDelegationTokenResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 3)))",
             path="describe_delegation_token_response_flexible",
         )
-    own_ = type(obj) is DescribeDelegationTokenResponseFlexible
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    tokens = obj.tokens if own_ else getattr(obj, "tokens", None)
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeDelegationTokenResponseFlexible:
+        error_code = obj.error_code
+        tokens = obj.tokens
+        throttle_time_ms = obj.throttle_time_ms
+        tagged_fields = obj.tagged_fields
+    else:
+        error_code = getattr(obj, "error_code", 0)
+        tokens = getattr(obj, "tokens", None)
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(error_code)
     n_ = len(tokens)
     if -1 <= n_ < 16383:
@@ -2008,46 +2070,34 @@ def _fencode_describe_delegation_token_response_flexible(obj, out, index, api_ve
     else:
         _write_uvarint(out, n_ + 1, "describe_delegation_token_response_flexible.tokens")
     for item_ in tokens:
-        own__described_delegation_token_flexible_ = type(item_) is DescribedDelegationTokenFlexible
-        principal_type_described_delegation_token_flexible_ = (
-            item_.principal_type if own__described_delegation_token_flexible_ else getattr(item_, "principal_type", "")
-        )
-        principal_name_described_delegation_token_flexible_ = (
-            item_.principal_name if own__described_delegation_token_flexible_ else getattr(item_, "principal_name", "")
-        )
-        token_requester_principal_type_described_delegation_token_flexible_ = (
-            item_.token_requester_principal_type
-            if own__described_delegation_token_flexible_
-            else getattr(item_, "token_requester_principal_type", "")
-        )
-        token_requester_principal_name_described_delegation_token_flexible_ = (
-            item_.token_requester_principal_name
-            if own__described_delegation_token_flexible_
-            else getattr(item_, "token_requester_principal_name", "")
-        )
-        issue_timestamp_described_delegation_token_flexible_ = (
-            item_.issue_timestamp if own__described_delegation_token_flexible_ else getattr(item_, "issue_timestamp", 0)
-        )
-        expiry_timestamp_described_delegation_token_flexible_ = (
-            item_.expiry_timestamp
-            if own__described_delegation_token_flexible_
-            else getattr(item_, "expiry_timestamp", 0)
-        )
-        max_timestamp_described_delegation_token_flexible_ = (
-            item_.max_timestamp if own__described_delegation_token_flexible_ else getattr(item_, "max_timestamp", 0)
-        )
-        token_id_described_delegation_token_flexible_ = (
-            item_.token_id if own__described_delegation_token_flexible_ else getattr(item_, "token_id", "")
-        )
-        hmac_described_delegation_token_flexible_ = (
-            item_.hmac if own__described_delegation_token_flexible_ else getattr(item_, "hmac", None)
-        )
-        renewers_described_delegation_token_flexible_ = (
-            item_.renewers if own__described_delegation_token_flexible_ else getattr(item_, "renewers", None)
-        )
-        tagged_fields_described_delegation_token_flexible_ = (
-            item_.tagged_fields if own__described_delegation_token_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is DescribedDelegationTokenFlexible:
+            principal_type_described_delegation_token_flexible_ = item_.principal_type
+            principal_name_described_delegation_token_flexible_ = item_.principal_name
+            token_requester_principal_type_described_delegation_token_flexible_ = item_.token_requester_principal_type
+            token_requester_principal_name_described_delegation_token_flexible_ = item_.token_requester_principal_name
+            issue_timestamp_described_delegation_token_flexible_ = item_.issue_timestamp
+            expiry_timestamp_described_delegation_token_flexible_ = item_.expiry_timestamp
+            max_timestamp_described_delegation_token_flexible_ = item_.max_timestamp
+            token_id_described_delegation_token_flexible_ = item_.token_id
+            hmac_described_delegation_token_flexible_ = item_.hmac
+            renewers_described_delegation_token_flexible_ = item_.renewers
+            tagged_fields_described_delegation_token_flexible_ = item_.tagged_fields
+        else:
+            principal_type_described_delegation_token_flexible_ = getattr(item_, "principal_type", "")
+            principal_name_described_delegation_token_flexible_ = getattr(item_, "principal_name", "")
+            token_requester_principal_type_described_delegation_token_flexible_ = getattr(
+                item_, "token_requester_principal_type", ""
+            )
+            token_requester_principal_name_described_delegation_token_flexible_ = getattr(
+                item_, "token_requester_principal_name", ""
+            )
+            issue_timestamp_described_delegation_token_flexible_ = getattr(item_, "issue_timestamp", 0)
+            expiry_timestamp_described_delegation_token_flexible_ = getattr(item_, "expiry_timestamp", 0)
+            max_timestamp_described_delegation_token_flexible_ = getattr(item_, "max_timestamp", 0)
+            token_id_described_delegation_token_flexible_ = getattr(item_, "token_id", "")
+            hmac_described_delegation_token_flexible_ = getattr(item_, "hmac", None)
+            renewers_described_delegation_token_flexible_ = getattr(item_, "renewers", None)
+            tagged_fields_described_delegation_token_flexible_ = getattr(item_, "tagged_fields", None)
         b__described_delegation_token_flexible_ = _STR_ENCODED.get(principal_type_described_delegation_token_flexible_)
         principal_type_described_delegation_token_flexible_ = (
             _encode_str(principal_type_described_delegation_token_flexible_)
@@ -2151,24 +2201,26 @@ def _fencode_describe_delegation_token_response_flexible(obj, out, index, api_ve
                 out, n__described_delegation_token_flexible_ + 1, "described_delegation_token_flexible.renewers"
             )
         for item__described_delegation_token_flexible_ in renewers_described_delegation_token_flexible_:
-            own__described_delegation_token_renewer_flexible__described_delegation_token_flexible_ = (
-                type(item__described_delegation_token_flexible_) is DescribedDelegationTokenRenewerFlexible
-            )
-            principal_type_described_delegation_token_renewer_flexible__described_delegation_token_flexible_ = (
-                item__described_delegation_token_flexible_.principal_type
-                if own__described_delegation_token_renewer_flexible__described_delegation_token_flexible_
-                else getattr(item__described_delegation_token_flexible_, "principal_type", "")
-            )
-            principal_name_described_delegation_token_renewer_flexible__described_delegation_token_flexible_ = (
-                item__described_delegation_token_flexible_.principal_name
-                if own__described_delegation_token_renewer_flexible__described_delegation_token_flexible_
-                else getattr(item__described_delegation_token_flexible_, "principal_name", "")
-            )
-            tagged_fields_described_delegation_token_renewer_flexible__described_delegation_token_flexible_ = (
-                item__described_delegation_token_flexible_.tagged_fields
-                if own__described_delegation_token_renewer_flexible__described_delegation_token_flexible_
-                else getattr(item__described_delegation_token_flexible_, "tagged_fields", None)
-            )
+            if type(item__described_delegation_token_flexible_) is DescribedDelegationTokenRenewerFlexible:
+                principal_type_described_delegation_token_renewer_flexible__described_delegation_token_flexible_ = (
+                    item__described_delegation_token_flexible_.principal_type
+                )
+                principal_name_described_delegation_token_renewer_flexible__described_delegation_token_flexible_ = (
+                    item__described_delegation_token_flexible_.principal_name
+                )
+                tagged_fields_described_delegation_token_renewer_flexible__described_delegation_token_flexible_ = (
+                    item__described_delegation_token_flexible_.tagged_fields
+                )
+            else:
+                principal_type_described_delegation_token_renewer_flexible__described_delegation_token_flexible_ = (
+                    getattr(item__described_delegation_token_flexible_, "principal_type", "")
+                )
+                principal_name_described_delegation_token_renewer_flexible__described_delegation_token_flexible_ = (
+                    getattr(item__described_delegation_token_flexible_, "principal_name", "")
+                )
+                tagged_fields_described_delegation_token_renewer_flexible__described_delegation_token_flexible_ = (
+                    getattr(item__described_delegation_token_flexible_, "tagged_fields", None)
+                )
             b__described_delegation_token_renewer_flexible__described_delegation_token_flexible_ = _STR_ENCODED.get(
                 principal_type_described_delegation_token_renewer_flexible__described_delegation_token_flexible_
             )
@@ -2217,28 +2269,38 @@ def _fencode_describe_delegation_token_response_flexible(obj, out, index, api_ve
                     "described_delegation_token_renewer_flexible.principal_name",
                 )
             out += principal_name_described_delegation_token_renewer_flexible__described_delegation_token_flexible_
-            tags__described_delegation_token_renewer_flexible__described_delegation_token_flexible_ = []
-            valid__described_delegation_token_renewer_flexible__described_delegation_token_flexible_ = None
+            if (
+                tagged_fields_described_delegation_token_renewer_flexible__described_delegation_token_flexible_
+                or tagged_fields_described_delegation_token_renewer_flexible__described_delegation_token_flexible_.__class__
+                is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_described_delegation_token_renewer_flexible__described_delegation_token_flexible_,
+                    "described_delegation_token_renewer_flexible.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if (
+            tagged_fields_described_delegation_token_flexible_
+            or tagged_fields_described_delegation_token_flexible_.__class__ is _TagSection
+        ):
             _write_tagged(
                 out,
-                tags__described_delegation_token_renewer_flexible__described_delegation_token_flexible_,
-                tagged_fields_described_delegation_token_renewer_flexible__described_delegation_token_flexible_,
-                "described_delegation_token_renewer_flexible.tagged_fields",
-                valid__described_delegation_token_renewer_flexible__described_delegation_token_flexible_,
+                [],
+                tagged_fields_described_delegation_token_flexible_,
+                "described_delegation_token_flexible.tagged_fields",
+                None,
             )
-        tags__described_delegation_token_flexible_ = []
-        valid__described_delegation_token_flexible_ = None
-        _write_tagged(
-            out,
-            tags__described_delegation_token_flexible_,
-            tagged_fields_described_delegation_token_flexible_,
-            "described_delegation_token_flexible.tagged_fields",
-            valid__described_delegation_token_flexible_,
-        )
+        else:
+            out.append(0)
     out += _S2.pack(throttle_time_ms)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_delegation_token_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "describe_delegation_token_response_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_describe_delegation_token_response_by_version(buf, pos, end, opts, api_version):

@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -209,11 +210,12 @@ def _encode_describe_groups_request(obj, out, index, api_version):
             f"DescribeGroupsRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 4))",
             path="describe_groups_request",
         )
-    own_ = type(obj) is DescribeGroupsRequest
-    groups = obj.groups if own_ else getattr(obj, "groups", None)
-    include_authorized_operations = (
-        obj.include_authorized_operations if own_ else getattr(obj, "include_authorized_operations", False)
-    )
+    if type(obj) is DescribeGroupsRequest:
+        groups = obj.groups
+        include_authorized_operations = obj.include_authorized_operations
+    else:  # another class: its fields by name, a missing one at its default
+        groups = getattr(obj, "groups", None)
+        include_authorized_operations = getattr(obj, "include_authorized_operations", False)
     out += _S1.pack(len(groups))
     index_ = 0
     try:
@@ -236,11 +238,12 @@ def _fencode_describe_groups_request(obj, out, index, api_version):
             f"DescribeGroupsRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 4))",
             path="describe_groups_request",
         )
-    own_ = type(obj) is DescribeGroupsRequest
-    groups = obj.groups if own_ else getattr(obj, "groups", None)
-    include_authorized_operations = (
-        obj.include_authorized_operations if own_ else getattr(obj, "include_authorized_operations", False)
-    )
+    if type(obj) is DescribeGroupsRequest:
+        groups = obj.groups
+        include_authorized_operations = obj.include_authorized_operations
+    else:
+        groups = getattr(obj, "groups", None)
+        include_authorized_operations = getattr(obj, "include_authorized_operations", False)
     out += _S1.pack(len(groups))
     for item_ in groups:
         value_describe_groups_request_groups_item_ = item_
@@ -370,36 +373,39 @@ def _decode_describe_groups_request_flexible(buf, pos, end, opts, api_version):
     (include_authorized_operations,) = _S2.unpack_from(buf, pos)
     pos += 1
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_groups_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_groups_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_groups_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_groups_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_groups_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_groups_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_groups_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_groups_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_groups_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeGroupsRequestFlexible(groups, include_authorized_operations, tagged_fields), pos
 
 
@@ -476,36 +482,39 @@ def _fdecode_describe_groups_request_flexible(buf, pos, end, opts, api_version):
     (include_authorized_operations,) = _S2.unpack_from(buf, pos)
     pos += 1
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_groups_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_groups_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_groups_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_groups_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_groups_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_groups_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_groups_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_groups_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_groups_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(DescribeGroupsRequestFlexible)
     value_.groups = groups
     value_.include_authorized_operations = include_authorized_operations
@@ -520,12 +529,14 @@ def _encode_describe_groups_request_flexible(obj, out, index, api_version):
             f"DescribeGroupsRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 5) and (<params>.api_version <= 5)))",
             path="describe_groups_request_flexible",
         )
-    own_ = type(obj) is DescribeGroupsRequestFlexible
-    groups = obj.groups if own_ else getattr(obj, "groups", None)
-    include_authorized_operations = (
-        obj.include_authorized_operations if own_ else getattr(obj, "include_authorized_operations", False)
-    )
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeGroupsRequestFlexible:
+        groups = obj.groups
+        include_authorized_operations = obj.include_authorized_operations
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        groups = getattr(obj, "groups", None)
+        include_authorized_operations = getattr(obj, "include_authorized_operations", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(groups)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -545,9 +556,10 @@ def _encode_describe_groups_request_flexible(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_groups_request_flexible.groups[{index_}]"
         ) from None
     out += _S2.pack(include_authorized_operations)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_groups_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_groups_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_describe_groups_request_flexible(obj, out, index, api_version):
@@ -557,12 +569,14 @@ def _fencode_describe_groups_request_flexible(obj, out, index, api_version):
             f"DescribeGroupsRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 5) and (<params>.api_version <= 5)))",
             path="describe_groups_request_flexible",
         )
-    own_ = type(obj) is DescribeGroupsRequestFlexible
-    groups = obj.groups if own_ else getattr(obj, "groups", None)
-    include_authorized_operations = (
-        obj.include_authorized_operations if own_ else getattr(obj, "include_authorized_operations", False)
-    )
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeGroupsRequestFlexible:
+        groups = obj.groups
+        include_authorized_operations = obj.include_authorized_operations
+        tagged_fields = obj.tagged_fields
+    else:
+        groups = getattr(obj, "groups", None)
+        include_authorized_operations = getattr(obj, "include_authorized_operations", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(groups)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
@@ -589,9 +603,10 @@ def _fencode_describe_groups_request_flexible(obj, out, index, api_version):
             )
         out += value_describe_groups_request_flexible_groups_item_
     out += _S2.pack(include_authorized_operations)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_groups_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "describe_groups_request_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_describe_groups_request_v6_groups_item(buf, pos, end, opts):
@@ -704,36 +719,39 @@ def _decode_describe_groups_request_v6(buf, pos, end, opts, api_version):
     (include_authorized_operations,) = _S2.unpack_from(buf, pos)
     pos += 1
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_groups_request_v6.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_groups_request_v6.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_groups_request_v6.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_groups_request_v6.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_groups_request_v6.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_groups_request_v6.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_groups_request_v6.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_groups_request_v6.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_groups_request_v6.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeGroupsRequestV6(groups, include_authorized_operations, tagged_fields), pos
 
 
@@ -804,36 +822,39 @@ def _fdecode_describe_groups_request_v6(buf, pos, end, opts, api_version):
     (include_authorized_operations,) = _S2.unpack_from(buf, pos)
     pos += 1
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_groups_request_v6.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_groups_request_v6.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_groups_request_v6.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_groups_request_v6.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_groups_request_v6.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_groups_request_v6.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_groups_request_v6.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_groups_request_v6.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_groups_request_v6.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(DescribeGroupsRequestV6)
     value_.groups = groups
     value_.include_authorized_operations = include_authorized_operations
@@ -848,12 +869,14 @@ def _encode_describe_groups_request_v6(obj, out, index, api_version):
             f"DescribeGroupsRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 6) and (<params>.api_version <= 6)))",
             path="describe_groups_request_v6",
         )
-    own_ = type(obj) is DescribeGroupsRequestV6
-    groups = obj.groups if own_ else getattr(obj, "groups", None)
-    include_authorized_operations = (
-        obj.include_authorized_operations if own_ else getattr(obj, "include_authorized_operations", False)
-    )
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeGroupsRequestV6:
+        groups = obj.groups
+        include_authorized_operations = obj.include_authorized_operations
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        groups = getattr(obj, "groups", None)
+        include_authorized_operations = getattr(obj, "include_authorized_operations", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(groups)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -873,9 +896,10 @@ def _encode_describe_groups_request_v6(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_groups_request_v6.groups[{index_}]"
         ) from None
     out += _S2.pack(include_authorized_operations)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_groups_request_v6.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_groups_request_v6.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_describe_groups_request_v6(obj, out, index, api_version):
@@ -885,12 +909,14 @@ def _fencode_describe_groups_request_v6(obj, out, index, api_version):
             f"DescribeGroupsRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 6) and (<params>.api_version <= 6)))",
             path="describe_groups_request_v6",
         )
-    own_ = type(obj) is DescribeGroupsRequestV6
-    groups = obj.groups if own_ else getattr(obj, "groups", None)
-    include_authorized_operations = (
-        obj.include_authorized_operations if own_ else getattr(obj, "include_authorized_operations", False)
-    )
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeGroupsRequestV6:
+        groups = obj.groups
+        include_authorized_operations = obj.include_authorized_operations
+        tagged_fields = obj.tagged_fields
+    else:
+        groups = getattr(obj, "groups", None)
+        include_authorized_operations = getattr(obj, "include_authorized_operations", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(groups)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
@@ -913,9 +939,10 @@ def _fencode_describe_groups_request_v6(obj, out, index, api_version):
             )
         out += value_describe_groups_request_v6_groups_item_
     out += _S2.pack(include_authorized_operations)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_groups_request_v6.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "describe_groups_request_v6.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_describe_groups_request_by_version(buf, pos, end, opts, api_version):

@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -210,13 +211,20 @@ def _decode_described_group_member(buf, pos, end, opts, api_version):
 
 def _encode_described_group_member(obj, out, index, api_version):
     """Append one described_group_member to out."""
-    own_ = type(obj) is DescribedGroupMember
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    group_instance_id = obj.group_instance_id if own_ else getattr(obj, "group_instance_id", None)
-    client_id = obj.client_id if own_ else getattr(obj, "client_id", "")
-    client_host = obj.client_host if own_ else getattr(obj, "client_host", "")
-    member_metadata = obj.member_metadata if own_ else getattr(obj, "member_metadata", None)
-    member_assignment = obj.member_assignment if own_ else getattr(obj, "member_assignment", None)
+    if type(obj) is DescribedGroupMember:
+        member_id = obj.member_id
+        group_instance_id = obj.group_instance_id
+        client_id = obj.client_id
+        client_host = obj.client_host
+        member_metadata = obj.member_metadata
+        member_assignment = obj.member_assignment
+    else:  # another class: its fields by name, a missing one at its default
+        member_id = getattr(obj, "member_id", "")
+        group_instance_id = getattr(obj, "group_instance_id", None)
+        client_id = getattr(obj, "client_id", "")
+        client_host = getattr(obj, "client_host", "")
+        member_metadata = getattr(obj, "member_metadata", None)
+        member_assignment = getattr(obj, "member_assignment", None)
     if member_id is None:
         raise _InvalidValueError("may not be null", path="described_group_member.member_id")
     else:
@@ -378,14 +386,22 @@ def _decode_described_group(buf, pos, end, opts, api_version):
 
 def _encode_described_group(obj, out, index, api_version):
     """Append one described_group to out."""
-    own_ = type(obj) is DescribedGroup
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    group_state = obj.group_state if own_ else getattr(obj, "group_state", "")
-    protocol_type = obj.protocol_type if own_ else getattr(obj, "protocol_type", "")
-    protocol_data = obj.protocol_data if own_ else getattr(obj, "protocol_data", "")
-    members = obj.members if own_ else getattr(obj, "members", None)
-    authorized_operations = obj.authorized_operations if own_ else getattr(obj, "authorized_operations", -2147483648)
+    if type(obj) is DescribedGroup:
+        error_code = obj.error_code
+        group_id = obj.group_id
+        group_state = obj.group_state
+        protocol_type = obj.protocol_type
+        protocol_data = obj.protocol_data
+        members = obj.members
+        authorized_operations = obj.authorized_operations
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        group_id = getattr(obj, "group_id", "")
+        group_state = getattr(obj, "group_state", "")
+        protocol_type = getattr(obj, "protocol_type", "")
+        protocol_data = getattr(obj, "protocol_data", "")
+        members = getattr(obj, "members", None)
+        authorized_operations = getattr(obj, "authorized_operations", -2147483648)
     out += _S0.pack(error_code)
     if group_id is None:
         raise _InvalidValueError("may not be null", path="described_group.group_id")
@@ -742,9 +758,12 @@ def _encode_describe_groups_response(obj, out, index, api_version):
             f"DescribeGroupsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 4))",
             path="describe_groups_response",
         )
-    own_ = type(obj) is DescribeGroupsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    groups = obj.groups if own_ else getattr(obj, "groups", None)
+    if type(obj) is DescribeGroupsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        groups = obj.groups
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        groups = getattr(obj, "groups", None)
     if api_version >= 1:
         out += _S1.pack(throttle_time_ms)
     out += _S1.pack(len(groups))
@@ -767,29 +786,32 @@ def _fencode_describe_groups_response(obj, out, index, api_version):
             f"DescribeGroupsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 4))",
             path="describe_groups_response",
         )
-    own_ = type(obj) is DescribeGroupsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    groups = obj.groups if own_ else getattr(obj, "groups", None)
+    if type(obj) is DescribeGroupsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        groups = obj.groups
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        groups = getattr(obj, "groups", None)
     if api_version >= 1:
         out += _S1.pack(throttle_time_ms)
     out += _S1.pack(len(groups))
     for item_ in groups:
-        own__described_group_ = type(item_) is DescribedGroup
-        error_code_described_group_ = item_.error_code if own__described_group_ else getattr(item_, "error_code", 0)
-        group_id_described_group_ = item_.group_id if own__described_group_ else getattr(item_, "group_id", "")
-        group_state_described_group_ = item_.group_state if own__described_group_ else getattr(item_, "group_state", "")
-        protocol_type_described_group_ = (
-            item_.protocol_type if own__described_group_ else getattr(item_, "protocol_type", "")
-        )
-        protocol_data_described_group_ = (
-            item_.protocol_data if own__described_group_ else getattr(item_, "protocol_data", "")
-        )
-        members_described_group_ = item_.members if own__described_group_ else getattr(item_, "members", None)
-        authorized_operations_described_group_ = (
-            item_.authorized_operations
-            if own__described_group_
-            else getattr(item_, "authorized_operations", -2147483648)
-        )
+        if type(item_) is DescribedGroup:
+            error_code_described_group_ = item_.error_code
+            group_id_described_group_ = item_.group_id
+            group_state_described_group_ = item_.group_state
+            protocol_type_described_group_ = item_.protocol_type
+            protocol_data_described_group_ = item_.protocol_data
+            members_described_group_ = item_.members
+            authorized_operations_described_group_ = item_.authorized_operations
+        else:
+            error_code_described_group_ = getattr(item_, "error_code", 0)
+            group_id_described_group_ = getattr(item_, "group_id", "")
+            group_state_described_group_ = getattr(item_, "group_state", "")
+            protocol_type_described_group_ = getattr(item_, "protocol_type", "")
+            protocol_data_described_group_ = getattr(item_, "protocol_data", "")
+            members_described_group_ = getattr(item_, "members", None)
+            authorized_operations_described_group_ = getattr(item_, "authorized_operations", -2147483648)
         out += _S0.pack(error_code_described_group_)
         b__described_group_ = _STR_ENCODED.get(group_id_described_group_)
         group_id_described_group_ = (
@@ -817,37 +839,28 @@ def _fencode_describe_groups_response(obj, out, index, api_version):
         out += protocol_data_described_group_
         out += _S1.pack(len(members_described_group_))
         for item__described_group_ in members_described_group_:
-            own__described_group_member__described_group_ = type(item__described_group_) is DescribedGroupMember
-            member_id_described_group_member__described_group_ = (
-                item__described_group_.member_id
-                if own__described_group_member__described_group_
-                else getattr(item__described_group_, "member_id", "")
-            )
-            group_instance_id_described_group_member__described_group_ = (
-                item__described_group_.group_instance_id
-                if own__described_group_member__described_group_
-                else getattr(item__described_group_, "group_instance_id", None)
-            )
-            client_id_described_group_member__described_group_ = (
-                item__described_group_.client_id
-                if own__described_group_member__described_group_
-                else getattr(item__described_group_, "client_id", "")
-            )
-            client_host_described_group_member__described_group_ = (
-                item__described_group_.client_host
-                if own__described_group_member__described_group_
-                else getattr(item__described_group_, "client_host", "")
-            )
-            member_metadata_described_group_member__described_group_ = (
-                item__described_group_.member_metadata
-                if own__described_group_member__described_group_
-                else getattr(item__described_group_, "member_metadata", None)
-            )
-            member_assignment_described_group_member__described_group_ = (
-                item__described_group_.member_assignment
-                if own__described_group_member__described_group_
-                else getattr(item__described_group_, "member_assignment", None)
-            )
+            if type(item__described_group_) is DescribedGroupMember:
+                member_id_described_group_member__described_group_ = item__described_group_.member_id
+                group_instance_id_described_group_member__described_group_ = item__described_group_.group_instance_id
+                client_id_described_group_member__described_group_ = item__described_group_.client_id
+                client_host_described_group_member__described_group_ = item__described_group_.client_host
+                member_metadata_described_group_member__described_group_ = item__described_group_.member_metadata
+                member_assignment_described_group_member__described_group_ = item__described_group_.member_assignment
+            else:
+                member_id_described_group_member__described_group_ = getattr(item__described_group_, "member_id", "")
+                group_instance_id_described_group_member__described_group_ = getattr(
+                    item__described_group_, "group_instance_id", None
+                )
+                client_id_described_group_member__described_group_ = getattr(item__described_group_, "client_id", "")
+                client_host_described_group_member__described_group_ = getattr(
+                    item__described_group_, "client_host", ""
+                )
+                member_metadata_described_group_member__described_group_ = getattr(
+                    item__described_group_, "member_metadata", None
+                )
+                member_assignment_described_group_member__described_group_ = getattr(
+                    item__described_group_, "member_assignment", None
+                )
             b__described_group_member__described_group_ = _STR_ENCODED.get(
                 member_id_described_group_member__described_group_
             )
@@ -1097,36 +1110,39 @@ def _decode_described_group_member_flexible(buf, pos, end, opts):
         member_assignment = buf[pos : pos + n_member_assignment]
         pos += n_member_assignment
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "described_group_member_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="described_group_member_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "described_group_member_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "described_group_member_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "described_group_member_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="described_group_member_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "described_group_member_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "described_group_member_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="described_group_member_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribedGroupMemberFlexible(
         member_id, group_instance_id, client_id, client_host, member_metadata, member_assignment, tagged_fields
     ), pos
@@ -1134,14 +1150,22 @@ def _decode_described_group_member_flexible(buf, pos, end, opts):
 
 def _encode_described_group_member_flexible(obj, out, index):
     """Append one described_group_member_flexible to out."""
-    own_ = type(obj) is DescribedGroupMemberFlexible
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    group_instance_id = obj.group_instance_id if own_ else getattr(obj, "group_instance_id", None)
-    client_id = obj.client_id if own_ else getattr(obj, "client_id", "")
-    client_host = obj.client_host if own_ else getattr(obj, "client_host", "")
-    member_metadata = obj.member_metadata if own_ else getattr(obj, "member_metadata", None)
-    member_assignment = obj.member_assignment if own_ else getattr(obj, "member_assignment", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribedGroupMemberFlexible:
+        member_id = obj.member_id
+        group_instance_id = obj.group_instance_id
+        client_id = obj.client_id
+        client_host = obj.client_host
+        member_metadata = obj.member_metadata
+        member_assignment = obj.member_assignment
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        member_id = getattr(obj, "member_id", "")
+        group_instance_id = getattr(obj, "group_instance_id", None)
+        client_id = getattr(obj, "client_id", "")
+        client_host = getattr(obj, "client_host", "")
+        member_metadata = getattr(obj, "member_metadata", None)
+        member_assignment = getattr(obj, "member_assignment", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if member_id is None:
         raise _InvalidValueError("may not be null", path="described_group_member_flexible.member_id")
     else:
@@ -1210,9 +1234,10 @@ def _encode_described_group_member_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "described_group_member_flexible.member_assignment")
 
         out += member_assignment
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "described_group_member_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "described_group_member_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_described_group_flexible(buf, pos, end, opts):
@@ -1374,36 +1399,39 @@ def _decode_described_group_flexible(buf, pos, end, opts):
     (authorized_operations,) = _S1.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "described_group_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="described_group_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "described_group_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "described_group_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "described_group_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="described_group_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "described_group_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "described_group_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="described_group_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribedGroupFlexible(
         error_code, group_id, group_state, protocol_type, protocol_data, members, authorized_operations, tagged_fields
     ), pos
@@ -1411,15 +1439,24 @@ def _decode_described_group_flexible(buf, pos, end, opts):
 
 def _encode_described_group_flexible(obj, out, index):
     """Append one described_group_flexible to out."""
-    own_ = type(obj) is DescribedGroupFlexible
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    group_state = obj.group_state if own_ else getattr(obj, "group_state", "")
-    protocol_type = obj.protocol_type if own_ else getattr(obj, "protocol_type", "")
-    protocol_data = obj.protocol_data if own_ else getattr(obj, "protocol_data", "")
-    members = obj.members if own_ else getattr(obj, "members", None)
-    authorized_operations = obj.authorized_operations if own_ else getattr(obj, "authorized_operations", -2147483648)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribedGroupFlexible:
+        error_code = obj.error_code
+        group_id = obj.group_id
+        group_state = obj.group_state
+        protocol_type = obj.protocol_type
+        protocol_data = obj.protocol_data
+        members = obj.members
+        authorized_operations = obj.authorized_operations
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        group_id = getattr(obj, "group_id", "")
+        group_state = getattr(obj, "group_state", "")
+        protocol_type = getattr(obj, "protocol_type", "")
+        protocol_data = getattr(obj, "protocol_data", "")
+        members = getattr(obj, "members", None)
+        authorized_operations = getattr(obj, "authorized_operations", -2147483648)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(error_code)
     if group_id is None:
         raise _InvalidValueError("may not be null", path="described_group_flexible.group_id")
@@ -1486,9 +1523,10 @@ def _encode_described_group_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"described_group_flexible.members[{index_}]"
         ) from None
     out += _S1.pack(authorized_operations)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "described_group_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "described_group_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_describe_groups_response_flexible(buf, pos, end, opts, api_version):
@@ -1558,36 +1596,39 @@ def _decode_describe_groups_response_flexible(buf, pos, end, opts, api_version):
                     path="describe_groups_response_flexible.groups",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_groups_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_groups_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_groups_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_groups_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_groups_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_groups_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_groups_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_groups_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_groups_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeGroupsResponseFlexible(throttle_time_ms, groups, tagged_fields), pos
 
 
@@ -1942,63 +1983,66 @@ def _fdecode_describe_groups_response_flexible(buf, pos, end, opts, api_version)
                 ]
                 pos += n_member_assignment_described_group_member_flexible__described_group_flexible_
             tagged_fields_described_group_member_flexible__described_group_flexible_ = []
-            sec__described_group_member_flexible__described_group_flexible_ = pos
-            (
-                prev__described_group_member_flexible__described_group_flexible_,
-                odd__described_group_member_flexible__described_group_flexible_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__described_group_member_flexible__described_group_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__described_group_member_flexible__described_group_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "described_group_member_flexible.tagged_fields"
-                )
-            if n_tags__described_group_member_flexible__described_group_flexible_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__described_group_member_flexible__described_group_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="described_group_member_flexible.tagged_fields",
-                )
-            for __described_group_member_flexible__described_group_flexible_ in range(
-                n_tags__described_group_member_flexible__described_group_flexible_
-            ):
-                tag__described_group_member_flexible__described_group_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "described_group_member_flexible.tagged_fields"
-                )
-                size__described_group_member_flexible__described_group_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "described_group_member_flexible.tagged_fields"
-                )
-                if size__described_group_member_flexible__described_group_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__described_group_member_flexible__described_group_flexible_} declares {size__described_group_member_flexible__described_group_flexible_} bytes, {end - pos} left",
+                sec__described_group_member_flexible__described_group_flexible_ = pos
+                (
+                    prev__described_group_member_flexible__described_group_flexible_,
+                    odd__described_group_member_flexible__described_group_flexible_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__described_group_member_flexible__described_group_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__described_group_member_flexible__described_group_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "described_group_member_flexible.tagged_fields"
+                    )
+                if n_tags__described_group_member_flexible__described_group_flexible_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__described_group_member_flexible__described_group_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="described_group_member_flexible.tagged_fields",
                     )
-                stop__described_group_member_flexible__described_group_flexible_ = (
-                    pos + size__described_group_member_flexible__described_group_flexible_
-                )
-                if (
-                    tag__described_group_member_flexible__described_group_flexible_
-                    <= prev__described_group_member_flexible__described_group_flexible_
+                for __described_group_member_flexible__described_group_flexible_ in range(
+                    n_tags__described_group_member_flexible__described_group_flexible_
                 ):
-                    odd__described_group_member_flexible__described_group_flexible_ = True
-                prev__described_group_member_flexible__described_group_flexible_ = (
-                    tag__described_group_member_flexible__described_group_flexible_
-                )
-                tagged_fields_described_group_member_flexible__described_group_flexible_.append(
-                    (
-                        tag__described_group_member_flexible__described_group_flexible_,
-                        bytes(buf[pos:stop__described_group_member_flexible__described_group_flexible_]),
+                    tag__described_group_member_flexible__described_group_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "described_group_member_flexible.tagged_fields"
                     )
-                )
-                pos = stop__described_group_member_flexible__described_group_flexible_
-            if odd__described_group_member_flexible__described_group_flexible_:
-                tagged_fields_described_group_member_flexible__described_group_flexible_ = _keep_tags(
-                    tagged_fields_described_group_member_flexible__described_group_flexible_,
-                    buf[sec__described_group_member_flexible__described_group_flexible_:pos],
-                    (),
-                )
+                    size__described_group_member_flexible__described_group_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "described_group_member_flexible.tagged_fields"
+                    )
+                    if size__described_group_member_flexible__described_group_flexible_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__described_group_member_flexible__described_group_flexible_} declares {size__described_group_member_flexible__described_group_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="described_group_member_flexible.tagged_fields",
+                        )
+                    stop__described_group_member_flexible__described_group_flexible_ = (
+                        pos + size__described_group_member_flexible__described_group_flexible_
+                    )
+                    if (
+                        tag__described_group_member_flexible__described_group_flexible_
+                        <= prev__described_group_member_flexible__described_group_flexible_
+                    ):
+                        odd__described_group_member_flexible__described_group_flexible_ = True
+                    prev__described_group_member_flexible__described_group_flexible_ = (
+                        tag__described_group_member_flexible__described_group_flexible_
+                    )
+                    tagged_fields_described_group_member_flexible__described_group_flexible_.append(
+                        (
+                            tag__described_group_member_flexible__described_group_flexible_,
+                            bytes(buf[pos:stop__described_group_member_flexible__described_group_flexible_]),
+                        )
+                    )
+                    pos = stop__described_group_member_flexible__described_group_flexible_
+                if odd__described_group_member_flexible__described_group_flexible_:
+                    tagged_fields_described_group_member_flexible__described_group_flexible_ = _keep_tags(
+                        tagged_fields_described_group_member_flexible__described_group_flexible_,
+                        buf[sec__described_group_member_flexible__described_group_flexible_:pos],
+                        (),
+                    )
             value__described_group_member_flexible__described_group_flexible_ = _new_object(
                 DescribedGroupMemberFlexible
             )
@@ -2028,46 +2072,49 @@ def _fdecode_describe_groups_response_flexible(buf, pos, end, opts, api_version)
         (authorized_operations_described_group_flexible_,) = _S1.unpack_from(buf, pos)
         pos += 4
         tagged_fields_described_group_flexible_ = []
-        sec__described_group_flexible_ = pos
-        prev__described_group_flexible_, odd__described_group_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__described_group_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__described_group_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "described_group_flexible.tagged_fields"
-            )
-        if n_tags__described_group_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__described_group_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="described_group_flexible.tagged_fields",
-            )
-        for __described_group_flexible_ in range(n_tags__described_group_flexible_):
-            tag__described_group_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "described_group_flexible.tagged_fields"
-            )
-            size__described_group_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "described_group_flexible.tagged_fields"
-            )
-            if size__described_group_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__described_group_flexible_} declares {size__described_group_flexible_} bytes, {end - pos} left",
+            sec__described_group_flexible_ = pos
+            prev__described_group_flexible_, odd__described_group_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__described_group_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__described_group_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "described_group_flexible.tagged_fields"
+                )
+            if n_tags__described_group_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__described_group_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="described_group_flexible.tagged_fields",
                 )
-            stop__described_group_flexible_ = pos + size__described_group_flexible_
-            if tag__described_group_flexible_ <= prev__described_group_flexible_:
-                odd__described_group_flexible_ = True
-            prev__described_group_flexible_ = tag__described_group_flexible_
-            tagged_fields_described_group_flexible_.append(
-                (tag__described_group_flexible_, bytes(buf[pos:stop__described_group_flexible_]))
-            )
-            pos = stop__described_group_flexible_
-        if odd__described_group_flexible_:
-            tagged_fields_described_group_flexible_ = _keep_tags(
-                tagged_fields_described_group_flexible_, buf[sec__described_group_flexible_:pos], ()
-            )
+            for __described_group_flexible_ in range(n_tags__described_group_flexible_):
+                tag__described_group_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "described_group_flexible.tagged_fields"
+                )
+                size__described_group_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "described_group_flexible.tagged_fields"
+                )
+                if size__described_group_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__described_group_flexible_} declares {size__described_group_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="described_group_flexible.tagged_fields",
+                    )
+                stop__described_group_flexible_ = pos + size__described_group_flexible_
+                if tag__described_group_flexible_ <= prev__described_group_flexible_:
+                    odd__described_group_flexible_ = True
+                prev__described_group_flexible_ = tag__described_group_flexible_
+                tagged_fields_described_group_flexible_.append(
+                    (tag__described_group_flexible_, bytes(buf[pos:stop__described_group_flexible_]))
+                )
+                pos = stop__described_group_flexible_
+            if odd__described_group_flexible_:
+                tagged_fields_described_group_flexible_ = _keep_tags(
+                    tagged_fields_described_group_flexible_, buf[sec__described_group_flexible_:pos], ()
+                )
         value__described_group_flexible_ = _new_object(DescribedGroupFlexible)
         value__described_group_flexible_.error_code = error_code_described_group_flexible_
         value__described_group_flexible_.group_id = group_id_described_group_flexible_
@@ -2084,36 +2131,39 @@ def _fdecode_describe_groups_response_flexible(buf, pos, end, opts, api_version)
             if budget_groups < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_groups_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_groups_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_groups_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_groups_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_groups_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_groups_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_groups_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_groups_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_groups_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(DescribeGroupsResponseFlexible)
     value_.throttle_time_ms = throttle_time_ms
     value_.groups = groups
@@ -2128,10 +2178,14 @@ def _encode_describe_groups_response_flexible(obj, out, index, api_version):
             f"DescribeGroupsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 5) and (<params>.api_version <= 5)))",
             path="describe_groups_response_flexible",
         )
-    own_ = type(obj) is DescribeGroupsResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    groups = obj.groups if own_ else getattr(obj, "groups", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeGroupsResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        groups = obj.groups
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        groups = getattr(obj, "groups", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(throttle_time_ms)
     n_ = len(groups)
     if -1 <= n_ < 0x3FFF:
@@ -2149,9 +2203,10 @@ def _encode_describe_groups_response_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_groups_response_flexible.groups[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_groups_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_groups_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_describe_groups_response_flexible(obj, out, index, api_version):
@@ -2161,10 +2216,14 @@ def _fencode_describe_groups_response_flexible(obj, out, index, api_version):
             f"DescribeGroupsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 5) and (<params>.api_version <= 5)))",
             path="describe_groups_response_flexible",
         )
-    own_ = type(obj) is DescribeGroupsResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    groups = obj.groups if own_ else getattr(obj, "groups", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeGroupsResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        groups = obj.groups
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        groups = getattr(obj, "groups", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(throttle_time_ms)
     n_ = len(groups)
     if -1 <= n_ < 16383:
@@ -2172,33 +2231,24 @@ def _fencode_describe_groups_response_flexible(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "describe_groups_response_flexible.groups")
     for item_ in groups:
-        own__described_group_flexible_ = type(item_) is DescribedGroupFlexible
-        error_code_described_group_flexible_ = (
-            item_.error_code if own__described_group_flexible_ else getattr(item_, "error_code", 0)
-        )
-        group_id_described_group_flexible_ = (
-            item_.group_id if own__described_group_flexible_ else getattr(item_, "group_id", "")
-        )
-        group_state_described_group_flexible_ = (
-            item_.group_state if own__described_group_flexible_ else getattr(item_, "group_state", "")
-        )
-        protocol_type_described_group_flexible_ = (
-            item_.protocol_type if own__described_group_flexible_ else getattr(item_, "protocol_type", "")
-        )
-        protocol_data_described_group_flexible_ = (
-            item_.protocol_data if own__described_group_flexible_ else getattr(item_, "protocol_data", "")
-        )
-        members_described_group_flexible_ = (
-            item_.members if own__described_group_flexible_ else getattr(item_, "members", None)
-        )
-        authorized_operations_described_group_flexible_ = (
-            item_.authorized_operations
-            if own__described_group_flexible_
-            else getattr(item_, "authorized_operations", -2147483648)
-        )
-        tagged_fields_described_group_flexible_ = (
-            item_.tagged_fields if own__described_group_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is DescribedGroupFlexible:
+            error_code_described_group_flexible_ = item_.error_code
+            group_id_described_group_flexible_ = item_.group_id
+            group_state_described_group_flexible_ = item_.group_state
+            protocol_type_described_group_flexible_ = item_.protocol_type
+            protocol_data_described_group_flexible_ = item_.protocol_data
+            members_described_group_flexible_ = item_.members
+            authorized_operations_described_group_flexible_ = item_.authorized_operations
+            tagged_fields_described_group_flexible_ = item_.tagged_fields
+        else:
+            error_code_described_group_flexible_ = getattr(item_, "error_code", 0)
+            group_id_described_group_flexible_ = getattr(item_, "group_id", "")
+            group_state_described_group_flexible_ = getattr(item_, "group_state", "")
+            protocol_type_described_group_flexible_ = getattr(item_, "protocol_type", "")
+            protocol_data_described_group_flexible_ = getattr(item_, "protocol_data", "")
+            members_described_group_flexible_ = getattr(item_, "members", None)
+            authorized_operations_described_group_flexible_ = getattr(item_, "authorized_operations", -2147483648)
+            tagged_fields_described_group_flexible_ = getattr(item_, "tagged_fields", None)
         out += _S0.pack(error_code_described_group_flexible_)
         b__described_group_flexible_ = _STR_ENCODED.get(group_id_described_group_flexible_)
         group_id_described_group_flexible_ = (
@@ -2254,44 +2304,50 @@ def _fencode_describe_groups_response_flexible(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__described_group_flexible_ + 1, "described_group_flexible.members")
         for item__described_group_flexible_ in members_described_group_flexible_:
-            own__described_group_member_flexible__described_group_flexible_ = (
-                type(item__described_group_flexible_) is DescribedGroupMemberFlexible
-            )
-            member_id_described_group_member_flexible__described_group_flexible_ = (
-                item__described_group_flexible_.member_id
-                if own__described_group_member_flexible__described_group_flexible_
-                else getattr(item__described_group_flexible_, "member_id", "")
-            )
-            group_instance_id_described_group_member_flexible__described_group_flexible_ = (
-                item__described_group_flexible_.group_instance_id
-                if own__described_group_member_flexible__described_group_flexible_
-                else getattr(item__described_group_flexible_, "group_instance_id", None)
-            )
-            client_id_described_group_member_flexible__described_group_flexible_ = (
-                item__described_group_flexible_.client_id
-                if own__described_group_member_flexible__described_group_flexible_
-                else getattr(item__described_group_flexible_, "client_id", "")
-            )
-            client_host_described_group_member_flexible__described_group_flexible_ = (
-                item__described_group_flexible_.client_host
-                if own__described_group_member_flexible__described_group_flexible_
-                else getattr(item__described_group_flexible_, "client_host", "")
-            )
-            member_metadata_described_group_member_flexible__described_group_flexible_ = (
-                item__described_group_flexible_.member_metadata
-                if own__described_group_member_flexible__described_group_flexible_
-                else getattr(item__described_group_flexible_, "member_metadata", None)
-            )
-            member_assignment_described_group_member_flexible__described_group_flexible_ = (
-                item__described_group_flexible_.member_assignment
-                if own__described_group_member_flexible__described_group_flexible_
-                else getattr(item__described_group_flexible_, "member_assignment", None)
-            )
-            tagged_fields_described_group_member_flexible__described_group_flexible_ = (
-                item__described_group_flexible_.tagged_fields
-                if own__described_group_member_flexible__described_group_flexible_
-                else getattr(item__described_group_flexible_, "tagged_fields", None)
-            )
+            if type(item__described_group_flexible_) is DescribedGroupMemberFlexible:
+                member_id_described_group_member_flexible__described_group_flexible_ = (
+                    item__described_group_flexible_.member_id
+                )
+                group_instance_id_described_group_member_flexible__described_group_flexible_ = (
+                    item__described_group_flexible_.group_instance_id
+                )
+                client_id_described_group_member_flexible__described_group_flexible_ = (
+                    item__described_group_flexible_.client_id
+                )
+                client_host_described_group_member_flexible__described_group_flexible_ = (
+                    item__described_group_flexible_.client_host
+                )
+                member_metadata_described_group_member_flexible__described_group_flexible_ = (
+                    item__described_group_flexible_.member_metadata
+                )
+                member_assignment_described_group_member_flexible__described_group_flexible_ = (
+                    item__described_group_flexible_.member_assignment
+                )
+                tagged_fields_described_group_member_flexible__described_group_flexible_ = (
+                    item__described_group_flexible_.tagged_fields
+                )
+            else:
+                member_id_described_group_member_flexible__described_group_flexible_ = getattr(
+                    item__described_group_flexible_, "member_id", ""
+                )
+                group_instance_id_described_group_member_flexible__described_group_flexible_ = getattr(
+                    item__described_group_flexible_, "group_instance_id", None
+                )
+                client_id_described_group_member_flexible__described_group_flexible_ = getattr(
+                    item__described_group_flexible_, "client_id", ""
+                )
+                client_host_described_group_member_flexible__described_group_flexible_ = getattr(
+                    item__described_group_flexible_, "client_host", ""
+                )
+                member_metadata_described_group_member_flexible__described_group_flexible_ = getattr(
+                    item__described_group_flexible_, "member_metadata", None
+                )
+                member_assignment_described_group_member_flexible__described_group_flexible_ = getattr(
+                    item__described_group_flexible_, "member_assignment", None
+                )
+                tagged_fields_described_group_member_flexible__described_group_flexible_ = getattr(
+                    item__described_group_flexible_, "tagged_fields", None
+                )
             b__described_group_member_flexible__described_group_flexible_ = _STR_ENCODED.get(
                 member_id_described_group_member_flexible__described_group_flexible_
             )
@@ -2399,28 +2455,30 @@ def _fencode_describe_groups_response_flexible(obj, out, index, api_version):
                     "described_group_member_flexible.member_assignment",
                 )
             out += member_assignment_described_group_member_flexible__described_group_flexible_
-            tags__described_group_member_flexible__described_group_flexible_ = []
-            valid__described_group_member_flexible__described_group_flexible_ = None
-            _write_tagged(
-                out,
-                tags__described_group_member_flexible__described_group_flexible_,
-                tagged_fields_described_group_member_flexible__described_group_flexible_,
-                "described_group_member_flexible.tagged_fields",
-                valid__described_group_member_flexible__described_group_flexible_,
-            )
+            if (
+                tagged_fields_described_group_member_flexible__described_group_flexible_
+                or tagged_fields_described_group_member_flexible__described_group_flexible_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_described_group_member_flexible__described_group_flexible_,
+                    "described_group_member_flexible.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
         out += _S1.pack(authorized_operations_described_group_flexible_)
-        tags__described_group_flexible_ = []
-        valid__described_group_flexible_ = None
-        _write_tagged(
-            out,
-            tags__described_group_flexible_,
-            tagged_fields_described_group_flexible_,
-            "described_group_flexible.tagged_fields",
-            valid__described_group_flexible_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_groups_response_flexible.tagged_fields", valid_)
+        if tagged_fields_described_group_flexible_ or tagged_fields_described_group_flexible_.__class__ is _TagSection:
+            _write_tagged(
+                out, [], tagged_fields_described_group_flexible_, "described_group_flexible.tagged_fields", None
+            )
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "describe_groups_response_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_described_group_member_v6(buf, pos, end, opts):
@@ -2610,36 +2668,39 @@ def _decode_described_group_member_v6(buf, pos, end, opts):
         member_assignment = buf[pos : pos + n_member_assignment]
         pos += n_member_assignment
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "described_group_member_v6.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="described_group_member_v6.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "described_group_member_v6.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "described_group_member_v6.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "described_group_member_v6.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="described_group_member_v6.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "described_group_member_v6.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "described_group_member_v6.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="described_group_member_v6.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribedGroupMemberV6(
         member_id, group_instance_id, client_id, client_host, member_metadata, member_assignment, tagged_fields
     ), pos
@@ -2647,14 +2708,22 @@ def _decode_described_group_member_v6(buf, pos, end, opts):
 
 def _encode_described_group_member_v6(obj, out, index):
     """Append one described_group_member_v6 to out."""
-    own_ = type(obj) is DescribedGroupMemberV6
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    group_instance_id = obj.group_instance_id if own_ else getattr(obj, "group_instance_id", None)
-    client_id = obj.client_id if own_ else getattr(obj, "client_id", "")
-    client_host = obj.client_host if own_ else getattr(obj, "client_host", "")
-    member_metadata = obj.member_metadata if own_ else getattr(obj, "member_metadata", None)
-    member_assignment = obj.member_assignment if own_ else getattr(obj, "member_assignment", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribedGroupMemberV6:
+        member_id = obj.member_id
+        group_instance_id = obj.group_instance_id
+        client_id = obj.client_id
+        client_host = obj.client_host
+        member_metadata = obj.member_metadata
+        member_assignment = obj.member_assignment
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        member_id = getattr(obj, "member_id", "")
+        group_instance_id = getattr(obj, "group_instance_id", None)
+        client_id = getattr(obj, "client_id", "")
+        client_host = getattr(obj, "client_host", "")
+        member_metadata = getattr(obj, "member_metadata", None)
+        member_assignment = getattr(obj, "member_assignment", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if member_id is None:
         raise _InvalidValueError("may not be null", path="described_group_member_v6.member_id")
     else:
@@ -2723,9 +2792,10 @@ def _encode_described_group_member_v6(obj, out, index):
             _write_uvarint(out, n_ + 1, "described_group_member_v6.member_assignment")
 
         out += member_assignment
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "described_group_member_v6.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "described_group_member_v6.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_described_group_v6(buf, pos, end, opts):
@@ -2910,36 +2980,39 @@ def _decode_described_group_v6(buf, pos, end, opts):
     (authorized_operations,) = _S1.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "described_group_v6.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="described_group_v6.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "described_group_v6.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "described_group_v6.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "described_group_v6.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="described_group_v6.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "described_group_v6.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "described_group_v6.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="described_group_v6.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribedGroupV6(
         error_code,
         error_message,
@@ -2955,16 +3028,26 @@ def _decode_described_group_v6(buf, pos, end, opts):
 
 def _encode_described_group_v6(obj, out, index):
     """Append one described_group_v6 to out."""
-    own_ = type(obj) is DescribedGroupV6
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", None)
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    group_state = obj.group_state if own_ else getattr(obj, "group_state", "")
-    protocol_type = obj.protocol_type if own_ else getattr(obj, "protocol_type", "")
-    protocol_data = obj.protocol_data if own_ else getattr(obj, "protocol_data", "")
-    members = obj.members if own_ else getattr(obj, "members", None)
-    authorized_operations = obj.authorized_operations if own_ else getattr(obj, "authorized_operations", -2147483648)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribedGroupV6:
+        error_code = obj.error_code
+        error_message = obj.error_message
+        group_id = obj.group_id
+        group_state = obj.group_state
+        protocol_type = obj.protocol_type
+        protocol_data = obj.protocol_data
+        members = obj.members
+        authorized_operations = obj.authorized_operations
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", None)
+        group_id = getattr(obj, "group_id", "")
+        group_state = getattr(obj, "group_state", "")
+        protocol_type = getattr(obj, "protocol_type", "")
+        protocol_data = getattr(obj, "protocol_data", "")
+        members = getattr(obj, "members", None)
+        authorized_operations = getattr(obj, "authorized_operations", -2147483648)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(error_code)
     if error_message is None:
         out.append(0)
@@ -3043,9 +3126,10 @@ def _encode_described_group_v6(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"described_group_v6.members[{index_}]"
         ) from None
     out += _S1.pack(authorized_operations)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "described_group_v6.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "described_group_v6.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_describe_groups_response_v6(buf, pos, end, opts, api_version):
@@ -3113,36 +3197,39 @@ def _decode_describe_groups_response_v6(buf, pos, end, opts, api_version):
                     path="describe_groups_response_v6.groups",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_groups_response_v6.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_groups_response_v6.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_groups_response_v6.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_groups_response_v6.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_groups_response_v6.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_groups_response_v6.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_groups_response_v6.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_groups_response_v6.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_groups_response_v6.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeGroupsResponseV6(throttle_time_ms, groups, tagged_fields), pos
 
 
@@ -3510,63 +3597,66 @@ def _fdecode_describe_groups_response_v6(buf, pos, end, opts, api_version):
                 ]
                 pos += n_member_assignment_described_group_member_v6__described_group_v6_
             tagged_fields_described_group_member_v6__described_group_v6_ = []
-            sec__described_group_member_v6__described_group_v6_ = pos
-            (
-                prev__described_group_member_v6__described_group_v6_,
-                odd__described_group_member_v6__described_group_v6_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__described_group_member_v6__described_group_v6_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__described_group_member_v6__described_group_v6_, pos = _read_uvarint32(
-                    buf, pos, end, "described_group_member_v6.tagged_fields"
-                )
-            if n_tags__described_group_member_v6__described_group_v6_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__described_group_member_v6__described_group_v6_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="described_group_member_v6.tagged_fields",
-                )
-            for __described_group_member_v6__described_group_v6_ in range(
-                n_tags__described_group_member_v6__described_group_v6_
-            ):
-                tag__described_group_member_v6__described_group_v6_, pos = _read_uvarint32(
-                    buf, pos, end, "described_group_member_v6.tagged_fields"
-                )
-                size__described_group_member_v6__described_group_v6_, pos = _read_uvarint32(
-                    buf, pos, end, "described_group_member_v6.tagged_fields"
-                )
-                if size__described_group_member_v6__described_group_v6_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__described_group_member_v6__described_group_v6_} declares {size__described_group_member_v6__described_group_v6_} bytes, {end - pos} left",
+                sec__described_group_member_v6__described_group_v6_ = pos
+                (
+                    prev__described_group_member_v6__described_group_v6_,
+                    odd__described_group_member_v6__described_group_v6_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__described_group_member_v6__described_group_v6_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__described_group_member_v6__described_group_v6_, pos = _read_uvarint32(
+                        buf, pos, end, "described_group_member_v6.tagged_fields"
+                    )
+                if n_tags__described_group_member_v6__described_group_v6_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__described_group_member_v6__described_group_v6_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="described_group_member_v6.tagged_fields",
                     )
-                stop__described_group_member_v6__described_group_v6_ = (
-                    pos + size__described_group_member_v6__described_group_v6_
-                )
-                if (
-                    tag__described_group_member_v6__described_group_v6_
-                    <= prev__described_group_member_v6__described_group_v6_
+                for __described_group_member_v6__described_group_v6_ in range(
+                    n_tags__described_group_member_v6__described_group_v6_
                 ):
-                    odd__described_group_member_v6__described_group_v6_ = True
-                prev__described_group_member_v6__described_group_v6_ = (
-                    tag__described_group_member_v6__described_group_v6_
-                )
-                tagged_fields_described_group_member_v6__described_group_v6_.append(
-                    (
-                        tag__described_group_member_v6__described_group_v6_,
-                        bytes(buf[pos:stop__described_group_member_v6__described_group_v6_]),
+                    tag__described_group_member_v6__described_group_v6_, pos = _read_uvarint32(
+                        buf, pos, end, "described_group_member_v6.tagged_fields"
                     )
-                )
-                pos = stop__described_group_member_v6__described_group_v6_
-            if odd__described_group_member_v6__described_group_v6_:
-                tagged_fields_described_group_member_v6__described_group_v6_ = _keep_tags(
-                    tagged_fields_described_group_member_v6__described_group_v6_,
-                    buf[sec__described_group_member_v6__described_group_v6_:pos],
-                    (),
-                )
+                    size__described_group_member_v6__described_group_v6_, pos = _read_uvarint32(
+                        buf, pos, end, "described_group_member_v6.tagged_fields"
+                    )
+                    if size__described_group_member_v6__described_group_v6_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__described_group_member_v6__described_group_v6_} declares {size__described_group_member_v6__described_group_v6_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="described_group_member_v6.tagged_fields",
+                        )
+                    stop__described_group_member_v6__described_group_v6_ = (
+                        pos + size__described_group_member_v6__described_group_v6_
+                    )
+                    if (
+                        tag__described_group_member_v6__described_group_v6_
+                        <= prev__described_group_member_v6__described_group_v6_
+                    ):
+                        odd__described_group_member_v6__described_group_v6_ = True
+                    prev__described_group_member_v6__described_group_v6_ = (
+                        tag__described_group_member_v6__described_group_v6_
+                    )
+                    tagged_fields_described_group_member_v6__described_group_v6_.append(
+                        (
+                            tag__described_group_member_v6__described_group_v6_,
+                            bytes(buf[pos:stop__described_group_member_v6__described_group_v6_]),
+                        )
+                    )
+                    pos = stop__described_group_member_v6__described_group_v6_
+                if odd__described_group_member_v6__described_group_v6_:
+                    tagged_fields_described_group_member_v6__described_group_v6_ = _keep_tags(
+                        tagged_fields_described_group_member_v6__described_group_v6_,
+                        buf[sec__described_group_member_v6__described_group_v6_:pos],
+                        (),
+                    )
             value__described_group_member_v6__described_group_v6_ = _new_object(DescribedGroupMemberV6)
             value__described_group_member_v6__described_group_v6_.member_id = (
                 member_id_described_group_member_v6__described_group_v6_
@@ -3594,40 +3684,43 @@ def _fdecode_describe_groups_response_v6(buf, pos, end, opts, api_version):
         (authorized_operations_described_group_v6_,) = _S1.unpack_from(buf, pos)
         pos += 4
         tagged_fields_described_group_v6_ = []
-        sec__described_group_v6_ = pos
-        prev__described_group_v6_, odd__described_group_v6_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__described_group_v6_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__described_group_v6_, pos = _read_uvarint32(buf, pos, end, "described_group_v6.tagged_fields")
-        if n_tags__described_group_v6_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__described_group_v6_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="described_group_v6.tagged_fields",
-            )
-        for __described_group_v6_ in range(n_tags__described_group_v6_):
-            tag__described_group_v6_, pos = _read_uvarint32(buf, pos, end, "described_group_v6.tagged_fields")
-            size__described_group_v6_, pos = _read_uvarint32(buf, pos, end, "described_group_v6.tagged_fields")
-            if size__described_group_v6_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__described_group_v6_} declares {size__described_group_v6_} bytes, {end - pos} left",
+            sec__described_group_v6_ = pos
+            prev__described_group_v6_, odd__described_group_v6_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__described_group_v6_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__described_group_v6_, pos = _read_uvarint32(buf, pos, end, "described_group_v6.tagged_fields")
+            if n_tags__described_group_v6_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__described_group_v6_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="described_group_v6.tagged_fields",
                 )
-            stop__described_group_v6_ = pos + size__described_group_v6_
-            if tag__described_group_v6_ <= prev__described_group_v6_:
-                odd__described_group_v6_ = True
-            prev__described_group_v6_ = tag__described_group_v6_
-            tagged_fields_described_group_v6_.append(
-                (tag__described_group_v6_, bytes(buf[pos:stop__described_group_v6_]))
-            )
-            pos = stop__described_group_v6_
-        if odd__described_group_v6_:
-            tagged_fields_described_group_v6_ = _keep_tags(
-                tagged_fields_described_group_v6_, buf[sec__described_group_v6_:pos], ()
-            )
+            for __described_group_v6_ in range(n_tags__described_group_v6_):
+                tag__described_group_v6_, pos = _read_uvarint32(buf, pos, end, "described_group_v6.tagged_fields")
+                size__described_group_v6_, pos = _read_uvarint32(buf, pos, end, "described_group_v6.tagged_fields")
+                if size__described_group_v6_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__described_group_v6_} declares {size__described_group_v6_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="described_group_v6.tagged_fields",
+                    )
+                stop__described_group_v6_ = pos + size__described_group_v6_
+                if tag__described_group_v6_ <= prev__described_group_v6_:
+                    odd__described_group_v6_ = True
+                prev__described_group_v6_ = tag__described_group_v6_
+                tagged_fields_described_group_v6_.append(
+                    (tag__described_group_v6_, bytes(buf[pos:stop__described_group_v6_]))
+                )
+                pos = stop__described_group_v6_
+            if odd__described_group_v6_:
+                tagged_fields_described_group_v6_ = _keep_tags(
+                    tagged_fields_described_group_v6_, buf[sec__described_group_v6_:pos], ()
+                )
         value__described_group_v6_ = _new_object(DescribedGroupV6)
         value__described_group_v6_.error_code = error_code_described_group_v6_
         value__described_group_v6_.error_message = error_message_described_group_v6_
@@ -3645,36 +3738,39 @@ def _fdecode_describe_groups_response_v6(buf, pos, end, opts, api_version):
             if budget_groups < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_groups_response_v6.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_groups_response_v6.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_groups_response_v6.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_groups_response_v6.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_groups_response_v6.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_groups_response_v6.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_groups_response_v6.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_groups_response_v6.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_groups_response_v6.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(DescribeGroupsResponseV6)
     value_.throttle_time_ms = throttle_time_ms
     value_.groups = groups
@@ -3689,10 +3785,14 @@ def _encode_describe_groups_response_v6(obj, out, index, api_version):
             f"DescribeGroupsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 6) and (<params>.api_version <= 6)))",
             path="describe_groups_response_v6",
         )
-    own_ = type(obj) is DescribeGroupsResponseV6
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    groups = obj.groups if own_ else getattr(obj, "groups", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeGroupsResponseV6:
+        throttle_time_ms = obj.throttle_time_ms
+        groups = obj.groups
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        groups = getattr(obj, "groups", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(throttle_time_ms)
     n_ = len(groups)
     if -1 <= n_ < 0x3FFF:
@@ -3710,9 +3810,10 @@ def _encode_describe_groups_response_v6(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_groups_response_v6.groups[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_groups_response_v6.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_groups_response_v6.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_describe_groups_response_v6(obj, out, index, api_version):
@@ -3722,10 +3823,14 @@ def _fencode_describe_groups_response_v6(obj, out, index, api_version):
             f"DescribeGroupsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 6) and (<params>.api_version <= 6)))",
             path="describe_groups_response_v6",
         )
-    own_ = type(obj) is DescribeGroupsResponseV6
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    groups = obj.groups if own_ else getattr(obj, "groups", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeGroupsResponseV6:
+        throttle_time_ms = obj.throttle_time_ms
+        groups = obj.groups
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        groups = getattr(obj, "groups", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(throttle_time_ms)
     n_ = len(groups)
     if -1 <= n_ < 16383:
@@ -3733,32 +3838,26 @@ def _fencode_describe_groups_response_v6(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "describe_groups_response_v6.groups")
     for item_ in groups:
-        own__described_group_v6_ = type(item_) is DescribedGroupV6
-        error_code_described_group_v6_ = (
-            item_.error_code if own__described_group_v6_ else getattr(item_, "error_code", 0)
-        )
-        error_message_described_group_v6_ = (
-            item_.error_message if own__described_group_v6_ else getattr(item_, "error_message", None)
-        )
-        group_id_described_group_v6_ = item_.group_id if own__described_group_v6_ else getattr(item_, "group_id", "")
-        group_state_described_group_v6_ = (
-            item_.group_state if own__described_group_v6_ else getattr(item_, "group_state", "")
-        )
-        protocol_type_described_group_v6_ = (
-            item_.protocol_type if own__described_group_v6_ else getattr(item_, "protocol_type", "")
-        )
-        protocol_data_described_group_v6_ = (
-            item_.protocol_data if own__described_group_v6_ else getattr(item_, "protocol_data", "")
-        )
-        members_described_group_v6_ = item_.members if own__described_group_v6_ else getattr(item_, "members", None)
-        authorized_operations_described_group_v6_ = (
-            item_.authorized_operations
-            if own__described_group_v6_
-            else getattr(item_, "authorized_operations", -2147483648)
-        )
-        tagged_fields_described_group_v6_ = (
-            item_.tagged_fields if own__described_group_v6_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is DescribedGroupV6:
+            error_code_described_group_v6_ = item_.error_code
+            error_message_described_group_v6_ = item_.error_message
+            group_id_described_group_v6_ = item_.group_id
+            group_state_described_group_v6_ = item_.group_state
+            protocol_type_described_group_v6_ = item_.protocol_type
+            protocol_data_described_group_v6_ = item_.protocol_data
+            members_described_group_v6_ = item_.members
+            authorized_operations_described_group_v6_ = item_.authorized_operations
+            tagged_fields_described_group_v6_ = item_.tagged_fields
+        else:
+            error_code_described_group_v6_ = getattr(item_, "error_code", 0)
+            error_message_described_group_v6_ = getattr(item_, "error_message", None)
+            group_id_described_group_v6_ = getattr(item_, "group_id", "")
+            group_state_described_group_v6_ = getattr(item_, "group_state", "")
+            protocol_type_described_group_v6_ = getattr(item_, "protocol_type", "")
+            protocol_data_described_group_v6_ = getattr(item_, "protocol_data", "")
+            members_described_group_v6_ = getattr(item_, "members", None)
+            authorized_operations_described_group_v6_ = getattr(item_, "authorized_operations", -2147483648)
+            tagged_fields_described_group_v6_ = getattr(item_, "tagged_fields", None)
         out += _S0.pack(error_code_described_group_v6_)
         if error_message_described_group_v6_ is None:
             out.append(0)
@@ -3821,44 +3920,42 @@ def _fencode_describe_groups_response_v6(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__described_group_v6_ + 1, "described_group_v6.members")
         for item__described_group_v6_ in members_described_group_v6_:
-            own__described_group_member_v6__described_group_v6_ = (
-                type(item__described_group_v6_) is DescribedGroupMemberV6
-            )
-            member_id_described_group_member_v6__described_group_v6_ = (
-                item__described_group_v6_.member_id
-                if own__described_group_member_v6__described_group_v6_
-                else getattr(item__described_group_v6_, "member_id", "")
-            )
-            group_instance_id_described_group_member_v6__described_group_v6_ = (
-                item__described_group_v6_.group_instance_id
-                if own__described_group_member_v6__described_group_v6_
-                else getattr(item__described_group_v6_, "group_instance_id", None)
-            )
-            client_id_described_group_member_v6__described_group_v6_ = (
-                item__described_group_v6_.client_id
-                if own__described_group_member_v6__described_group_v6_
-                else getattr(item__described_group_v6_, "client_id", "")
-            )
-            client_host_described_group_member_v6__described_group_v6_ = (
-                item__described_group_v6_.client_host
-                if own__described_group_member_v6__described_group_v6_
-                else getattr(item__described_group_v6_, "client_host", "")
-            )
-            member_metadata_described_group_member_v6__described_group_v6_ = (
-                item__described_group_v6_.member_metadata
-                if own__described_group_member_v6__described_group_v6_
-                else getattr(item__described_group_v6_, "member_metadata", None)
-            )
-            member_assignment_described_group_member_v6__described_group_v6_ = (
-                item__described_group_v6_.member_assignment
-                if own__described_group_member_v6__described_group_v6_
-                else getattr(item__described_group_v6_, "member_assignment", None)
-            )
-            tagged_fields_described_group_member_v6__described_group_v6_ = (
-                item__described_group_v6_.tagged_fields
-                if own__described_group_member_v6__described_group_v6_
-                else getattr(item__described_group_v6_, "tagged_fields", None)
-            )
+            if type(item__described_group_v6_) is DescribedGroupMemberV6:
+                member_id_described_group_member_v6__described_group_v6_ = item__described_group_v6_.member_id
+                group_instance_id_described_group_member_v6__described_group_v6_ = (
+                    item__described_group_v6_.group_instance_id
+                )
+                client_id_described_group_member_v6__described_group_v6_ = item__described_group_v6_.client_id
+                client_host_described_group_member_v6__described_group_v6_ = item__described_group_v6_.client_host
+                member_metadata_described_group_member_v6__described_group_v6_ = (
+                    item__described_group_v6_.member_metadata
+                )
+                member_assignment_described_group_member_v6__described_group_v6_ = (
+                    item__described_group_v6_.member_assignment
+                )
+                tagged_fields_described_group_member_v6__described_group_v6_ = item__described_group_v6_.tagged_fields
+            else:
+                member_id_described_group_member_v6__described_group_v6_ = getattr(
+                    item__described_group_v6_, "member_id", ""
+                )
+                group_instance_id_described_group_member_v6__described_group_v6_ = getattr(
+                    item__described_group_v6_, "group_instance_id", None
+                )
+                client_id_described_group_member_v6__described_group_v6_ = getattr(
+                    item__described_group_v6_, "client_id", ""
+                )
+                client_host_described_group_member_v6__described_group_v6_ = getattr(
+                    item__described_group_v6_, "client_host", ""
+                )
+                member_metadata_described_group_member_v6__described_group_v6_ = getattr(
+                    item__described_group_v6_, "member_metadata", None
+                )
+                member_assignment_described_group_member_v6__described_group_v6_ = getattr(
+                    item__described_group_v6_, "member_assignment", None
+                )
+                tagged_fields_described_group_member_v6__described_group_v6_ = getattr(
+                    item__described_group_v6_, "tagged_fields", None
+                )
             b__described_group_member_v6__described_group_v6_ = _STR_ENCODED.get(
                 member_id_described_group_member_v6__described_group_v6_
             )
@@ -3960,28 +4057,28 @@ def _fencode_describe_groups_response_v6(obj, out, index, api_version):
                     "described_group_member_v6.member_assignment",
                 )
             out += member_assignment_described_group_member_v6__described_group_v6_
-            tags__described_group_member_v6__described_group_v6_ = []
-            valid__described_group_member_v6__described_group_v6_ = None
-            _write_tagged(
-                out,
-                tags__described_group_member_v6__described_group_v6_,
-                tagged_fields_described_group_member_v6__described_group_v6_,
-                "described_group_member_v6.tagged_fields",
-                valid__described_group_member_v6__described_group_v6_,
-            )
+            if (
+                tagged_fields_described_group_member_v6__described_group_v6_
+                or tagged_fields_described_group_member_v6__described_group_v6_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_described_group_member_v6__described_group_v6_,
+                    "described_group_member_v6.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
         out += _S1.pack(authorized_operations_described_group_v6_)
-        tags__described_group_v6_ = []
-        valid__described_group_v6_ = None
-        _write_tagged(
-            out,
-            tags__described_group_v6_,
-            tagged_fields_described_group_v6_,
-            "described_group_v6.tagged_fields",
-            valid__described_group_v6_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_groups_response_v6.tagged_fields", valid_)
+        if tagged_fields_described_group_v6_ or tagged_fields_described_group_v6_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_described_group_v6_, "described_group_v6.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "describe_groups_response_v6.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_describe_groups_response_by_version(buf, pos, end, opts, api_version):

@@ -18,6 +18,8 @@ from kfmt.runtime.errors import LimitExceededError as _LimitExceededError
 from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
+from kfmt.runtime.scalars import PACKED as _PACKED
+from kfmt.runtime.scalars import PACKED_MAX as _PACKED_MAX
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -25,6 +27,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -137,9 +140,12 @@ def _decode_describable_log_dir_topic(buf, pos, end, opts):
 
 def _encode_describable_log_dir_topic(obj, out, index):
     """Append one describable_log_dir_topic to out."""
-    own_ = type(obj) is DescribableLogDirTopic
-    topic = obj.topic if own_ else getattr(obj, "topic", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
+    if type(obj) is DescribableLogDirTopic:
+        topic = obj.topic
+        partitions = obj.partitions
+    else:  # another class: its fields by name, a missing one at its default
+        topic = getattr(obj, "topic", "")
+        partitions = getattr(obj, "partitions", None)
     if topic is None:
         raise _InvalidValueError("may not be null", path="describable_log_dir_topic.topic")
     else:
@@ -343,13 +349,12 @@ def _fencode_describe_log_dirs_request(obj, out, index, api_version):
     else:
         out += _S0.pack(len(topics))
         for item_ in topics:
-            own__describable_log_dir_topic_ = type(item_) is DescribableLogDirTopic
-            topic_describable_log_dir_topic_ = (
-                item_.topic if own__describable_log_dir_topic_ else getattr(item_, "topic", "")
-            )
-            partitions_describable_log_dir_topic_ = (
-                item_.partitions if own__describable_log_dir_topic_ else getattr(item_, "partitions", None)
-            )
+            if type(item_) is DescribableLogDirTopic:
+                topic_describable_log_dir_topic_ = item_.topic
+                partitions_describable_log_dir_topic_ = item_.partitions
+            else:
+                topic_describable_log_dir_topic_ = getattr(item_, "topic", "")
+                partitions_describable_log_dir_topic_ = getattr(item_, "partitions", None)
             b__describable_log_dir_topic_ = _STR_ENCODED.get(topic_describable_log_dir_topic_)
             topic_describable_log_dir_topic_ = (
                 _encode_str(topic_describable_log_dir_topic_)
@@ -359,11 +364,16 @@ def _fencode_describe_log_dirs_request(obj, out, index, api_version):
             out += _S1.pack(len(topic_describable_log_dir_topic_))
             out += topic_describable_log_dir_topic_
             out += _S0.pack(len(partitions_describable_log_dir_topic_))
-            for item__describable_log_dir_topic_ in partitions_describable_log_dir_topic_:
-                value_describable_log_dir_topic_partitions_item__describable_log_dir_topic_ = (
-                    item__describable_log_dir_topic_
+            if len(partitions_describable_log_dir_topic_) <= _PACKED_MAX:
+                out += _PACKED["i"][len(partitions_describable_log_dir_topic_)].pack(
+                    *partitions_describable_log_dir_topic_
                 )
-                out += _S0.pack(value_describable_log_dir_topic_partitions_item__describable_log_dir_topic_)
+            else:
+                for item__describable_log_dir_topic_ in partitions_describable_log_dir_topic_:
+                    value_describable_log_dir_topic_partitions_item__describable_log_dir_topic_ = (
+                        item__describable_log_dir_topic_
+                    )
+                    out += _S0.pack(value_describable_log_dir_topic_partitions_item__describable_log_dir_topic_)
 
 
 def _decode_describable_log_dir_topic_flexible_partitions_item(buf, pos, end, opts):
@@ -457,45 +467,52 @@ def _decode_describable_log_dir_topic_flexible(buf, pos, end, opts):
             ) from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describable_log_dir_topic_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describable_log_dir_topic_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describable_log_dir_topic_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describable_log_dir_topic_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describable_log_dir_topic_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describable_log_dir_topic_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describable_log_dir_topic_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describable_log_dir_topic_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describable_log_dir_topic_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribableLogDirTopicFlexible(topic, partitions, tagged_fields), pos
 
 
 def _encode_describable_log_dir_topic_flexible(obj, out, index):
     """Append one describable_log_dir_topic_flexible to out."""
-    own_ = type(obj) is DescribableLogDirTopicFlexible
-    topic = obj.topic if own_ else getattr(obj, "topic", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribableLogDirTopicFlexible:
+        topic = obj.topic
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic = getattr(obj, "topic", "")
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if topic is None:
         raise _InvalidValueError("may not be null", path="describable_log_dir_topic_flexible.topic")
     else:
@@ -529,9 +546,10 @@ def _encode_describable_log_dir_topic_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"describable_log_dir_topic_flexible.partitions[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describable_log_dir_topic_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describable_log_dir_topic_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_describe_log_dirs_request_flexible(buf, pos, end, opts, api_version):
@@ -603,36 +621,39 @@ def _decode_describe_log_dirs_request_flexible(buf, pos, end, opts, api_version)
     if null_topics:
         topics = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_log_dirs_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_log_dirs_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_log_dirs_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeLogDirsRequestFlexible(topics, tagged_fields), pos
 
 
@@ -737,46 +758,54 @@ def _fdecode_describe_log_dirs_request_flexible(buf, pos, end, opts, api_version
             )
             append_partitions_describable_log_dir_topic_flexible_(item__describable_log_dir_topic_flexible_)
         tagged_fields_describable_log_dir_topic_flexible_ = []
-        sec__describable_log_dir_topic_flexible_ = pos
-        prev__describable_log_dir_topic_flexible_, odd__describable_log_dir_topic_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__describable_log_dir_topic_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__describable_log_dir_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "describable_log_dir_topic_flexible.tagged_fields"
-            )
-        if n_tags__describable_log_dir_topic_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__describable_log_dir_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="describable_log_dir_topic_flexible.tagged_fields",
-            )
-        for __describable_log_dir_topic_flexible_ in range(n_tags__describable_log_dir_topic_flexible_):
-            tag__describable_log_dir_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "describable_log_dir_topic_flexible.tagged_fields"
-            )
-            size__describable_log_dir_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "describable_log_dir_topic_flexible.tagged_fields"
-            )
-            if size__describable_log_dir_topic_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__describable_log_dir_topic_flexible_} declares {size__describable_log_dir_topic_flexible_} bytes, {end - pos} left",
+            sec__describable_log_dir_topic_flexible_ = pos
+            prev__describable_log_dir_topic_flexible_, odd__describable_log_dir_topic_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__describable_log_dir_topic_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__describable_log_dir_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "describable_log_dir_topic_flexible.tagged_fields"
+                )
+            if n_tags__describable_log_dir_topic_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__describable_log_dir_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="describable_log_dir_topic_flexible.tagged_fields",
                 )
-            stop__describable_log_dir_topic_flexible_ = pos + size__describable_log_dir_topic_flexible_
-            if tag__describable_log_dir_topic_flexible_ <= prev__describable_log_dir_topic_flexible_:
-                odd__describable_log_dir_topic_flexible_ = True
-            prev__describable_log_dir_topic_flexible_ = tag__describable_log_dir_topic_flexible_
-            tagged_fields_describable_log_dir_topic_flexible_.append(
-                (tag__describable_log_dir_topic_flexible_, bytes(buf[pos:stop__describable_log_dir_topic_flexible_]))
-            )
-            pos = stop__describable_log_dir_topic_flexible_
-        if odd__describable_log_dir_topic_flexible_:
-            tagged_fields_describable_log_dir_topic_flexible_ = _keep_tags(
-                tagged_fields_describable_log_dir_topic_flexible_, buf[sec__describable_log_dir_topic_flexible_:pos], ()
-            )
+            for __describable_log_dir_topic_flexible_ in range(n_tags__describable_log_dir_topic_flexible_):
+                tag__describable_log_dir_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "describable_log_dir_topic_flexible.tagged_fields"
+                )
+                size__describable_log_dir_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "describable_log_dir_topic_flexible.tagged_fields"
+                )
+                if size__describable_log_dir_topic_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__describable_log_dir_topic_flexible_} declares {size__describable_log_dir_topic_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="describable_log_dir_topic_flexible.tagged_fields",
+                    )
+                stop__describable_log_dir_topic_flexible_ = pos + size__describable_log_dir_topic_flexible_
+                if tag__describable_log_dir_topic_flexible_ <= prev__describable_log_dir_topic_flexible_:
+                    odd__describable_log_dir_topic_flexible_ = True
+                prev__describable_log_dir_topic_flexible_ = tag__describable_log_dir_topic_flexible_
+                tagged_fields_describable_log_dir_topic_flexible_.append(
+                    (
+                        tag__describable_log_dir_topic_flexible_,
+                        bytes(buf[pos:stop__describable_log_dir_topic_flexible_]),
+                    )
+                )
+                pos = stop__describable_log_dir_topic_flexible_
+            if odd__describable_log_dir_topic_flexible_:
+                tagged_fields_describable_log_dir_topic_flexible_ = _keep_tags(
+                    tagged_fields_describable_log_dir_topic_flexible_,
+                    buf[sec__describable_log_dir_topic_flexible_:pos],
+                    (),
+                )
         value__describable_log_dir_topic_flexible_ = _new_object(DescribableLogDirTopicFlexible)
         value__describable_log_dir_topic_flexible_.topic = topic_describable_log_dir_topic_flexible_
         value__describable_log_dir_topic_flexible_.partitions = partitions_describable_log_dir_topic_flexible_
@@ -790,36 +819,39 @@ def _fdecode_describe_log_dirs_request_flexible(buf, pos, end, opts, api_version
     if null_topics:
         topics = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_log_dirs_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_log_dirs_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_log_dirs_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(DescribeLogDirsRequestFlexible)
     value_.topics = topics
     value_.tagged_fields = tagged_fields
@@ -833,9 +865,12 @@ def _encode_describe_log_dirs_request_flexible(obj, out, index, api_version):
             f"DescribeLogDirsRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 4)))",
             path="describe_log_dirs_request_flexible",
         )
-    own_ = type(obj) is DescribeLogDirsRequestFlexible
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeLogDirsRequestFlexible:
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if topics is None:
         out.append(0)
     else:
@@ -858,9 +893,10 @@ def _encode_describe_log_dirs_request_flexible(obj, out, index, api_version):
                 f"cannot encode: {type(exc).__name__}: {exc}",
                 path=f"describe_log_dirs_request_flexible.topics[{index_}]",
             ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_log_dirs_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_log_dirs_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_describe_log_dirs_request_flexible(obj, out, index, api_version):
@@ -870,9 +906,12 @@ def _fencode_describe_log_dirs_request_flexible(obj, out, index, api_version):
             f"DescribeLogDirsRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 4)))",
             path="describe_log_dirs_request_flexible",
         )
-    own_ = type(obj) is DescribeLogDirsRequestFlexible
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeLogDirsRequestFlexible:
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if topics is None:
         out.append(0)
     else:
@@ -882,18 +921,14 @@ def _fencode_describe_log_dirs_request_flexible(obj, out, index, api_version):
         else:
             _write_uvarint(out, n_ + 1, "describe_log_dirs_request_flexible.topics")
         for item_ in topics:
-            own__describable_log_dir_topic_flexible_ = type(item_) is DescribableLogDirTopicFlexible
-            topic_describable_log_dir_topic_flexible_ = (
-                item_.topic if own__describable_log_dir_topic_flexible_ else getattr(item_, "topic", "")
-            )
-            partitions_describable_log_dir_topic_flexible_ = (
-                item_.partitions if own__describable_log_dir_topic_flexible_ else getattr(item_, "partitions", None)
-            )
-            tagged_fields_describable_log_dir_topic_flexible_ = (
-                item_.tagged_fields
-                if own__describable_log_dir_topic_flexible_
-                else getattr(item_, "tagged_fields", None)
-            )
+            if type(item_) is DescribableLogDirTopicFlexible:
+                topic_describable_log_dir_topic_flexible_ = item_.topic
+                partitions_describable_log_dir_topic_flexible_ = item_.partitions
+                tagged_fields_describable_log_dir_topic_flexible_ = item_.tagged_fields
+            else:
+                topic_describable_log_dir_topic_flexible_ = getattr(item_, "topic", "")
+                partitions_describable_log_dir_topic_flexible_ = getattr(item_, "partitions", None)
+                tagged_fields_describable_log_dir_topic_flexible_ = getattr(item_, "tagged_fields", None)
             b__describable_log_dir_topic_flexible_ = _STR_ENCODED.get(topic_describable_log_dir_topic_flexible_)
             topic_describable_log_dir_topic_flexible_ = (
                 _encode_str(topic_describable_log_dir_topic_flexible_)
@@ -915,25 +950,35 @@ def _fencode_describe_log_dirs_request_flexible(obj, out, index, api_version):
                 _write_uvarint(
                     out, n__describable_log_dir_topic_flexible_ + 1, "describable_log_dir_topic_flexible.partitions"
                 )
-            for item__describable_log_dir_topic_flexible_ in partitions_describable_log_dir_topic_flexible_:
-                value_describable_log_dir_topic_flexible_partitions_item__describable_log_dir_topic_flexible_ = (
-                    item__describable_log_dir_topic_flexible_
+            if n__describable_log_dir_topic_flexible_ <= _PACKED_MAX:
+                out += _PACKED["i"][n__describable_log_dir_topic_flexible_].pack(
+                    *partitions_describable_log_dir_topic_flexible_
                 )
-                out += _S0.pack(
-                    value_describable_log_dir_topic_flexible_partitions_item__describable_log_dir_topic_flexible_
+            else:
+                for item__describable_log_dir_topic_flexible_ in partitions_describable_log_dir_topic_flexible_:
+                    value_describable_log_dir_topic_flexible_partitions_item__describable_log_dir_topic_flexible_ = (
+                        item__describable_log_dir_topic_flexible_
+                    )
+                    out += _S0.pack(
+                        value_describable_log_dir_topic_flexible_partitions_item__describable_log_dir_topic_flexible_
+                    )
+            if (
+                tagged_fields_describable_log_dir_topic_flexible_
+                or tagged_fields_describable_log_dir_topic_flexible_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_describable_log_dir_topic_flexible_,
+                    "describable_log_dir_topic_flexible.tagged_fields",
+                    None,
                 )
-            tags__describable_log_dir_topic_flexible_ = []
-            valid__describable_log_dir_topic_flexible_ = None
-            _write_tagged(
-                out,
-                tags__describable_log_dir_topic_flexible_,
-                tagged_fields_describable_log_dir_topic_flexible_,
-                "describable_log_dir_topic_flexible.tagged_fields",
-                valid__describable_log_dir_topic_flexible_,
-            )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_log_dirs_request_flexible.tagged_fields", valid_)
+            else:
+                out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "describe_log_dirs_request_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_describable_log_dir_topic_v5_partitions_item(buf, pos, end, opts):
@@ -1021,45 +1066,52 @@ def _decode_describable_log_dir_topic_v5(buf, pos, end, opts):
             ) from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describable_log_dir_topic_v5.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describable_log_dir_topic_v5.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describable_log_dir_topic_v5.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describable_log_dir_topic_v5.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describable_log_dir_topic_v5.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describable_log_dir_topic_v5.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describable_log_dir_topic_v5.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describable_log_dir_topic_v5.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describable_log_dir_topic_v5.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribableLogDirTopicV5(topic, partitions, tagged_fields), pos
 
 
 def _encode_describable_log_dir_topic_v5(obj, out, index):
     """Append one describable_log_dir_topic_v5 to out."""
-    own_ = type(obj) is DescribableLogDirTopicV5
-    topic = obj.topic if own_ else getattr(obj, "topic", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribableLogDirTopicV5:
+        topic = obj.topic
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic = getattr(obj, "topic", "")
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if topic is None:
         raise _InvalidValueError("may not be null", path="describable_log_dir_topic_v5.topic")
     else:
@@ -1090,9 +1142,10 @@ def _encode_describable_log_dir_topic_v5(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"describable_log_dir_topic_v5.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describable_log_dir_topic_v5.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describable_log_dir_topic_v5.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_describe_log_dirs_request_v5(buf, pos, end, opts, api_version):
@@ -1160,36 +1213,39 @@ def _decode_describe_log_dirs_request_v5(buf, pos, end, opts, api_version):
     if null_topics:
         topics = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_request_v5.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_log_dirs_request_v5.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_request_v5.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_request_v5.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_request_v5.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_log_dirs_request_v5.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_request_v5.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_request_v5.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_log_dirs_request_v5.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeLogDirsRequestV5(topics, tagged_fields), pos
 
 
@@ -1294,46 +1350,49 @@ def _fdecode_describe_log_dirs_request_v5(buf, pos, end, opts, api_version):
             )
             append_partitions_describable_log_dir_topic_v5_(item__describable_log_dir_topic_v5_)
         tagged_fields_describable_log_dir_topic_v5_ = []
-        sec__describable_log_dir_topic_v5_ = pos
-        prev__describable_log_dir_topic_v5_, odd__describable_log_dir_topic_v5_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__describable_log_dir_topic_v5_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__describable_log_dir_topic_v5_, pos = _read_uvarint32(
-                buf, pos, end, "describable_log_dir_topic_v5.tagged_fields"
-            )
-        if n_tags__describable_log_dir_topic_v5_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__describable_log_dir_topic_v5_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="describable_log_dir_topic_v5.tagged_fields",
-            )
-        for __describable_log_dir_topic_v5_ in range(n_tags__describable_log_dir_topic_v5_):
-            tag__describable_log_dir_topic_v5_, pos = _read_uvarint32(
-                buf, pos, end, "describable_log_dir_topic_v5.tagged_fields"
-            )
-            size__describable_log_dir_topic_v5_, pos = _read_uvarint32(
-                buf, pos, end, "describable_log_dir_topic_v5.tagged_fields"
-            )
-            if size__describable_log_dir_topic_v5_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__describable_log_dir_topic_v5_} declares {size__describable_log_dir_topic_v5_} bytes, {end - pos} left",
+            sec__describable_log_dir_topic_v5_ = pos
+            prev__describable_log_dir_topic_v5_, odd__describable_log_dir_topic_v5_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__describable_log_dir_topic_v5_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__describable_log_dir_topic_v5_, pos = _read_uvarint32(
+                    buf, pos, end, "describable_log_dir_topic_v5.tagged_fields"
+                )
+            if n_tags__describable_log_dir_topic_v5_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__describable_log_dir_topic_v5_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="describable_log_dir_topic_v5.tagged_fields",
                 )
-            stop__describable_log_dir_topic_v5_ = pos + size__describable_log_dir_topic_v5_
-            if tag__describable_log_dir_topic_v5_ <= prev__describable_log_dir_topic_v5_:
-                odd__describable_log_dir_topic_v5_ = True
-            prev__describable_log_dir_topic_v5_ = tag__describable_log_dir_topic_v5_
-            tagged_fields_describable_log_dir_topic_v5_.append(
-                (tag__describable_log_dir_topic_v5_, bytes(buf[pos:stop__describable_log_dir_topic_v5_]))
-            )
-            pos = stop__describable_log_dir_topic_v5_
-        if odd__describable_log_dir_topic_v5_:
-            tagged_fields_describable_log_dir_topic_v5_ = _keep_tags(
-                tagged_fields_describable_log_dir_topic_v5_, buf[sec__describable_log_dir_topic_v5_:pos], ()
-            )
+            for __describable_log_dir_topic_v5_ in range(n_tags__describable_log_dir_topic_v5_):
+                tag__describable_log_dir_topic_v5_, pos = _read_uvarint32(
+                    buf, pos, end, "describable_log_dir_topic_v5.tagged_fields"
+                )
+                size__describable_log_dir_topic_v5_, pos = _read_uvarint32(
+                    buf, pos, end, "describable_log_dir_topic_v5.tagged_fields"
+                )
+                if size__describable_log_dir_topic_v5_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__describable_log_dir_topic_v5_} declares {size__describable_log_dir_topic_v5_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="describable_log_dir_topic_v5.tagged_fields",
+                    )
+                stop__describable_log_dir_topic_v5_ = pos + size__describable_log_dir_topic_v5_
+                if tag__describable_log_dir_topic_v5_ <= prev__describable_log_dir_topic_v5_:
+                    odd__describable_log_dir_topic_v5_ = True
+                prev__describable_log_dir_topic_v5_ = tag__describable_log_dir_topic_v5_
+                tagged_fields_describable_log_dir_topic_v5_.append(
+                    (tag__describable_log_dir_topic_v5_, bytes(buf[pos:stop__describable_log_dir_topic_v5_]))
+                )
+                pos = stop__describable_log_dir_topic_v5_
+            if odd__describable_log_dir_topic_v5_:
+                tagged_fields_describable_log_dir_topic_v5_ = _keep_tags(
+                    tagged_fields_describable_log_dir_topic_v5_, buf[sec__describable_log_dir_topic_v5_:pos], ()
+                )
         value__describable_log_dir_topic_v5_ = _new_object(DescribableLogDirTopicV5)
         value__describable_log_dir_topic_v5_.topic = topic_describable_log_dir_topic_v5_
         value__describable_log_dir_topic_v5_.partitions = partitions_describable_log_dir_topic_v5_
@@ -1347,36 +1406,39 @@ def _fdecode_describe_log_dirs_request_v5(buf, pos, end, opts, api_version):
     if null_topics:
         topics = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_request_v5.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_log_dirs_request_v5.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_request_v5.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_request_v5.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_request_v5.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_log_dirs_request_v5.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_request_v5.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_request_v5.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_log_dirs_request_v5.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(DescribeLogDirsRequestV5)
     value_.topics = topics
     value_.tagged_fields = tagged_fields
@@ -1390,9 +1452,12 @@ def _encode_describe_log_dirs_request_v5(obj, out, index, api_version):
             f"DescribeLogDirsRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 5) and (<params>.api_version <= 5)))",
             path="describe_log_dirs_request_v5",
         )
-    own_ = type(obj) is DescribeLogDirsRequestV5
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeLogDirsRequestV5:
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if topics is None:
         out.append(0)
     else:
@@ -1412,9 +1477,10 @@ def _encode_describe_log_dirs_request_v5(obj, out, index, api_version):
             raise _InvalidValueError(
                 f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_log_dirs_request_v5.topics[{index_}]"
             ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_log_dirs_request_v5.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_log_dirs_request_v5.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_describe_log_dirs_request_v5(obj, out, index, api_version):
@@ -1424,9 +1490,12 @@ def _fencode_describe_log_dirs_request_v5(obj, out, index, api_version):
             f"DescribeLogDirsRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 5) and (<params>.api_version <= 5)))",
             path="describe_log_dirs_request_v5",
         )
-    own_ = type(obj) is DescribeLogDirsRequestV5
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeLogDirsRequestV5:
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if topics is None:
         out.append(0)
     else:
@@ -1436,16 +1505,14 @@ def _fencode_describe_log_dirs_request_v5(obj, out, index, api_version):
         else:
             _write_uvarint(out, n_ + 1, "describe_log_dirs_request_v5.topics")
         for item_ in topics:
-            own__describable_log_dir_topic_v5_ = type(item_) is DescribableLogDirTopicV5
-            topic_describable_log_dir_topic_v5_ = (
-                item_.topic if own__describable_log_dir_topic_v5_ else getattr(item_, "topic", "")
-            )
-            partitions_describable_log_dir_topic_v5_ = (
-                item_.partitions if own__describable_log_dir_topic_v5_ else getattr(item_, "partitions", None)
-            )
-            tagged_fields_describable_log_dir_topic_v5_ = (
-                item_.tagged_fields if own__describable_log_dir_topic_v5_ else getattr(item_, "tagged_fields", None)
-            )
+            if type(item_) is DescribableLogDirTopicV5:
+                topic_describable_log_dir_topic_v5_ = item_.topic
+                partitions_describable_log_dir_topic_v5_ = item_.partitions
+                tagged_fields_describable_log_dir_topic_v5_ = item_.tagged_fields
+            else:
+                topic_describable_log_dir_topic_v5_ = getattr(item_, "topic", "")
+                partitions_describable_log_dir_topic_v5_ = getattr(item_, "partitions", None)
+                tagged_fields_describable_log_dir_topic_v5_ = getattr(item_, "tagged_fields", None)
             b__describable_log_dir_topic_v5_ = _STR_ENCODED.get(topic_describable_log_dir_topic_v5_)
             topic_describable_log_dir_topic_v5_ = (
                 _encode_str(topic_describable_log_dir_topic_v5_)
@@ -1463,23 +1530,31 @@ def _fencode_describe_log_dirs_request_v5(obj, out, index, api_version):
                 out += _UV_BYTES[n__describable_log_dir_topic_v5_ + 1]
             else:
                 _write_uvarint(out, n__describable_log_dir_topic_v5_ + 1, "describable_log_dir_topic_v5.partitions")
-            for item__describable_log_dir_topic_v5_ in partitions_describable_log_dir_topic_v5_:
-                value_describable_log_dir_topic_v5_partitions_item__describable_log_dir_topic_v5_ = (
-                    item__describable_log_dir_topic_v5_
+            if n__describable_log_dir_topic_v5_ <= _PACKED_MAX:
+                out += _PACKED["i"][n__describable_log_dir_topic_v5_].pack(*partitions_describable_log_dir_topic_v5_)
+            else:
+                for item__describable_log_dir_topic_v5_ in partitions_describable_log_dir_topic_v5_:
+                    value_describable_log_dir_topic_v5_partitions_item__describable_log_dir_topic_v5_ = (
+                        item__describable_log_dir_topic_v5_
+                    )
+                    out += _S0.pack(value_describable_log_dir_topic_v5_partitions_item__describable_log_dir_topic_v5_)
+            if (
+                tagged_fields_describable_log_dir_topic_v5_
+                or tagged_fields_describable_log_dir_topic_v5_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_describable_log_dir_topic_v5_,
+                    "describable_log_dir_topic_v5.tagged_fields",
+                    None,
                 )
-                out += _S0.pack(value_describable_log_dir_topic_v5_partitions_item__describable_log_dir_topic_v5_)
-            tags__describable_log_dir_topic_v5_ = []
-            valid__describable_log_dir_topic_v5_ = None
-            _write_tagged(
-                out,
-                tags__describable_log_dir_topic_v5_,
-                tagged_fields_describable_log_dir_topic_v5_,
-                "describable_log_dir_topic_v5.tagged_fields",
-                valid__describable_log_dir_topic_v5_,
-            )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_log_dirs_request_v5.tagged_fields", valid_)
+            else:
+                out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "describe_log_dirs_request_v5.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_describe_log_dirs_request_by_version(buf, pos, end, opts, api_version):

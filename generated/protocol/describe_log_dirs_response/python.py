@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -91,11 +92,16 @@ def _decode_describe_log_dirs_partition(buf, pos, end, opts):
 
 def _encode_describe_log_dirs_partition(obj, out, index):
     """Append one describe_log_dirs_partition to out."""
-    own_ = type(obj) is DescribeLogDirsPartition
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    partition_size = obj.partition_size if own_ else getattr(obj, "partition_size", 0)
-    offset_lag = obj.offset_lag if own_ else getattr(obj, "offset_lag", 0)
-    is_future_key = obj.is_future_key if own_ else getattr(obj, "is_future_key", False)
+    if type(obj) is DescribeLogDirsPartition:
+        partition_index = obj.partition_index
+        partition_size = obj.partition_size
+        offset_lag = obj.offset_lag
+        is_future_key = obj.is_future_key
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        partition_size = getattr(obj, "partition_size", 0)
+        offset_lag = getattr(obj, "offset_lag", 0)
+        is_future_key = getattr(obj, "is_future_key", False)
     out += _S0.pack(partition_index, partition_size, offset_lag, is_future_key)
 
 
@@ -155,9 +161,12 @@ def _decode_describe_log_dirs_topic(buf, pos, end, opts):
 
 def _encode_describe_log_dirs_topic(obj, out, index):
     """Append one describe_log_dirs_topic to out."""
-    own_ = type(obj) is DescribeLogDirsTopic
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
+    if type(obj) is DescribeLogDirsTopic:
+        name = obj.name
+        partitions = obj.partitions
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="describe_log_dirs_topic.name")
     else:
@@ -234,10 +243,14 @@ def _decode_describe_log_dirs_result(buf, pos, end, opts):
 
 def _encode_describe_log_dirs_result(obj, out, index):
     """Append one describe_log_dirs_result to out."""
-    own_ = type(obj) is DescribeLogDirsResult
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    log_dir = obj.log_dir if own_ else getattr(obj, "log_dir", "")
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
+    if type(obj) is DescribeLogDirsResult:
+        error_code = obj.error_code
+        log_dir = obj.log_dir
+        topics = obj.topics
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        log_dir = getattr(obj, "log_dir", "")
+        topics = getattr(obj, "topics", None)
     out += _S1.pack(error_code)
     if log_dir is None:
         raise _InvalidValueError("may not be null", path="describe_log_dirs_result.log_dir")
@@ -482,9 +495,12 @@ def _encode_describe_log_dirs_response(obj, out, index, api_version):
             f"DescribeLogDirsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="describe_log_dirs_response",
         )
-    own_ = type(obj) is DescribeLogDirsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    results = obj.results if own_ else getattr(obj, "results", None)
+    if type(obj) is DescribeLogDirsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        results = obj.results
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        results = getattr(obj, "results", None)
     out += _S2.pack(throttle_time_ms)
     out += _S2.pack(len(results))
     index_ = 0
@@ -506,22 +522,23 @@ def _fencode_describe_log_dirs_response(obj, out, index, api_version):
             f"DescribeLogDirsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="describe_log_dirs_response",
         )
-    own_ = type(obj) is DescribeLogDirsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    results = obj.results if own_ else getattr(obj, "results", None)
+    if type(obj) is DescribeLogDirsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        results = obj.results
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        results = getattr(obj, "results", None)
     out += _S2.pack(throttle_time_ms)
     out += _S2.pack(len(results))
     for item_ in results:
-        own__describe_log_dirs_result_ = type(item_) is DescribeLogDirsResult
-        error_code_describe_log_dirs_result_ = (
-            item_.error_code if own__describe_log_dirs_result_ else getattr(item_, "error_code", 0)
-        )
-        log_dir_describe_log_dirs_result_ = (
-            item_.log_dir if own__describe_log_dirs_result_ else getattr(item_, "log_dir", "")
-        )
-        topics_describe_log_dirs_result_ = (
-            item_.topics if own__describe_log_dirs_result_ else getattr(item_, "topics", None)
-        )
+        if type(item_) is DescribeLogDirsResult:
+            error_code_describe_log_dirs_result_ = item_.error_code
+            log_dir_describe_log_dirs_result_ = item_.log_dir
+            topics_describe_log_dirs_result_ = item_.topics
+        else:
+            error_code_describe_log_dirs_result_ = getattr(item_, "error_code", 0)
+            log_dir_describe_log_dirs_result_ = getattr(item_, "log_dir", "")
+            topics_describe_log_dirs_result_ = getattr(item_, "topics", None)
         out += _S1.pack(error_code_describe_log_dirs_result_)
         b__describe_log_dirs_result_ = _STR_ENCODED.get(log_dir_describe_log_dirs_result_)
         log_dir_describe_log_dirs_result_ = (
@@ -533,19 +550,18 @@ def _fencode_describe_log_dirs_response(obj, out, index, api_version):
         out += log_dir_describe_log_dirs_result_
         out += _S2.pack(len(topics_describe_log_dirs_result_))
         for item__describe_log_dirs_result_ in topics_describe_log_dirs_result_:
-            own__describe_log_dirs_topic__describe_log_dirs_result_ = (
-                type(item__describe_log_dirs_result_) is DescribeLogDirsTopic
-            )
-            name_describe_log_dirs_topic__describe_log_dirs_result_ = (
-                item__describe_log_dirs_result_.name
-                if own__describe_log_dirs_topic__describe_log_dirs_result_
-                else getattr(item__describe_log_dirs_result_, "name", "")
-            )
-            partitions_describe_log_dirs_topic__describe_log_dirs_result_ = (
-                item__describe_log_dirs_result_.partitions
-                if own__describe_log_dirs_topic__describe_log_dirs_result_
-                else getattr(item__describe_log_dirs_result_, "partitions", None)
-            )
+            if type(item__describe_log_dirs_result_) is DescribeLogDirsTopic:
+                name_describe_log_dirs_topic__describe_log_dirs_result_ = item__describe_log_dirs_result_.name
+                partitions_describe_log_dirs_topic__describe_log_dirs_result_ = (
+                    item__describe_log_dirs_result_.partitions
+                )
+            else:
+                name_describe_log_dirs_topic__describe_log_dirs_result_ = getattr(
+                    item__describe_log_dirs_result_, "name", ""
+                )
+                partitions_describe_log_dirs_topic__describe_log_dirs_result_ = getattr(
+                    item__describe_log_dirs_result_, "partitions", None
+                )
             b__describe_log_dirs_topic__describe_log_dirs_result_ = _STR_ENCODED.get(
                 name_describe_log_dirs_topic__describe_log_dirs_result_
             )
@@ -560,29 +576,32 @@ def _fencode_describe_log_dirs_response(obj, out, index, api_version):
             for (
                 item__describe_log_dirs_topic__describe_log_dirs_result_
             ) in partitions_describe_log_dirs_topic__describe_log_dirs_result_:
-                own__describe_log_dirs_partition__describe_log_dirs_topic__describe_log_dirs_result_ = (
-                    type(item__describe_log_dirs_topic__describe_log_dirs_result_) is DescribeLogDirsPartition
-                )
-                partition_index_describe_log_dirs_partition__describe_log_dirs_topic__describe_log_dirs_result_ = (
-                    item__describe_log_dirs_topic__describe_log_dirs_result_.partition_index
-                    if own__describe_log_dirs_partition__describe_log_dirs_topic__describe_log_dirs_result_
-                    else getattr(item__describe_log_dirs_topic__describe_log_dirs_result_, "partition_index", 0)
-                )
-                partition_size_describe_log_dirs_partition__describe_log_dirs_topic__describe_log_dirs_result_ = (
-                    item__describe_log_dirs_topic__describe_log_dirs_result_.partition_size
-                    if own__describe_log_dirs_partition__describe_log_dirs_topic__describe_log_dirs_result_
-                    else getattr(item__describe_log_dirs_topic__describe_log_dirs_result_, "partition_size", 0)
-                )
-                offset_lag_describe_log_dirs_partition__describe_log_dirs_topic__describe_log_dirs_result_ = (
-                    item__describe_log_dirs_topic__describe_log_dirs_result_.offset_lag
-                    if own__describe_log_dirs_partition__describe_log_dirs_topic__describe_log_dirs_result_
-                    else getattr(item__describe_log_dirs_topic__describe_log_dirs_result_, "offset_lag", 0)
-                )
-                is_future_key_describe_log_dirs_partition__describe_log_dirs_topic__describe_log_dirs_result_ = (
-                    item__describe_log_dirs_topic__describe_log_dirs_result_.is_future_key
-                    if own__describe_log_dirs_partition__describe_log_dirs_topic__describe_log_dirs_result_
-                    else getattr(item__describe_log_dirs_topic__describe_log_dirs_result_, "is_future_key", False)
-                )
+                if type(item__describe_log_dirs_topic__describe_log_dirs_result_) is DescribeLogDirsPartition:
+                    partition_index_describe_log_dirs_partition__describe_log_dirs_topic__describe_log_dirs_result_ = (
+                        item__describe_log_dirs_topic__describe_log_dirs_result_.partition_index
+                    )
+                    partition_size_describe_log_dirs_partition__describe_log_dirs_topic__describe_log_dirs_result_ = (
+                        item__describe_log_dirs_topic__describe_log_dirs_result_.partition_size
+                    )
+                    offset_lag_describe_log_dirs_partition__describe_log_dirs_topic__describe_log_dirs_result_ = (
+                        item__describe_log_dirs_topic__describe_log_dirs_result_.offset_lag
+                    )
+                    is_future_key_describe_log_dirs_partition__describe_log_dirs_topic__describe_log_dirs_result_ = (
+                        item__describe_log_dirs_topic__describe_log_dirs_result_.is_future_key
+                    )
+                else:
+                    partition_index_describe_log_dirs_partition__describe_log_dirs_topic__describe_log_dirs_result_ = (
+                        getattr(item__describe_log_dirs_topic__describe_log_dirs_result_, "partition_index", 0)
+                    )
+                    partition_size_describe_log_dirs_partition__describe_log_dirs_topic__describe_log_dirs_result_ = (
+                        getattr(item__describe_log_dirs_topic__describe_log_dirs_result_, "partition_size", 0)
+                    )
+                    offset_lag_describe_log_dirs_partition__describe_log_dirs_topic__describe_log_dirs_result_ = (
+                        getattr(item__describe_log_dirs_topic__describe_log_dirs_result_, "offset_lag", 0)
+                    )
+                    is_future_key_describe_log_dirs_partition__describe_log_dirs_topic__describe_log_dirs_result_ = (
+                        getattr(item__describe_log_dirs_topic__describe_log_dirs_result_, "is_future_key", False)
+                    )
                 out += _S0.pack(
                     partition_index_describe_log_dirs_partition__describe_log_dirs_topic__describe_log_dirs_result_,
                     partition_size_describe_log_dirs_partition__describe_log_dirs_topic__describe_log_dirs_result_,
@@ -605,36 +624,39 @@ def _decode_describe_log_dirs_partition_flexible(buf, pos, end, opts):
     ) = _S0.unpack_from(buf, pos)
     pos += 21
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_partition_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_log_dirs_partition_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_partition_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_partition_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_partition_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_log_dirs_partition_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_partition_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_partition_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_log_dirs_partition_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeLogDirsPartitionFlexible(
         partition_index, partition_size, offset_lag, is_future_key, tagged_fields
     ), pos
@@ -642,16 +664,23 @@ def _decode_describe_log_dirs_partition_flexible(buf, pos, end, opts):
 
 def _encode_describe_log_dirs_partition_flexible(obj, out, index):
     """Append one describe_log_dirs_partition_flexible to out."""
-    own_ = type(obj) is DescribeLogDirsPartitionFlexible
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    partition_size = obj.partition_size if own_ else getattr(obj, "partition_size", 0)
-    offset_lag = obj.offset_lag if own_ else getattr(obj, "offset_lag", 0)
-    is_future_key = obj.is_future_key if own_ else getattr(obj, "is_future_key", False)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeLogDirsPartitionFlexible:
+        partition_index = obj.partition_index
+        partition_size = obj.partition_size
+        offset_lag = obj.offset_lag
+        is_future_key = obj.is_future_key
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        partition_size = getattr(obj, "partition_size", 0)
+        offset_lag = getattr(obj, "offset_lag", 0)
+        is_future_key = getattr(obj, "is_future_key", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition_index, partition_size, offset_lag, is_future_key)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_log_dirs_partition_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_log_dirs_partition_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_describe_log_dirs_topic_flexible(buf, pos, end, opts):
@@ -724,45 +753,52 @@ def _decode_describe_log_dirs_topic_flexible(buf, pos, end, opts):
             ) from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_topic_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_log_dirs_topic_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_topic_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_topic_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_topic_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_log_dirs_topic_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_topic_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_topic_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_log_dirs_topic_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeLogDirsTopicFlexible(name, partitions, tagged_fields), pos
 
 
 def _encode_describe_log_dirs_topic_flexible(obj, out, index):
     """Append one describe_log_dirs_topic_flexible to out."""
-    own_ = type(obj) is DescribeLogDirsTopicFlexible
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeLogDirsTopicFlexible:
+        name = obj.name
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="describe_log_dirs_topic_flexible.name")
     else:
@@ -793,9 +829,10 @@ def _encode_describe_log_dirs_topic_flexible(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_log_dirs_topic_flexible.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_log_dirs_topic_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_log_dirs_topic_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_describe_log_dirs_result_flexible(buf, pos, end, opts, api_version):
@@ -892,48 +929,58 @@ def _decode_describe_log_dirs_result_flexible(buf, pos, end, opts, api_version):
     else:
         usable_bytes = -1
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_result_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_log_dirs_result_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_result_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_result_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_result_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_log_dirs_result_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_result_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_result_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_log_dirs_result_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeLogDirsResultFlexible(error_code, log_dir, topics, total_bytes, usable_bytes, tagged_fields), pos
 
 
 def _encode_describe_log_dirs_result_flexible(obj, out, index, api_version):
     """Append one describe_log_dirs_result_flexible to out."""
-    own_ = type(obj) is DescribeLogDirsResultFlexible
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    log_dir = obj.log_dir if own_ else getattr(obj, "log_dir", "")
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    total_bytes = obj.total_bytes if own_ else getattr(obj, "total_bytes", -1)
-    usable_bytes = obj.usable_bytes if own_ else getattr(obj, "usable_bytes", -1)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeLogDirsResultFlexible:
+        error_code = obj.error_code
+        log_dir = obj.log_dir
+        topics = obj.topics
+        total_bytes = obj.total_bytes
+        usable_bytes = obj.usable_bytes
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        log_dir = getattr(obj, "log_dir", "")
+        topics = getattr(obj, "topics", None)
+        total_bytes = getattr(obj, "total_bytes", -1)
+        usable_bytes = getattr(obj, "usable_bytes", -1)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(error_code)
     if log_dir is None:
         raise _InvalidValueError("may not be null", path="describe_log_dirs_result_flexible.log_dir")
@@ -969,9 +1016,10 @@ def _encode_describe_log_dirs_result_flexible(obj, out, index, api_version):
         out += _S4.pack(total_bytes)
     if api_version >= 4:
         out += _S4.pack(usable_bytes)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_log_dirs_result_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_log_dirs_result_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_describe_log_dirs_response_flexible(buf, pos, end, opts, api_version):
@@ -1056,36 +1104,39 @@ def _decode_describe_log_dirs_response_flexible(buf, pos, end, opts, api_version
                     path="describe_log_dirs_response_flexible.results",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_log_dirs_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_log_dirs_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_log_dirs_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeLogDirsResponseFlexible(throttle_time_ms, error_code, results, tagged_fields), pos
 
 
@@ -1266,79 +1317,82 @@ def _fdecode_describe_log_dirs_response_flexible(buf, pos, end, opts, api_versio
                 ) = _S0.unpack_from(buf, pos)
                 pos += 21
                 tagged_fields_describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = []
-                sec__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = pos
-                (
-                    prev__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
-                    odd__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
-                ) = (-1, False)
-                if pos < end and buf[pos] < 128:
-                    n_tags__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = buf[
-                        pos
-                    ]
+                if pos < end and buf[pos] == 0:
                     pos += 1
                 else:
+                    sec__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = pos
                     (
-                        n_tags__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
-                        pos,
-                    ) = _read_uvarint32(buf, pos, end, "describe_log_dirs_partition_flexible.tagged_fields")
-                if (
-                    n_tags__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
-                    > (end - pos) // 2
-                ):
-                    raise _InvalidValueError(
-                        f"{n_tags__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                        offset=pos,
-                        path="describe_log_dirs_partition_flexible.tagged_fields",
-                    )
-                for __describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ in range(
-                    n_tags__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
-                ):
-                    (
-                        tag__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
-                        pos,
-                    ) = _read_uvarint32(buf, pos, end, "describe_log_dirs_partition_flexible.tagged_fields")
-                    (
-                        size__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
-                        pos,
-                    ) = _read_uvarint32(buf, pos, end, "describe_log_dirs_partition_flexible.tagged_fields")
+                        prev__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
+                        odd__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
+                    ) = (-1, False)
+                    if pos < end and buf[pos] < 128:
+                        n_tags__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = buf[
+                            pos
+                        ]
+                        pos += 1
+                    else:
+                        (
+                            n_tags__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
+                            pos,
+                        ) = _read_uvarint32(buf, pos, end, "describe_log_dirs_partition_flexible.tagged_fields")
                     if (
-                        size__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
-                        > end - pos
+                        n_tags__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
+                        > (end - pos) // 2
                     ):
-                        raise _TruncatedError(
-                            f"tag {tag__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_} declares {size__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_} bytes, {end - pos} left",
+                        raise _InvalidValueError(
+                            f"{n_tags__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
                             offset=pos,
                             path="describe_log_dirs_partition_flexible.tagged_fields",
                         )
-                    stop__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = (
-                        pos
-                        + size__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
-                    )
-                    if (
-                        tag__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
-                        <= prev__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
+                    for __describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ in range(
+                        n_tags__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
                     ):
-                        odd__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = True
-                    prev__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = tag__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
-                    tagged_fields_describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_.append(
                         (
                             tag__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
-                            bytes(
-                                buf[
-                                    pos:stop__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
-                                ]
-                            ),
+                            pos,
+                        ) = _read_uvarint32(buf, pos, end, "describe_log_dirs_partition_flexible.tagged_fields")
+                        (
+                            size__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
+                            pos,
+                        ) = _read_uvarint32(buf, pos, end, "describe_log_dirs_partition_flexible.tagged_fields")
+                        if (
+                            size__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
+                            > end - pos
+                        ):
+                            raise _TruncatedError(
+                                f"tag {tag__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_} declares {size__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_} bytes, {end - pos} left",
+                                offset=pos,
+                                path="describe_log_dirs_partition_flexible.tagged_fields",
+                            )
+                        stop__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = (
+                            pos
+                            + size__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
                         )
-                    )
-                    pos = stop__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
-                if odd__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_:
-                    tagged_fields_describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = _keep_tags(
-                        tagged_fields_describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
-                        buf[
-                            sec__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_:pos
-                        ],
-                        (),
-                    )
+                        if (
+                            tag__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
+                            <= prev__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
+                        ):
+                            odd__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = True
+                        prev__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = tag__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
+                        tagged_fields_describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_.append(
+                            (
+                                tag__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
+                                bytes(
+                                    buf[
+                                        pos:stop__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
+                                    ]
+                                ),
+                            )
+                        )
+                        pos = stop__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
+                    if odd__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_:
+                        tagged_fields_describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = _keep_tags(
+                            tagged_fields_describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
+                            buf[
+                                sec__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_:pos
+                            ],
+                            (),
+                        )
                 value__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = _new_object(
                     DescribeLogDirsPartitionFlexible
                 )
@@ -1352,63 +1406,66 @@ def _fdecode_describe_log_dirs_response_flexible(buf, pos, end, opts, api_versio
                     item__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
                 )
             tagged_fields_describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = []
-            sec__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = pos
-            (
-                prev__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
-                odd__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "describe_log_dirs_topic_flexible.tagged_fields"
-                )
-            if n_tags__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="describe_log_dirs_topic_flexible.tagged_fields",
-                )
-            for __describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ in range(
-                n_tags__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
-            ):
-                tag__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "describe_log_dirs_topic_flexible.tagged_fields"
-                )
-                size__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "describe_log_dirs_topic_flexible.tagged_fields"
-                )
-                if size__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_} declares {size__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_} bytes, {end - pos} left",
+                sec__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = pos
+                (
+                    prev__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
+                    odd__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "describe_log_dirs_topic_flexible.tagged_fields"
+                    )
+                if n_tags__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="describe_log_dirs_topic_flexible.tagged_fields",
                     )
-                stop__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = (
-                    pos + size__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
-                )
-                if (
-                    tag__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
-                    <= prev__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
+                for __describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ in range(
+                    n_tags__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
                 ):
-                    odd__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = True
-                prev__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = (
-                    tag__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
-                )
-                tagged_fields_describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_.append(
-                    (
-                        tag__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
-                        bytes(buf[pos:stop__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_]),
+                    tag__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "describe_log_dirs_topic_flexible.tagged_fields"
                     )
-                )
-                pos = stop__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
-            if odd__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_:
-                tagged_fields_describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = _keep_tags(
-                    tagged_fields_describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
-                    buf[sec__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_:pos],
-                    (),
-                )
+                    size__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "describe_log_dirs_topic_flexible.tagged_fields"
+                    )
+                    if size__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_} declares {size__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="describe_log_dirs_topic_flexible.tagged_fields",
+                        )
+                    stop__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = (
+                        pos + size__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
+                    )
+                    if (
+                        tag__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
+                        <= prev__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
+                    ):
+                        odd__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = True
+                    prev__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = (
+                        tag__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
+                    )
+                    tagged_fields_describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_.append(
+                        (
+                            tag__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
+                            bytes(buf[pos:stop__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_]),
+                        )
+                    )
+                    pos = stop__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
+                if odd__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_:
+                    tagged_fields_describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = _keep_tags(
+                        tagged_fields_describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
+                        buf[sec__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_:pos],
+                        (),
+                    )
             value__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = _new_object(
                 DescribeLogDirsTopicFlexible
             )
@@ -1436,46 +1493,51 @@ def _fdecode_describe_log_dirs_response_flexible(buf, pos, end, opts, api_versio
         else:
             usable_bytes_describe_log_dirs_result_flexible_ = -1
         tagged_fields_describe_log_dirs_result_flexible_ = []
-        sec__describe_log_dirs_result_flexible_ = pos
-        prev__describe_log_dirs_result_flexible_, odd__describe_log_dirs_result_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__describe_log_dirs_result_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__describe_log_dirs_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "describe_log_dirs_result_flexible.tagged_fields"
-            )
-        if n_tags__describe_log_dirs_result_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__describe_log_dirs_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="describe_log_dirs_result_flexible.tagged_fields",
-            )
-        for __describe_log_dirs_result_flexible_ in range(n_tags__describe_log_dirs_result_flexible_):
-            tag__describe_log_dirs_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "describe_log_dirs_result_flexible.tagged_fields"
-            )
-            size__describe_log_dirs_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "describe_log_dirs_result_flexible.tagged_fields"
-            )
-            if size__describe_log_dirs_result_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__describe_log_dirs_result_flexible_} declares {size__describe_log_dirs_result_flexible_} bytes, {end - pos} left",
+            sec__describe_log_dirs_result_flexible_ = pos
+            prev__describe_log_dirs_result_flexible_, odd__describe_log_dirs_result_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__describe_log_dirs_result_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__describe_log_dirs_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "describe_log_dirs_result_flexible.tagged_fields"
+                )
+            if n_tags__describe_log_dirs_result_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__describe_log_dirs_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="describe_log_dirs_result_flexible.tagged_fields",
                 )
-            stop__describe_log_dirs_result_flexible_ = pos + size__describe_log_dirs_result_flexible_
-            if tag__describe_log_dirs_result_flexible_ <= prev__describe_log_dirs_result_flexible_:
-                odd__describe_log_dirs_result_flexible_ = True
-            prev__describe_log_dirs_result_flexible_ = tag__describe_log_dirs_result_flexible_
-            tagged_fields_describe_log_dirs_result_flexible_.append(
-                (tag__describe_log_dirs_result_flexible_, bytes(buf[pos:stop__describe_log_dirs_result_flexible_]))
-            )
-            pos = stop__describe_log_dirs_result_flexible_
-        if odd__describe_log_dirs_result_flexible_:
-            tagged_fields_describe_log_dirs_result_flexible_ = _keep_tags(
-                tagged_fields_describe_log_dirs_result_flexible_, buf[sec__describe_log_dirs_result_flexible_:pos], ()
-            )
+            for __describe_log_dirs_result_flexible_ in range(n_tags__describe_log_dirs_result_flexible_):
+                tag__describe_log_dirs_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "describe_log_dirs_result_flexible.tagged_fields"
+                )
+                size__describe_log_dirs_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "describe_log_dirs_result_flexible.tagged_fields"
+                )
+                if size__describe_log_dirs_result_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__describe_log_dirs_result_flexible_} declares {size__describe_log_dirs_result_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="describe_log_dirs_result_flexible.tagged_fields",
+                    )
+                stop__describe_log_dirs_result_flexible_ = pos + size__describe_log_dirs_result_flexible_
+                if tag__describe_log_dirs_result_flexible_ <= prev__describe_log_dirs_result_flexible_:
+                    odd__describe_log_dirs_result_flexible_ = True
+                prev__describe_log_dirs_result_flexible_ = tag__describe_log_dirs_result_flexible_
+                tagged_fields_describe_log_dirs_result_flexible_.append(
+                    (tag__describe_log_dirs_result_flexible_, bytes(buf[pos:stop__describe_log_dirs_result_flexible_]))
+                )
+                pos = stop__describe_log_dirs_result_flexible_
+            if odd__describe_log_dirs_result_flexible_:
+                tagged_fields_describe_log_dirs_result_flexible_ = _keep_tags(
+                    tagged_fields_describe_log_dirs_result_flexible_,
+                    buf[sec__describe_log_dirs_result_flexible_:pos],
+                    (),
+                )
         value__describe_log_dirs_result_flexible_ = _new_object(DescribeLogDirsResultFlexible)
         value__describe_log_dirs_result_flexible_.error_code = error_code_describe_log_dirs_result_flexible_
         value__describe_log_dirs_result_flexible_.log_dir = log_dir_describe_log_dirs_result_flexible_
@@ -1490,36 +1552,39 @@ def _fdecode_describe_log_dirs_response_flexible(buf, pos, end, opts, api_versio
             if budget_results < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_log_dirs_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_log_dirs_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_log_dirs_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(DescribeLogDirsResponseFlexible)
     value_.throttle_time_ms = throttle_time_ms
     value_.error_code = error_code
@@ -1535,11 +1600,16 @@ def _encode_describe_log_dirs_response_flexible(obj, out, index, api_version):
             f"DescribeLogDirsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 4)))",
             path="describe_log_dirs_response_flexible",
         )
-    own_ = type(obj) is DescribeLogDirsResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    results = obj.results if own_ else getattr(obj, "results", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeLogDirsResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        results = obj.results
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        results = getattr(obj, "results", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(throttle_time_ms)
     if api_version >= 3:
         out += _S1.pack(error_code)
@@ -1561,9 +1631,10 @@ def _encode_describe_log_dirs_response_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_log_dirs_response_flexible.results[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_log_dirs_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_log_dirs_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_describe_log_dirs_response_flexible(obj, out, index, api_version):
@@ -1573,11 +1644,16 @@ def _fencode_describe_log_dirs_response_flexible(obj, out, index, api_version):
             f"DescribeLogDirsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 4)))",
             path="describe_log_dirs_response_flexible",
         )
-    own_ = type(obj) is DescribeLogDirsResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    results = obj.results if own_ else getattr(obj, "results", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeLogDirsResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        results = obj.results
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        results = getattr(obj, "results", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(throttle_time_ms)
     if api_version >= 3:
         out += _S1.pack(error_code)
@@ -1587,25 +1663,20 @@ def _fencode_describe_log_dirs_response_flexible(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "describe_log_dirs_response_flexible.results")
     for item_ in results:
-        own__describe_log_dirs_result_flexible_ = type(item_) is DescribeLogDirsResultFlexible
-        error_code_describe_log_dirs_result_flexible_ = (
-            item_.error_code if own__describe_log_dirs_result_flexible_ else getattr(item_, "error_code", 0)
-        )
-        log_dir_describe_log_dirs_result_flexible_ = (
-            item_.log_dir if own__describe_log_dirs_result_flexible_ else getattr(item_, "log_dir", "")
-        )
-        topics_describe_log_dirs_result_flexible_ = (
-            item_.topics if own__describe_log_dirs_result_flexible_ else getattr(item_, "topics", None)
-        )
-        total_bytes_describe_log_dirs_result_flexible_ = (
-            item_.total_bytes if own__describe_log_dirs_result_flexible_ else getattr(item_, "total_bytes", -1)
-        )
-        usable_bytes_describe_log_dirs_result_flexible_ = (
-            item_.usable_bytes if own__describe_log_dirs_result_flexible_ else getattr(item_, "usable_bytes", -1)
-        )
-        tagged_fields_describe_log_dirs_result_flexible_ = (
-            item_.tagged_fields if own__describe_log_dirs_result_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is DescribeLogDirsResultFlexible:
+            error_code_describe_log_dirs_result_flexible_ = item_.error_code
+            log_dir_describe_log_dirs_result_flexible_ = item_.log_dir
+            topics_describe_log_dirs_result_flexible_ = item_.topics
+            total_bytes_describe_log_dirs_result_flexible_ = item_.total_bytes
+            usable_bytes_describe_log_dirs_result_flexible_ = item_.usable_bytes
+            tagged_fields_describe_log_dirs_result_flexible_ = item_.tagged_fields
+        else:
+            error_code_describe_log_dirs_result_flexible_ = getattr(item_, "error_code", 0)
+            log_dir_describe_log_dirs_result_flexible_ = getattr(item_, "log_dir", "")
+            topics_describe_log_dirs_result_flexible_ = getattr(item_, "topics", None)
+            total_bytes_describe_log_dirs_result_flexible_ = getattr(item_, "total_bytes", -1)
+            usable_bytes_describe_log_dirs_result_flexible_ = getattr(item_, "usable_bytes", -1)
+            tagged_fields_describe_log_dirs_result_flexible_ = getattr(item_, "tagged_fields", None)
         out += _S1.pack(error_code_describe_log_dirs_result_flexible_)
         b__describe_log_dirs_result_flexible_ = _STR_ENCODED.get(log_dir_describe_log_dirs_result_flexible_)
         log_dir_describe_log_dirs_result_flexible_ = (
@@ -1625,24 +1696,26 @@ def _fencode_describe_log_dirs_response_flexible(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__describe_log_dirs_result_flexible_ + 1, "describe_log_dirs_result_flexible.topics")
         for item__describe_log_dirs_result_flexible_ in topics_describe_log_dirs_result_flexible_:
-            own__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = (
-                type(item__describe_log_dirs_result_flexible_) is DescribeLogDirsTopicFlexible
-            )
-            name_describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = (
-                item__describe_log_dirs_result_flexible_.name
-                if own__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
-                else getattr(item__describe_log_dirs_result_flexible_, "name", "")
-            )
-            partitions_describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = (
-                item__describe_log_dirs_result_flexible_.partitions
-                if own__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
-                else getattr(item__describe_log_dirs_result_flexible_, "partitions", None)
-            )
-            tagged_fields_describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = (
-                item__describe_log_dirs_result_flexible_.tagged_fields
-                if own__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
-                else getattr(item__describe_log_dirs_result_flexible_, "tagged_fields", None)
-            )
+            if type(item__describe_log_dirs_result_flexible_) is DescribeLogDirsTopicFlexible:
+                name_describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = (
+                    item__describe_log_dirs_result_flexible_.name
+                )
+                partitions_describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = (
+                    item__describe_log_dirs_result_flexible_.partitions
+                )
+                tagged_fields_describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = (
+                    item__describe_log_dirs_result_flexible_.tagged_fields
+                )
+            else:
+                name_describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = getattr(
+                    item__describe_log_dirs_result_flexible_, "name", ""
+                )
+                partitions_describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = getattr(
+                    item__describe_log_dirs_result_flexible_, "partitions", None
+                )
+                tagged_fields_describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = getattr(
+                    item__describe_log_dirs_result_flexible_, "tagged_fields", None
+                )
             b__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = _STR_ENCODED.get(
                 name_describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
             )
@@ -1677,89 +1750,90 @@ def _fencode_describe_log_dirs_response_flexible(obj, out, index, api_version):
             for (
                 item__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
             ) in partitions_describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_:
-                own__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = (
+                if (
                     type(item__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_)
                     is DescribeLogDirsPartitionFlexible
-                )
-                partition_index_describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = (
-                    item__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_.partition_index
-                    if own__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
-                    else getattr(
+                ):
+                    partition_index_describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = item__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_.partition_index
+                    partition_size_describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = item__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_.partition_size
+                    offset_lag_describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = item__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_.offset_lag
+                    is_future_key_describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = item__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_.is_future_key
+                    tagged_fields_describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = item__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_.tagged_fields
+                else:
+                    partition_index_describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = getattr(
                         item__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_, "partition_index", 0
                     )
-                )
-                partition_size_describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = (
-                    item__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_.partition_size
-                    if own__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
-                    else getattr(
+                    partition_size_describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = getattr(
                         item__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_, "partition_size", 0
                     )
-                )
-                offset_lag_describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = (
-                    item__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_.offset_lag
-                    if own__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
-                    else getattr(
+                    offset_lag_describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = getattr(
                         item__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_, "offset_lag", 0
                     )
-                )
-                is_future_key_describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = (
-                    item__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_.is_future_key
-                    if own__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
-                    else getattr(
+                    is_future_key_describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = getattr(
                         item__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
                         "is_future_key",
                         False,
                     )
-                )
-                tagged_fields_describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = (
-                    item__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_.tagged_fields
-                    if own__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
-                    else getattr(
+                    tagged_fields_describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = getattr(
                         item__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
                         "tagged_fields",
                         None,
                     )
-                )
                 out += _S0.pack(
                     partition_index_describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
                     partition_size_describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
                     offset_lag_describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
                     is_future_key_describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
                 )
-                tags__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = []
-                valid__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = None
+                if (
+                    tagged_fields_describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
+                    or tagged_fields_describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_.__class__
+                    is _TagSection
+                ):
+                    _write_tagged(
+                        out,
+                        [],
+                        tagged_fields_describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
+                        "describe_log_dirs_partition_flexible.tagged_fields",
+                        None,
+                    )
+                else:
+                    out.append(0)
+            if (
+                tagged_fields_describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
+                or tagged_fields_describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_.__class__
+                is _TagSection
+            ):
                 _write_tagged(
                     out,
-                    tags__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
-                    tagged_fields_describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
-                    "describe_log_dirs_partition_flexible.tagged_fields",
-                    valid__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
+                    [],
+                    tagged_fields_describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
+                    "describe_log_dirs_topic_flexible.tagged_fields",
+                    None,
                 )
-            tags__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = []
-            valid__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = None
-            _write_tagged(
-                out,
-                tags__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
-                tagged_fields_describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
-                "describe_log_dirs_topic_flexible.tagged_fields",
-                valid__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
-            )
+            else:
+                out.append(0)
         if api_version >= 4:
             out += _S4.pack(total_bytes_describe_log_dirs_result_flexible_)
         if api_version >= 4:
             out += _S4.pack(usable_bytes_describe_log_dirs_result_flexible_)
-        tags__describe_log_dirs_result_flexible_ = []
-        valid__describe_log_dirs_result_flexible_ = None
-        _write_tagged(
-            out,
-            tags__describe_log_dirs_result_flexible_,
-            tagged_fields_describe_log_dirs_result_flexible_,
-            "describe_log_dirs_result_flexible.tagged_fields",
-            valid__describe_log_dirs_result_flexible_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_log_dirs_response_flexible.tagged_fields", valid_)
+        if (
+            tagged_fields_describe_log_dirs_result_flexible_
+            or tagged_fields_describe_log_dirs_result_flexible_.__class__ is _TagSection
+        ):
+            _write_tagged(
+                out,
+                [],
+                tagged_fields_describe_log_dirs_result_flexible_,
+                "describe_log_dirs_result_flexible.tagged_fields",
+                None,
+            )
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "describe_log_dirs_response_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_describe_log_dirs_partition_v5(buf, pos, end, opts):
@@ -1774,51 +1848,61 @@ def _decode_describe_log_dirs_partition_v5(buf, pos, end, opts):
     ) = _S0.unpack_from(buf, pos)
     pos += 21
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_partition_v5.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_log_dirs_partition_v5.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_partition_v5.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_partition_v5.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_partition_v5.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_log_dirs_partition_v5.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_partition_v5.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_partition_v5.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_log_dirs_partition_v5.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeLogDirsPartitionV5(partition_index, partition_size, offset_lag, is_future_key, tagged_fields), pos
 
 
 def _encode_describe_log_dirs_partition_v5(obj, out, index):
     """Append one describe_log_dirs_partition_v5 to out."""
-    own_ = type(obj) is DescribeLogDirsPartitionV5
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    partition_size = obj.partition_size if own_ else getattr(obj, "partition_size", 0)
-    offset_lag = obj.offset_lag if own_ else getattr(obj, "offset_lag", 0)
-    is_future_key = obj.is_future_key if own_ else getattr(obj, "is_future_key", False)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeLogDirsPartitionV5:
+        partition_index = obj.partition_index
+        partition_size = obj.partition_size
+        offset_lag = obj.offset_lag
+        is_future_key = obj.is_future_key
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        partition_size = getattr(obj, "partition_size", 0)
+        offset_lag = getattr(obj, "offset_lag", 0)
+        is_future_key = getattr(obj, "is_future_key", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition_index, partition_size, offset_lag, is_future_key)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_log_dirs_partition_v5.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_log_dirs_partition_v5.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_describe_log_dirs_topic_v5(buf, pos, end, opts):
@@ -1889,45 +1973,52 @@ def _decode_describe_log_dirs_topic_v5(buf, pos, end, opts):
             ) from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_topic_v5.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_log_dirs_topic_v5.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_topic_v5.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_topic_v5.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_topic_v5.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_log_dirs_topic_v5.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_topic_v5.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_topic_v5.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_log_dirs_topic_v5.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeLogDirsTopicV5(name, partitions, tagged_fields), pos
 
 
 def _encode_describe_log_dirs_topic_v5(obj, out, index):
     """Append one describe_log_dirs_topic_v5 to out."""
-    own_ = type(obj) is DescribeLogDirsTopicV5
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeLogDirsTopicV5:
+        name = obj.name
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="describe_log_dirs_topic_v5.name")
     else:
@@ -1956,9 +2047,10 @@ def _encode_describe_log_dirs_topic_v5(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_log_dirs_topic_v5.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_log_dirs_topic_v5.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_log_dirs_topic_v5.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_describe_log_dirs_result_v5(buf, pos, end, opts):
@@ -2037,36 +2129,39 @@ def _decode_describe_log_dirs_result_v5(buf, pos, end, opts):
     ) = _S5.unpack_from(buf, pos)
     pos += 17
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_result_v5.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_log_dirs_result_v5.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_result_v5.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_result_v5.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_result_v5.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_log_dirs_result_v5.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_result_v5.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_result_v5.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_log_dirs_result_v5.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeLogDirsResultV5(
         error_code, log_dir, topics, total_bytes, usable_bytes, is_cordoned, tagged_fields
     ), pos
@@ -2074,14 +2169,22 @@ def _decode_describe_log_dirs_result_v5(buf, pos, end, opts):
 
 def _encode_describe_log_dirs_result_v5(obj, out, index):
     """Append one describe_log_dirs_result_v5 to out."""
-    own_ = type(obj) is DescribeLogDirsResultV5
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    log_dir = obj.log_dir if own_ else getattr(obj, "log_dir", "")
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    total_bytes = obj.total_bytes if own_ else getattr(obj, "total_bytes", -1)
-    usable_bytes = obj.usable_bytes if own_ else getattr(obj, "usable_bytes", -1)
-    is_cordoned = obj.is_cordoned if own_ else getattr(obj, "is_cordoned", False)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeLogDirsResultV5:
+        error_code = obj.error_code
+        log_dir = obj.log_dir
+        topics = obj.topics
+        total_bytes = obj.total_bytes
+        usable_bytes = obj.usable_bytes
+        is_cordoned = obj.is_cordoned
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        log_dir = getattr(obj, "log_dir", "")
+        topics = getattr(obj, "topics", None)
+        total_bytes = getattr(obj, "total_bytes", -1)
+        usable_bytes = getattr(obj, "usable_bytes", -1)
+        is_cordoned = getattr(obj, "is_cordoned", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(error_code)
     if log_dir is None:
         raise _InvalidValueError("may not be null", path="describe_log_dirs_result_v5.log_dir")
@@ -2112,9 +2215,10 @@ def _encode_describe_log_dirs_result_v5(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_log_dirs_result_v5.topics[{index_}]"
         ) from None
     out += _S5.pack(total_bytes, usable_bytes, is_cordoned)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_log_dirs_result_v5.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_log_dirs_result_v5.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_describe_log_dirs_response_v5(buf, pos, end, opts, api_version):
@@ -2189,36 +2293,39 @@ def _decode_describe_log_dirs_response_v5(buf, pos, end, opts, api_version):
                     path="describe_log_dirs_response_v5.results",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_response_v5.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_log_dirs_response_v5.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_response_v5.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_response_v5.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_response_v5.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_log_dirs_response_v5.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_response_v5.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_response_v5.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_log_dirs_response_v5.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeLogDirsResponseV5(throttle_time_ms, error_code, results, tagged_fields), pos
 
 
@@ -2394,81 +2501,84 @@ def _fdecode_describe_log_dirs_response_v5(buf, pos, end, opts, api_version):
                 ) = _S0.unpack_from(buf, pos)
                 pos += 21
                 tagged_fields_describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = []
-                sec__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = pos
-                (
-                    prev__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_,
-                    odd__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_,
-                ) = (-1, False)
-                if pos < end and buf[pos] < 128:
-                    n_tags__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = (
-                        buf[pos]
-                    )
+                if pos < end and buf[pos] == 0:
                     pos += 1
                 else:
+                    sec__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = pos
                     (
-                        n_tags__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_,
-                        pos,
-                    ) = _read_uvarint32(buf, pos, end, "describe_log_dirs_partition_v5.tagged_fields")
-                if (
-                    n_tags__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
-                    > (end - pos) // 2
-                ):
-                    raise _InvalidValueError(
-                        f"{n_tags__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_} tagged fields cannot fit in {end - pos} bytes",
-                        offset=pos,
-                        path="describe_log_dirs_partition_v5.tagged_fields",
-                    )
-                for __describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ in range(
-                    n_tags__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
-                ):
-                    (
-                        tag__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_,
-                        pos,
-                    ) = _read_uvarint32(buf, pos, end, "describe_log_dirs_partition_v5.tagged_fields")
-                    (
-                        size__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_,
-                        pos,
-                    ) = _read_uvarint32(buf, pos, end, "describe_log_dirs_partition_v5.tagged_fields")
+                        prev__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_,
+                        odd__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_,
+                    ) = (-1, False)
+                    if pos < end and buf[pos] < 128:
+                        n_tags__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = buf[
+                            pos
+                        ]
+                        pos += 1
+                    else:
+                        (
+                            n_tags__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_,
+                            pos,
+                        ) = _read_uvarint32(buf, pos, end, "describe_log_dirs_partition_v5.tagged_fields")
                     if (
-                        size__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
-                        > end - pos
+                        n_tags__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
+                        > (end - pos) // 2
                     ):
-                        raise _TruncatedError(
-                            f"tag {tag__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_} declares {size__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_} bytes, {end - pos} left",
+                        raise _InvalidValueError(
+                            f"{n_tags__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_} tagged fields cannot fit in {end - pos} bytes",
                             offset=pos,
                             path="describe_log_dirs_partition_v5.tagged_fields",
                         )
-                    stop__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = (
-                        pos
-                        + size__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
-                    )
-                    if (
-                        tag__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
-                        <= prev__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
+                    for (
+                        __describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
+                    ) in range(
+                        n_tags__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
                     ):
-                        odd__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = True
-                    prev__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = (
-                        tag__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
-                    )
-                    tagged_fields_describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_.append(
                         (
                             tag__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_,
-                            bytes(
-                                buf[
-                                    pos:stop__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
-                                ]
-                            ),
+                            pos,
+                        ) = _read_uvarint32(buf, pos, end, "describe_log_dirs_partition_v5.tagged_fields")
+                        (
+                            size__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_,
+                            pos,
+                        ) = _read_uvarint32(buf, pos, end, "describe_log_dirs_partition_v5.tagged_fields")
+                        if (
+                            size__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
+                            > end - pos
+                        ):
+                            raise _TruncatedError(
+                                f"tag {tag__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_} declares {size__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_} bytes, {end - pos} left",
+                                offset=pos,
+                                path="describe_log_dirs_partition_v5.tagged_fields",
+                            )
+                        stop__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = (
+                            pos
+                            + size__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
                         )
-                    )
-                    pos = stop__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
-                if odd__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_:
-                    tagged_fields_describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = _keep_tags(
-                        tagged_fields_describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_,
-                        buf[
-                            sec__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_:pos
-                        ],
-                        (),
-                    )
+                        if (
+                            tag__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
+                            <= prev__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
+                        ):
+                            odd__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = True
+                        prev__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = tag__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
+                        tagged_fields_describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_.append(
+                            (
+                                tag__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_,
+                                bytes(
+                                    buf[
+                                        pos:stop__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
+                                    ]
+                                ),
+                            )
+                        )
+                        pos = stop__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
+                    if odd__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_:
+                        tagged_fields_describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = _keep_tags(
+                            tagged_fields_describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_,
+                            buf[
+                                sec__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_:pos
+                            ],
+                            (),
+                        )
                 value__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = (
                     _new_object(DescribeLogDirsPartitionV5)
                 )
@@ -2484,63 +2594,66 @@ def _fdecode_describe_log_dirs_response_v5(buf, pos, end, opts, api_version):
                     item__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
                 )
             tagged_fields_describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = []
-            sec__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = pos
-            (
-                prev__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_,
-                odd__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_, pos = _read_uvarint32(
-                    buf, pos, end, "describe_log_dirs_topic_v5.tagged_fields"
-                )
-            if n_tags__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="describe_log_dirs_topic_v5.tagged_fields",
-                )
-            for __describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ in range(
-                n_tags__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
-            ):
-                tag__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_, pos = _read_uvarint32(
-                    buf, pos, end, "describe_log_dirs_topic_v5.tagged_fields"
-                )
-                size__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_, pos = _read_uvarint32(
-                    buf, pos, end, "describe_log_dirs_topic_v5.tagged_fields"
-                )
-                if size__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_} declares {size__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_} bytes, {end - pos} left",
+                sec__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = pos
+                (
+                    prev__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_,
+                    odd__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_, pos = _read_uvarint32(
+                        buf, pos, end, "describe_log_dirs_topic_v5.tagged_fields"
+                    )
+                if n_tags__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="describe_log_dirs_topic_v5.tagged_fields",
                     )
-                stop__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = (
-                    pos + size__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
-                )
-                if (
-                    tag__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
-                    <= prev__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
+                for __describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ in range(
+                    n_tags__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
                 ):
-                    odd__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = True
-                prev__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = (
-                    tag__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
-                )
-                tagged_fields_describe_log_dirs_topic_v5__describe_log_dirs_result_v5_.append(
-                    (
-                        tag__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_,
-                        bytes(buf[pos:stop__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_]),
+                    tag__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_, pos = _read_uvarint32(
+                        buf, pos, end, "describe_log_dirs_topic_v5.tagged_fields"
                     )
-                )
-                pos = stop__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
-            if odd__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_:
-                tagged_fields_describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = _keep_tags(
-                    tagged_fields_describe_log_dirs_topic_v5__describe_log_dirs_result_v5_,
-                    buf[sec__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_:pos],
-                    (),
-                )
+                    size__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_, pos = _read_uvarint32(
+                        buf, pos, end, "describe_log_dirs_topic_v5.tagged_fields"
+                    )
+                    if size__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_} declares {size__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="describe_log_dirs_topic_v5.tagged_fields",
+                        )
+                    stop__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = (
+                        pos + size__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
+                    )
+                    if (
+                        tag__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
+                        <= prev__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
+                    ):
+                        odd__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = True
+                    prev__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = (
+                        tag__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
+                    )
+                    tagged_fields_describe_log_dirs_topic_v5__describe_log_dirs_result_v5_.append(
+                        (
+                            tag__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_,
+                            bytes(buf[pos:stop__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_]),
+                        )
+                    )
+                    pos = stop__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
+                if odd__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_:
+                    tagged_fields_describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = _keep_tags(
+                        tagged_fields_describe_log_dirs_topic_v5__describe_log_dirs_result_v5_,
+                        buf[sec__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_:pos],
+                        (),
+                    )
             value__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = _new_object(DescribeLogDirsTopicV5)
             value__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_.name = (
                 name_describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
@@ -2560,46 +2673,49 @@ def _fdecode_describe_log_dirs_response_v5(buf, pos, end, opts, api_version):
         ) = _S5.unpack_from(buf, pos)
         pos += 17
         tagged_fields_describe_log_dirs_result_v5_ = []
-        sec__describe_log_dirs_result_v5_ = pos
-        prev__describe_log_dirs_result_v5_, odd__describe_log_dirs_result_v5_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__describe_log_dirs_result_v5_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__describe_log_dirs_result_v5_, pos = _read_uvarint32(
-                buf, pos, end, "describe_log_dirs_result_v5.tagged_fields"
-            )
-        if n_tags__describe_log_dirs_result_v5_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__describe_log_dirs_result_v5_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="describe_log_dirs_result_v5.tagged_fields",
-            )
-        for __describe_log_dirs_result_v5_ in range(n_tags__describe_log_dirs_result_v5_):
-            tag__describe_log_dirs_result_v5_, pos = _read_uvarint32(
-                buf, pos, end, "describe_log_dirs_result_v5.tagged_fields"
-            )
-            size__describe_log_dirs_result_v5_, pos = _read_uvarint32(
-                buf, pos, end, "describe_log_dirs_result_v5.tagged_fields"
-            )
-            if size__describe_log_dirs_result_v5_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__describe_log_dirs_result_v5_} declares {size__describe_log_dirs_result_v5_} bytes, {end - pos} left",
+            sec__describe_log_dirs_result_v5_ = pos
+            prev__describe_log_dirs_result_v5_, odd__describe_log_dirs_result_v5_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__describe_log_dirs_result_v5_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__describe_log_dirs_result_v5_, pos = _read_uvarint32(
+                    buf, pos, end, "describe_log_dirs_result_v5.tagged_fields"
+                )
+            if n_tags__describe_log_dirs_result_v5_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__describe_log_dirs_result_v5_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="describe_log_dirs_result_v5.tagged_fields",
                 )
-            stop__describe_log_dirs_result_v5_ = pos + size__describe_log_dirs_result_v5_
-            if tag__describe_log_dirs_result_v5_ <= prev__describe_log_dirs_result_v5_:
-                odd__describe_log_dirs_result_v5_ = True
-            prev__describe_log_dirs_result_v5_ = tag__describe_log_dirs_result_v5_
-            tagged_fields_describe_log_dirs_result_v5_.append(
-                (tag__describe_log_dirs_result_v5_, bytes(buf[pos:stop__describe_log_dirs_result_v5_]))
-            )
-            pos = stop__describe_log_dirs_result_v5_
-        if odd__describe_log_dirs_result_v5_:
-            tagged_fields_describe_log_dirs_result_v5_ = _keep_tags(
-                tagged_fields_describe_log_dirs_result_v5_, buf[sec__describe_log_dirs_result_v5_:pos], ()
-            )
+            for __describe_log_dirs_result_v5_ in range(n_tags__describe_log_dirs_result_v5_):
+                tag__describe_log_dirs_result_v5_, pos = _read_uvarint32(
+                    buf, pos, end, "describe_log_dirs_result_v5.tagged_fields"
+                )
+                size__describe_log_dirs_result_v5_, pos = _read_uvarint32(
+                    buf, pos, end, "describe_log_dirs_result_v5.tagged_fields"
+                )
+                if size__describe_log_dirs_result_v5_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__describe_log_dirs_result_v5_} declares {size__describe_log_dirs_result_v5_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="describe_log_dirs_result_v5.tagged_fields",
+                    )
+                stop__describe_log_dirs_result_v5_ = pos + size__describe_log_dirs_result_v5_
+                if tag__describe_log_dirs_result_v5_ <= prev__describe_log_dirs_result_v5_:
+                    odd__describe_log_dirs_result_v5_ = True
+                prev__describe_log_dirs_result_v5_ = tag__describe_log_dirs_result_v5_
+                tagged_fields_describe_log_dirs_result_v5_.append(
+                    (tag__describe_log_dirs_result_v5_, bytes(buf[pos:stop__describe_log_dirs_result_v5_]))
+                )
+                pos = stop__describe_log_dirs_result_v5_
+            if odd__describe_log_dirs_result_v5_:
+                tagged_fields_describe_log_dirs_result_v5_ = _keep_tags(
+                    tagged_fields_describe_log_dirs_result_v5_, buf[sec__describe_log_dirs_result_v5_:pos], ()
+                )
         value__describe_log_dirs_result_v5_ = _new_object(DescribeLogDirsResultV5)
         value__describe_log_dirs_result_v5_.error_code = error_code_describe_log_dirs_result_v5_
         value__describe_log_dirs_result_v5_.log_dir = log_dir_describe_log_dirs_result_v5_
@@ -2615,36 +2731,39 @@ def _fdecode_describe_log_dirs_response_v5(buf, pos, end, opts, api_version):
             if budget_results < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_response_v5.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_log_dirs_response_v5.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_response_v5.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_response_v5.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_response_v5.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_log_dirs_response_v5.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_response_v5.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_response_v5.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_log_dirs_response_v5.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(DescribeLogDirsResponseV5)
     value_.throttle_time_ms = throttle_time_ms
     value_.error_code = error_code
@@ -2660,11 +2779,16 @@ def _encode_describe_log_dirs_response_v5(obj, out, index, api_version):
             f"DescribeLogDirsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 5) and (<params>.api_version <= 5)))",
             path="describe_log_dirs_response_v5",
         )
-    own_ = type(obj) is DescribeLogDirsResponseV5
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    results = obj.results if own_ else getattr(obj, "results", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeLogDirsResponseV5:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        results = obj.results
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        results = getattr(obj, "results", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S6.pack(throttle_time_ms, error_code)
     n_ = len(results)
     if -1 <= n_ < 0x3FFF:
@@ -2682,9 +2806,10 @@ def _encode_describe_log_dirs_response_v5(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_log_dirs_response_v5.results[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_log_dirs_response_v5.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_log_dirs_response_v5.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_describe_log_dirs_response_v5(obj, out, index, api_version):
@@ -2694,11 +2819,16 @@ def _fencode_describe_log_dirs_response_v5(obj, out, index, api_version):
             f"DescribeLogDirsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 5) and (<params>.api_version <= 5)))",
             path="describe_log_dirs_response_v5",
         )
-    own_ = type(obj) is DescribeLogDirsResponseV5
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    results = obj.results if own_ else getattr(obj, "results", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeLogDirsResponseV5:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        results = obj.results
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        results = getattr(obj, "results", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S6.pack(throttle_time_ms, error_code)
     n_ = len(results)
     if -1 <= n_ < 16383:
@@ -2706,28 +2836,22 @@ def _fencode_describe_log_dirs_response_v5(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "describe_log_dirs_response_v5.results")
     for item_ in results:
-        own__describe_log_dirs_result_v5_ = type(item_) is DescribeLogDirsResultV5
-        error_code_describe_log_dirs_result_v5_ = (
-            item_.error_code if own__describe_log_dirs_result_v5_ else getattr(item_, "error_code", 0)
-        )
-        log_dir_describe_log_dirs_result_v5_ = (
-            item_.log_dir if own__describe_log_dirs_result_v5_ else getattr(item_, "log_dir", "")
-        )
-        topics_describe_log_dirs_result_v5_ = (
-            item_.topics if own__describe_log_dirs_result_v5_ else getattr(item_, "topics", None)
-        )
-        total_bytes_describe_log_dirs_result_v5_ = (
-            item_.total_bytes if own__describe_log_dirs_result_v5_ else getattr(item_, "total_bytes", -1)
-        )
-        usable_bytes_describe_log_dirs_result_v5_ = (
-            item_.usable_bytes if own__describe_log_dirs_result_v5_ else getattr(item_, "usable_bytes", -1)
-        )
-        is_cordoned_describe_log_dirs_result_v5_ = (
-            item_.is_cordoned if own__describe_log_dirs_result_v5_ else getattr(item_, "is_cordoned", False)
-        )
-        tagged_fields_describe_log_dirs_result_v5_ = (
-            item_.tagged_fields if own__describe_log_dirs_result_v5_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is DescribeLogDirsResultV5:
+            error_code_describe_log_dirs_result_v5_ = item_.error_code
+            log_dir_describe_log_dirs_result_v5_ = item_.log_dir
+            topics_describe_log_dirs_result_v5_ = item_.topics
+            total_bytes_describe_log_dirs_result_v5_ = item_.total_bytes
+            usable_bytes_describe_log_dirs_result_v5_ = item_.usable_bytes
+            is_cordoned_describe_log_dirs_result_v5_ = item_.is_cordoned
+            tagged_fields_describe_log_dirs_result_v5_ = item_.tagged_fields
+        else:
+            error_code_describe_log_dirs_result_v5_ = getattr(item_, "error_code", 0)
+            log_dir_describe_log_dirs_result_v5_ = getattr(item_, "log_dir", "")
+            topics_describe_log_dirs_result_v5_ = getattr(item_, "topics", None)
+            total_bytes_describe_log_dirs_result_v5_ = getattr(item_, "total_bytes", -1)
+            usable_bytes_describe_log_dirs_result_v5_ = getattr(item_, "usable_bytes", -1)
+            is_cordoned_describe_log_dirs_result_v5_ = getattr(item_, "is_cordoned", False)
+            tagged_fields_describe_log_dirs_result_v5_ = getattr(item_, "tagged_fields", None)
         out += _S1.pack(error_code_describe_log_dirs_result_v5_)
         b__describe_log_dirs_result_v5_ = _STR_ENCODED.get(log_dir_describe_log_dirs_result_v5_)
         log_dir_describe_log_dirs_result_v5_ = (
@@ -2747,24 +2871,24 @@ def _fencode_describe_log_dirs_response_v5(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__describe_log_dirs_result_v5_ + 1, "describe_log_dirs_result_v5.topics")
         for item__describe_log_dirs_result_v5_ in topics_describe_log_dirs_result_v5_:
-            own__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = (
-                type(item__describe_log_dirs_result_v5_) is DescribeLogDirsTopicV5
-            )
-            name_describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = (
-                item__describe_log_dirs_result_v5_.name
-                if own__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
-                else getattr(item__describe_log_dirs_result_v5_, "name", "")
-            )
-            partitions_describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = (
-                item__describe_log_dirs_result_v5_.partitions
-                if own__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
-                else getattr(item__describe_log_dirs_result_v5_, "partitions", None)
-            )
-            tagged_fields_describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = (
-                item__describe_log_dirs_result_v5_.tagged_fields
-                if own__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
-                else getattr(item__describe_log_dirs_result_v5_, "tagged_fields", None)
-            )
+            if type(item__describe_log_dirs_result_v5_) is DescribeLogDirsTopicV5:
+                name_describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = item__describe_log_dirs_result_v5_.name
+                partitions_describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = (
+                    item__describe_log_dirs_result_v5_.partitions
+                )
+                tagged_fields_describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = (
+                    item__describe_log_dirs_result_v5_.tagged_fields
+                )
+            else:
+                name_describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = getattr(
+                    item__describe_log_dirs_result_v5_, "name", ""
+                )
+                partitions_describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = getattr(
+                    item__describe_log_dirs_result_v5_, "partitions", None
+                )
+                tagged_fields_describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = getattr(
+                    item__describe_log_dirs_result_v5_, "tagged_fields", None
+                )
             b__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = _STR_ENCODED.get(
                 name_describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
             )
@@ -2799,75 +2923,79 @@ def _fencode_describe_log_dirs_response_v5(obj, out, index, api_version):
             for (
                 item__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
             ) in partitions_describe_log_dirs_topic_v5__describe_log_dirs_result_v5_:
-                own__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = (
-                    type(item__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_) is DescribeLogDirsPartitionV5
-                )
-                partition_index_describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = (
-                    item__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_.partition_index
-                    if own__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
-                    else getattr(item__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_, "partition_index", 0)
-                )
-                partition_size_describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = (
-                    item__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_.partition_size
-                    if own__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
-                    else getattr(item__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_, "partition_size", 0)
-                )
-                offset_lag_describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = (
-                    item__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_.offset_lag
-                    if own__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
-                    else getattr(item__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_, "offset_lag", 0)
-                )
-                is_future_key_describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = (
-                    item__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_.is_future_key
-                    if own__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
-                    else getattr(item__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_, "is_future_key", False)
-                )
-                tagged_fields_describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = (
-                    item__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_.tagged_fields
-                    if own__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
-                    else getattr(item__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_, "tagged_fields", None)
-                )
+                if type(item__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_) is DescribeLogDirsPartitionV5:
+                    partition_index_describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = item__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_.partition_index
+                    partition_size_describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = item__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_.partition_size
+                    offset_lag_describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = item__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_.offset_lag
+                    is_future_key_describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = item__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_.is_future_key
+                    tagged_fields_describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = item__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_.tagged_fields
+                else:
+                    partition_index_describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = getattr(
+                        item__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_, "partition_index", 0
+                    )
+                    partition_size_describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = getattr(
+                        item__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_, "partition_size", 0
+                    )
+                    offset_lag_describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = getattr(
+                        item__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_, "offset_lag", 0
+                    )
+                    is_future_key_describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = getattr(
+                        item__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_, "is_future_key", False
+                    )
+                    tagged_fields_describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = getattr(
+                        item__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_, "tagged_fields", None
+                    )
                 out += _S0.pack(
                     partition_index_describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_,
                     partition_size_describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_,
                     offset_lag_describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_,
                     is_future_key_describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_,
                 )
-                tags__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = []
-                valid__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = None
+                if (
+                    tagged_fields_describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
+                    or tagged_fields_describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_.__class__
+                    is _TagSection
+                ):
+                    _write_tagged(
+                        out,
+                        [],
+                        tagged_fields_describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_,
+                        "describe_log_dirs_partition_v5.tagged_fields",
+                        None,
+                    )
+                else:
+                    out.append(0)
+            if (
+                tagged_fields_describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
+                or tagged_fields_describe_log_dirs_topic_v5__describe_log_dirs_result_v5_.__class__ is _TagSection
+            ):
                 _write_tagged(
                     out,
-                    tags__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_,
-                    tagged_fields_describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_,
-                    "describe_log_dirs_partition_v5.tagged_fields",
-                    valid__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_,
+                    [],
+                    tagged_fields_describe_log_dirs_topic_v5__describe_log_dirs_result_v5_,
+                    "describe_log_dirs_topic_v5.tagged_fields",
+                    None,
                 )
-            tags__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = []
-            valid__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = None
-            _write_tagged(
-                out,
-                tags__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_,
-                tagged_fields_describe_log_dirs_topic_v5__describe_log_dirs_result_v5_,
-                "describe_log_dirs_topic_v5.tagged_fields",
-                valid__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_,
-            )
+            else:
+                out.append(0)
         out += _S5.pack(
             total_bytes_describe_log_dirs_result_v5_,
             usable_bytes_describe_log_dirs_result_v5_,
             is_cordoned_describe_log_dirs_result_v5_,
         )
-        tags__describe_log_dirs_result_v5_ = []
-        valid__describe_log_dirs_result_v5_ = None
-        _write_tagged(
-            out,
-            tags__describe_log_dirs_result_v5_,
-            tagged_fields_describe_log_dirs_result_v5_,
-            "describe_log_dirs_result_v5.tagged_fields",
-            valid__describe_log_dirs_result_v5_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_log_dirs_response_v5.tagged_fields", valid_)
+        if (
+            tagged_fields_describe_log_dirs_result_v5_
+            or tagged_fields_describe_log_dirs_result_v5_.__class__ is _TagSection
+        ):
+            _write_tagged(
+                out, [], tagged_fields_describe_log_dirs_result_v5_, "describe_log_dirs_result_v5.tagged_fields", None
+            )
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "describe_log_dirs_response_v5.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_describe_log_dirs_response_by_version(buf, pos, end, opts, api_version):

@@ -18,6 +18,8 @@ from kfmt.runtime.errors import LimitExceededError as _LimitExceededError
 from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
+from kfmt.runtime.scalars import PACKED as _PACKED
+from kfmt.runtime.scalars import PACKED_MAX as _PACKED_MAX
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -25,6 +27,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -135,41 +138,52 @@ def _decode_topic_request(buf, pos, end, opts):
             ) from None
         append_partition_indexes(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_request.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "topic_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "topic_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="topic_request.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="topic_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "topic_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "topic_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="topic_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TopicRequest(name, partition_indexes, tagged_fields), pos
 
 
 def _encode_topic_request(obj, out, index):
     """Append one topic_request to out."""
-    own_ = type(obj) is TopicRequest
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partition_indexes = obj.partition_indexes if own_ else getattr(obj, "partition_indexes", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TopicRequest:
+        name = obj.name
+        partition_indexes = obj.partition_indexes
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partition_indexes = getattr(obj, "partition_indexes", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="topic_request.name")
     else:
@@ -198,9 +212,10 @@ def _encode_topic_request(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_request.partition_indexes[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "topic_request.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "topic_request.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_describe_producers_request(buf, pos, end, opts, api_version):
@@ -264,36 +279,39 @@ def _decode_describe_producers_request(buf, pos, end, opts, api_version):
                     path="describe_producers_request.topics",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_producers_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_producers_request.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_producers_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_producers_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_producers_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_producers_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_producers_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_producers_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_producers_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeProducersRequest(topics, tagged_fields), pos
 
 
@@ -387,36 +405,41 @@ def _fdecode_describe_producers_request(buf, pos, end, opts, api_version):
             item__topic_request_ = value_topic_request_partition_indexes_item__topic_request_
             append_partition_indexes_topic_request_(item__topic_request_)
         tagged_fields_topic_request_ = []
-        sec__topic_request_ = pos
-        prev__topic_request_, odd__topic_request_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__topic_request_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__topic_request_, pos = _read_uvarint32(buf, pos, end, "topic_request.tagged_fields")
-        if n_tags__topic_request_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__topic_request_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="topic_request.tagged_fields",
-            )
-        for __topic_request_ in range(n_tags__topic_request_):
-            tag__topic_request_, pos = _read_uvarint32(buf, pos, end, "topic_request.tagged_fields")
-            size__topic_request_, pos = _read_uvarint32(buf, pos, end, "topic_request.tagged_fields")
-            if size__topic_request_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__topic_request_} declares {size__topic_request_} bytes, {end - pos} left",
+            sec__topic_request_ = pos
+            prev__topic_request_, odd__topic_request_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__topic_request_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__topic_request_, pos = _read_uvarint32(buf, pos, end, "topic_request.tagged_fields")
+            if n_tags__topic_request_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__topic_request_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="topic_request.tagged_fields",
                 )
-            stop__topic_request_ = pos + size__topic_request_
-            if tag__topic_request_ <= prev__topic_request_:
-                odd__topic_request_ = True
-            prev__topic_request_ = tag__topic_request_
-            tagged_fields_topic_request_.append((tag__topic_request_, bytes(buf[pos:stop__topic_request_])))
-            pos = stop__topic_request_
-        if odd__topic_request_:
-            tagged_fields_topic_request_ = _keep_tags(tagged_fields_topic_request_, buf[sec__topic_request_:pos], ())
+            for __topic_request_ in range(n_tags__topic_request_):
+                tag__topic_request_, pos = _read_uvarint32(buf, pos, end, "topic_request.tagged_fields")
+                size__topic_request_, pos = _read_uvarint32(buf, pos, end, "topic_request.tagged_fields")
+                if size__topic_request_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__topic_request_} declares {size__topic_request_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="topic_request.tagged_fields",
+                    )
+                stop__topic_request_ = pos + size__topic_request_
+                if tag__topic_request_ <= prev__topic_request_:
+                    odd__topic_request_ = True
+                prev__topic_request_ = tag__topic_request_
+                tagged_fields_topic_request_.append((tag__topic_request_, bytes(buf[pos:stop__topic_request_])))
+                pos = stop__topic_request_
+            if odd__topic_request_:
+                tagged_fields_topic_request_ = _keep_tags(
+                    tagged_fields_topic_request_, buf[sec__topic_request_:pos], ()
+                )
         value__topic_request_ = _new_object(TopicRequest)
         value__topic_request_.name = name_topic_request_
         value__topic_request_.partition_indexes = partition_indexes_topic_request_
@@ -428,36 +451,39 @@ def _fdecode_describe_producers_request(buf, pos, end, opts, api_version):
             if budget_topics < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_producers_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_producers_request.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_producers_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_producers_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_producers_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_producers_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_producers_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_producers_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_producers_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(DescribeProducersRequest)
     value_.topics = topics
     value_.tagged_fields = tagged_fields
@@ -471,9 +497,12 @@ def _encode_describe_producers_request(obj, out, index, api_version):
             f"DescribeProducersRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="describe_producers_request",
         )
-    own_ = type(obj) is DescribeProducersRequest
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeProducersRequest:
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(topics)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -490,9 +519,10 @@ def _encode_describe_producers_request(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_producers_request.topics[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_producers_request.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_producers_request.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_describe_producers_request(obj, out, index, api_version):
@@ -502,23 +532,26 @@ def _fencode_describe_producers_request(obj, out, index, api_version):
             f"DescribeProducersRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="describe_producers_request",
         )
-    own_ = type(obj) is DescribeProducersRequest
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeProducersRequest:
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(topics)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "describe_producers_request.topics")
     for item_ in topics:
-        own__topic_request_ = type(item_) is TopicRequest
-        name_topic_request_ = item_.name if own__topic_request_ else getattr(item_, "name", "")
-        partition_indexes_topic_request_ = (
-            item_.partition_indexes if own__topic_request_ else getattr(item_, "partition_indexes", None)
-        )
-        tagged_fields_topic_request_ = (
-            item_.tagged_fields if own__topic_request_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is TopicRequest:
+            name_topic_request_ = item_.name
+            partition_indexes_topic_request_ = item_.partition_indexes
+            tagged_fields_topic_request_ = item_.tagged_fields
+        else:
+            name_topic_request_ = getattr(item_, "name", "")
+            partition_indexes_topic_request_ = getattr(item_, "partition_indexes", None)
+            tagged_fields_topic_request_ = getattr(item_, "tagged_fields", None)
         b__topic_request_ = _STR_ENCODED.get(name_topic_request_)
         name_topic_request_ = _encode_str(name_topic_request_) if b__topic_request_ is None else b__topic_request_
         n__topic_request_ = len(name_topic_request_)
@@ -532,21 +565,20 @@ def _fencode_describe_producers_request(obj, out, index, api_version):
             out += _UV_BYTES[n__topic_request_ + 1]
         else:
             _write_uvarint(out, n__topic_request_ + 1, "topic_request.partition_indexes")
-        for item__topic_request_ in partition_indexes_topic_request_:
-            value_topic_request_partition_indexes_item__topic_request_ = item__topic_request_
-            out += _S0.pack(value_topic_request_partition_indexes_item__topic_request_)
-        tags__topic_request_ = []
-        valid__topic_request_ = None
-        _write_tagged(
-            out,
-            tags__topic_request_,
-            tagged_fields_topic_request_,
-            "topic_request.tagged_fields",
-            valid__topic_request_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_producers_request.tagged_fields", valid_)
+        if n__topic_request_ <= _PACKED_MAX:
+            out += _PACKED["i"][n__topic_request_].pack(*partition_indexes_topic_request_)
+        else:
+            for item__topic_request_ in partition_indexes_topic_request_:
+                value_topic_request_partition_indexes_item__topic_request_ = item__topic_request_
+                out += _S0.pack(value_topic_request_partition_indexes_item__topic_request_)
+        if tagged_fields_topic_request_ or tagged_fields_topic_request_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_topic_request_, "topic_request.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "describe_producers_request.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_describe_producers_request_by_version(buf, pos, end, opts, api_version):

@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -72,32 +73,39 @@ def _decode_producer_state(buf, pos, end, opts):
     ) = _S0.unpack_from(buf, pos)
     pos += 36
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "producer_state.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="producer_state.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "producer_state.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "producer_state.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="producer_state.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "producer_state.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="producer_state.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "producer_state.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "producer_state.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="producer_state.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ProducerState(
         producer_id,
         producer_epoch,
@@ -111,20 +119,29 @@ def _decode_producer_state(buf, pos, end, opts):
 
 def _encode_producer_state(obj, out, index):
     """Append one producer_state to out."""
-    own_ = type(obj) is ProducerState
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", 0)
-    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", 0)
-    last_sequence = obj.last_sequence if own_ else getattr(obj, "last_sequence", -1)
-    last_timestamp = obj.last_timestamp if own_ else getattr(obj, "last_timestamp", -1)
-    coordinator_epoch = obj.coordinator_epoch if own_ else getattr(obj, "coordinator_epoch", 0)
-    current_txn_start_offset = obj.current_txn_start_offset if own_ else getattr(obj, "current_txn_start_offset", -1)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ProducerState:
+        producer_id = obj.producer_id
+        producer_epoch = obj.producer_epoch
+        last_sequence = obj.last_sequence
+        last_timestamp = obj.last_timestamp
+        coordinator_epoch = obj.coordinator_epoch
+        current_txn_start_offset = obj.current_txn_start_offset
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        producer_id = getattr(obj, "producer_id", 0)
+        producer_epoch = getattr(obj, "producer_epoch", 0)
+        last_sequence = getattr(obj, "last_sequence", -1)
+        last_timestamp = getattr(obj, "last_timestamp", -1)
+        coordinator_epoch = getattr(obj, "coordinator_epoch", 0)
+        current_txn_start_offset = getattr(obj, "current_txn_start_offset", -1)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(
         producer_id, producer_epoch, last_sequence, last_timestamp, coordinator_epoch, current_txn_start_offset
     )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "producer_state.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "producer_state.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_partition_response(buf, pos, end, opts):
@@ -200,47 +217,56 @@ def _decode_partition_response(buf, pos, end, opts):
             raise exc.within("partition_response.active_producers", i_active_producers, "producer_state") from None
         append_active_producers(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="partition_response.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "partition_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "partition_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="partition_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "partition_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "partition_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="partition_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return PartitionResponse(partition_index, error_code, error_message, active_producers, tagged_fields), pos
 
 
 def _encode_partition_response(obj, out, index):
     """Append one partition_response to out."""
-    own_ = type(obj) is PartitionResponse
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", None)
-    active_producers = obj.active_producers if own_ else getattr(obj, "active_producers", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is PartitionResponse:
+        partition_index = obj.partition_index
+        error_code = obj.error_code
+        error_message = obj.error_message
+        active_producers = obj.active_producers
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", None)
+        active_producers = getattr(obj, "active_producers", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(partition_index, error_code)
     if error_message is None:
         out.append(0)
@@ -270,9 +296,10 @@ def _encode_partition_response(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"partition_response.active_producers[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "partition_response.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "partition_response.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_topic_response(buf, pos, end, opts):
@@ -335,41 +362,52 @@ def _decode_topic_response(buf, pos, end, opts):
             raise exc.within("topic_response.partitions", i_partitions, "partition_response") from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_response.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "topic_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "topic_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="topic_response.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="topic_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "topic_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "topic_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="topic_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TopicResponse(name, partitions, tagged_fields), pos
 
 
 def _encode_topic_response(obj, out, index):
     """Append one topic_response to out."""
-    own_ = type(obj) is TopicResponse
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TopicResponse:
+        name = obj.name
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="topic_response.name")
     else:
@@ -398,9 +436,10 @@ def _encode_topic_response(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_response.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "topic_response.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "topic_response.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_describe_producers_response(buf, pos, end, opts, api_version):
@@ -468,36 +507,39 @@ def _decode_describe_producers_response(buf, pos, end, opts, api_version):
                     path="describe_producers_response.topics",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_producers_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_producers_response.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_producers_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_producers_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_producers_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_producers_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_producers_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_producers_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_producers_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeProducersResponse(throttle_time_ms, topics, tagged_fields), pos
 
 
@@ -663,63 +705,66 @@ def _fdecode_describe_producers_response(buf, pos, end, opts, api_version):
                 ) = _S0.unpack_from(buf, pos)
                 pos += 36
                 tagged_fields_producer_state__partition_response__topic_response_ = []
-                sec__producer_state__partition_response__topic_response_ = pos
-                (
-                    prev__producer_state__partition_response__topic_response_,
-                    odd__producer_state__partition_response__topic_response_,
-                ) = (-1, False)
-                if pos < end and buf[pos] < 128:
-                    n_tags__producer_state__partition_response__topic_response_ = buf[pos]
+                if pos < end and buf[pos] == 0:
                     pos += 1
                 else:
-                    n_tags__producer_state__partition_response__topic_response_, pos = _read_uvarint32(
-                        buf, pos, end, "producer_state.tagged_fields"
-                    )
-                if n_tags__producer_state__partition_response__topic_response_ > (end - pos) // 2:
-                    raise _InvalidValueError(
-                        f"{n_tags__producer_state__partition_response__topic_response_} tagged fields cannot fit in {end - pos} bytes",
-                        offset=pos,
-                        path="producer_state.tagged_fields",
-                    )
-                for __producer_state__partition_response__topic_response_ in range(
-                    n_tags__producer_state__partition_response__topic_response_
-                ):
-                    tag__producer_state__partition_response__topic_response_, pos = _read_uvarint32(
-                        buf, pos, end, "producer_state.tagged_fields"
-                    )
-                    size__producer_state__partition_response__topic_response_, pos = _read_uvarint32(
-                        buf, pos, end, "producer_state.tagged_fields"
-                    )
-                    if size__producer_state__partition_response__topic_response_ > end - pos:
-                        raise _TruncatedError(
-                            f"tag {tag__producer_state__partition_response__topic_response_} declares {size__producer_state__partition_response__topic_response_} bytes, {end - pos} left",
+                    sec__producer_state__partition_response__topic_response_ = pos
+                    (
+                        prev__producer_state__partition_response__topic_response_,
+                        odd__producer_state__partition_response__topic_response_,
+                    ) = (-1, False)
+                    if pos < end and buf[pos] < 128:
+                        n_tags__producer_state__partition_response__topic_response_ = buf[pos]
+                        pos += 1
+                    else:
+                        n_tags__producer_state__partition_response__topic_response_, pos = _read_uvarint32(
+                            buf, pos, end, "producer_state.tagged_fields"
+                        )
+                    if n_tags__producer_state__partition_response__topic_response_ > (end - pos) // 2:
+                        raise _InvalidValueError(
+                            f"{n_tags__producer_state__partition_response__topic_response_} tagged fields cannot fit in {end - pos} bytes",
                             offset=pos,
                             path="producer_state.tagged_fields",
                         )
-                    stop__producer_state__partition_response__topic_response_ = (
-                        pos + size__producer_state__partition_response__topic_response_
-                    )
-                    if (
-                        tag__producer_state__partition_response__topic_response_
-                        <= prev__producer_state__partition_response__topic_response_
+                    for __producer_state__partition_response__topic_response_ in range(
+                        n_tags__producer_state__partition_response__topic_response_
                     ):
-                        odd__producer_state__partition_response__topic_response_ = True
-                    prev__producer_state__partition_response__topic_response_ = (
-                        tag__producer_state__partition_response__topic_response_
-                    )
-                    tagged_fields_producer_state__partition_response__topic_response_.append(
-                        (
-                            tag__producer_state__partition_response__topic_response_,
-                            bytes(buf[pos:stop__producer_state__partition_response__topic_response_]),
+                        tag__producer_state__partition_response__topic_response_, pos = _read_uvarint32(
+                            buf, pos, end, "producer_state.tagged_fields"
                         )
-                    )
-                    pos = stop__producer_state__partition_response__topic_response_
-                if odd__producer_state__partition_response__topic_response_:
-                    tagged_fields_producer_state__partition_response__topic_response_ = _keep_tags(
-                        tagged_fields_producer_state__partition_response__topic_response_,
-                        buf[sec__producer_state__partition_response__topic_response_:pos],
-                        (),
-                    )
+                        size__producer_state__partition_response__topic_response_, pos = _read_uvarint32(
+                            buf, pos, end, "producer_state.tagged_fields"
+                        )
+                        if size__producer_state__partition_response__topic_response_ > end - pos:
+                            raise _TruncatedError(
+                                f"tag {tag__producer_state__partition_response__topic_response_} declares {size__producer_state__partition_response__topic_response_} bytes, {end - pos} left",
+                                offset=pos,
+                                path="producer_state.tagged_fields",
+                            )
+                        stop__producer_state__partition_response__topic_response_ = (
+                            pos + size__producer_state__partition_response__topic_response_
+                        )
+                        if (
+                            tag__producer_state__partition_response__topic_response_
+                            <= prev__producer_state__partition_response__topic_response_
+                        ):
+                            odd__producer_state__partition_response__topic_response_ = True
+                        prev__producer_state__partition_response__topic_response_ = (
+                            tag__producer_state__partition_response__topic_response_
+                        )
+                        tagged_fields_producer_state__partition_response__topic_response_.append(
+                            (
+                                tag__producer_state__partition_response__topic_response_,
+                                bytes(buf[pos:stop__producer_state__partition_response__topic_response_]),
+                            )
+                        )
+                        pos = stop__producer_state__partition_response__topic_response_
+                    if odd__producer_state__partition_response__topic_response_:
+                        tagged_fields_producer_state__partition_response__topic_response_ = _keep_tags(
+                            tagged_fields_producer_state__partition_response__topic_response_,
+                            buf[sec__producer_state__partition_response__topic_response_:pos],
+                            (),
+                        )
                 value__producer_state__partition_response__topic_response_ = _new_object(ProducerState)
                 value__producer_state__partition_response__topic_response_.producer_id = (
                     producer_id_producer_state__partition_response__topic_response_
@@ -745,51 +790,54 @@ def _fdecode_describe_producers_response(buf, pos, end, opts, api_version):
                 item__partition_response__topic_response_ = value__producer_state__partition_response__topic_response_
                 append_active_producers_partition_response__topic_response_(item__partition_response__topic_response_)
             tagged_fields_partition_response__topic_response_ = []
-            sec__partition_response__topic_response_ = pos
-            prev__partition_response__topic_response_, odd__partition_response__topic_response_ = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__partition_response__topic_response_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__partition_response__topic_response_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_response.tagged_fields"
-                )
-            if n_tags__partition_response__topic_response_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__partition_response__topic_response_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="partition_response.tagged_fields",
-                )
-            for __partition_response__topic_response_ in range(n_tags__partition_response__topic_response_):
-                tag__partition_response__topic_response_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_response.tagged_fields"
-                )
-                size__partition_response__topic_response_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_response.tagged_fields"
-                )
-                if size__partition_response__topic_response_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__partition_response__topic_response_} declares {size__partition_response__topic_response_} bytes, {end - pos} left",
+                sec__partition_response__topic_response_ = pos
+                prev__partition_response__topic_response_, odd__partition_response__topic_response_ = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__partition_response__topic_response_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__partition_response__topic_response_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_response.tagged_fields"
+                    )
+                if n_tags__partition_response__topic_response_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__partition_response__topic_response_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="partition_response.tagged_fields",
                     )
-                stop__partition_response__topic_response_ = pos + size__partition_response__topic_response_
-                if tag__partition_response__topic_response_ <= prev__partition_response__topic_response_:
-                    odd__partition_response__topic_response_ = True
-                prev__partition_response__topic_response_ = tag__partition_response__topic_response_
-                tagged_fields_partition_response__topic_response_.append(
-                    (
-                        tag__partition_response__topic_response_,
-                        bytes(buf[pos:stop__partition_response__topic_response_]),
+                for __partition_response__topic_response_ in range(n_tags__partition_response__topic_response_):
+                    tag__partition_response__topic_response_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_response.tagged_fields"
                     )
-                )
-                pos = stop__partition_response__topic_response_
-            if odd__partition_response__topic_response_:
-                tagged_fields_partition_response__topic_response_ = _keep_tags(
-                    tagged_fields_partition_response__topic_response_,
-                    buf[sec__partition_response__topic_response_:pos],
-                    (),
-                )
+                    size__partition_response__topic_response_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_response.tagged_fields"
+                    )
+                    if size__partition_response__topic_response_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__partition_response__topic_response_} declares {size__partition_response__topic_response_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="partition_response.tagged_fields",
+                        )
+                    stop__partition_response__topic_response_ = pos + size__partition_response__topic_response_
+                    if tag__partition_response__topic_response_ <= prev__partition_response__topic_response_:
+                        odd__partition_response__topic_response_ = True
+                    prev__partition_response__topic_response_ = tag__partition_response__topic_response_
+                    tagged_fields_partition_response__topic_response_.append(
+                        (
+                            tag__partition_response__topic_response_,
+                            bytes(buf[pos:stop__partition_response__topic_response_]),
+                        )
+                    )
+                    pos = stop__partition_response__topic_response_
+                if odd__partition_response__topic_response_:
+                    tagged_fields_partition_response__topic_response_ = _keep_tags(
+                        tagged_fields_partition_response__topic_response_,
+                        buf[sec__partition_response__topic_response_:pos],
+                        (),
+                    )
             value__partition_response__topic_response_ = _new_object(PartitionResponse)
             value__partition_response__topic_response_.partition_index = (
                 partition_index_partition_response__topic_response_
@@ -803,36 +851,41 @@ def _fdecode_describe_producers_response(buf, pos, end, opts, api_version):
             item__topic_response_ = value__partition_response__topic_response_
             append_partitions_topic_response_(item__topic_response_)
         tagged_fields_topic_response_ = []
-        sec__topic_response_ = pos
-        prev__topic_response_, odd__topic_response_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__topic_response_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__topic_response_, pos = _read_uvarint32(buf, pos, end, "topic_response.tagged_fields")
-        if n_tags__topic_response_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__topic_response_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="topic_response.tagged_fields",
-            )
-        for __topic_response_ in range(n_tags__topic_response_):
-            tag__topic_response_, pos = _read_uvarint32(buf, pos, end, "topic_response.tagged_fields")
-            size__topic_response_, pos = _read_uvarint32(buf, pos, end, "topic_response.tagged_fields")
-            if size__topic_response_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__topic_response_} declares {size__topic_response_} bytes, {end - pos} left",
+            sec__topic_response_ = pos
+            prev__topic_response_, odd__topic_response_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__topic_response_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__topic_response_, pos = _read_uvarint32(buf, pos, end, "topic_response.tagged_fields")
+            if n_tags__topic_response_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__topic_response_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="topic_response.tagged_fields",
                 )
-            stop__topic_response_ = pos + size__topic_response_
-            if tag__topic_response_ <= prev__topic_response_:
-                odd__topic_response_ = True
-            prev__topic_response_ = tag__topic_response_
-            tagged_fields_topic_response_.append((tag__topic_response_, bytes(buf[pos:stop__topic_response_])))
-            pos = stop__topic_response_
-        if odd__topic_response_:
-            tagged_fields_topic_response_ = _keep_tags(tagged_fields_topic_response_, buf[sec__topic_response_:pos], ())
+            for __topic_response_ in range(n_tags__topic_response_):
+                tag__topic_response_, pos = _read_uvarint32(buf, pos, end, "topic_response.tagged_fields")
+                size__topic_response_, pos = _read_uvarint32(buf, pos, end, "topic_response.tagged_fields")
+                if size__topic_response_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__topic_response_} declares {size__topic_response_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="topic_response.tagged_fields",
+                    )
+                stop__topic_response_ = pos + size__topic_response_
+                if tag__topic_response_ <= prev__topic_response_:
+                    odd__topic_response_ = True
+                prev__topic_response_ = tag__topic_response_
+                tagged_fields_topic_response_.append((tag__topic_response_, bytes(buf[pos:stop__topic_response_])))
+                pos = stop__topic_response_
+            if odd__topic_response_:
+                tagged_fields_topic_response_ = _keep_tags(
+                    tagged_fields_topic_response_, buf[sec__topic_response_:pos], ()
+                )
         value__topic_response_ = _new_object(TopicResponse)
         value__topic_response_.name = name_topic_response_
         value__topic_response_.partitions = partitions_topic_response_
@@ -844,36 +897,39 @@ def _fdecode_describe_producers_response(buf, pos, end, opts, api_version):
             if budget_topics < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_producers_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_producers_response.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_producers_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_producers_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_producers_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_producers_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_producers_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_producers_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_producers_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(DescribeProducersResponse)
     value_.throttle_time_ms = throttle_time_ms
     value_.topics = topics
@@ -888,10 +944,14 @@ def _encode_describe_producers_response(obj, out, index, api_version):
             f"DescribeProducersResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="describe_producers_response",
         )
-    own_ = type(obj) is DescribeProducersResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeProducersResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(throttle_time_ms)
     n_ = len(topics)
     if -1 <= n_ < 0x3FFF:
@@ -909,9 +969,10 @@ def _encode_describe_producers_response(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_producers_response.topics[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_producers_response.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_producers_response.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_describe_producers_response(obj, out, index, api_version):
@@ -921,10 +982,14 @@ def _fencode_describe_producers_response(obj, out, index, api_version):
             f"DescribeProducersResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="describe_producers_response",
         )
-    own_ = type(obj) is DescribeProducersResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeProducersResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(throttle_time_ms)
     n_ = len(topics)
     if -1 <= n_ < 16383:
@@ -932,12 +997,14 @@ def _fencode_describe_producers_response(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "describe_producers_response.topics")
     for item_ in topics:
-        own__topic_response_ = type(item_) is TopicResponse
-        name_topic_response_ = item_.name if own__topic_response_ else getattr(item_, "name", "")
-        partitions_topic_response_ = item_.partitions if own__topic_response_ else getattr(item_, "partitions", None)
-        tagged_fields_topic_response_ = (
-            item_.tagged_fields if own__topic_response_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is TopicResponse:
+            name_topic_response_ = item_.name
+            partitions_topic_response_ = item_.partitions
+            tagged_fields_topic_response_ = item_.tagged_fields
+        else:
+            name_topic_response_ = getattr(item_, "name", "")
+            partitions_topic_response_ = getattr(item_, "partitions", None)
+            tagged_fields_topic_response_ = getattr(item_, "tagged_fields", None)
         b__topic_response_ = _STR_ENCODED.get(name_topic_response_)
         name_topic_response_ = _encode_str(name_topic_response_) if b__topic_response_ is None else b__topic_response_
         n__topic_response_ = len(name_topic_response_)
@@ -952,32 +1019,26 @@ def _fencode_describe_producers_response(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__topic_response_ + 1, "topic_response.partitions")
         for item__topic_response_ in partitions_topic_response_:
-            own__partition_response__topic_response_ = type(item__topic_response_) is PartitionResponse
-            partition_index_partition_response__topic_response_ = (
-                item__topic_response_.partition_index
-                if own__partition_response__topic_response_
-                else getattr(item__topic_response_, "partition_index", 0)
-            )
-            error_code_partition_response__topic_response_ = (
-                item__topic_response_.error_code
-                if own__partition_response__topic_response_
-                else getattr(item__topic_response_, "error_code", 0)
-            )
-            error_message_partition_response__topic_response_ = (
-                item__topic_response_.error_message
-                if own__partition_response__topic_response_
-                else getattr(item__topic_response_, "error_message", None)
-            )
-            active_producers_partition_response__topic_response_ = (
-                item__topic_response_.active_producers
-                if own__partition_response__topic_response_
-                else getattr(item__topic_response_, "active_producers", None)
-            )
-            tagged_fields_partition_response__topic_response_ = (
-                item__topic_response_.tagged_fields
-                if own__partition_response__topic_response_
-                else getattr(item__topic_response_, "tagged_fields", None)
-            )
+            if type(item__topic_response_) is PartitionResponse:
+                partition_index_partition_response__topic_response_ = item__topic_response_.partition_index
+                error_code_partition_response__topic_response_ = item__topic_response_.error_code
+                error_message_partition_response__topic_response_ = item__topic_response_.error_message
+                active_producers_partition_response__topic_response_ = item__topic_response_.active_producers
+                tagged_fields_partition_response__topic_response_ = item__topic_response_.tagged_fields
+            else:
+                partition_index_partition_response__topic_response_ = getattr(
+                    item__topic_response_, "partition_index", 0
+                )
+                error_code_partition_response__topic_response_ = getattr(item__topic_response_, "error_code", 0)
+                error_message_partition_response__topic_response_ = getattr(
+                    item__topic_response_, "error_message", None
+                )
+                active_producers_partition_response__topic_response_ = getattr(
+                    item__topic_response_, "active_producers", None
+                )
+                tagged_fields_partition_response__topic_response_ = getattr(
+                    item__topic_response_, "tagged_fields", None
+                )
             out += _S1.pack(
                 partition_index_partition_response__topic_response_, error_code_partition_response__topic_response_
             )
@@ -1004,44 +1065,50 @@ def _fencode_describe_producers_response(obj, out, index, api_version):
             else:
                 _write_uvarint(out, n__partition_response__topic_response_ + 1, "partition_response.active_producers")
             for item__partition_response__topic_response_ in active_producers_partition_response__topic_response_:
-                own__producer_state__partition_response__topic_response_ = (
-                    type(item__partition_response__topic_response_) is ProducerState
-                )
-                producer_id_producer_state__partition_response__topic_response_ = (
-                    item__partition_response__topic_response_.producer_id
-                    if own__producer_state__partition_response__topic_response_
-                    else getattr(item__partition_response__topic_response_, "producer_id", 0)
-                )
-                producer_epoch_producer_state__partition_response__topic_response_ = (
-                    item__partition_response__topic_response_.producer_epoch
-                    if own__producer_state__partition_response__topic_response_
-                    else getattr(item__partition_response__topic_response_, "producer_epoch", 0)
-                )
-                last_sequence_producer_state__partition_response__topic_response_ = (
-                    item__partition_response__topic_response_.last_sequence
-                    if own__producer_state__partition_response__topic_response_
-                    else getattr(item__partition_response__topic_response_, "last_sequence", -1)
-                )
-                last_timestamp_producer_state__partition_response__topic_response_ = (
-                    item__partition_response__topic_response_.last_timestamp
-                    if own__producer_state__partition_response__topic_response_
-                    else getattr(item__partition_response__topic_response_, "last_timestamp", -1)
-                )
-                coordinator_epoch_producer_state__partition_response__topic_response_ = (
-                    item__partition_response__topic_response_.coordinator_epoch
-                    if own__producer_state__partition_response__topic_response_
-                    else getattr(item__partition_response__topic_response_, "coordinator_epoch", 0)
-                )
-                current_txn_start_offset_producer_state__partition_response__topic_response_ = (
-                    item__partition_response__topic_response_.current_txn_start_offset
-                    if own__producer_state__partition_response__topic_response_
-                    else getattr(item__partition_response__topic_response_, "current_txn_start_offset", -1)
-                )
-                tagged_fields_producer_state__partition_response__topic_response_ = (
-                    item__partition_response__topic_response_.tagged_fields
-                    if own__producer_state__partition_response__topic_response_
-                    else getattr(item__partition_response__topic_response_, "tagged_fields", None)
-                )
+                if type(item__partition_response__topic_response_) is ProducerState:
+                    producer_id_producer_state__partition_response__topic_response_ = (
+                        item__partition_response__topic_response_.producer_id
+                    )
+                    producer_epoch_producer_state__partition_response__topic_response_ = (
+                        item__partition_response__topic_response_.producer_epoch
+                    )
+                    last_sequence_producer_state__partition_response__topic_response_ = (
+                        item__partition_response__topic_response_.last_sequence
+                    )
+                    last_timestamp_producer_state__partition_response__topic_response_ = (
+                        item__partition_response__topic_response_.last_timestamp
+                    )
+                    coordinator_epoch_producer_state__partition_response__topic_response_ = (
+                        item__partition_response__topic_response_.coordinator_epoch
+                    )
+                    current_txn_start_offset_producer_state__partition_response__topic_response_ = (
+                        item__partition_response__topic_response_.current_txn_start_offset
+                    )
+                    tagged_fields_producer_state__partition_response__topic_response_ = (
+                        item__partition_response__topic_response_.tagged_fields
+                    )
+                else:
+                    producer_id_producer_state__partition_response__topic_response_ = getattr(
+                        item__partition_response__topic_response_, "producer_id", 0
+                    )
+                    producer_epoch_producer_state__partition_response__topic_response_ = getattr(
+                        item__partition_response__topic_response_, "producer_epoch", 0
+                    )
+                    last_sequence_producer_state__partition_response__topic_response_ = getattr(
+                        item__partition_response__topic_response_, "last_sequence", -1
+                    )
+                    last_timestamp_producer_state__partition_response__topic_response_ = getattr(
+                        item__partition_response__topic_response_, "last_timestamp", -1
+                    )
+                    coordinator_epoch_producer_state__partition_response__topic_response_ = getattr(
+                        item__partition_response__topic_response_, "coordinator_epoch", 0
+                    )
+                    current_txn_start_offset_producer_state__partition_response__topic_response_ = getattr(
+                        item__partition_response__topic_response_, "current_txn_start_offset", -1
+                    )
+                    tagged_fields_producer_state__partition_response__topic_response_ = getattr(
+                        item__partition_response__topic_response_, "tagged_fields", None
+                    )
                 out += _S0.pack(
                     producer_id_producer_state__partition_response__topic_response_,
                     producer_epoch_producer_state__partition_response__topic_response_,
@@ -1050,36 +1117,36 @@ def _fencode_describe_producers_response(obj, out, index, api_version):
                     coordinator_epoch_producer_state__partition_response__topic_response_,
                     current_txn_start_offset_producer_state__partition_response__topic_response_,
                 )
-                tags__producer_state__partition_response__topic_response_ = []
-                valid__producer_state__partition_response__topic_response_ = None
+                if (
+                    tagged_fields_producer_state__partition_response__topic_response_
+                    or tagged_fields_producer_state__partition_response__topic_response_.__class__ is _TagSection
+                ):
+                    _write_tagged(
+                        out,
+                        [],
+                        tagged_fields_producer_state__partition_response__topic_response_,
+                        "producer_state.tagged_fields",
+                        None,
+                    )
+                else:
+                    out.append(0)
+            if (
+                tagged_fields_partition_response__topic_response_
+                or tagged_fields_partition_response__topic_response_.__class__ is _TagSection
+            ):
                 _write_tagged(
-                    out,
-                    tags__producer_state__partition_response__topic_response_,
-                    tagged_fields_producer_state__partition_response__topic_response_,
-                    "producer_state.tagged_fields",
-                    valid__producer_state__partition_response__topic_response_,
+                    out, [], tagged_fields_partition_response__topic_response_, "partition_response.tagged_fields", None
                 )
-            tags__partition_response__topic_response_ = []
-            valid__partition_response__topic_response_ = None
-            _write_tagged(
-                out,
-                tags__partition_response__topic_response_,
-                tagged_fields_partition_response__topic_response_,
-                "partition_response.tagged_fields",
-                valid__partition_response__topic_response_,
-            )
-        tags__topic_response_ = []
-        valid__topic_response_ = None
-        _write_tagged(
-            out,
-            tags__topic_response_,
-            tagged_fields_topic_response_,
-            "topic_response.tagged_fields",
-            valid__topic_response_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_producers_response.tagged_fields", valid_)
+            else:
+                out.append(0)
+        if tagged_fields_topic_response_ or tagged_fields_topic_response_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_topic_response_, "topic_response.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "describe_producers_response.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_describe_producers_response_by_version(buf, pos, end, opts, api_version):

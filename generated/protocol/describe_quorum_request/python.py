@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -61,44 +62,55 @@ def _decode_partition_data(buf, pos, end, opts):
     (partition_index,) = _S0.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="partition_data.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="partition_data.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="partition_data.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="partition_data.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return PartitionData(partition_index, tagged_fields), pos
 
 
 def _encode_partition_data(obj, out, index):
     """Append one partition_data to out."""
-    own_ = type(obj) is PartitionData
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is PartitionData:
+        partition_index = obj.partition_index
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition_index)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "partition_data.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "partition_data.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_topic_data(buf, pos, end, opts):
@@ -163,41 +175,48 @@ def _decode_topic_data(buf, pos, end, opts):
             raise exc.within("topic_data.partitions", i_partitions, "partition_data") from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_data.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="topic_data.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_data.tagged_fields"
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="topic_data.tagged_fields"
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TopicData(topic_name, partitions, tagged_fields), pos
 
 
 def _encode_topic_data(obj, out, index):
     """Append one topic_data to out."""
-    own_ = type(obj) is TopicData
-    topic_name = obj.topic_name if own_ else getattr(obj, "topic_name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TopicData:
+        topic_name = obj.topic_name
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_name = getattr(obj, "topic_name", "")
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if topic_name is None:
         raise _InvalidValueError("may not be null", path="topic_data.topic_name")
     else:
@@ -226,9 +245,10 @@ def _encode_topic_data(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_data.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "topic_data.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "topic_data.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_describe_quorum_request(buf, pos, end, opts, api_version):
@@ -292,36 +312,39 @@ def _decode_describe_quorum_request(buf, pos, end, opts, api_version):
                     path="describe_quorum_request.topics",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_quorum_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_quorum_request.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_quorum_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_quorum_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_quorum_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_quorum_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_quorum_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_quorum_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_quorum_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeQuorumRequest(topics, tagged_fields), pos
 
 
@@ -409,78 +432,88 @@ def _fdecode_describe_quorum_request(buf, pos, end, opts, api_version):
             (partition_index_partition_data__topic_data_,) = _S0.unpack_from(buf, pos)
             pos += 4
             tagged_fields_partition_data__topic_data_ = []
-            sec__partition_data__topic_data_ = pos
-            prev__partition_data__topic_data_, odd__partition_data__topic_data_ = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__partition_data__topic_data_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__partition_data__topic_data_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_data.tagged_fields"
-                )
-            if n_tags__partition_data__topic_data_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__partition_data__topic_data_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="partition_data.tagged_fields",
-                )
-            for __partition_data__topic_data_ in range(n_tags__partition_data__topic_data_):
-                tag__partition_data__topic_data_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
-                size__partition_data__topic_data_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
-                if size__partition_data__topic_data_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__partition_data__topic_data_} declares {size__partition_data__topic_data_} bytes, {end - pos} left",
+                sec__partition_data__topic_data_ = pos
+                prev__partition_data__topic_data_, odd__partition_data__topic_data_ = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__partition_data__topic_data_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__partition_data__topic_data_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_data.tagged_fields"
+                    )
+                if n_tags__partition_data__topic_data_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__partition_data__topic_data_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="partition_data.tagged_fields",
                     )
-                stop__partition_data__topic_data_ = pos + size__partition_data__topic_data_
-                if tag__partition_data__topic_data_ <= prev__partition_data__topic_data_:
-                    odd__partition_data__topic_data_ = True
-                prev__partition_data__topic_data_ = tag__partition_data__topic_data_
-                tagged_fields_partition_data__topic_data_.append(
-                    (tag__partition_data__topic_data_, bytes(buf[pos:stop__partition_data__topic_data_]))
-                )
-                pos = stop__partition_data__topic_data_
-            if odd__partition_data__topic_data_:
-                tagged_fields_partition_data__topic_data_ = _keep_tags(
-                    tagged_fields_partition_data__topic_data_, buf[sec__partition_data__topic_data_:pos], ()
-                )
+                for __partition_data__topic_data_ in range(n_tags__partition_data__topic_data_):
+                    tag__partition_data__topic_data_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_data.tagged_fields"
+                    )
+                    size__partition_data__topic_data_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_data.tagged_fields"
+                    )
+                    if size__partition_data__topic_data_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__partition_data__topic_data_} declares {size__partition_data__topic_data_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="partition_data.tagged_fields",
+                        )
+                    stop__partition_data__topic_data_ = pos + size__partition_data__topic_data_
+                    if tag__partition_data__topic_data_ <= prev__partition_data__topic_data_:
+                        odd__partition_data__topic_data_ = True
+                    prev__partition_data__topic_data_ = tag__partition_data__topic_data_
+                    tagged_fields_partition_data__topic_data_.append(
+                        (tag__partition_data__topic_data_, bytes(buf[pos:stop__partition_data__topic_data_]))
+                    )
+                    pos = stop__partition_data__topic_data_
+                if odd__partition_data__topic_data_:
+                    tagged_fields_partition_data__topic_data_ = _keep_tags(
+                        tagged_fields_partition_data__topic_data_, buf[sec__partition_data__topic_data_:pos], ()
+                    )
             value__partition_data__topic_data_ = _new_object(PartitionData)
             value__partition_data__topic_data_.partition_index = partition_index_partition_data__topic_data_
             value__partition_data__topic_data_.tagged_fields = tagged_fields_partition_data__topic_data_
             item__topic_data_ = value__partition_data__topic_data_
             append_partitions_topic_data_(item__topic_data_)
         tagged_fields_topic_data_ = []
-        sec__topic_data_ = pos
-        prev__topic_data_, odd__topic_data_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__topic_data_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__topic_data_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
-        if n_tags__topic_data_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__topic_data_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="topic_data.tagged_fields",
-            )
-        for __topic_data_ in range(n_tags__topic_data_):
-            tag__topic_data_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
-            size__topic_data_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
-            if size__topic_data_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__topic_data_} declares {size__topic_data_} bytes, {end - pos} left",
+            sec__topic_data_ = pos
+            prev__topic_data_, odd__topic_data_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__topic_data_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__topic_data_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+            if n_tags__topic_data_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__topic_data_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="topic_data.tagged_fields",
                 )
-            stop__topic_data_ = pos + size__topic_data_
-            if tag__topic_data_ <= prev__topic_data_:
-                odd__topic_data_ = True
-            prev__topic_data_ = tag__topic_data_
-            tagged_fields_topic_data_.append((tag__topic_data_, bytes(buf[pos:stop__topic_data_])))
-            pos = stop__topic_data_
-        if odd__topic_data_:
-            tagged_fields_topic_data_ = _keep_tags(tagged_fields_topic_data_, buf[sec__topic_data_:pos], ())
+            for __topic_data_ in range(n_tags__topic_data_):
+                tag__topic_data_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+                size__topic_data_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+                if size__topic_data_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__topic_data_} declares {size__topic_data_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="topic_data.tagged_fields",
+                    )
+                stop__topic_data_ = pos + size__topic_data_
+                if tag__topic_data_ <= prev__topic_data_:
+                    odd__topic_data_ = True
+                prev__topic_data_ = tag__topic_data_
+                tagged_fields_topic_data_.append((tag__topic_data_, bytes(buf[pos:stop__topic_data_])))
+                pos = stop__topic_data_
+            if odd__topic_data_:
+                tagged_fields_topic_data_ = _keep_tags(tagged_fields_topic_data_, buf[sec__topic_data_:pos], ())
         value__topic_data_ = _new_object(TopicData)
         value__topic_data_.topic_name = topic_name_topic_data_
         value__topic_data_.partitions = partitions_topic_data_
@@ -492,36 +525,39 @@ def _fdecode_describe_quorum_request(buf, pos, end, opts, api_version):
             if budget_topics < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_quorum_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_quorum_request.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_quorum_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_quorum_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_quorum_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_quorum_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_quorum_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_quorum_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_quorum_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(DescribeQuorumRequest)
     value_.topics = topics
     value_.tagged_fields = tagged_fields
@@ -535,9 +571,12 @@ def _encode_describe_quorum_request(obj, out, index, api_version):
             f"DescribeQuorumRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 2))",
             path="describe_quorum_request",
         )
-    own_ = type(obj) is DescribeQuorumRequest
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeQuorumRequest:
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(topics)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -554,9 +593,10 @@ def _encode_describe_quorum_request(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_quorum_request.topics[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_quorum_request.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_quorum_request.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_describe_quorum_request(obj, out, index, api_version):
@@ -566,19 +606,26 @@ def _fencode_describe_quorum_request(obj, out, index, api_version):
             f"DescribeQuorumRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 2))",
             path="describe_quorum_request",
         )
-    own_ = type(obj) is DescribeQuorumRequest
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeQuorumRequest:
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(topics)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "describe_quorum_request.topics")
     for item_ in topics:
-        own__topic_data_ = type(item_) is TopicData
-        topic_name_topic_data_ = item_.topic_name if own__topic_data_ else getattr(item_, "topic_name", "")
-        partitions_topic_data_ = item_.partitions if own__topic_data_ else getattr(item_, "partitions", None)
-        tagged_fields_topic_data_ = item_.tagged_fields if own__topic_data_ else getattr(item_, "tagged_fields", None)
+        if type(item_) is TopicData:
+            topic_name_topic_data_ = item_.topic_name
+            partitions_topic_data_ = item_.partitions
+            tagged_fields_topic_data_ = item_.tagged_fields
+        else:
+            topic_name_topic_data_ = getattr(item_, "topic_name", "")
+            partitions_topic_data_ = getattr(item_, "partitions", None)
+            tagged_fields_topic_data_ = getattr(item_, "tagged_fields", None)
         b__topic_data_ = _STR_ENCODED.get(topic_name_topic_data_)
         topic_name_topic_data_ = _encode_str(topic_name_topic_data_) if b__topic_data_ is None else b__topic_data_
         n__topic_data_ = len(topic_name_topic_data_)
@@ -593,33 +640,28 @@ def _fencode_describe_quorum_request(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__topic_data_ + 1, "topic_data.partitions")
         for item__topic_data_ in partitions_topic_data_:
-            own__partition_data__topic_data_ = type(item__topic_data_) is PartitionData
-            partition_index_partition_data__topic_data_ = (
-                item__topic_data_.partition_index
-                if own__partition_data__topic_data_
-                else getattr(item__topic_data_, "partition_index", 0)
-            )
-            tagged_fields_partition_data__topic_data_ = (
-                item__topic_data_.tagged_fields
-                if own__partition_data__topic_data_
-                else getattr(item__topic_data_, "tagged_fields", None)
-            )
+            if type(item__topic_data_) is PartitionData:
+                partition_index_partition_data__topic_data_ = item__topic_data_.partition_index
+                tagged_fields_partition_data__topic_data_ = item__topic_data_.tagged_fields
+            else:
+                partition_index_partition_data__topic_data_ = getattr(item__topic_data_, "partition_index", 0)
+                tagged_fields_partition_data__topic_data_ = getattr(item__topic_data_, "tagged_fields", None)
             out += _S0.pack(partition_index_partition_data__topic_data_)
-            tags__partition_data__topic_data_ = []
-            valid__partition_data__topic_data_ = None
-            _write_tagged(
-                out,
-                tags__partition_data__topic_data_,
-                tagged_fields_partition_data__topic_data_,
-                "partition_data.tagged_fields",
-                valid__partition_data__topic_data_,
-            )
-        tags__topic_data_ = []
-        valid__topic_data_ = None
-        _write_tagged(out, tags__topic_data_, tagged_fields_topic_data_, "topic_data.tagged_fields", valid__topic_data_)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_quorum_request.tagged_fields", valid_)
+            if (
+                tagged_fields_partition_data__topic_data_
+                or tagged_fields_partition_data__topic_data_.__class__ is _TagSection
+            ):
+                _write_tagged(out, [], tagged_fields_partition_data__topic_data_, "partition_data.tagged_fields", None)
+            else:
+                out.append(0)
+        if tagged_fields_topic_data_ or tagged_fields_topic_data_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_topic_data_, "topic_data.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "describe_quorum_request.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_describe_quorum_request_by_version(buf, pos, end, opts, api_version):

@@ -26,6 +26,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -93,32 +94,39 @@ def _decode_replica_state(buf, pos, end, opts, api_version):
     else:
         last_caught_up_timestamp = -1
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "replica_state.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="replica_state.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "replica_state.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "replica_state.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="replica_state.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "replica_state.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="replica_state.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "replica_state.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "replica_state.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="replica_state.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ReplicaState(
         replica_id, replica_directory_id, log_end_offset, last_fetch_timestamp, last_caught_up_timestamp, tagged_fields
     ), pos
@@ -126,13 +134,20 @@ def _decode_replica_state(buf, pos, end, opts, api_version):
 
 def _encode_replica_state(obj, out, index, api_version):
     """Append one replica_state to out."""
-    own_ = type(obj) is ReplicaState
-    replica_id = obj.replica_id if own_ else getattr(obj, "replica_id", 0)
-    replica_directory_id = obj.replica_directory_id if own_ else getattr(obj, "replica_directory_id", None)
-    log_end_offset = obj.log_end_offset if own_ else getattr(obj, "log_end_offset", 0)
-    last_fetch_timestamp = obj.last_fetch_timestamp if own_ else getattr(obj, "last_fetch_timestamp", -1)
-    last_caught_up_timestamp = obj.last_caught_up_timestamp if own_ else getattr(obj, "last_caught_up_timestamp", -1)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ReplicaState:
+        replica_id = obj.replica_id
+        replica_directory_id = obj.replica_directory_id
+        log_end_offset = obj.log_end_offset
+        last_fetch_timestamp = obj.last_fetch_timestamp
+        last_caught_up_timestamp = obj.last_caught_up_timestamp
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        replica_id = getattr(obj, "replica_id", 0)
+        replica_directory_id = getattr(obj, "replica_directory_id", None)
+        log_end_offset = getattr(obj, "log_end_offset", 0)
+        last_fetch_timestamp = getattr(obj, "last_fetch_timestamp", -1)
+        last_caught_up_timestamp = getattr(obj, "last_caught_up_timestamp", -1)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(replica_id)
     if api_version >= 2:
         out += _S1.pack(_uuid16(replica_directory_id))
@@ -141,9 +156,10 @@ def _encode_replica_state(obj, out, index, api_version):
         out += _S2.pack(last_fetch_timestamp)
     if api_version >= 1:
         out += _S2.pack(last_caught_up_timestamp)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "replica_state.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "replica_state.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_partition_data(buf, pos, end, opts, api_version):
@@ -260,32 +276,39 @@ def _decode_partition_data(buf, pos, end, opts, api_version):
             raise exc.within("partition_data.observers", i_observers, "replica_state") from None
         append_observers(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="partition_data.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="partition_data.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="partition_data.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="partition_data.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return PartitionData(
         partition_index,
         error_code,
@@ -301,16 +324,26 @@ def _decode_partition_data(buf, pos, end, opts, api_version):
 
 def _encode_partition_data(obj, out, index, api_version):
     """Append one partition_data to out."""
-    own_ = type(obj) is PartitionData
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    leader_id = obj.leader_id if own_ else getattr(obj, "leader_id", 0)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", 0)
-    high_watermark = obj.high_watermark if own_ else getattr(obj, "high_watermark", 0)
-    current_voters = obj.current_voters if own_ else getattr(obj, "current_voters", None)
-    observers = obj.observers if own_ else getattr(obj, "observers", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is PartitionData:
+        partition_index = obj.partition_index
+        error_code = obj.error_code
+        error_message = obj.error_message
+        leader_id = obj.leader_id
+        leader_epoch = obj.leader_epoch
+        high_watermark = obj.high_watermark
+        current_voters = obj.current_voters
+        observers = obj.observers
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        leader_id = getattr(obj, "leader_id", 0)
+        leader_epoch = getattr(obj, "leader_epoch", 0)
+        high_watermark = getattr(obj, "high_watermark", 0)
+        current_voters = getattr(obj, "current_voters", None)
+        observers = getattr(obj, "observers", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S3.pack(partition_index, error_code)
     if api_version >= 2:
         if error_message is None:
@@ -358,9 +391,10 @@ def _encode_partition_data(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"partition_data.observers[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "partition_data.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "partition_data.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_topic_data(buf, pos, end, opts, api_version):
@@ -425,41 +459,48 @@ def _decode_topic_data(buf, pos, end, opts, api_version):
             raise exc.within("topic_data.partitions", i_partitions, "partition_data") from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_data.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="topic_data.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_data.tagged_fields"
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="topic_data.tagged_fields"
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TopicData(topic_name, partitions, tagged_fields), pos
 
 
 def _encode_topic_data(obj, out, index, api_version):
     """Append one topic_data to out."""
-    own_ = type(obj) is TopicData
-    topic_name = obj.topic_name if own_ else getattr(obj, "topic_name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TopicData:
+        topic_name = obj.topic_name
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_name = getattr(obj, "topic_name", "")
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if topic_name is None:
         raise _InvalidValueError("may not be null", path="topic_data.topic_name")
     else:
@@ -488,9 +529,10 @@ def _encode_topic_data(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_data.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "topic_data.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "topic_data.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_listener(buf, pos, end, opts):
@@ -546,42 +588,50 @@ def _decode_listener(buf, pos, end, opts):
     (port,) = _S5.unpack_from(buf, pos)
     pos += 2
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="listener.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="listener.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="listener.tagged_fields"
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="listener.tagged_fields"
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return Listener(name, host, port, tagged_fields), pos
 
 
 def _encode_listener(obj, out, index):
     """Append one listener to out."""
-    own_ = type(obj) is Listener
-    name = obj.name if own_ else getattr(obj, "name", "")
-    host = obj.host if own_ else getattr(obj, "host", "")
-    port = obj.port if own_ else getattr(obj, "port", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is Listener:
+        name = obj.name
+        host = obj.host
+        port = obj.port
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        host = getattr(obj, "host", "")
+        port = getattr(obj, "port", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="listener.name")
     else:
@@ -607,9 +657,10 @@ def _encode_listener(obj, out, index):
 
         out += host
     out += _S5.pack(port)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "listener.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "listener.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_node(buf, pos, end, opts):
@@ -651,41 +702,48 @@ def _decode_node(buf, pos, end, opts):
             raise exc.within("node.listeners", i_listeners, "listener") from None
         append_listeners(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "node.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="node.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "node.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "node.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="node.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "node.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="node.tagged_fields"
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "node.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "node.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="node.tagged_fields"
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return Node(node_id, listeners, tagged_fields), pos
 
 
 def _encode_node(obj, out, index):
     """Append one node to out."""
-    own_ = type(obj) is Node
-    node_id = obj.node_id if own_ else getattr(obj, "node_id", 0)
-    listeners = obj.listeners if own_ else getattr(obj, "listeners", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is Node:
+        node_id = obj.node_id
+        listeners = obj.listeners
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        node_id = getattr(obj, "node_id", 0)
+        listeners = getattr(obj, "listeners", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(node_id)
     n_ = len(listeners)
     if -1 <= n_ < 0x3FFF:
@@ -703,9 +761,10 @@ def _encode_node(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"node.listeners[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "node.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "node.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_describe_quorum_response(buf, pos, end, opts, api_version):
@@ -862,36 +921,39 @@ def _decode_describe_quorum_response(buf, pos, end, opts, api_version):
     else:
         nodes = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_quorum_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_quorum_response.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_quorum_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_quorum_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_quorum_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_quorum_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_quorum_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_quorum_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_quorum_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeQuorumResponse(error_code, error_message, topics, nodes, tagged_fields), pos
 
 
@@ -1090,61 +1152,66 @@ def _fdecode_describe_quorum_response(buf, pos, end, opts, api_version):
                 else:
                     last_caught_up_timestamp_replica_state__partition_data__topic_data_ = -1
                 tagged_fields_replica_state__partition_data__topic_data_ = []
-                sec__replica_state__partition_data__topic_data_ = pos
-                prev__replica_state__partition_data__topic_data_, odd__replica_state__partition_data__topic_data_ = (
-                    -1,
-                    False,
-                )
-                if pos < end and buf[pos] < 128:
-                    n_tags__replica_state__partition_data__topic_data_ = buf[pos]
+                if pos < end and buf[pos] == 0:
                     pos += 1
                 else:
-                    n_tags__replica_state__partition_data__topic_data_, pos = _read_uvarint32(
-                        buf, pos, end, "replica_state.tagged_fields"
-                    )
-                if n_tags__replica_state__partition_data__topic_data_ > (end - pos) // 2:
-                    raise _InvalidValueError(
-                        f"{n_tags__replica_state__partition_data__topic_data_} tagged fields cannot fit in {end - pos} bytes",
-                        offset=pos,
-                        path="replica_state.tagged_fields",
-                    )
-                for __replica_state__partition_data__topic_data_ in range(
-                    n_tags__replica_state__partition_data__topic_data_
-                ):
-                    tag__replica_state__partition_data__topic_data_, pos = _read_uvarint32(
-                        buf, pos, end, "replica_state.tagged_fields"
-                    )
-                    size__replica_state__partition_data__topic_data_, pos = _read_uvarint32(
-                        buf, pos, end, "replica_state.tagged_fields"
-                    )
-                    if size__replica_state__partition_data__topic_data_ > end - pos:
-                        raise _TruncatedError(
-                            f"tag {tag__replica_state__partition_data__topic_data_} declares {size__replica_state__partition_data__topic_data_} bytes, {end - pos} left",
+                    sec__replica_state__partition_data__topic_data_ = pos
+                    (
+                        prev__replica_state__partition_data__topic_data_,
+                        odd__replica_state__partition_data__topic_data_,
+                    ) = (-1, False)
+                    if pos < end and buf[pos] < 128:
+                        n_tags__replica_state__partition_data__topic_data_ = buf[pos]
+                        pos += 1
+                    else:
+                        n_tags__replica_state__partition_data__topic_data_, pos = _read_uvarint32(
+                            buf, pos, end, "replica_state.tagged_fields"
+                        )
+                    if n_tags__replica_state__partition_data__topic_data_ > (end - pos) // 2:
+                        raise _InvalidValueError(
+                            f"{n_tags__replica_state__partition_data__topic_data_} tagged fields cannot fit in {end - pos} bytes",
                             offset=pos,
                             path="replica_state.tagged_fields",
                         )
-                    stop__replica_state__partition_data__topic_data_ = (
-                        pos + size__replica_state__partition_data__topic_data_
-                    )
-                    if (
-                        tag__replica_state__partition_data__topic_data_
-                        <= prev__replica_state__partition_data__topic_data_
+                    for __replica_state__partition_data__topic_data_ in range(
+                        n_tags__replica_state__partition_data__topic_data_
                     ):
-                        odd__replica_state__partition_data__topic_data_ = True
-                    prev__replica_state__partition_data__topic_data_ = tag__replica_state__partition_data__topic_data_
-                    tagged_fields_replica_state__partition_data__topic_data_.append(
-                        (
-                            tag__replica_state__partition_data__topic_data_,
-                            bytes(buf[pos:stop__replica_state__partition_data__topic_data_]),
+                        tag__replica_state__partition_data__topic_data_, pos = _read_uvarint32(
+                            buf, pos, end, "replica_state.tagged_fields"
                         )
-                    )
-                    pos = stop__replica_state__partition_data__topic_data_
-                if odd__replica_state__partition_data__topic_data_:
-                    tagged_fields_replica_state__partition_data__topic_data_ = _keep_tags(
-                        tagged_fields_replica_state__partition_data__topic_data_,
-                        buf[sec__replica_state__partition_data__topic_data_:pos],
-                        (),
-                    )
+                        size__replica_state__partition_data__topic_data_, pos = _read_uvarint32(
+                            buf, pos, end, "replica_state.tagged_fields"
+                        )
+                        if size__replica_state__partition_data__topic_data_ > end - pos:
+                            raise _TruncatedError(
+                                f"tag {tag__replica_state__partition_data__topic_data_} declares {size__replica_state__partition_data__topic_data_} bytes, {end - pos} left",
+                                offset=pos,
+                                path="replica_state.tagged_fields",
+                            )
+                        stop__replica_state__partition_data__topic_data_ = (
+                            pos + size__replica_state__partition_data__topic_data_
+                        )
+                        if (
+                            tag__replica_state__partition_data__topic_data_
+                            <= prev__replica_state__partition_data__topic_data_
+                        ):
+                            odd__replica_state__partition_data__topic_data_ = True
+                        prev__replica_state__partition_data__topic_data_ = (
+                            tag__replica_state__partition_data__topic_data_
+                        )
+                        tagged_fields_replica_state__partition_data__topic_data_.append(
+                            (
+                                tag__replica_state__partition_data__topic_data_,
+                                bytes(buf[pos:stop__replica_state__partition_data__topic_data_]),
+                            )
+                        )
+                        pos = stop__replica_state__partition_data__topic_data_
+                    if odd__replica_state__partition_data__topic_data_:
+                        tagged_fields_replica_state__partition_data__topic_data_ = _keep_tags(
+                            tagged_fields_replica_state__partition_data__topic_data_,
+                            buf[sec__replica_state__partition_data__topic_data_:pos],
+                            (),
+                        )
                 value__replica_state__partition_data__topic_data_ = _new_object(ReplicaState)
                 value__replica_state__partition_data__topic_data_.replica_id = (
                     replica_id_replica_state__partition_data__topic_data_
@@ -1216,61 +1283,66 @@ def _fdecode_describe_quorum_response(buf, pos, end, opts, api_version):
                 else:
                     last_caught_up_timestamp_replica_state__partition_data__topic_data_ = -1
                 tagged_fields_replica_state__partition_data__topic_data_ = []
-                sec__replica_state__partition_data__topic_data_ = pos
-                prev__replica_state__partition_data__topic_data_, odd__replica_state__partition_data__topic_data_ = (
-                    -1,
-                    False,
-                )
-                if pos < end and buf[pos] < 128:
-                    n_tags__replica_state__partition_data__topic_data_ = buf[pos]
+                if pos < end and buf[pos] == 0:
                     pos += 1
                 else:
-                    n_tags__replica_state__partition_data__topic_data_, pos = _read_uvarint32(
-                        buf, pos, end, "replica_state.tagged_fields"
-                    )
-                if n_tags__replica_state__partition_data__topic_data_ > (end - pos) // 2:
-                    raise _InvalidValueError(
-                        f"{n_tags__replica_state__partition_data__topic_data_} tagged fields cannot fit in {end - pos} bytes",
-                        offset=pos,
-                        path="replica_state.tagged_fields",
-                    )
-                for __replica_state__partition_data__topic_data_ in range(
-                    n_tags__replica_state__partition_data__topic_data_
-                ):
-                    tag__replica_state__partition_data__topic_data_, pos = _read_uvarint32(
-                        buf, pos, end, "replica_state.tagged_fields"
-                    )
-                    size__replica_state__partition_data__topic_data_, pos = _read_uvarint32(
-                        buf, pos, end, "replica_state.tagged_fields"
-                    )
-                    if size__replica_state__partition_data__topic_data_ > end - pos:
-                        raise _TruncatedError(
-                            f"tag {tag__replica_state__partition_data__topic_data_} declares {size__replica_state__partition_data__topic_data_} bytes, {end - pos} left",
+                    sec__replica_state__partition_data__topic_data_ = pos
+                    (
+                        prev__replica_state__partition_data__topic_data_,
+                        odd__replica_state__partition_data__topic_data_,
+                    ) = (-1, False)
+                    if pos < end and buf[pos] < 128:
+                        n_tags__replica_state__partition_data__topic_data_ = buf[pos]
+                        pos += 1
+                    else:
+                        n_tags__replica_state__partition_data__topic_data_, pos = _read_uvarint32(
+                            buf, pos, end, "replica_state.tagged_fields"
+                        )
+                    if n_tags__replica_state__partition_data__topic_data_ > (end - pos) // 2:
+                        raise _InvalidValueError(
+                            f"{n_tags__replica_state__partition_data__topic_data_} tagged fields cannot fit in {end - pos} bytes",
                             offset=pos,
                             path="replica_state.tagged_fields",
                         )
-                    stop__replica_state__partition_data__topic_data_ = (
-                        pos + size__replica_state__partition_data__topic_data_
-                    )
-                    if (
-                        tag__replica_state__partition_data__topic_data_
-                        <= prev__replica_state__partition_data__topic_data_
+                    for __replica_state__partition_data__topic_data_ in range(
+                        n_tags__replica_state__partition_data__topic_data_
                     ):
-                        odd__replica_state__partition_data__topic_data_ = True
-                    prev__replica_state__partition_data__topic_data_ = tag__replica_state__partition_data__topic_data_
-                    tagged_fields_replica_state__partition_data__topic_data_.append(
-                        (
-                            tag__replica_state__partition_data__topic_data_,
-                            bytes(buf[pos:stop__replica_state__partition_data__topic_data_]),
+                        tag__replica_state__partition_data__topic_data_, pos = _read_uvarint32(
+                            buf, pos, end, "replica_state.tagged_fields"
                         )
-                    )
-                    pos = stop__replica_state__partition_data__topic_data_
-                if odd__replica_state__partition_data__topic_data_:
-                    tagged_fields_replica_state__partition_data__topic_data_ = _keep_tags(
-                        tagged_fields_replica_state__partition_data__topic_data_,
-                        buf[sec__replica_state__partition_data__topic_data_:pos],
-                        (),
-                    )
+                        size__replica_state__partition_data__topic_data_, pos = _read_uvarint32(
+                            buf, pos, end, "replica_state.tagged_fields"
+                        )
+                        if size__replica_state__partition_data__topic_data_ > end - pos:
+                            raise _TruncatedError(
+                                f"tag {tag__replica_state__partition_data__topic_data_} declares {size__replica_state__partition_data__topic_data_} bytes, {end - pos} left",
+                                offset=pos,
+                                path="replica_state.tagged_fields",
+                            )
+                        stop__replica_state__partition_data__topic_data_ = (
+                            pos + size__replica_state__partition_data__topic_data_
+                        )
+                        if (
+                            tag__replica_state__partition_data__topic_data_
+                            <= prev__replica_state__partition_data__topic_data_
+                        ):
+                            odd__replica_state__partition_data__topic_data_ = True
+                        prev__replica_state__partition_data__topic_data_ = (
+                            tag__replica_state__partition_data__topic_data_
+                        )
+                        tagged_fields_replica_state__partition_data__topic_data_.append(
+                            (
+                                tag__replica_state__partition_data__topic_data_,
+                                bytes(buf[pos:stop__replica_state__partition_data__topic_data_]),
+                            )
+                        )
+                        pos = stop__replica_state__partition_data__topic_data_
+                    if odd__replica_state__partition_data__topic_data_:
+                        tagged_fields_replica_state__partition_data__topic_data_ = _keep_tags(
+                            tagged_fields_replica_state__partition_data__topic_data_,
+                            buf[sec__replica_state__partition_data__topic_data_:pos],
+                            (),
+                        )
                 value__replica_state__partition_data__topic_data_ = _new_object(ReplicaState)
                 value__replica_state__partition_data__topic_data_.replica_id = (
                     replica_id_replica_state__partition_data__topic_data_
@@ -1293,42 +1365,49 @@ def _fdecode_describe_quorum_response(buf, pos, end, opts, api_version):
                 item__partition_data__topic_data_ = value__replica_state__partition_data__topic_data_
                 append_observers_partition_data__topic_data_(item__partition_data__topic_data_)
             tagged_fields_partition_data__topic_data_ = []
-            sec__partition_data__topic_data_ = pos
-            prev__partition_data__topic_data_, odd__partition_data__topic_data_ = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__partition_data__topic_data_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__partition_data__topic_data_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_data.tagged_fields"
-                )
-            if n_tags__partition_data__topic_data_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__partition_data__topic_data_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="partition_data.tagged_fields",
-                )
-            for __partition_data__topic_data_ in range(n_tags__partition_data__topic_data_):
-                tag__partition_data__topic_data_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
-                size__partition_data__topic_data_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
-                if size__partition_data__topic_data_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__partition_data__topic_data_} declares {size__partition_data__topic_data_} bytes, {end - pos} left",
+                sec__partition_data__topic_data_ = pos
+                prev__partition_data__topic_data_, odd__partition_data__topic_data_ = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__partition_data__topic_data_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__partition_data__topic_data_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_data.tagged_fields"
+                    )
+                if n_tags__partition_data__topic_data_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__partition_data__topic_data_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="partition_data.tagged_fields",
                     )
-                stop__partition_data__topic_data_ = pos + size__partition_data__topic_data_
-                if tag__partition_data__topic_data_ <= prev__partition_data__topic_data_:
-                    odd__partition_data__topic_data_ = True
-                prev__partition_data__topic_data_ = tag__partition_data__topic_data_
-                tagged_fields_partition_data__topic_data_.append(
-                    (tag__partition_data__topic_data_, bytes(buf[pos:stop__partition_data__topic_data_]))
-                )
-                pos = stop__partition_data__topic_data_
-            if odd__partition_data__topic_data_:
-                tagged_fields_partition_data__topic_data_ = _keep_tags(
-                    tagged_fields_partition_data__topic_data_, buf[sec__partition_data__topic_data_:pos], ()
-                )
+                for __partition_data__topic_data_ in range(n_tags__partition_data__topic_data_):
+                    tag__partition_data__topic_data_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_data.tagged_fields"
+                    )
+                    size__partition_data__topic_data_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_data.tagged_fields"
+                    )
+                    if size__partition_data__topic_data_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__partition_data__topic_data_} declares {size__partition_data__topic_data_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="partition_data.tagged_fields",
+                        )
+                    stop__partition_data__topic_data_ = pos + size__partition_data__topic_data_
+                    if tag__partition_data__topic_data_ <= prev__partition_data__topic_data_:
+                        odd__partition_data__topic_data_ = True
+                    prev__partition_data__topic_data_ = tag__partition_data__topic_data_
+                    tagged_fields_partition_data__topic_data_.append(
+                        (tag__partition_data__topic_data_, bytes(buf[pos:stop__partition_data__topic_data_]))
+                    )
+                    pos = stop__partition_data__topic_data_
+                if odd__partition_data__topic_data_:
+                    tagged_fields_partition_data__topic_data_ = _keep_tags(
+                        tagged_fields_partition_data__topic_data_, buf[sec__partition_data__topic_data_:pos], ()
+                    )
             value__partition_data__topic_data_ = _new_object(PartitionData)
             value__partition_data__topic_data_.partition_index = partition_index_partition_data__topic_data_
             value__partition_data__topic_data_.error_code = error_code_partition_data__topic_data_
@@ -1342,36 +1421,39 @@ def _fdecode_describe_quorum_response(buf, pos, end, opts, api_version):
             item__topic_data_ = value__partition_data__topic_data_
             append_partitions_topic_data_(item__topic_data_)
         tagged_fields_topic_data_ = []
-        sec__topic_data_ = pos
-        prev__topic_data_, odd__topic_data_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__topic_data_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__topic_data_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
-        if n_tags__topic_data_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__topic_data_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="topic_data.tagged_fields",
-            )
-        for __topic_data_ in range(n_tags__topic_data_):
-            tag__topic_data_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
-            size__topic_data_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
-            if size__topic_data_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__topic_data_} declares {size__topic_data_} bytes, {end - pos} left",
+            sec__topic_data_ = pos
+            prev__topic_data_, odd__topic_data_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__topic_data_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__topic_data_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+            if n_tags__topic_data_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__topic_data_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="topic_data.tagged_fields",
                 )
-            stop__topic_data_ = pos + size__topic_data_
-            if tag__topic_data_ <= prev__topic_data_:
-                odd__topic_data_ = True
-            prev__topic_data_ = tag__topic_data_
-            tagged_fields_topic_data_.append((tag__topic_data_, bytes(buf[pos:stop__topic_data_])))
-            pos = stop__topic_data_
-        if odd__topic_data_:
-            tagged_fields_topic_data_ = _keep_tags(tagged_fields_topic_data_, buf[sec__topic_data_:pos], ())
+            for __topic_data_ in range(n_tags__topic_data_):
+                tag__topic_data_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+                size__topic_data_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+                if size__topic_data_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__topic_data_} declares {size__topic_data_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="topic_data.tagged_fields",
+                    )
+                stop__topic_data_ = pos + size__topic_data_
+                if tag__topic_data_ <= prev__topic_data_:
+                    odd__topic_data_ = True
+                prev__topic_data_ = tag__topic_data_
+                tagged_fields_topic_data_.append((tag__topic_data_, bytes(buf[pos:stop__topic_data_])))
+                pos = stop__topic_data_
+            if odd__topic_data_:
+                tagged_fields_topic_data_ = _keep_tags(tagged_fields_topic_data_, buf[sec__topic_data_:pos], ())
         value__topic_data_ = _new_object(TopicData)
         value__topic_data_.topic_name = topic_name_topic_data_
         value__topic_data_.partitions = partitions_topic_data_
@@ -1478,38 +1560,43 @@ def _fdecode_describe_quorum_response(buf, pos, end, opts, api_version):
                 (port_listener__node_,) = _S5.unpack_from(buf, pos)
                 pos += 2
                 tagged_fields_listener__node_ = []
-                sec__listener__node_ = pos
-                prev__listener__node_, odd__listener__node_ = (-1, False)
-                if pos < end and buf[pos] < 128:
-                    n_tags__listener__node_ = buf[pos]
+                if pos < end and buf[pos] == 0:
                     pos += 1
                 else:
-                    n_tags__listener__node_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
-                if n_tags__listener__node_ > (end - pos) // 2:
-                    raise _InvalidValueError(
-                        f"{n_tags__listener__node_} tagged fields cannot fit in {end - pos} bytes",
-                        offset=pos,
-                        path="listener.tagged_fields",
-                    )
-                for __listener__node_ in range(n_tags__listener__node_):
-                    tag__listener__node_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
-                    size__listener__node_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
-                    if size__listener__node_ > end - pos:
-                        raise _TruncatedError(
-                            f"tag {tag__listener__node_} declares {size__listener__node_} bytes, {end - pos} left",
+                    sec__listener__node_ = pos
+                    prev__listener__node_, odd__listener__node_ = (-1, False)
+                    if pos < end and buf[pos] < 128:
+                        n_tags__listener__node_ = buf[pos]
+                        pos += 1
+                    else:
+                        n_tags__listener__node_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
+                    if n_tags__listener__node_ > (end - pos) // 2:
+                        raise _InvalidValueError(
+                            f"{n_tags__listener__node_} tagged fields cannot fit in {end - pos} bytes",
                             offset=pos,
                             path="listener.tagged_fields",
                         )
-                    stop__listener__node_ = pos + size__listener__node_
-                    if tag__listener__node_ <= prev__listener__node_:
-                        odd__listener__node_ = True
-                    prev__listener__node_ = tag__listener__node_
-                    tagged_fields_listener__node_.append((tag__listener__node_, bytes(buf[pos:stop__listener__node_])))
-                    pos = stop__listener__node_
-                if odd__listener__node_:
-                    tagged_fields_listener__node_ = _keep_tags(
-                        tagged_fields_listener__node_, buf[sec__listener__node_:pos], ()
-                    )
+                    for __listener__node_ in range(n_tags__listener__node_):
+                        tag__listener__node_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
+                        size__listener__node_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
+                        if size__listener__node_ > end - pos:
+                            raise _TruncatedError(
+                                f"tag {tag__listener__node_} declares {size__listener__node_} bytes, {end - pos} left",
+                                offset=pos,
+                                path="listener.tagged_fields",
+                            )
+                        stop__listener__node_ = pos + size__listener__node_
+                        if tag__listener__node_ <= prev__listener__node_:
+                            odd__listener__node_ = True
+                        prev__listener__node_ = tag__listener__node_
+                        tagged_fields_listener__node_.append(
+                            (tag__listener__node_, bytes(buf[pos:stop__listener__node_]))
+                        )
+                        pos = stop__listener__node_
+                    if odd__listener__node_:
+                        tagged_fields_listener__node_ = _keep_tags(
+                            tagged_fields_listener__node_, buf[sec__listener__node_:pos], ()
+                        )
                 value__listener__node_ = _new_object(Listener)
                 value__listener__node_.name = name_listener__node_
                 value__listener__node_.host = host_listener__node_
@@ -1518,36 +1605,39 @@ def _fdecode_describe_quorum_response(buf, pos, end, opts, api_version):
                 item__node_ = value__listener__node_
                 append_listeners_node_(item__node_)
             tagged_fields_node_ = []
-            sec__node_ = pos
-            prev__node_, odd__node_ = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__node_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__node_, pos = _read_uvarint32(buf, pos, end, "node.tagged_fields")
-            if n_tags__node_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__node_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="node.tagged_fields",
-                )
-            for __node_ in range(n_tags__node_):
-                tag__node_, pos = _read_uvarint32(buf, pos, end, "node.tagged_fields")
-                size__node_, pos = _read_uvarint32(buf, pos, end, "node.tagged_fields")
-                if size__node_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__node_} declares {size__node_} bytes, {end - pos} left",
+                sec__node_ = pos
+                prev__node_, odd__node_ = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__node_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__node_, pos = _read_uvarint32(buf, pos, end, "node.tagged_fields")
+                if n_tags__node_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__node_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="node.tagged_fields",
                     )
-                stop__node_ = pos + size__node_
-                if tag__node_ <= prev__node_:
-                    odd__node_ = True
-                prev__node_ = tag__node_
-                tagged_fields_node_.append((tag__node_, bytes(buf[pos:stop__node_])))
-                pos = stop__node_
-            if odd__node_:
-                tagged_fields_node_ = _keep_tags(tagged_fields_node_, buf[sec__node_:pos], ())
+                for __node_ in range(n_tags__node_):
+                    tag__node_, pos = _read_uvarint32(buf, pos, end, "node.tagged_fields")
+                    size__node_, pos = _read_uvarint32(buf, pos, end, "node.tagged_fields")
+                    if size__node_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__node_} declares {size__node_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="node.tagged_fields",
+                        )
+                    stop__node_ = pos + size__node_
+                    if tag__node_ <= prev__node_:
+                        odd__node_ = True
+                    prev__node_ = tag__node_
+                    tagged_fields_node_.append((tag__node_, bytes(buf[pos:stop__node_])))
+                    pos = stop__node_
+                if odd__node_:
+                    tagged_fields_node_ = _keep_tags(tagged_fields_node_, buf[sec__node_:pos], ())
             value__node_ = _new_object(Node)
             value__node_.node_id = node_id_node_
             value__node_.listeners = listeners_node_
@@ -1561,36 +1651,39 @@ def _fdecode_describe_quorum_response(buf, pos, end, opts, api_version):
     else:
         nodes = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_quorum_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_quorum_response.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_quorum_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_quorum_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_quorum_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_quorum_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_quorum_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_quorum_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_quorum_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(DescribeQuorumResponse)
     value_.error_code = error_code
     value_.error_message = error_message
@@ -1607,12 +1700,18 @@ def _encode_describe_quorum_response(obj, out, index, api_version):
             f"DescribeQuorumResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 2))",
             path="describe_quorum_response",
         )
-    own_ = type(obj) is DescribeQuorumResponse
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    nodes = obj.nodes if own_ else getattr(obj, "nodes", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeQuorumResponse:
+        error_code = obj.error_code
+        error_message = obj.error_message
+        topics = obj.topics
+        nodes = obj.nodes
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        topics = getattr(obj, "topics", None)
+        nodes = getattr(obj, "nodes", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S6.pack(error_code)
     if api_version >= 2:
         if error_message is None:
@@ -1660,9 +1759,10 @@ def _encode_describe_quorum_response(obj, out, index, api_version):
             raise _InvalidValueError(
                 f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_quorum_response.nodes[{index_}]"
             ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_quorum_response.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_quorum_response.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_describe_quorum_response(obj, out, index, api_version):
@@ -1672,12 +1772,18 @@ def _fencode_describe_quorum_response(obj, out, index, api_version):
             f"DescribeQuorumResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 2))",
             path="describe_quorum_response",
         )
-    own_ = type(obj) is DescribeQuorumResponse
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    nodes = obj.nodes if own_ else getattr(obj, "nodes", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeQuorumResponse:
+        error_code = obj.error_code
+        error_message = obj.error_message
+        topics = obj.topics
+        nodes = obj.nodes
+        tagged_fields = obj.tagged_fields
+    else:
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        topics = getattr(obj, "topics", None)
+        nodes = getattr(obj, "nodes", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S6.pack(error_code)
     if api_version >= 2:
         if error_message is None:
@@ -1697,10 +1803,14 @@ def _fencode_describe_quorum_response(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "describe_quorum_response.topics")
     for item_ in topics:
-        own__topic_data_ = type(item_) is TopicData
-        topic_name_topic_data_ = item_.topic_name if own__topic_data_ else getattr(item_, "topic_name", "")
-        partitions_topic_data_ = item_.partitions if own__topic_data_ else getattr(item_, "partitions", None)
-        tagged_fields_topic_data_ = item_.tagged_fields if own__topic_data_ else getattr(item_, "tagged_fields", None)
+        if type(item_) is TopicData:
+            topic_name_topic_data_ = item_.topic_name
+            partitions_topic_data_ = item_.partitions
+            tagged_fields_topic_data_ = item_.tagged_fields
+        else:
+            topic_name_topic_data_ = getattr(item_, "topic_name", "")
+            partitions_topic_data_ = getattr(item_, "partitions", None)
+            tagged_fields_topic_data_ = getattr(item_, "tagged_fields", None)
         b__topic_data_ = _STR_ENCODED.get(topic_name_topic_data_)
         topic_name_topic_data_ = _encode_str(topic_name_topic_data_) if b__topic_data_ is None else b__topic_data_
         n__topic_data_ = len(topic_name_topic_data_)
@@ -1715,52 +1825,26 @@ def _fencode_describe_quorum_response(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__topic_data_ + 1, "topic_data.partitions")
         for item__topic_data_ in partitions_topic_data_:
-            own__partition_data__topic_data_ = type(item__topic_data_) is PartitionData
-            partition_index_partition_data__topic_data_ = (
-                item__topic_data_.partition_index
-                if own__partition_data__topic_data_
-                else getattr(item__topic_data_, "partition_index", 0)
-            )
-            error_code_partition_data__topic_data_ = (
-                item__topic_data_.error_code
-                if own__partition_data__topic_data_
-                else getattr(item__topic_data_, "error_code", 0)
-            )
-            error_message_partition_data__topic_data_ = (
-                item__topic_data_.error_message
-                if own__partition_data__topic_data_
-                else getattr(item__topic_data_, "error_message", "")
-            )
-            leader_id_partition_data__topic_data_ = (
-                item__topic_data_.leader_id
-                if own__partition_data__topic_data_
-                else getattr(item__topic_data_, "leader_id", 0)
-            )
-            leader_epoch_partition_data__topic_data_ = (
-                item__topic_data_.leader_epoch
-                if own__partition_data__topic_data_
-                else getattr(item__topic_data_, "leader_epoch", 0)
-            )
-            high_watermark_partition_data__topic_data_ = (
-                item__topic_data_.high_watermark
-                if own__partition_data__topic_data_
-                else getattr(item__topic_data_, "high_watermark", 0)
-            )
-            current_voters_partition_data__topic_data_ = (
-                item__topic_data_.current_voters
-                if own__partition_data__topic_data_
-                else getattr(item__topic_data_, "current_voters", None)
-            )
-            observers_partition_data__topic_data_ = (
-                item__topic_data_.observers
-                if own__partition_data__topic_data_
-                else getattr(item__topic_data_, "observers", None)
-            )
-            tagged_fields_partition_data__topic_data_ = (
-                item__topic_data_.tagged_fields
-                if own__partition_data__topic_data_
-                else getattr(item__topic_data_, "tagged_fields", None)
-            )
+            if type(item__topic_data_) is PartitionData:
+                partition_index_partition_data__topic_data_ = item__topic_data_.partition_index
+                error_code_partition_data__topic_data_ = item__topic_data_.error_code
+                error_message_partition_data__topic_data_ = item__topic_data_.error_message
+                leader_id_partition_data__topic_data_ = item__topic_data_.leader_id
+                leader_epoch_partition_data__topic_data_ = item__topic_data_.leader_epoch
+                high_watermark_partition_data__topic_data_ = item__topic_data_.high_watermark
+                current_voters_partition_data__topic_data_ = item__topic_data_.current_voters
+                observers_partition_data__topic_data_ = item__topic_data_.observers
+                tagged_fields_partition_data__topic_data_ = item__topic_data_.tagged_fields
+            else:
+                partition_index_partition_data__topic_data_ = getattr(item__topic_data_, "partition_index", 0)
+                error_code_partition_data__topic_data_ = getattr(item__topic_data_, "error_code", 0)
+                error_message_partition_data__topic_data_ = getattr(item__topic_data_, "error_message", "")
+                leader_id_partition_data__topic_data_ = getattr(item__topic_data_, "leader_id", 0)
+                leader_epoch_partition_data__topic_data_ = getattr(item__topic_data_, "leader_epoch", 0)
+                high_watermark_partition_data__topic_data_ = getattr(item__topic_data_, "high_watermark", 0)
+                current_voters_partition_data__topic_data_ = getattr(item__topic_data_, "current_voters", None)
+                observers_partition_data__topic_data_ = getattr(item__topic_data_, "observers", None)
+                tagged_fields_partition_data__topic_data_ = getattr(item__topic_data_, "tagged_fields", None)
             out += _S3.pack(partition_index_partition_data__topic_data_, error_code_partition_data__topic_data_)
             if api_version >= 2:
                 if error_message_partition_data__topic_data_ is None:
@@ -1789,39 +1873,42 @@ def _fencode_describe_quorum_response(obj, out, index, api_version):
             else:
                 _write_uvarint(out, n__partition_data__topic_data_ + 1, "partition_data.current_voters")
             for item__partition_data__topic_data_ in current_voters_partition_data__topic_data_:
-                own__replica_state__partition_data__topic_data_ = (
-                    type(item__partition_data__topic_data_) is ReplicaState
-                )
-                replica_id_replica_state__partition_data__topic_data_ = (
-                    item__partition_data__topic_data_.replica_id
-                    if own__replica_state__partition_data__topic_data_
-                    else getattr(item__partition_data__topic_data_, "replica_id", 0)
-                )
-                replica_directory_id_replica_state__partition_data__topic_data_ = (
-                    item__partition_data__topic_data_.replica_directory_id
-                    if own__replica_state__partition_data__topic_data_
-                    else getattr(item__partition_data__topic_data_, "replica_directory_id", None)
-                )
-                log_end_offset_replica_state__partition_data__topic_data_ = (
-                    item__partition_data__topic_data_.log_end_offset
-                    if own__replica_state__partition_data__topic_data_
-                    else getattr(item__partition_data__topic_data_, "log_end_offset", 0)
-                )
-                last_fetch_timestamp_replica_state__partition_data__topic_data_ = (
-                    item__partition_data__topic_data_.last_fetch_timestamp
-                    if own__replica_state__partition_data__topic_data_
-                    else getattr(item__partition_data__topic_data_, "last_fetch_timestamp", -1)
-                )
-                last_caught_up_timestamp_replica_state__partition_data__topic_data_ = (
-                    item__partition_data__topic_data_.last_caught_up_timestamp
-                    if own__replica_state__partition_data__topic_data_
-                    else getattr(item__partition_data__topic_data_, "last_caught_up_timestamp", -1)
-                )
-                tagged_fields_replica_state__partition_data__topic_data_ = (
-                    item__partition_data__topic_data_.tagged_fields
-                    if own__replica_state__partition_data__topic_data_
-                    else getattr(item__partition_data__topic_data_, "tagged_fields", None)
-                )
+                if type(item__partition_data__topic_data_) is ReplicaState:
+                    replica_id_replica_state__partition_data__topic_data_ = item__partition_data__topic_data_.replica_id
+                    replica_directory_id_replica_state__partition_data__topic_data_ = (
+                        item__partition_data__topic_data_.replica_directory_id
+                    )
+                    log_end_offset_replica_state__partition_data__topic_data_ = (
+                        item__partition_data__topic_data_.log_end_offset
+                    )
+                    last_fetch_timestamp_replica_state__partition_data__topic_data_ = (
+                        item__partition_data__topic_data_.last_fetch_timestamp
+                    )
+                    last_caught_up_timestamp_replica_state__partition_data__topic_data_ = (
+                        item__partition_data__topic_data_.last_caught_up_timestamp
+                    )
+                    tagged_fields_replica_state__partition_data__topic_data_ = (
+                        item__partition_data__topic_data_.tagged_fields
+                    )
+                else:
+                    replica_id_replica_state__partition_data__topic_data_ = getattr(
+                        item__partition_data__topic_data_, "replica_id", 0
+                    )
+                    replica_directory_id_replica_state__partition_data__topic_data_ = getattr(
+                        item__partition_data__topic_data_, "replica_directory_id", None
+                    )
+                    log_end_offset_replica_state__partition_data__topic_data_ = getattr(
+                        item__partition_data__topic_data_, "log_end_offset", 0
+                    )
+                    last_fetch_timestamp_replica_state__partition_data__topic_data_ = getattr(
+                        item__partition_data__topic_data_, "last_fetch_timestamp", -1
+                    )
+                    last_caught_up_timestamp_replica_state__partition_data__topic_data_ = getattr(
+                        item__partition_data__topic_data_, "last_caught_up_timestamp", -1
+                    )
+                    tagged_fields_replica_state__partition_data__topic_data_ = getattr(
+                        item__partition_data__topic_data_, "tagged_fields", None
+                    )
                 out += _S0.pack(replica_id_replica_state__partition_data__topic_data_)
                 if api_version >= 2:
                     out += _S1.pack(_uuid16(replica_directory_id_replica_state__partition_data__topic_data_))
@@ -1830,54 +1917,61 @@ def _fencode_describe_quorum_response(obj, out, index, api_version):
                     out += _S2.pack(last_fetch_timestamp_replica_state__partition_data__topic_data_)
                 if api_version >= 1:
                     out += _S2.pack(last_caught_up_timestamp_replica_state__partition_data__topic_data_)
-                tags__replica_state__partition_data__topic_data_ = []
-                valid__replica_state__partition_data__topic_data_ = None
-                _write_tagged(
-                    out,
-                    tags__replica_state__partition_data__topic_data_,
-                    tagged_fields_replica_state__partition_data__topic_data_,
-                    "replica_state.tagged_fields",
-                    valid__replica_state__partition_data__topic_data_,
-                )
+                if (
+                    tagged_fields_replica_state__partition_data__topic_data_
+                    or tagged_fields_replica_state__partition_data__topic_data_.__class__ is _TagSection
+                ):
+                    _write_tagged(
+                        out,
+                        [],
+                        tagged_fields_replica_state__partition_data__topic_data_,
+                        "replica_state.tagged_fields",
+                        None,
+                    )
+                else:
+                    out.append(0)
             n__partition_data__topic_data_ = len(observers_partition_data__topic_data_)
             if -1 <= n__partition_data__topic_data_ < 16383:
                 out += _UV_BYTES[n__partition_data__topic_data_ + 1]
             else:
                 _write_uvarint(out, n__partition_data__topic_data_ + 1, "partition_data.observers")
             for item__partition_data__topic_data_ in observers_partition_data__topic_data_:
-                own__replica_state__partition_data__topic_data_ = (
-                    type(item__partition_data__topic_data_) is ReplicaState
-                )
-                replica_id_replica_state__partition_data__topic_data_ = (
-                    item__partition_data__topic_data_.replica_id
-                    if own__replica_state__partition_data__topic_data_
-                    else getattr(item__partition_data__topic_data_, "replica_id", 0)
-                )
-                replica_directory_id_replica_state__partition_data__topic_data_ = (
-                    item__partition_data__topic_data_.replica_directory_id
-                    if own__replica_state__partition_data__topic_data_
-                    else getattr(item__partition_data__topic_data_, "replica_directory_id", None)
-                )
-                log_end_offset_replica_state__partition_data__topic_data_ = (
-                    item__partition_data__topic_data_.log_end_offset
-                    if own__replica_state__partition_data__topic_data_
-                    else getattr(item__partition_data__topic_data_, "log_end_offset", 0)
-                )
-                last_fetch_timestamp_replica_state__partition_data__topic_data_ = (
-                    item__partition_data__topic_data_.last_fetch_timestamp
-                    if own__replica_state__partition_data__topic_data_
-                    else getattr(item__partition_data__topic_data_, "last_fetch_timestamp", -1)
-                )
-                last_caught_up_timestamp_replica_state__partition_data__topic_data_ = (
-                    item__partition_data__topic_data_.last_caught_up_timestamp
-                    if own__replica_state__partition_data__topic_data_
-                    else getattr(item__partition_data__topic_data_, "last_caught_up_timestamp", -1)
-                )
-                tagged_fields_replica_state__partition_data__topic_data_ = (
-                    item__partition_data__topic_data_.tagged_fields
-                    if own__replica_state__partition_data__topic_data_
-                    else getattr(item__partition_data__topic_data_, "tagged_fields", None)
-                )
+                if type(item__partition_data__topic_data_) is ReplicaState:
+                    replica_id_replica_state__partition_data__topic_data_ = item__partition_data__topic_data_.replica_id
+                    replica_directory_id_replica_state__partition_data__topic_data_ = (
+                        item__partition_data__topic_data_.replica_directory_id
+                    )
+                    log_end_offset_replica_state__partition_data__topic_data_ = (
+                        item__partition_data__topic_data_.log_end_offset
+                    )
+                    last_fetch_timestamp_replica_state__partition_data__topic_data_ = (
+                        item__partition_data__topic_data_.last_fetch_timestamp
+                    )
+                    last_caught_up_timestamp_replica_state__partition_data__topic_data_ = (
+                        item__partition_data__topic_data_.last_caught_up_timestamp
+                    )
+                    tagged_fields_replica_state__partition_data__topic_data_ = (
+                        item__partition_data__topic_data_.tagged_fields
+                    )
+                else:
+                    replica_id_replica_state__partition_data__topic_data_ = getattr(
+                        item__partition_data__topic_data_, "replica_id", 0
+                    )
+                    replica_directory_id_replica_state__partition_data__topic_data_ = getattr(
+                        item__partition_data__topic_data_, "replica_directory_id", None
+                    )
+                    log_end_offset_replica_state__partition_data__topic_data_ = getattr(
+                        item__partition_data__topic_data_, "log_end_offset", 0
+                    )
+                    last_fetch_timestamp_replica_state__partition_data__topic_data_ = getattr(
+                        item__partition_data__topic_data_, "last_fetch_timestamp", -1
+                    )
+                    last_caught_up_timestamp_replica_state__partition_data__topic_data_ = getattr(
+                        item__partition_data__topic_data_, "last_caught_up_timestamp", -1
+                    )
+                    tagged_fields_replica_state__partition_data__topic_data_ = getattr(
+                        item__partition_data__topic_data_, "tagged_fields", None
+                    )
                 out += _S0.pack(replica_id_replica_state__partition_data__topic_data_)
                 if api_version >= 2:
                     out += _S1.pack(_uuid16(replica_directory_id_replica_state__partition_data__topic_data_))
@@ -1886,27 +1980,30 @@ def _fencode_describe_quorum_response(obj, out, index, api_version):
                     out += _S2.pack(last_fetch_timestamp_replica_state__partition_data__topic_data_)
                 if api_version >= 1:
                     out += _S2.pack(last_caught_up_timestamp_replica_state__partition_data__topic_data_)
-                tags__replica_state__partition_data__topic_data_ = []
-                valid__replica_state__partition_data__topic_data_ = None
-                _write_tagged(
-                    out,
-                    tags__replica_state__partition_data__topic_data_,
-                    tagged_fields_replica_state__partition_data__topic_data_,
-                    "replica_state.tagged_fields",
-                    valid__replica_state__partition_data__topic_data_,
-                )
-            tags__partition_data__topic_data_ = []
-            valid__partition_data__topic_data_ = None
-            _write_tagged(
-                out,
-                tags__partition_data__topic_data_,
-                tagged_fields_partition_data__topic_data_,
-                "partition_data.tagged_fields",
-                valid__partition_data__topic_data_,
-            )
-        tags__topic_data_ = []
-        valid__topic_data_ = None
-        _write_tagged(out, tags__topic_data_, tagged_fields_topic_data_, "topic_data.tagged_fields", valid__topic_data_)
+                if (
+                    tagged_fields_replica_state__partition_data__topic_data_
+                    or tagged_fields_replica_state__partition_data__topic_data_.__class__ is _TagSection
+                ):
+                    _write_tagged(
+                        out,
+                        [],
+                        tagged_fields_replica_state__partition_data__topic_data_,
+                        "replica_state.tagged_fields",
+                        None,
+                    )
+                else:
+                    out.append(0)
+            if (
+                tagged_fields_partition_data__topic_data_
+                or tagged_fields_partition_data__topic_data_.__class__ is _TagSection
+            ):
+                _write_tagged(out, [], tagged_fields_partition_data__topic_data_, "partition_data.tagged_fields", None)
+            else:
+                out.append(0)
+        if tagged_fields_topic_data_ or tagged_fields_topic_data_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_topic_data_, "topic_data.tagged_fields", None)
+        else:
+            out.append(0)
     if api_version >= 2:
         n_ = len(nodes)
         if -1 <= n_ < 16383:
@@ -1914,10 +2011,14 @@ def _fencode_describe_quorum_response(obj, out, index, api_version):
         else:
             _write_uvarint(out, n_ + 1, "describe_quorum_response.nodes")
         for item_ in nodes:
-            own__node_ = type(item_) is Node
-            node_id_node_ = item_.node_id if own__node_ else getattr(item_, "node_id", 0)
-            listeners_node_ = item_.listeners if own__node_ else getattr(item_, "listeners", None)
-            tagged_fields_node_ = item_.tagged_fields if own__node_ else getattr(item_, "tagged_fields", None)
+            if type(item_) is Node:
+                node_id_node_ = item_.node_id
+                listeners_node_ = item_.listeners
+                tagged_fields_node_ = item_.tagged_fields
+            else:
+                node_id_node_ = getattr(item_, "node_id", 0)
+                listeners_node_ = getattr(item_, "listeners", None)
+                tagged_fields_node_ = getattr(item_, "tagged_fields", None)
             out += _S0.pack(node_id_node_)
             n__node_ = len(listeners_node_)
             if -1 <= n__node_ < 16383:
@@ -1925,13 +2026,16 @@ def _fencode_describe_quorum_response(obj, out, index, api_version):
             else:
                 _write_uvarint(out, n__node_ + 1, "node.listeners")
             for item__node_ in listeners_node_:
-                own__listener__node_ = type(item__node_) is Listener
-                name_listener__node_ = item__node_.name if own__listener__node_ else getattr(item__node_, "name", "")
-                host_listener__node_ = item__node_.host if own__listener__node_ else getattr(item__node_, "host", "")
-                port_listener__node_ = item__node_.port if own__listener__node_ else getattr(item__node_, "port", 0)
-                tagged_fields_listener__node_ = (
-                    item__node_.tagged_fields if own__listener__node_ else getattr(item__node_, "tagged_fields", None)
-                )
+                if type(item__node_) is Listener:
+                    name_listener__node_ = item__node_.name
+                    host_listener__node_ = item__node_.host
+                    port_listener__node_ = item__node_.port
+                    tagged_fields_listener__node_ = item__node_.tagged_fields
+                else:
+                    name_listener__node_ = getattr(item__node_, "name", "")
+                    host_listener__node_ = getattr(item__node_, "host", "")
+                    port_listener__node_ = getattr(item__node_, "port", 0)
+                    tagged_fields_listener__node_ = getattr(item__node_, "tagged_fields", None)
                 b__listener__node_ = _STR_ENCODED.get(name_listener__node_)
                 name_listener__node_ = (
                     _encode_str(name_listener__node_) if b__listener__node_ is None else b__listener__node_
@@ -1953,21 +2057,18 @@ def _fencode_describe_quorum_response(obj, out, index, api_version):
                     _write_uvarint(out, n__listener__node_ + 1, "listener.host")
                 out += host_listener__node_
                 out += _S5.pack(port_listener__node_)
-                tags__listener__node_ = []
-                valid__listener__node_ = None
-                _write_tagged(
-                    out,
-                    tags__listener__node_,
-                    tagged_fields_listener__node_,
-                    "listener.tagged_fields",
-                    valid__listener__node_,
-                )
-            tags__node_ = []
-            valid__node_ = None
-            _write_tagged(out, tags__node_, tagged_fields_node_, "node.tagged_fields", valid__node_)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_quorum_response.tagged_fields", valid_)
+                if tagged_fields_listener__node_ or tagged_fields_listener__node_.__class__ is _TagSection:
+                    _write_tagged(out, [], tagged_fields_listener__node_, "listener.tagged_fields", None)
+                else:
+                    out.append(0)
+            if tagged_fields_node_ or tagged_fields_node_.__class__ is _TagSection:
+                _write_tagged(out, [], tagged_fields_node_, "node.tagged_fields", None)
+            else:
+                out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "describe_quorum_response.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_describe_quorum_response_by_version(buf, pos, end, opts, api_version):

@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -80,40 +81,50 @@ def _decode_topic_request(buf, pos, end, opts):
         name = str(buf[pos : pos + n_name], "utf-8", "surrogateescape")
         pos += n_name
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_request.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "topic_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "topic_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="topic_request.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="topic_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "topic_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "topic_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="topic_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TopicRequest(name, tagged_fields), pos
 
 
 def _encode_topic_request(obj, out, index):
     """Append one topic_request to out."""
-    own_ = type(obj) is TopicRequest
-    name = obj.name if own_ else getattr(obj, "name", "")
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TopicRequest:
+        name = obj.name
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="topic_request.name")
     else:
@@ -126,9 +137,10 @@ def _encode_topic_request(obj, out, index):
             _write_uvarint(out, n_ + 1, "topic_request.name")
 
         out += name
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "topic_request.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "topic_request.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_cursor(buf, pos, end, opts):
@@ -163,32 +175,35 @@ def _decode_cursor(buf, pos, end, opts):
     (partition_index,) = _S0.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "cursor.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="cursor.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "cursor.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "cursor.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="cursor.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "cursor.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="cursor.tagged_fields"
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "cursor.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "cursor.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="cursor.tagged_fields"
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return Cursor(topic_name, partition_index, tagged_fields), pos
 
 
@@ -219,32 +234,35 @@ def _fdecode_cursor(buf, pos, end, opts):
     (partition_index,) = _S0.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "cursor.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="cursor.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "cursor.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "cursor.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="cursor.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "cursor.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="cursor.tagged_fields"
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "cursor.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "cursor.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="cursor.tagged_fields"
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(Cursor)  # slots set directly: a third of the cost of calling __init__
     value_.topic_name = topic_name
     value_.partition_index = partition_index
@@ -254,10 +272,14 @@ def _fdecode_cursor(buf, pos, end, opts):
 
 def _encode_cursor(obj, out, index):
     """Append one cursor to out."""
-    own_ = type(obj) is Cursor
-    topic_name = obj.topic_name if own_ else getattr(obj, "topic_name", "")
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is Cursor:
+        topic_name = obj.topic_name
+        partition_index = obj.partition_index
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_name = getattr(obj, "topic_name", "")
+        partition_index = getattr(obj, "partition_index", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if topic_name is None:
         raise _InvalidValueError("may not be null", path="cursor.topic_name")
     else:
@@ -271,17 +293,22 @@ def _encode_cursor(obj, out, index):
 
         out += topic_name
     out += _S0.pack(partition_index)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "cursor.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "cursor.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_cursor(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is Cursor
-    topic_name = obj.topic_name if own_ else getattr(obj, "topic_name", "")
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is Cursor:
+        topic_name = obj.topic_name
+        partition_index = obj.partition_index
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_name = getattr(obj, "topic_name", "")
+        partition_index = getattr(obj, "partition_index", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     b_ = _STR_ENCODED.get(topic_name)
     topic_name = _encode_str(topic_name) if b_ is None else b_
     n_ = len(topic_name)
@@ -292,9 +319,10 @@ def _fencode_cursor(obj, out, index):
 
     out += topic_name
     out += _S0.pack(partition_index)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "cursor.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "cursor.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_describe_topic_partitions_request(buf, pos, end, opts, api_version):
@@ -371,36 +399,39 @@ def _decode_describe_topic_partitions_request(buf, pos, end, opts, api_version):
             path="describe_topic_partitions_request.cursor",
         )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_topic_partitions_request.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_topic_partitions_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_topic_partitions_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeTopicPartitionsRequest(topics, response_partition_limit, cursor, tagged_fields), pos
 
 
@@ -462,36 +493,41 @@ def _fdecode_describe_topic_partitions_request(buf, pos, end, opts, api_version)
                 name_topic_request_ = _decode_str(r__topic_request_)
             pos += n_name_topic_request_
         tagged_fields_topic_request_ = []
-        sec__topic_request_ = pos
-        prev__topic_request_, odd__topic_request_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__topic_request_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__topic_request_, pos = _read_uvarint32(buf, pos, end, "topic_request.tagged_fields")
-        if n_tags__topic_request_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__topic_request_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="topic_request.tagged_fields",
-            )
-        for __topic_request_ in range(n_tags__topic_request_):
-            tag__topic_request_, pos = _read_uvarint32(buf, pos, end, "topic_request.tagged_fields")
-            size__topic_request_, pos = _read_uvarint32(buf, pos, end, "topic_request.tagged_fields")
-            if size__topic_request_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__topic_request_} declares {size__topic_request_} bytes, {end - pos} left",
+            sec__topic_request_ = pos
+            prev__topic_request_, odd__topic_request_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__topic_request_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__topic_request_, pos = _read_uvarint32(buf, pos, end, "topic_request.tagged_fields")
+            if n_tags__topic_request_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__topic_request_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="topic_request.tagged_fields",
                 )
-            stop__topic_request_ = pos + size__topic_request_
-            if tag__topic_request_ <= prev__topic_request_:
-                odd__topic_request_ = True
-            prev__topic_request_ = tag__topic_request_
-            tagged_fields_topic_request_.append((tag__topic_request_, bytes(buf[pos:stop__topic_request_])))
-            pos = stop__topic_request_
-        if odd__topic_request_:
-            tagged_fields_topic_request_ = _keep_tags(tagged_fields_topic_request_, buf[sec__topic_request_:pos], ())
+            for __topic_request_ in range(n_tags__topic_request_):
+                tag__topic_request_, pos = _read_uvarint32(buf, pos, end, "topic_request.tagged_fields")
+                size__topic_request_, pos = _read_uvarint32(buf, pos, end, "topic_request.tagged_fields")
+                if size__topic_request_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__topic_request_} declares {size__topic_request_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="topic_request.tagged_fields",
+                    )
+                stop__topic_request_ = pos + size__topic_request_
+                if tag__topic_request_ <= prev__topic_request_:
+                    odd__topic_request_ = True
+                prev__topic_request_ = tag__topic_request_
+                tagged_fields_topic_request_.append((tag__topic_request_, bytes(buf[pos:stop__topic_request_])))
+                pos = stop__topic_request_
+            if odd__topic_request_:
+                tagged_fields_topic_request_ = _keep_tags(
+                    tagged_fields_topic_request_, buf[sec__topic_request_:pos], ()
+                )
         value__topic_request_ = _new_object(TopicRequest)
         value__topic_request_.name = name_topic_request_
         value__topic_request_.tagged_fields = tagged_fields_topic_request_
@@ -516,36 +552,39 @@ def _fdecode_describe_topic_partitions_request(buf, pos, end, opts, api_version)
             path="describe_topic_partitions_request.cursor",
         )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_topic_partitions_request.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_topic_partitions_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_topic_partitions_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(DescribeTopicPartitionsRequest)
     value_.topics = topics
     value_.response_partition_limit = response_partition_limit
@@ -561,11 +600,16 @@ def _encode_describe_topic_partitions_request(obj, out, index, api_version):
             f"DescribeTopicPartitionsRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="describe_topic_partitions_request",
         )
-    own_ = type(obj) is DescribeTopicPartitionsRequest
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    response_partition_limit = obj.response_partition_limit if own_ else getattr(obj, "response_partition_limit", 2000)
-    cursor = obj.cursor if own_ else getattr(obj, "cursor", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeTopicPartitionsRequest:
+        topics = obj.topics
+        response_partition_limit = obj.response_partition_limit
+        cursor = obj.cursor
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topics = getattr(obj, "topics", None)
+        response_partition_limit = getattr(obj, "response_partition_limit", 2000)
+        cursor = getattr(obj, "cursor", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(topics)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -588,9 +632,10 @@ def _encode_describe_topic_partitions_request(obj, out, index, api_version):
     else:
         out.append(1)
         _encode_cursor(cursor, out, 0)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_topic_partitions_request.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_topic_partitions_request.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_describe_topic_partitions_request(obj, out, index, api_version):
@@ -600,22 +645,28 @@ def _fencode_describe_topic_partitions_request(obj, out, index, api_version):
             f"DescribeTopicPartitionsRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="describe_topic_partitions_request",
         )
-    own_ = type(obj) is DescribeTopicPartitionsRequest
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    response_partition_limit = obj.response_partition_limit if own_ else getattr(obj, "response_partition_limit", 2000)
-    cursor = obj.cursor if own_ else getattr(obj, "cursor", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeTopicPartitionsRequest:
+        topics = obj.topics
+        response_partition_limit = obj.response_partition_limit
+        cursor = obj.cursor
+        tagged_fields = obj.tagged_fields
+    else:
+        topics = getattr(obj, "topics", None)
+        response_partition_limit = getattr(obj, "response_partition_limit", 2000)
+        cursor = getattr(obj, "cursor", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(topics)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "describe_topic_partitions_request.topics")
     for item_ in topics:
-        own__topic_request_ = type(item_) is TopicRequest
-        name_topic_request_ = item_.name if own__topic_request_ else getattr(item_, "name", "")
-        tagged_fields_topic_request_ = (
-            item_.tagged_fields if own__topic_request_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is TopicRequest:
+            name_topic_request_ = item_.name
+            tagged_fields_topic_request_ = item_.tagged_fields
+        else:
+            name_topic_request_ = getattr(item_, "name", "")
+            tagged_fields_topic_request_ = getattr(item_, "tagged_fields", None)
         b__topic_request_ = _STR_ENCODED.get(name_topic_request_)
         name_topic_request_ = _encode_str(name_topic_request_) if b__topic_request_ is None else b__topic_request_
         n__topic_request_ = len(name_topic_request_)
@@ -624,24 +675,20 @@ def _fencode_describe_topic_partitions_request(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__topic_request_ + 1, "topic_request.name")
         out += name_topic_request_
-        tags__topic_request_ = []
-        valid__topic_request_ = None
-        _write_tagged(
-            out,
-            tags__topic_request_,
-            tagged_fields_topic_request_,
-            "topic_request.tagged_fields",
-            valid__topic_request_,
-        )
+        if tagged_fields_topic_request_ or tagged_fields_topic_request_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_topic_request_, "topic_request.tagged_fields", None)
+        else:
+            out.append(0)
     out += _S0.pack(response_partition_limit)
     if cursor is None:
         out.append(255)
     else:
         out.append(1)
         _fencode_cursor(cursor, out, 0)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_topic_partitions_request.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "describe_topic_partitions_request.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_describe_topic_partitions_request_by_version(buf, pos, end, opts, api_version):

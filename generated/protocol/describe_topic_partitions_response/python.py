@@ -19,6 +19,8 @@ from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
 from kfmt.runtime.scalars import uuid16 as _uuid16
+from kfmt.runtime.scalars import PACKED as _PACKED
+from kfmt.runtime.scalars import PACKED_MAX as _PACKED_MAX
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -26,6 +28,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -404,36 +407,39 @@ def _decode_describe_topic_partitions_response_partition(buf, pos, end, opts):
             ) from None
         append_offline_replicas(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_response_partition.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_topic_partitions_response_partition.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_response_partition.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_response_partition.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_response_partition.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_topic_partitions_response_partition.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_response_partition.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_response_partition.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_topic_partitions_response_partition.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeTopicPartitionsResponsePartition(
         error_code,
         partition_index,
@@ -450,17 +456,28 @@ def _decode_describe_topic_partitions_response_partition(buf, pos, end, opts):
 
 def _encode_describe_topic_partitions_response_partition(obj, out, index):
     """Append one describe_topic_partitions_response_partition to out."""
-    own_ = type(obj) is DescribeTopicPartitionsResponsePartition
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    leader_id = obj.leader_id if own_ else getattr(obj, "leader_id", 0)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", -1)
-    replica_nodes = obj.replica_nodes if own_ else getattr(obj, "replica_nodes", None)
-    isr_nodes = obj.isr_nodes if own_ else getattr(obj, "isr_nodes", None)
-    eligible_leader_replicas = obj.eligible_leader_replicas if own_ else getattr(obj, "eligible_leader_replicas", None)
-    last_known_elr = obj.last_known_elr if own_ else getattr(obj, "last_known_elr", None)
-    offline_replicas = obj.offline_replicas if own_ else getattr(obj, "offline_replicas", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeTopicPartitionsResponsePartition:
+        error_code = obj.error_code
+        partition_index = obj.partition_index
+        leader_id = obj.leader_id
+        leader_epoch = obj.leader_epoch
+        replica_nodes = obj.replica_nodes
+        isr_nodes = obj.isr_nodes
+        eligible_leader_replicas = obj.eligible_leader_replicas
+        last_known_elr = obj.last_known_elr
+        offline_replicas = obj.offline_replicas
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        partition_index = getattr(obj, "partition_index", 0)
+        leader_id = getattr(obj, "leader_id", 0)
+        leader_epoch = getattr(obj, "leader_epoch", -1)
+        replica_nodes = getattr(obj, "replica_nodes", None)
+        isr_nodes = getattr(obj, "isr_nodes", None)
+        eligible_leader_replicas = getattr(obj, "eligible_leader_replicas", None)
+        last_known_elr = getattr(obj, "last_known_elr", None)
+        offline_replicas = getattr(obj, "offline_replicas", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(error_code, partition_index, leader_id, leader_epoch)
     n_ = len(replica_nodes)
     if -1 <= n_ < 0x3FFF:
@@ -573,9 +590,10 @@ def _encode_describe_topic_partitions_response_partition(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"describe_topic_partitions_response_partition.offline_replicas[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_topic_partitions_response_partition.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_topic_partitions_response_partition.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_describe_topic_partitions_response_topic(buf, pos, end, opts):
@@ -673,36 +691,39 @@ def _decode_describe_topic_partitions_response_topic(buf, pos, end, opts):
     (topic_authorized_operations,) = _S0.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_response_topic.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_topic_partitions_response_topic.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_response_topic.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_response_topic.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_response_topic.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_topic_partitions_response_topic.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_response_topic.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_response_topic.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_topic_partitions_response_topic.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeTopicPartitionsResponseTopic(
         error_code, name, topic_id, is_internal, partitions, topic_authorized_operations, tagged_fields
     ), pos
@@ -710,16 +731,22 @@ def _decode_describe_topic_partitions_response_topic(buf, pos, end, opts):
 
 def _encode_describe_topic_partitions_response_topic(obj, out, index):
     """Append one describe_topic_partitions_response_topic to out."""
-    own_ = type(obj) is DescribeTopicPartitionsResponseTopic
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    name = obj.name if own_ else getattr(obj, "name", "")
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    is_internal = obj.is_internal if own_ else getattr(obj, "is_internal", False)
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    topic_authorized_operations = (
-        obj.topic_authorized_operations if own_ else getattr(obj, "topic_authorized_operations", -2147483648)
-    )
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeTopicPartitionsResponseTopic:
+        error_code = obj.error_code
+        name = obj.name
+        topic_id = obj.topic_id
+        is_internal = obj.is_internal
+        partitions = obj.partitions
+        topic_authorized_operations = obj.topic_authorized_operations
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        name = getattr(obj, "name", "")
+        topic_id = getattr(obj, "topic_id", None)
+        is_internal = getattr(obj, "is_internal", False)
+        partitions = getattr(obj, "partitions", None)
+        topic_authorized_operations = getattr(obj, "topic_authorized_operations", -2147483648)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(error_code)
     if name is None:
         out.append(0)
@@ -756,9 +783,10 @@ def _encode_describe_topic_partitions_response_topic(obj, out, index):
             path=f"describe_topic_partitions_response_topic.partitions[{index_}]",
         ) from None
     out += _S0.pack(topic_authorized_operations)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_topic_partitions_response_topic.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_topic_partitions_response_topic.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_cursor(buf, pos, end, opts):
@@ -793,32 +821,35 @@ def _decode_cursor(buf, pos, end, opts):
     (partition_index,) = _S0.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "cursor.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="cursor.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "cursor.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "cursor.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="cursor.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "cursor.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="cursor.tagged_fields"
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "cursor.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "cursor.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="cursor.tagged_fields"
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return Cursor(topic_name, partition_index, tagged_fields), pos
 
 
@@ -849,32 +880,35 @@ def _fdecode_cursor(buf, pos, end, opts):
     (partition_index,) = _S0.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "cursor.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="cursor.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "cursor.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "cursor.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="cursor.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "cursor.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="cursor.tagged_fields"
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "cursor.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "cursor.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="cursor.tagged_fields"
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(Cursor)  # slots set directly: a third of the cost of calling __init__
     value_.topic_name = topic_name
     value_.partition_index = partition_index
@@ -884,10 +918,14 @@ def _fdecode_cursor(buf, pos, end, opts):
 
 def _encode_cursor(obj, out, index):
     """Append one cursor to out."""
-    own_ = type(obj) is Cursor
-    topic_name = obj.topic_name if own_ else getattr(obj, "topic_name", "")
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is Cursor:
+        topic_name = obj.topic_name
+        partition_index = obj.partition_index
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_name = getattr(obj, "topic_name", "")
+        partition_index = getattr(obj, "partition_index", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if topic_name is None:
         raise _InvalidValueError("may not be null", path="cursor.topic_name")
     else:
@@ -901,17 +939,22 @@ def _encode_cursor(obj, out, index):
 
         out += topic_name
     out += _S0.pack(partition_index)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "cursor.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "cursor.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_cursor(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is Cursor
-    topic_name = obj.topic_name if own_ else getattr(obj, "topic_name", "")
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is Cursor:
+        topic_name = obj.topic_name
+        partition_index = obj.partition_index
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_name = getattr(obj, "topic_name", "")
+        partition_index = getattr(obj, "partition_index", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     b_ = _STR_ENCODED.get(topic_name)
     topic_name = _encode_str(topic_name) if b_ is None else b_
     n_ = len(topic_name)
@@ -922,9 +965,10 @@ def _fencode_cursor(obj, out, index):
 
     out += topic_name
     out += _S0.pack(partition_index)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "cursor.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "cursor.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_describe_topic_partitions_response(buf, pos, end, opts, api_version):
@@ -1015,36 +1059,39 @@ def _decode_describe_topic_partitions_response(buf, pos, end, opts, api_version)
             path="describe_topic_partitions_response.next_cursor",
         )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_topic_partitions_response.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_topic_partitions_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_topic_partitions_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeTopicPartitionsResponse(throttle_time_ms, topics, next_cursor, tagged_fields), pos
 
 
@@ -1453,77 +1500,86 @@ def _fdecode_describe_topic_partitions_response(buf, pos, end, opts, api_version
                     item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
                 )
             tagged_fields_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = []
-            sec__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = pos
-            (
-                prev__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_,
-                odd__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = buf[
-                    pos
-                ]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_, pos = (
-                    _read_uvarint32(buf, pos, end, "describe_topic_partitions_response_partition.tagged_fields")
-                )
-            if (
-                n_tags__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
-                > (end - pos) // 2
-            ):
-                raise _InvalidValueError(
-                    f"{n_tags__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="describe_topic_partitions_response_partition.tagged_fields",
-                )
-            for __describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ in range(
-                n_tags__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
-            ):
-                tag__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_, pos = (
-                    _read_uvarint32(buf, pos, end, "describe_topic_partitions_response_partition.tagged_fields")
-                )
-                size__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_, pos = (
-                    _read_uvarint32(buf, pos, end, "describe_topic_partitions_response_partition.tagged_fields")
-                )
+                sec__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = pos
+                (
+                    prev__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_,
+                    odd__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = (
+                        buf[pos]
+                    )
+                    pos += 1
+                else:
+                    (
+                        n_tags__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_,
+                        pos,
+                    ) = _read_uvarint32(buf, pos, end, "describe_topic_partitions_response_partition.tagged_fields")
                 if (
-                    size__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
-                    > end - pos
+                    n_tags__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
+                    > (end - pos) // 2
                 ):
-                    raise _TruncatedError(
-                        f"tag {tag__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_} declares {size__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_} bytes, {end - pos} left",
+                    raise _InvalidValueError(
+                        f"{n_tags__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="describe_topic_partitions_response_partition.tagged_fields",
                     )
-                stop__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = (
-                    pos + size__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
-                )
-                if (
-                    tag__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
-                    <= prev__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
+                for __describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ in range(
+                    n_tags__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
                 ):
-                    odd__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = True
-                prev__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = (
-                    tag__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
-                )
-                tagged_fields_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_.append(
                     (
                         tag__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_,
-                        bytes(
-                            buf[
-                                pos:stop__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
-                            ]
-                        ),
+                        pos,
+                    ) = _read_uvarint32(buf, pos, end, "describe_topic_partitions_response_partition.tagged_fields")
+                    (
+                        size__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_,
+                        pos,
+                    ) = _read_uvarint32(buf, pos, end, "describe_topic_partitions_response_partition.tagged_fields")
+                    if (
+                        size__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
+                        > end - pos
+                    ):
+                        raise _TruncatedError(
+                            f"tag {tag__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_} declares {size__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="describe_topic_partitions_response_partition.tagged_fields",
+                        )
+                    stop__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = (
+                        pos
+                        + size__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
                     )
-                )
-                pos = stop__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
-            if odd__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_:
-                tagged_fields_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = _keep_tags(
-                    tagged_fields_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_,
-                    buf[
-                        sec__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_:pos
-                    ],
-                    (),
-                )
+                    if (
+                        tag__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
+                        <= prev__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
+                    ):
+                        odd__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = (
+                            True
+                        )
+                    prev__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = (
+                        tag__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
+                    )
+                    tagged_fields_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_.append(
+                        (
+                            tag__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_,
+                            bytes(
+                                buf[
+                                    pos:stop__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
+                                ]
+                            ),
+                        )
+                    )
+                    pos = stop__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
+                if odd__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_:
+                    tagged_fields_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = _keep_tags(
+                        tagged_fields_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_,
+                        buf[
+                            sec__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_:pos
+                        ],
+                        (),
+                    )
             value__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = (
                 _new_object(DescribeTopicPartitionsResponsePartition)
             )
@@ -1548,51 +1604,57 @@ def _fdecode_describe_topic_partitions_response(buf, pos, end, opts, api_version
         (topic_authorized_operations_describe_topic_partitions_response_topic_,) = _S0.unpack_from(buf, pos)
         pos += 4
         tagged_fields_describe_topic_partitions_response_topic_ = []
-        sec__describe_topic_partitions_response_topic_ = pos
-        prev__describe_topic_partitions_response_topic_, odd__describe_topic_partitions_response_topic_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__describe_topic_partitions_response_topic_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__describe_topic_partitions_response_topic_, pos = _read_uvarint32(
-                buf, pos, end, "describe_topic_partitions_response_topic.tagged_fields"
+            sec__describe_topic_partitions_response_topic_ = pos
+            prev__describe_topic_partitions_response_topic_, odd__describe_topic_partitions_response_topic_ = (
+                -1,
+                False,
             )
-        if n_tags__describe_topic_partitions_response_topic_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__describe_topic_partitions_response_topic_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="describe_topic_partitions_response_topic.tagged_fields",
-            )
-        for __describe_topic_partitions_response_topic_ in range(n_tags__describe_topic_partitions_response_topic_):
-            tag__describe_topic_partitions_response_topic_, pos = _read_uvarint32(
-                buf, pos, end, "describe_topic_partitions_response_topic.tagged_fields"
-            )
-            size__describe_topic_partitions_response_topic_, pos = _read_uvarint32(
-                buf, pos, end, "describe_topic_partitions_response_topic.tagged_fields"
-            )
-            if size__describe_topic_partitions_response_topic_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__describe_topic_partitions_response_topic_} declares {size__describe_topic_partitions_response_topic_} bytes, {end - pos} left",
+            if pos < end and buf[pos] < 128:
+                n_tags__describe_topic_partitions_response_topic_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__describe_topic_partitions_response_topic_, pos = _read_uvarint32(
+                    buf, pos, end, "describe_topic_partitions_response_topic.tagged_fields"
+                )
+            if n_tags__describe_topic_partitions_response_topic_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__describe_topic_partitions_response_topic_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="describe_topic_partitions_response_topic.tagged_fields",
                 )
-            stop__describe_topic_partitions_response_topic_ = pos + size__describe_topic_partitions_response_topic_
-            if tag__describe_topic_partitions_response_topic_ <= prev__describe_topic_partitions_response_topic_:
-                odd__describe_topic_partitions_response_topic_ = True
-            prev__describe_topic_partitions_response_topic_ = tag__describe_topic_partitions_response_topic_
-            tagged_fields_describe_topic_partitions_response_topic_.append(
-                (
-                    tag__describe_topic_partitions_response_topic_,
-                    bytes(buf[pos:stop__describe_topic_partitions_response_topic_]),
+            for __describe_topic_partitions_response_topic_ in range(n_tags__describe_topic_partitions_response_topic_):
+                tag__describe_topic_partitions_response_topic_, pos = _read_uvarint32(
+                    buf, pos, end, "describe_topic_partitions_response_topic.tagged_fields"
                 )
-            )
-            pos = stop__describe_topic_partitions_response_topic_
-        if odd__describe_topic_partitions_response_topic_:
-            tagged_fields_describe_topic_partitions_response_topic_ = _keep_tags(
-                tagged_fields_describe_topic_partitions_response_topic_,
-                buf[sec__describe_topic_partitions_response_topic_:pos],
-                (),
-            )
+                size__describe_topic_partitions_response_topic_, pos = _read_uvarint32(
+                    buf, pos, end, "describe_topic_partitions_response_topic.tagged_fields"
+                )
+                if size__describe_topic_partitions_response_topic_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__describe_topic_partitions_response_topic_} declares {size__describe_topic_partitions_response_topic_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="describe_topic_partitions_response_topic.tagged_fields",
+                    )
+                stop__describe_topic_partitions_response_topic_ = pos + size__describe_topic_partitions_response_topic_
+                if tag__describe_topic_partitions_response_topic_ <= prev__describe_topic_partitions_response_topic_:
+                    odd__describe_topic_partitions_response_topic_ = True
+                prev__describe_topic_partitions_response_topic_ = tag__describe_topic_partitions_response_topic_
+                tagged_fields_describe_topic_partitions_response_topic_.append(
+                    (
+                        tag__describe_topic_partitions_response_topic_,
+                        bytes(buf[pos:stop__describe_topic_partitions_response_topic_]),
+                    )
+                )
+                pos = stop__describe_topic_partitions_response_topic_
+            if odd__describe_topic_partitions_response_topic_:
+                tagged_fields_describe_topic_partitions_response_topic_ = _keep_tags(
+                    tagged_fields_describe_topic_partitions_response_topic_,
+                    buf[sec__describe_topic_partitions_response_topic_:pos],
+                    (),
+                )
         value__describe_topic_partitions_response_topic_ = _new_object(DescribeTopicPartitionsResponseTopic)
         value__describe_topic_partitions_response_topic_.error_code = (
             error_code_describe_topic_partitions_response_topic_
@@ -1634,36 +1696,39 @@ def _fdecode_describe_topic_partitions_response(buf, pos, end, opts, api_version
             path="describe_topic_partitions_response.next_cursor",
         )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_topic_partitions_response.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_topic_partitions_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_topic_partitions_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(DescribeTopicPartitionsResponse)
     value_.throttle_time_ms = throttle_time_ms
     value_.topics = topics
@@ -1679,11 +1744,16 @@ def _encode_describe_topic_partitions_response(obj, out, index, api_version):
             f"DescribeTopicPartitionsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="describe_topic_partitions_response",
         )
-    own_ = type(obj) is DescribeTopicPartitionsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    next_cursor = obj.next_cursor if own_ else getattr(obj, "next_cursor", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeTopicPartitionsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        topics = obj.topics
+        next_cursor = obj.next_cursor
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        topics = getattr(obj, "topics", None)
+        next_cursor = getattr(obj, "next_cursor", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(throttle_time_ms)
     n_ = len(topics)
     if -1 <= n_ < 0x3FFF:
@@ -1708,9 +1778,10 @@ def _encode_describe_topic_partitions_response(obj, out, index, api_version):
     else:
         out.append(1)
         _encode_cursor(next_cursor, out, 0)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_topic_partitions_response.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_topic_partitions_response.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_describe_topic_partitions_response(obj, out, index, api_version):
@@ -1720,11 +1791,16 @@ def _fencode_describe_topic_partitions_response(obj, out, index, api_version):
             f"DescribeTopicPartitionsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="describe_topic_partitions_response",
         )
-    own_ = type(obj) is DescribeTopicPartitionsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    next_cursor = obj.next_cursor if own_ else getattr(obj, "next_cursor", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeTopicPartitionsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        topics = obj.topics
+        next_cursor = obj.next_cursor
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        topics = getattr(obj, "topics", None)
+        next_cursor = getattr(obj, "next_cursor", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(throttle_time_ms)
     n_ = len(topics)
     if -1 <= n_ < 16383:
@@ -1732,34 +1808,24 @@ def _fencode_describe_topic_partitions_response(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "describe_topic_partitions_response.topics")
     for item_ in topics:
-        own__describe_topic_partitions_response_topic_ = type(item_) is DescribeTopicPartitionsResponseTopic
-        error_code_describe_topic_partitions_response_topic_ = (
-            item_.error_code if own__describe_topic_partitions_response_topic_ else getattr(item_, "error_code", 0)
-        )
-        name_describe_topic_partitions_response_topic_ = (
-            item_.name if own__describe_topic_partitions_response_topic_ else getattr(item_, "name", "")
-        )
-        topic_id_describe_topic_partitions_response_topic_ = (
-            item_.topic_id if own__describe_topic_partitions_response_topic_ else getattr(item_, "topic_id", None)
-        )
-        is_internal_describe_topic_partitions_response_topic_ = (
-            item_.is_internal
-            if own__describe_topic_partitions_response_topic_
-            else getattr(item_, "is_internal", False)
-        )
-        partitions_describe_topic_partitions_response_topic_ = (
-            item_.partitions if own__describe_topic_partitions_response_topic_ else getattr(item_, "partitions", None)
-        )
-        topic_authorized_operations_describe_topic_partitions_response_topic_ = (
-            item_.topic_authorized_operations
-            if own__describe_topic_partitions_response_topic_
-            else getattr(item_, "topic_authorized_operations", -2147483648)
-        )
-        tagged_fields_describe_topic_partitions_response_topic_ = (
-            item_.tagged_fields
-            if own__describe_topic_partitions_response_topic_
-            else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is DescribeTopicPartitionsResponseTopic:
+            error_code_describe_topic_partitions_response_topic_ = item_.error_code
+            name_describe_topic_partitions_response_topic_ = item_.name
+            topic_id_describe_topic_partitions_response_topic_ = item_.topic_id
+            is_internal_describe_topic_partitions_response_topic_ = item_.is_internal
+            partitions_describe_topic_partitions_response_topic_ = item_.partitions
+            topic_authorized_operations_describe_topic_partitions_response_topic_ = item_.topic_authorized_operations
+            tagged_fields_describe_topic_partitions_response_topic_ = item_.tagged_fields
+        else:
+            error_code_describe_topic_partitions_response_topic_ = getattr(item_, "error_code", 0)
+            name_describe_topic_partitions_response_topic_ = getattr(item_, "name", "")
+            topic_id_describe_topic_partitions_response_topic_ = getattr(item_, "topic_id", None)
+            is_internal_describe_topic_partitions_response_topic_ = getattr(item_, "is_internal", False)
+            partitions_describe_topic_partitions_response_topic_ = getattr(item_, "partitions", None)
+            topic_authorized_operations_describe_topic_partitions_response_topic_ = getattr(
+                item_, "topic_authorized_operations", -2147483648
+            )
+            tagged_fields_describe_topic_partitions_response_topic_ = getattr(item_, "tagged_fields", None)
         out += _S2.pack(error_code_describe_topic_partitions_response_topic_)
         if name_describe_topic_partitions_response_topic_ is None:
             out.append(0)
@@ -1796,59 +1862,56 @@ def _fencode_describe_topic_partitions_response(obj, out, index, api_version):
                 "describe_topic_partitions_response_topic.partitions",
             )
         for item__describe_topic_partitions_response_topic_ in partitions_describe_topic_partitions_response_topic_:
-            own__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = (
-                type(item__describe_topic_partitions_response_topic_) is DescribeTopicPartitionsResponsePartition
-            )
-            error_code_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = (
-                item__describe_topic_partitions_response_topic_.error_code
-                if own__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
-                else getattr(item__describe_topic_partitions_response_topic_, "error_code", 0)
-            )
-            partition_index_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = (
-                item__describe_topic_partitions_response_topic_.partition_index
-                if own__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
-                else getattr(item__describe_topic_partitions_response_topic_, "partition_index", 0)
-            )
-            leader_id_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = (
-                item__describe_topic_partitions_response_topic_.leader_id
-                if own__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
-                else getattr(item__describe_topic_partitions_response_topic_, "leader_id", 0)
-            )
-            leader_epoch_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = (
-                item__describe_topic_partitions_response_topic_.leader_epoch
-                if own__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
-                else getattr(item__describe_topic_partitions_response_topic_, "leader_epoch", -1)
-            )
-            replica_nodes_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = (
-                item__describe_topic_partitions_response_topic_.replica_nodes
-                if own__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
-                else getattr(item__describe_topic_partitions_response_topic_, "replica_nodes", None)
-            )
-            isr_nodes_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = (
-                item__describe_topic_partitions_response_topic_.isr_nodes
-                if own__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
-                else getattr(item__describe_topic_partitions_response_topic_, "isr_nodes", None)
-            )
-            eligible_leader_replicas_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = (
-                item__describe_topic_partitions_response_topic_.eligible_leader_replicas
-                if own__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
-                else getattr(item__describe_topic_partitions_response_topic_, "eligible_leader_replicas", None)
-            )
-            last_known_elr_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = (
-                item__describe_topic_partitions_response_topic_.last_known_elr
-                if own__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
-                else getattr(item__describe_topic_partitions_response_topic_, "last_known_elr", None)
-            )
-            offline_replicas_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = (
-                item__describe_topic_partitions_response_topic_.offline_replicas
-                if own__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
-                else getattr(item__describe_topic_partitions_response_topic_, "offline_replicas", None)
-            )
-            tagged_fields_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = (
-                item__describe_topic_partitions_response_topic_.tagged_fields
-                if own__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
-                else getattr(item__describe_topic_partitions_response_topic_, "tagged_fields", None)
-            )
+            if type(item__describe_topic_partitions_response_topic_) is DescribeTopicPartitionsResponsePartition:
+                error_code_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = (
+                    item__describe_topic_partitions_response_topic_.error_code
+                )
+                partition_index_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = item__describe_topic_partitions_response_topic_.partition_index
+                leader_id_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = (
+                    item__describe_topic_partitions_response_topic_.leader_id
+                )
+                leader_epoch_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = (
+                    item__describe_topic_partitions_response_topic_.leader_epoch
+                )
+                replica_nodes_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = item__describe_topic_partitions_response_topic_.replica_nodes
+                isr_nodes_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = (
+                    item__describe_topic_partitions_response_topic_.isr_nodes
+                )
+                eligible_leader_replicas_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = item__describe_topic_partitions_response_topic_.eligible_leader_replicas
+                last_known_elr_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = item__describe_topic_partitions_response_topic_.last_known_elr
+                offline_replicas_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = item__describe_topic_partitions_response_topic_.offline_replicas
+                tagged_fields_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = item__describe_topic_partitions_response_topic_.tagged_fields
+            else:
+                error_code_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = (
+                    getattr(item__describe_topic_partitions_response_topic_, "error_code", 0)
+                )
+                partition_index_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = getattr(
+                    item__describe_topic_partitions_response_topic_, "partition_index", 0
+                )
+                leader_id_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = (
+                    getattr(item__describe_topic_partitions_response_topic_, "leader_id", 0)
+                )
+                leader_epoch_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = (
+                    getattr(item__describe_topic_partitions_response_topic_, "leader_epoch", -1)
+                )
+                replica_nodes_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = getattr(
+                    item__describe_topic_partitions_response_topic_, "replica_nodes", None
+                )
+                isr_nodes_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = (
+                    getattr(item__describe_topic_partitions_response_topic_, "isr_nodes", None)
+                )
+                eligible_leader_replicas_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = getattr(
+                    item__describe_topic_partitions_response_topic_, "eligible_leader_replicas", None
+                )
+                last_known_elr_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = getattr(
+                    item__describe_topic_partitions_response_topic_, "last_known_elr", None
+                )
+                offline_replicas_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = getattr(
+                    item__describe_topic_partitions_response_topic_, "offline_replicas", None
+                )
+                tagged_fields_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = getattr(
+                    item__describe_topic_partitions_response_topic_, "tagged_fields", None
+                )
             out += _S1.pack(
                 error_code_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_,
                 partition_index_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_,
@@ -1868,13 +1931,21 @@ def _fencode_describe_topic_partitions_response(obj, out, index, api_version):
                     n__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ + 1,
                     "describe_topic_partitions_response_partition.replica_nodes",
                 )
-            for (
-                item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
-            ) in replica_nodes_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_:
-                value_describe_topic_partitions_response_partition_replica_nodes_item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
-                out += _S0.pack(
-                    value_describe_topic_partitions_response_partition_replica_nodes_item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
+            if (
+                n__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
+                <= _PACKED_MAX
+            ):
+                out += _PACKED["i"][
+                    n__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
+                ].pack(
+                    *replica_nodes_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
                 )
+            else:
+                for item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ in replica_nodes_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_:
+                    value_describe_topic_partitions_response_partition_replica_nodes_item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
+                    out += _S0.pack(
+                        value_describe_topic_partitions_response_partition_replica_nodes_item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
+                    )
             n__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = len(
                 isr_nodes_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
             )
@@ -1888,13 +1959,23 @@ def _fencode_describe_topic_partitions_response(obj, out, index, api_version):
                     n__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ + 1,
                     "describe_topic_partitions_response_partition.isr_nodes",
                 )
-            for (
-                item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
-            ) in isr_nodes_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_:
-                value_describe_topic_partitions_response_partition_isr_nodes_item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
-                out += _S0.pack(
-                    value_describe_topic_partitions_response_partition_isr_nodes_item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
+            if (
+                n__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
+                <= _PACKED_MAX
+            ):
+                out += _PACKED["i"][
+                    n__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
+                ].pack(
+                    *isr_nodes_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
                 )
+            else:
+                for (
+                    item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
+                ) in isr_nodes_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_:
+                    value_describe_topic_partitions_response_partition_isr_nodes_item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
+                    out += _S0.pack(
+                        value_describe_topic_partitions_response_partition_isr_nodes_item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
+                    )
             if (
                 eligible_leader_replicas_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
                 is None
@@ -1918,11 +1999,21 @@ def _fencode_describe_topic_partitions_response(obj, out, index, api_version):
                         n__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ + 1,
                         "describe_topic_partitions_response_partition.eligible_leader_replicas",
                     )
-                for item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ in eligible_leader_replicas_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_:
-                    value_describe_topic_partitions_response_partition_eligible_leader_replicas_item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
-                    out += _S0.pack(
-                        value_describe_topic_partitions_response_partition_eligible_leader_replicas_item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
+                if (
+                    n__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
+                    <= _PACKED_MAX
+                ):
+                    out += _PACKED["i"][
+                        n__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
+                    ].pack(
+                        *eligible_leader_replicas_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
                     )
+                else:
+                    for item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ in eligible_leader_replicas_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_:
+                        value_describe_topic_partitions_response_partition_eligible_leader_replicas_item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
+                        out += _S0.pack(
+                            value_describe_topic_partitions_response_partition_eligible_leader_replicas_item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
+                        )
             if (
                 last_known_elr_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
                 is None
@@ -1946,11 +2037,21 @@ def _fencode_describe_topic_partitions_response(obj, out, index, api_version):
                         n__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ + 1,
                         "describe_topic_partitions_response_partition.last_known_elr",
                     )
-                for item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ in last_known_elr_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_:
-                    value_describe_topic_partitions_response_partition_last_known_elr_item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
-                    out += _S0.pack(
-                        value_describe_topic_partitions_response_partition_last_known_elr_item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
+                if (
+                    n__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
+                    <= _PACKED_MAX
+                ):
+                    out += _PACKED["i"][
+                        n__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
+                    ].pack(
+                        *last_known_elr_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
                     )
+                else:
+                    for item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ in last_known_elr_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_:
+                        value_describe_topic_partitions_response_partition_last_known_elr_item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
+                        out += _S0.pack(
+                            value_describe_topic_partitions_response_partition_last_known_elr_item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
+                        )
             n__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = len(
                 offline_replicas_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
             )
@@ -1964,40 +2065,58 @@ def _fencode_describe_topic_partitions_response(obj, out, index, api_version):
                     n__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ + 1,
                     "describe_topic_partitions_response_partition.offline_replicas",
                 )
-            for item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ in (
-                offline_replicas_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
+            if (
+                n__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
+                <= _PACKED_MAX
             ):
-                value_describe_topic_partitions_response_partition_offline_replicas_item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
-                out += _S0.pack(
-                    value_describe_topic_partitions_response_partition_offline_replicas_item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
+                out += _PACKED["i"][
+                    n__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
+                ].pack(
+                    *offline_replicas_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
                 )
-            tags__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = []
-            valid__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = None
+            else:
+                for item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ in offline_replicas_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_:
+                    value_describe_topic_partitions_response_partition_offline_replicas_item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
+                    out += _S0.pack(
+                        value_describe_topic_partitions_response_partition_offline_replicas_item__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
+                    )
+            if (
+                tagged_fields_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
+                or tagged_fields_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_.__class__
+                is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_,
+                    "describe_topic_partitions_response_partition.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        out += _S0.pack(topic_authorized_operations_describe_topic_partitions_response_topic_)
+        if (
+            tagged_fields_describe_topic_partitions_response_topic_
+            or tagged_fields_describe_topic_partitions_response_topic_.__class__ is _TagSection
+        ):
             _write_tagged(
                 out,
-                tags__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_,
-                tagged_fields_describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_,
-                "describe_topic_partitions_response_partition.tagged_fields",
-                valid__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_,
+                [],
+                tagged_fields_describe_topic_partitions_response_topic_,
+                "describe_topic_partitions_response_topic.tagged_fields",
+                None,
             )
-        out += _S0.pack(topic_authorized_operations_describe_topic_partitions_response_topic_)
-        tags__describe_topic_partitions_response_topic_ = []
-        valid__describe_topic_partitions_response_topic_ = None
-        _write_tagged(
-            out,
-            tags__describe_topic_partitions_response_topic_,
-            tagged_fields_describe_topic_partitions_response_topic_,
-            "describe_topic_partitions_response_topic.tagged_fields",
-            valid__describe_topic_partitions_response_topic_,
-        )
+        else:
+            out.append(0)
     if next_cursor is None:
         out.append(255)
     else:
         out.append(1)
         _fencode_cursor(next_cursor, out, 0)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_topic_partitions_response.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "describe_topic_partitions_response.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_describe_topic_partitions_response_by_version(buf, pos, end, opts, api_version):

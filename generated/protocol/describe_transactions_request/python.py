@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -165,36 +166,39 @@ def _decode_describe_transactions_request(buf, pos, end, opts, api_version):
             ) from None
         append_transactional_ids(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_transactions_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_transactions_request.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_transactions_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_transactions_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_transactions_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_transactions_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_transactions_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_transactions_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_transactions_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeTransactionsRequest(transactional_ids, tagged_fields), pos
 
 
@@ -269,36 +273,39 @@ def _fdecode_describe_transactions_request(buf, pos, end, opts, api_version):
         item_ = value_describe_transactions_request_transactional_ids_item_
         append_transactional_ids(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_transactions_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_transactions_request.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_transactions_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_transactions_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_transactions_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_transactions_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_transactions_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_transactions_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_transactions_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(DescribeTransactionsRequest)
     value_.transactional_ids = transactional_ids
     value_.tagged_fields = tagged_fields
@@ -312,9 +319,12 @@ def _encode_describe_transactions_request(obj, out, index, api_version):
             f"DescribeTransactionsRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="describe_transactions_request",
         )
-    own_ = type(obj) is DescribeTransactionsRequest
-    transactional_ids = obj.transactional_ids if own_ else getattr(obj, "transactional_ids", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeTransactionsRequest:
+        transactional_ids = obj.transactional_ids
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        transactional_ids = getattr(obj, "transactional_ids", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(transactional_ids)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -336,9 +346,10 @@ def _encode_describe_transactions_request(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"describe_transactions_request.transactional_ids[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_transactions_request.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_transactions_request.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_describe_transactions_request(obj, out, index, api_version):
@@ -348,9 +359,12 @@ def _fencode_describe_transactions_request(obj, out, index, api_version):
             f"DescribeTransactionsRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="describe_transactions_request",
         )
-    own_ = type(obj) is DescribeTransactionsRequest
-    transactional_ids = obj.transactional_ids if own_ else getattr(obj, "transactional_ids", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeTransactionsRequest:
+        transactional_ids = obj.transactional_ids
+        tagged_fields = obj.tagged_fields
+    else:
+        transactional_ids = getattr(obj, "transactional_ids", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(transactional_ids)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
@@ -378,9 +392,10 @@ def _fencode_describe_transactions_request(obj, out, index, api_version):
                 "describe_transactions_request_transactional_ids_item.value",
             )
         out += value_describe_transactions_request_transactional_ids_item_
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_transactions_request.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "describe_transactions_request.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_describe_transactions_request_by_version(buf, pos, end, opts, api_version):

@@ -18,6 +18,8 @@ from kfmt.runtime.errors import LimitExceededError as _LimitExceededError
 from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
+from kfmt.runtime.scalars import PACKED as _PACKED
+from kfmt.runtime.scalars import PACKED_MAX as _PACKED_MAX
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -25,6 +27,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -131,41 +134,48 @@ def _decode_topic_data(buf, pos, end, opts):
             raise exc.within("topic_data.partitions", i_partitions, "topic_data_partitions_item") from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_data.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="topic_data.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_data.tagged_fields"
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="topic_data.tagged_fields"
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TopicData(topic, partitions, tagged_fields), pos
 
 
 def _encode_topic_data(obj, out, index):
     """Append one topic_data to out."""
-    own_ = type(obj) is TopicData
-    topic = obj.topic if own_ else getattr(obj, "topic", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TopicData:
+        topic = obj.topic
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic = getattr(obj, "topic", "")
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if topic is None:
         raise _InvalidValueError("may not be null", path="topic_data.topic")
     else:
@@ -194,9 +204,10 @@ def _encode_topic_data(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_data.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "topic_data.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "topic_data.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_transaction_state(buf, pos, end, opts):
@@ -307,36 +318,39 @@ def _decode_transaction_state(buf, pos, end, opts):
             raise exc.within("transaction_state.topics", i_topics, "topic_data") from None
         append_topics(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "transaction_state.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="transaction_state.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "transaction_state.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "transaction_state.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "transaction_state.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="transaction_state.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "transaction_state.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "transaction_state.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="transaction_state.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TransactionState(
         error_code,
         transactional_id,
@@ -352,16 +366,26 @@ def _decode_transaction_state(buf, pos, end, opts):
 
 def _encode_transaction_state(obj, out, index):
     """Append one transaction_state to out."""
-    own_ = type(obj) is TransactionState
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    transactional_id = obj.transactional_id if own_ else getattr(obj, "transactional_id", "")
-    transaction_state = obj.transaction_state if own_ else getattr(obj, "transaction_state", "")
-    transaction_timeout_ms = obj.transaction_timeout_ms if own_ else getattr(obj, "transaction_timeout_ms", 0)
-    transaction_start_time_ms = obj.transaction_start_time_ms if own_ else getattr(obj, "transaction_start_time_ms", 0)
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", 0)
-    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TransactionState:
+        error_code = obj.error_code
+        transactional_id = obj.transactional_id
+        transaction_state = obj.transaction_state
+        transaction_timeout_ms = obj.transaction_timeout_ms
+        transaction_start_time_ms = obj.transaction_start_time_ms
+        producer_id = obj.producer_id
+        producer_epoch = obj.producer_epoch
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        transactional_id = getattr(obj, "transactional_id", "")
+        transaction_state = getattr(obj, "transaction_state", "")
+        transaction_timeout_ms = getattr(obj, "transaction_timeout_ms", 0)
+        transaction_start_time_ms = getattr(obj, "transaction_start_time_ms", 0)
+        producer_id = getattr(obj, "producer_id", 0)
+        producer_epoch = getattr(obj, "producer_epoch", 0)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(error_code)
     if transactional_id is None:
         raise _InvalidValueError("may not be null", path="transaction_state.transactional_id")
@@ -404,9 +428,10 @@ def _encode_transaction_state(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"transaction_state.topics[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "transaction_state.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "transaction_state.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_describe_transactions_response(buf, pos, end, opts, api_version):
@@ -482,36 +507,39 @@ def _decode_describe_transactions_response(buf, pos, end, opts, api_version):
                     path="describe_transactions_response.transaction_states",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_transactions_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_transactions_response.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_transactions_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_transactions_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_transactions_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_transactions_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_transactions_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_transactions_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_transactions_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeTransactionsResponse(throttle_time_ms, transaction_states, tagged_fields), pos
 
 
@@ -700,40 +728,49 @@ def _fdecode_describe_transactions_response(buf, pos, end, opts, api_version):
                 item__topic_data__transaction_state_ = value_topic_data_partitions_item__topic_data__transaction_state_
                 append_partitions_topic_data__transaction_state_(item__topic_data__transaction_state_)
             tagged_fields_topic_data__transaction_state_ = []
-            sec__topic_data__transaction_state_ = pos
-            prev__topic_data__transaction_state_, odd__topic_data__transaction_state_ = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__topic_data__transaction_state_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__topic_data__transaction_state_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
-            if n_tags__topic_data__transaction_state_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__topic_data__transaction_state_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="topic_data.tagged_fields",
-                )
-            for __topic_data__transaction_state_ in range(n_tags__topic_data__transaction_state_):
-                tag__topic_data__transaction_state_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
-                size__topic_data__transaction_state_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
-                if size__topic_data__transaction_state_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__topic_data__transaction_state_} declares {size__topic_data__transaction_state_} bytes, {end - pos} left",
+                sec__topic_data__transaction_state_ = pos
+                prev__topic_data__transaction_state_, odd__topic_data__transaction_state_ = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__topic_data__transaction_state_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__topic_data__transaction_state_, pos = _read_uvarint32(
+                        buf, pos, end, "topic_data.tagged_fields"
+                    )
+                if n_tags__topic_data__transaction_state_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__topic_data__transaction_state_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="topic_data.tagged_fields",
                     )
-                stop__topic_data__transaction_state_ = pos + size__topic_data__transaction_state_
-                if tag__topic_data__transaction_state_ <= prev__topic_data__transaction_state_:
-                    odd__topic_data__transaction_state_ = True
-                prev__topic_data__transaction_state_ = tag__topic_data__transaction_state_
-                tagged_fields_topic_data__transaction_state_.append(
-                    (tag__topic_data__transaction_state_, bytes(buf[pos:stop__topic_data__transaction_state_]))
-                )
-                pos = stop__topic_data__transaction_state_
-            if odd__topic_data__transaction_state_:
-                tagged_fields_topic_data__transaction_state_ = _keep_tags(
-                    tagged_fields_topic_data__transaction_state_, buf[sec__topic_data__transaction_state_:pos], ()
-                )
+                for __topic_data__transaction_state_ in range(n_tags__topic_data__transaction_state_):
+                    tag__topic_data__transaction_state_, pos = _read_uvarint32(
+                        buf, pos, end, "topic_data.tagged_fields"
+                    )
+                    size__topic_data__transaction_state_, pos = _read_uvarint32(
+                        buf, pos, end, "topic_data.tagged_fields"
+                    )
+                    if size__topic_data__transaction_state_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__topic_data__transaction_state_} declares {size__topic_data__transaction_state_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="topic_data.tagged_fields",
+                        )
+                    stop__topic_data__transaction_state_ = pos + size__topic_data__transaction_state_
+                    if tag__topic_data__transaction_state_ <= prev__topic_data__transaction_state_:
+                        odd__topic_data__transaction_state_ = True
+                    prev__topic_data__transaction_state_ = tag__topic_data__transaction_state_
+                    tagged_fields_topic_data__transaction_state_.append(
+                        (tag__topic_data__transaction_state_, bytes(buf[pos:stop__topic_data__transaction_state_]))
+                    )
+                    pos = stop__topic_data__transaction_state_
+                if odd__topic_data__transaction_state_:
+                    tagged_fields_topic_data__transaction_state_ = _keep_tags(
+                        tagged_fields_topic_data__transaction_state_, buf[sec__topic_data__transaction_state_:pos], ()
+                    )
             value__topic_data__transaction_state_ = _new_object(TopicData)
             value__topic_data__transaction_state_.topic = topic_topic_data__transaction_state_
             value__topic_data__transaction_state_.partitions = partitions_topic_data__transaction_state_
@@ -741,38 +778,43 @@ def _fdecode_describe_transactions_response(buf, pos, end, opts, api_version):
             item__transaction_state_ = value__topic_data__transaction_state_
             append_topics_transaction_state_(item__transaction_state_)
         tagged_fields_transaction_state_ = []
-        sec__transaction_state_ = pos
-        prev__transaction_state_, odd__transaction_state_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__transaction_state_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__transaction_state_, pos = _read_uvarint32(buf, pos, end, "transaction_state.tagged_fields")
-        if n_tags__transaction_state_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__transaction_state_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="transaction_state.tagged_fields",
-            )
-        for __transaction_state_ in range(n_tags__transaction_state_):
-            tag__transaction_state_, pos = _read_uvarint32(buf, pos, end, "transaction_state.tagged_fields")
-            size__transaction_state_, pos = _read_uvarint32(buf, pos, end, "transaction_state.tagged_fields")
-            if size__transaction_state_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__transaction_state_} declares {size__transaction_state_} bytes, {end - pos} left",
+            sec__transaction_state_ = pos
+            prev__transaction_state_, odd__transaction_state_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__transaction_state_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__transaction_state_, pos = _read_uvarint32(buf, pos, end, "transaction_state.tagged_fields")
+            if n_tags__transaction_state_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__transaction_state_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="transaction_state.tagged_fields",
                 )
-            stop__transaction_state_ = pos + size__transaction_state_
-            if tag__transaction_state_ <= prev__transaction_state_:
-                odd__transaction_state_ = True
-            prev__transaction_state_ = tag__transaction_state_
-            tagged_fields_transaction_state_.append((tag__transaction_state_, bytes(buf[pos:stop__transaction_state_])))
-            pos = stop__transaction_state_
-        if odd__transaction_state_:
-            tagged_fields_transaction_state_ = _keep_tags(
-                tagged_fields_transaction_state_, buf[sec__transaction_state_:pos], ()
-            )
+            for __transaction_state_ in range(n_tags__transaction_state_):
+                tag__transaction_state_, pos = _read_uvarint32(buf, pos, end, "transaction_state.tagged_fields")
+                size__transaction_state_, pos = _read_uvarint32(buf, pos, end, "transaction_state.tagged_fields")
+                if size__transaction_state_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__transaction_state_} declares {size__transaction_state_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="transaction_state.tagged_fields",
+                    )
+                stop__transaction_state_ = pos + size__transaction_state_
+                if tag__transaction_state_ <= prev__transaction_state_:
+                    odd__transaction_state_ = True
+                prev__transaction_state_ = tag__transaction_state_
+                tagged_fields_transaction_state_.append(
+                    (tag__transaction_state_, bytes(buf[pos:stop__transaction_state_]))
+                )
+                pos = stop__transaction_state_
+            if odd__transaction_state_:
+                tagged_fields_transaction_state_ = _keep_tags(
+                    tagged_fields_transaction_state_, buf[sec__transaction_state_:pos], ()
+                )
         value__transaction_state_ = _new_object(TransactionState)
         value__transaction_state_.error_code = error_code_transaction_state_
         value__transaction_state_.transactional_id = transactional_id_transaction_state_
@@ -790,36 +832,39 @@ def _fdecode_describe_transactions_response(buf, pos, end, opts, api_version):
             if budget_transaction_states < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_transactions_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_transactions_response.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_transactions_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_transactions_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_transactions_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_transactions_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_transactions_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_transactions_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_transactions_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(DescribeTransactionsResponse)
     value_.throttle_time_ms = throttle_time_ms
     value_.transaction_states = transaction_states
@@ -834,10 +879,14 @@ def _encode_describe_transactions_response(obj, out, index, api_version):
             f"DescribeTransactionsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="describe_transactions_response",
         )
-    own_ = type(obj) is DescribeTransactionsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    transaction_states = obj.transaction_states if own_ else getattr(obj, "transaction_states", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeTransactionsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        transaction_states = obj.transaction_states
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        transaction_states = getattr(obj, "transaction_states", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(throttle_time_ms)
     n_ = len(transaction_states)
     if -1 <= n_ < 0x3FFF:
@@ -856,9 +905,10 @@ def _encode_describe_transactions_response(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"describe_transactions_response.transaction_states[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_transactions_response.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_transactions_response.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_describe_transactions_response(obj, out, index, api_version):
@@ -868,10 +918,14 @@ def _fencode_describe_transactions_response(obj, out, index, api_version):
             f"DescribeTransactionsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="describe_transactions_response",
         )
-    own_ = type(obj) is DescribeTransactionsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    transaction_states = obj.transaction_states if own_ else getattr(obj, "transaction_states", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeTransactionsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        transaction_states = obj.transaction_states
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        transaction_states = getattr(obj, "transaction_states", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(throttle_time_ms)
     n_ = len(transaction_states)
     if -1 <= n_ < 16383:
@@ -879,32 +933,26 @@ def _fencode_describe_transactions_response(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "describe_transactions_response.transaction_states")
     for item_ in transaction_states:
-        own__transaction_state_ = type(item_) is TransactionState
-        error_code_transaction_state_ = item_.error_code if own__transaction_state_ else getattr(item_, "error_code", 0)
-        transactional_id_transaction_state_ = (
-            item_.transactional_id if own__transaction_state_ else getattr(item_, "transactional_id", "")
-        )
-        transaction_state_transaction_state_ = (
-            item_.transaction_state if own__transaction_state_ else getattr(item_, "transaction_state", "")
-        )
-        transaction_timeout_ms_transaction_state_ = (
-            item_.transaction_timeout_ms if own__transaction_state_ else getattr(item_, "transaction_timeout_ms", 0)
-        )
-        transaction_start_time_ms_transaction_state_ = (
-            item_.transaction_start_time_ms
-            if own__transaction_state_
-            else getattr(item_, "transaction_start_time_ms", 0)
-        )
-        producer_id_transaction_state_ = (
-            item_.producer_id if own__transaction_state_ else getattr(item_, "producer_id", 0)
-        )
-        producer_epoch_transaction_state_ = (
-            item_.producer_epoch if own__transaction_state_ else getattr(item_, "producer_epoch", 0)
-        )
-        topics_transaction_state_ = item_.topics if own__transaction_state_ else getattr(item_, "topics", None)
-        tagged_fields_transaction_state_ = (
-            item_.tagged_fields if own__transaction_state_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is TransactionState:
+            error_code_transaction_state_ = item_.error_code
+            transactional_id_transaction_state_ = item_.transactional_id
+            transaction_state_transaction_state_ = item_.transaction_state
+            transaction_timeout_ms_transaction_state_ = item_.transaction_timeout_ms
+            transaction_start_time_ms_transaction_state_ = item_.transaction_start_time_ms
+            producer_id_transaction_state_ = item_.producer_id
+            producer_epoch_transaction_state_ = item_.producer_epoch
+            topics_transaction_state_ = item_.topics
+            tagged_fields_transaction_state_ = item_.tagged_fields
+        else:
+            error_code_transaction_state_ = getattr(item_, "error_code", 0)
+            transactional_id_transaction_state_ = getattr(item_, "transactional_id", "")
+            transaction_state_transaction_state_ = getattr(item_, "transaction_state", "")
+            transaction_timeout_ms_transaction_state_ = getattr(item_, "transaction_timeout_ms", 0)
+            transaction_start_time_ms_transaction_state_ = getattr(item_, "transaction_start_time_ms", 0)
+            producer_id_transaction_state_ = getattr(item_, "producer_id", 0)
+            producer_epoch_transaction_state_ = getattr(item_, "producer_epoch", 0)
+            topics_transaction_state_ = getattr(item_, "topics", None)
+            tagged_fields_transaction_state_ = getattr(item_, "tagged_fields", None)
         out += _S1.pack(error_code_transaction_state_)
         b__transaction_state_ = _STR_ENCODED.get(transactional_id_transaction_state_)
         transactional_id_transaction_state_ = (
@@ -940,22 +988,14 @@ def _fencode_describe_transactions_response(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__transaction_state_ + 1, "transaction_state.topics")
         for item__transaction_state_ in topics_transaction_state_:
-            own__topic_data__transaction_state_ = type(item__transaction_state_) is TopicData
-            topic_topic_data__transaction_state_ = (
-                item__transaction_state_.topic
-                if own__topic_data__transaction_state_
-                else getattr(item__transaction_state_, "topic", "")
-            )
-            partitions_topic_data__transaction_state_ = (
-                item__transaction_state_.partitions
-                if own__topic_data__transaction_state_
-                else getattr(item__transaction_state_, "partitions", None)
-            )
-            tagged_fields_topic_data__transaction_state_ = (
-                item__transaction_state_.tagged_fields
-                if own__topic_data__transaction_state_
-                else getattr(item__transaction_state_, "tagged_fields", None)
-            )
+            if type(item__transaction_state_) is TopicData:
+                topic_topic_data__transaction_state_ = item__transaction_state_.topic
+                partitions_topic_data__transaction_state_ = item__transaction_state_.partitions
+                tagged_fields_topic_data__transaction_state_ = item__transaction_state_.tagged_fields
+            else:
+                topic_topic_data__transaction_state_ = getattr(item__transaction_state_, "topic", "")
+                partitions_topic_data__transaction_state_ = getattr(item__transaction_state_, "partitions", None)
+                tagged_fields_topic_data__transaction_state_ = getattr(item__transaction_state_, "tagged_fields", None)
             b__topic_data__transaction_state_ = _STR_ENCODED.get(topic_topic_data__transaction_state_)
             topic_topic_data__transaction_state_ = (
                 _encode_str(topic_topic_data__transaction_state_)
@@ -973,30 +1013,29 @@ def _fencode_describe_transactions_response(obj, out, index, api_version):
                 out += _UV_BYTES[n__topic_data__transaction_state_ + 1]
             else:
                 _write_uvarint(out, n__topic_data__transaction_state_ + 1, "topic_data.partitions")
-            for item__topic_data__transaction_state_ in partitions_topic_data__transaction_state_:
-                value_topic_data_partitions_item__topic_data__transaction_state_ = item__topic_data__transaction_state_
-                out += _S0.pack(value_topic_data_partitions_item__topic_data__transaction_state_)
-            tags__topic_data__transaction_state_ = []
-            valid__topic_data__transaction_state_ = None
-            _write_tagged(
-                out,
-                tags__topic_data__transaction_state_,
-                tagged_fields_topic_data__transaction_state_,
-                "topic_data.tagged_fields",
-                valid__topic_data__transaction_state_,
-            )
-        tags__transaction_state_ = []
-        valid__transaction_state_ = None
-        _write_tagged(
-            out,
-            tags__transaction_state_,
-            tagged_fields_transaction_state_,
-            "transaction_state.tagged_fields",
-            valid__transaction_state_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_transactions_response.tagged_fields", valid_)
+            if n__topic_data__transaction_state_ <= _PACKED_MAX:
+                out += _PACKED["i"][n__topic_data__transaction_state_].pack(*partitions_topic_data__transaction_state_)
+            else:
+                for item__topic_data__transaction_state_ in partitions_topic_data__transaction_state_:
+                    value_topic_data_partitions_item__topic_data__transaction_state_ = (
+                        item__topic_data__transaction_state_
+                    )
+                    out += _S0.pack(value_topic_data_partitions_item__topic_data__transaction_state_)
+            if (
+                tagged_fields_topic_data__transaction_state_
+                or tagged_fields_topic_data__transaction_state_.__class__ is _TagSection
+            ):
+                _write_tagged(out, [], tagged_fields_topic_data__transaction_state_, "topic_data.tagged_fields", None)
+            else:
+                out.append(0)
+        if tagged_fields_transaction_state_ or tagged_fields_transaction_state_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_transaction_state_, "transaction_state.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "describe_transactions_response.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_describe_transactions_response_by_version(buf, pos, end, opts, api_version):

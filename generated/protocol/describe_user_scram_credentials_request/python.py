@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -75,40 +76,46 @@ def _decode_user_name(buf, pos, end, opts):
         name = str(buf[pos : pos + n_name], "utf-8", "surrogateescape")
         pos += n_name
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "user_name.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="user_name.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "user_name.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "user_name.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="user_name.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "user_name.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="user_name.tagged_fields"
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "user_name.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "user_name.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="user_name.tagged_fields"
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return UserName(name, tagged_fields), pos
 
 
 def _encode_user_name(obj, out, index):
     """Append one user_name to out."""
-    own_ = type(obj) is UserName
-    name = obj.name if own_ else getattr(obj, "name", "")
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is UserName:
+        name = obj.name
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="user_name.name")
     else:
@@ -121,9 +128,10 @@ def _encode_user_name(obj, out, index):
             _write_uvarint(out, n_ + 1, "user_name.name")
 
         out += name
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "user_name.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "user_name.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_describe_user_scram_credentials_request(buf, pos, end, opts, api_version):
@@ -183,36 +191,39 @@ def _decode_describe_user_scram_credentials_request(buf, pos, end, opts, api_ver
     if null_users:
         users = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_user_scram_credentials_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_user_scram_credentials_request.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_user_scram_credentials_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_user_scram_credentials_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_user_scram_credentials_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_user_scram_credentials_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_user_scram_credentials_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_user_scram_credentials_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_user_scram_credentials_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeUserScramCredentialsRequest(users, tagged_fields), pos
 
 
@@ -273,36 +284,39 @@ def _fdecode_describe_user_scram_credentials_request(buf, pos, end, opts, api_ve
                 name_user_name_ = _decode_str(r__user_name_)
             pos += n_name_user_name_
         tagged_fields_user_name_ = []
-        sec__user_name_ = pos
-        prev__user_name_, odd__user_name_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__user_name_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__user_name_, pos = _read_uvarint32(buf, pos, end, "user_name.tagged_fields")
-        if n_tags__user_name_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__user_name_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="user_name.tagged_fields",
-            )
-        for __user_name_ in range(n_tags__user_name_):
-            tag__user_name_, pos = _read_uvarint32(buf, pos, end, "user_name.tagged_fields")
-            size__user_name_, pos = _read_uvarint32(buf, pos, end, "user_name.tagged_fields")
-            if size__user_name_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__user_name_} declares {size__user_name_} bytes, {end - pos} left",
+            sec__user_name_ = pos
+            prev__user_name_, odd__user_name_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__user_name_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__user_name_, pos = _read_uvarint32(buf, pos, end, "user_name.tagged_fields")
+            if n_tags__user_name_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__user_name_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="user_name.tagged_fields",
                 )
-            stop__user_name_ = pos + size__user_name_
-            if tag__user_name_ <= prev__user_name_:
-                odd__user_name_ = True
-            prev__user_name_ = tag__user_name_
-            tagged_fields_user_name_.append((tag__user_name_, bytes(buf[pos:stop__user_name_])))
-            pos = stop__user_name_
-        if odd__user_name_:
-            tagged_fields_user_name_ = _keep_tags(tagged_fields_user_name_, buf[sec__user_name_:pos], ())
+            for __user_name_ in range(n_tags__user_name_):
+                tag__user_name_, pos = _read_uvarint32(buf, pos, end, "user_name.tagged_fields")
+                size__user_name_, pos = _read_uvarint32(buf, pos, end, "user_name.tagged_fields")
+                if size__user_name_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__user_name_} declares {size__user_name_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="user_name.tagged_fields",
+                    )
+                stop__user_name_ = pos + size__user_name_
+                if tag__user_name_ <= prev__user_name_:
+                    odd__user_name_ = True
+                prev__user_name_ = tag__user_name_
+                tagged_fields_user_name_.append((tag__user_name_, bytes(buf[pos:stop__user_name_])))
+                pos = stop__user_name_
+            if odd__user_name_:
+                tagged_fields_user_name_ = _keep_tags(tagged_fields_user_name_, buf[sec__user_name_:pos], ())
         value__user_name_ = _new_object(UserName)
         value__user_name_.name = name_user_name_
         value__user_name_.tagged_fields = tagged_fields_user_name_
@@ -311,36 +325,39 @@ def _fdecode_describe_user_scram_credentials_request(buf, pos, end, opts, api_ve
     if null_users:
         users = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_user_scram_credentials_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_user_scram_credentials_request.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_user_scram_credentials_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_user_scram_credentials_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_user_scram_credentials_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_user_scram_credentials_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_user_scram_credentials_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_user_scram_credentials_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_user_scram_credentials_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(DescribeUserScramCredentialsRequest)
     value_.users = users
     value_.tagged_fields = tagged_fields
@@ -354,9 +371,12 @@ def _encode_describe_user_scram_credentials_request(obj, out, index, api_version
             f"DescribeUserScramCredentialsRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="describe_user_scram_credentials_request",
         )
-    own_ = type(obj) is DescribeUserScramCredentialsRequest
-    users = obj.users if own_ else getattr(obj, "users", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeUserScramCredentialsRequest:
+        users = obj.users
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        users = getattr(obj, "users", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if users is None:
         out.append(0)
     else:
@@ -377,9 +397,10 @@ def _encode_describe_user_scram_credentials_request(obj, out, index, api_version
                 f"cannot encode: {type(exc).__name__}: {exc}",
                 path=f"describe_user_scram_credentials_request.users[{index_}]",
             ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_user_scram_credentials_request.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_user_scram_credentials_request.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_describe_user_scram_credentials_request(obj, out, index, api_version):
@@ -389,9 +410,12 @@ def _fencode_describe_user_scram_credentials_request(obj, out, index, api_versio
             f"DescribeUserScramCredentialsRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="describe_user_scram_credentials_request",
         )
-    own_ = type(obj) is DescribeUserScramCredentialsRequest
-    users = obj.users if own_ else getattr(obj, "users", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeUserScramCredentialsRequest:
+        users = obj.users
+        tagged_fields = obj.tagged_fields
+    else:
+        users = getattr(obj, "users", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if users is None:
         out.append(0)
     else:
@@ -401,9 +425,12 @@ def _fencode_describe_user_scram_credentials_request(obj, out, index, api_versio
         else:
             _write_uvarint(out, n_ + 1, "describe_user_scram_credentials_request.users")
         for item_ in users:
-            own__user_name_ = type(item_) is UserName
-            name_user_name_ = item_.name if own__user_name_ else getattr(item_, "name", "")
-            tagged_fields_user_name_ = item_.tagged_fields if own__user_name_ else getattr(item_, "tagged_fields", None)
+            if type(item_) is UserName:
+                name_user_name_ = item_.name
+                tagged_fields_user_name_ = item_.tagged_fields
+            else:
+                name_user_name_ = getattr(item_, "name", "")
+                tagged_fields_user_name_ = getattr(item_, "tagged_fields", None)
             b__user_name_ = _STR_ENCODED.get(name_user_name_)
             name_user_name_ = _encode_str(name_user_name_) if b__user_name_ is None else b__user_name_
             n__user_name_ = len(name_user_name_)
@@ -412,12 +439,14 @@ def _fencode_describe_user_scram_credentials_request(obj, out, index, api_versio
             else:
                 _write_uvarint(out, n__user_name_ + 1, "user_name.name")
             out += name_user_name_
-            tags__user_name_ = []
-            valid__user_name_ = None
-            _write_tagged(out, tags__user_name_, tagged_fields_user_name_, "user_name.tagged_fields", valid__user_name_)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_user_scram_credentials_request.tagged_fields", valid_)
+            if tagged_fields_user_name_ or tagged_fields_user_name_.__class__ is _TagSection:
+                _write_tagged(out, [], tagged_fields_user_name_, "user_name.tagged_fields", None)
+            else:
+                out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "describe_user_scram_credentials_request.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_describe_user_scram_credentials_request_by_version(buf, pos, end, opts, api_version):

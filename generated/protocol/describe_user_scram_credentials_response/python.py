@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -64,45 +65,57 @@ def _decode_credential_info(buf, pos, end, opts):
     ) = _S0.unpack_from(buf, pos)
     pos += 5
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "credential_info.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="credential_info.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "credential_info.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "credential_info.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="credential_info.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "credential_info.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="credential_info.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "credential_info.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "credential_info.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="credential_info.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return CredentialInfo(mechanism, iterations, tagged_fields), pos
 
 
 def _encode_credential_info(obj, out, index):
     """Append one credential_info to out."""
-    own_ = type(obj) is CredentialInfo
-    mechanism = obj.mechanism if own_ else getattr(obj, "mechanism", 0)
-    iterations = obj.iterations if own_ else getattr(obj, "iterations", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is CredentialInfo:
+        mechanism = obj.mechanism
+        iterations = obj.iterations
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        mechanism = getattr(obj, "mechanism", 0)
+        iterations = getattr(obj, "iterations", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(mechanism, iterations)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "credential_info.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "credential_info.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_describe_user_scram_credentials_result(buf, pos, end, opts):
@@ -220,47 +233,56 @@ def _decode_describe_user_scram_credentials_result(buf, pos, end, opts):
             ) from None
         append_credential_infos(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_user_scram_credentials_result.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_user_scram_credentials_result.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_user_scram_credentials_result.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_user_scram_credentials_result.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_user_scram_credentials_result.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_user_scram_credentials_result.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_user_scram_credentials_result.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_user_scram_credentials_result.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_user_scram_credentials_result.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeUserScramCredentialsResult(user, error_code, error_message, credential_infos, tagged_fields), pos
 
 
 def _encode_describe_user_scram_credentials_result(obj, out, index):
     """Append one describe_user_scram_credentials_result to out."""
-    own_ = type(obj) is DescribeUserScramCredentialsResult
-    user = obj.user if own_ else getattr(obj, "user", "")
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    credential_infos = obj.credential_infos if own_ else getattr(obj, "credential_infos", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeUserScramCredentialsResult:
+        user = obj.user
+        error_code = obj.error_code
+        error_message = obj.error_message
+        credential_infos = obj.credential_infos
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        user = getattr(obj, "user", "")
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        credential_infos = getattr(obj, "credential_infos", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if user is None:
         raise _InvalidValueError("may not be null", path="describe_user_scram_credentials_result.user")
     else:
@@ -303,9 +325,10 @@ def _encode_describe_user_scram_credentials_result(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"describe_user_scram_credentials_result.credential_infos[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_user_scram_credentials_result.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_user_scram_credentials_result.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_describe_user_scram_credentials_response(buf, pos, end, opts, api_version):
@@ -415,36 +438,39 @@ def _decode_describe_user_scram_credentials_response(buf, pos, end, opts, api_ve
                     path="describe_user_scram_credentials_response.results",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_user_scram_credentials_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_user_scram_credentials_response.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_user_scram_credentials_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_user_scram_credentials_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_user_scram_credentials_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_user_scram_credentials_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_user_scram_credentials_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_user_scram_credentials_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_user_scram_credentials_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DescribeUserScramCredentialsResponse(
         throttle_time_ms, error_code, error_message, results, tagged_fields
     ), pos
@@ -614,63 +640,66 @@ def _fdecode_describe_user_scram_credentials_response(buf, pos, end, opts, api_v
             ) = _S0.unpack_from(buf, pos)
             pos += 5
             tagged_fields_credential_info__describe_user_scram_credentials_result_ = []
-            sec__credential_info__describe_user_scram_credentials_result_ = pos
-            (
-                prev__credential_info__describe_user_scram_credentials_result_,
-                odd__credential_info__describe_user_scram_credentials_result_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__credential_info__describe_user_scram_credentials_result_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__credential_info__describe_user_scram_credentials_result_, pos = _read_uvarint32(
-                    buf, pos, end, "credential_info.tagged_fields"
-                )
-            if n_tags__credential_info__describe_user_scram_credentials_result_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__credential_info__describe_user_scram_credentials_result_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="credential_info.tagged_fields",
-                )
-            for __credential_info__describe_user_scram_credentials_result_ in range(
-                n_tags__credential_info__describe_user_scram_credentials_result_
-            ):
-                tag__credential_info__describe_user_scram_credentials_result_, pos = _read_uvarint32(
-                    buf, pos, end, "credential_info.tagged_fields"
-                )
-                size__credential_info__describe_user_scram_credentials_result_, pos = _read_uvarint32(
-                    buf, pos, end, "credential_info.tagged_fields"
-                )
-                if size__credential_info__describe_user_scram_credentials_result_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__credential_info__describe_user_scram_credentials_result_} declares {size__credential_info__describe_user_scram_credentials_result_} bytes, {end - pos} left",
+                sec__credential_info__describe_user_scram_credentials_result_ = pos
+                (
+                    prev__credential_info__describe_user_scram_credentials_result_,
+                    odd__credential_info__describe_user_scram_credentials_result_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__credential_info__describe_user_scram_credentials_result_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__credential_info__describe_user_scram_credentials_result_, pos = _read_uvarint32(
+                        buf, pos, end, "credential_info.tagged_fields"
+                    )
+                if n_tags__credential_info__describe_user_scram_credentials_result_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__credential_info__describe_user_scram_credentials_result_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="credential_info.tagged_fields",
                     )
-                stop__credential_info__describe_user_scram_credentials_result_ = (
-                    pos + size__credential_info__describe_user_scram_credentials_result_
-                )
-                if (
-                    tag__credential_info__describe_user_scram_credentials_result_
-                    <= prev__credential_info__describe_user_scram_credentials_result_
+                for __credential_info__describe_user_scram_credentials_result_ in range(
+                    n_tags__credential_info__describe_user_scram_credentials_result_
                 ):
-                    odd__credential_info__describe_user_scram_credentials_result_ = True
-                prev__credential_info__describe_user_scram_credentials_result_ = (
-                    tag__credential_info__describe_user_scram_credentials_result_
-                )
-                tagged_fields_credential_info__describe_user_scram_credentials_result_.append(
-                    (
-                        tag__credential_info__describe_user_scram_credentials_result_,
-                        bytes(buf[pos:stop__credential_info__describe_user_scram_credentials_result_]),
+                    tag__credential_info__describe_user_scram_credentials_result_, pos = _read_uvarint32(
+                        buf, pos, end, "credential_info.tagged_fields"
                     )
-                )
-                pos = stop__credential_info__describe_user_scram_credentials_result_
-            if odd__credential_info__describe_user_scram_credentials_result_:
-                tagged_fields_credential_info__describe_user_scram_credentials_result_ = _keep_tags(
-                    tagged_fields_credential_info__describe_user_scram_credentials_result_,
-                    buf[sec__credential_info__describe_user_scram_credentials_result_:pos],
-                    (),
-                )
+                    size__credential_info__describe_user_scram_credentials_result_, pos = _read_uvarint32(
+                        buf, pos, end, "credential_info.tagged_fields"
+                    )
+                    if size__credential_info__describe_user_scram_credentials_result_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__credential_info__describe_user_scram_credentials_result_} declares {size__credential_info__describe_user_scram_credentials_result_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="credential_info.tagged_fields",
+                        )
+                    stop__credential_info__describe_user_scram_credentials_result_ = (
+                        pos + size__credential_info__describe_user_scram_credentials_result_
+                    )
+                    if (
+                        tag__credential_info__describe_user_scram_credentials_result_
+                        <= prev__credential_info__describe_user_scram_credentials_result_
+                    ):
+                        odd__credential_info__describe_user_scram_credentials_result_ = True
+                    prev__credential_info__describe_user_scram_credentials_result_ = (
+                        tag__credential_info__describe_user_scram_credentials_result_
+                    )
+                    tagged_fields_credential_info__describe_user_scram_credentials_result_.append(
+                        (
+                            tag__credential_info__describe_user_scram_credentials_result_,
+                            bytes(buf[pos:stop__credential_info__describe_user_scram_credentials_result_]),
+                        )
+                    )
+                    pos = stop__credential_info__describe_user_scram_credentials_result_
+                if odd__credential_info__describe_user_scram_credentials_result_:
+                    tagged_fields_credential_info__describe_user_scram_credentials_result_ = _keep_tags(
+                        tagged_fields_credential_info__describe_user_scram_credentials_result_,
+                        buf[sec__credential_info__describe_user_scram_credentials_result_:pos],
+                        (),
+                    )
             value__credential_info__describe_user_scram_credentials_result_ = _new_object(CredentialInfo)
             value__credential_info__describe_user_scram_credentials_result_.mechanism = (
                 mechanism_credential_info__describe_user_scram_credentials_result_
@@ -688,51 +717,54 @@ def _fdecode_describe_user_scram_credentials_response(buf, pos, end, opts, api_v
                 item__describe_user_scram_credentials_result_
             )
         tagged_fields_describe_user_scram_credentials_result_ = []
-        sec__describe_user_scram_credentials_result_ = pos
-        prev__describe_user_scram_credentials_result_, odd__describe_user_scram_credentials_result_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__describe_user_scram_credentials_result_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__describe_user_scram_credentials_result_, pos = _read_uvarint32(
-                buf, pos, end, "describe_user_scram_credentials_result.tagged_fields"
-            )
-        if n_tags__describe_user_scram_credentials_result_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__describe_user_scram_credentials_result_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="describe_user_scram_credentials_result.tagged_fields",
-            )
-        for __describe_user_scram_credentials_result_ in range(n_tags__describe_user_scram_credentials_result_):
-            tag__describe_user_scram_credentials_result_, pos = _read_uvarint32(
-                buf, pos, end, "describe_user_scram_credentials_result.tagged_fields"
-            )
-            size__describe_user_scram_credentials_result_, pos = _read_uvarint32(
-                buf, pos, end, "describe_user_scram_credentials_result.tagged_fields"
-            )
-            if size__describe_user_scram_credentials_result_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__describe_user_scram_credentials_result_} declares {size__describe_user_scram_credentials_result_} bytes, {end - pos} left",
+            sec__describe_user_scram_credentials_result_ = pos
+            prev__describe_user_scram_credentials_result_, odd__describe_user_scram_credentials_result_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__describe_user_scram_credentials_result_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__describe_user_scram_credentials_result_, pos = _read_uvarint32(
+                    buf, pos, end, "describe_user_scram_credentials_result.tagged_fields"
+                )
+            if n_tags__describe_user_scram_credentials_result_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__describe_user_scram_credentials_result_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="describe_user_scram_credentials_result.tagged_fields",
                 )
-            stop__describe_user_scram_credentials_result_ = pos + size__describe_user_scram_credentials_result_
-            if tag__describe_user_scram_credentials_result_ <= prev__describe_user_scram_credentials_result_:
-                odd__describe_user_scram_credentials_result_ = True
-            prev__describe_user_scram_credentials_result_ = tag__describe_user_scram_credentials_result_
-            tagged_fields_describe_user_scram_credentials_result_.append(
-                (
-                    tag__describe_user_scram_credentials_result_,
-                    bytes(buf[pos:stop__describe_user_scram_credentials_result_]),
+            for __describe_user_scram_credentials_result_ in range(n_tags__describe_user_scram_credentials_result_):
+                tag__describe_user_scram_credentials_result_, pos = _read_uvarint32(
+                    buf, pos, end, "describe_user_scram_credentials_result.tagged_fields"
                 )
-            )
-            pos = stop__describe_user_scram_credentials_result_
-        if odd__describe_user_scram_credentials_result_:
-            tagged_fields_describe_user_scram_credentials_result_ = _keep_tags(
-                tagged_fields_describe_user_scram_credentials_result_,
-                buf[sec__describe_user_scram_credentials_result_:pos],
-                (),
-            )
+                size__describe_user_scram_credentials_result_, pos = _read_uvarint32(
+                    buf, pos, end, "describe_user_scram_credentials_result.tagged_fields"
+                )
+                if size__describe_user_scram_credentials_result_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__describe_user_scram_credentials_result_} declares {size__describe_user_scram_credentials_result_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="describe_user_scram_credentials_result.tagged_fields",
+                    )
+                stop__describe_user_scram_credentials_result_ = pos + size__describe_user_scram_credentials_result_
+                if tag__describe_user_scram_credentials_result_ <= prev__describe_user_scram_credentials_result_:
+                    odd__describe_user_scram_credentials_result_ = True
+                prev__describe_user_scram_credentials_result_ = tag__describe_user_scram_credentials_result_
+                tagged_fields_describe_user_scram_credentials_result_.append(
+                    (
+                        tag__describe_user_scram_credentials_result_,
+                        bytes(buf[pos:stop__describe_user_scram_credentials_result_]),
+                    )
+                )
+                pos = stop__describe_user_scram_credentials_result_
+            if odd__describe_user_scram_credentials_result_:
+                tagged_fields_describe_user_scram_credentials_result_ = _keep_tags(
+                    tagged_fields_describe_user_scram_credentials_result_,
+                    buf[sec__describe_user_scram_credentials_result_:pos],
+                    (),
+                )
         value__describe_user_scram_credentials_result_ = _new_object(DescribeUserScramCredentialsResult)
         value__describe_user_scram_credentials_result_.user = user_describe_user_scram_credentials_result_
         value__describe_user_scram_credentials_result_.error_code = error_code_describe_user_scram_credentials_result_
@@ -752,36 +784,39 @@ def _fdecode_describe_user_scram_credentials_response(buf, pos, end, opts, api_v
             if budget_results < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_user_scram_credentials_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="describe_user_scram_credentials_response.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "describe_user_scram_credentials_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "describe_user_scram_credentials_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_user_scram_credentials_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="describe_user_scram_credentials_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "describe_user_scram_credentials_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "describe_user_scram_credentials_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="describe_user_scram_credentials_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(DescribeUserScramCredentialsResponse)
     value_.throttle_time_ms = throttle_time_ms
     value_.error_code = error_code
@@ -798,12 +833,18 @@ def _encode_describe_user_scram_credentials_response(obj, out, index, api_versio
             f"DescribeUserScramCredentialsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="describe_user_scram_credentials_response",
         )
-    own_ = type(obj) is DescribeUserScramCredentialsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    results = obj.results if own_ else getattr(obj, "results", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeUserScramCredentialsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        error_message = obj.error_message
+        results = obj.results
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        results = getattr(obj, "results", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(throttle_time_ms, error_code)
     if error_message is None:
         out.append(0)
@@ -836,9 +877,10 @@ def _encode_describe_user_scram_credentials_response(obj, out, index, api_versio
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"describe_user_scram_credentials_response.results[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_user_scram_credentials_response.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "describe_user_scram_credentials_response.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_describe_user_scram_credentials_response(obj, out, index, api_version):
@@ -848,12 +890,18 @@ def _fencode_describe_user_scram_credentials_response(obj, out, index, api_versi
             f"DescribeUserScramCredentialsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="describe_user_scram_credentials_response",
         )
-    own_ = type(obj) is DescribeUserScramCredentialsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    results = obj.results if own_ else getattr(obj, "results", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is DescribeUserScramCredentialsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        error_message = obj.error_message
+        results = obj.results
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        results = getattr(obj, "results", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(throttle_time_ms, error_code)
     if error_message is None:
         out.append(0)
@@ -872,26 +920,18 @@ def _fencode_describe_user_scram_credentials_response(obj, out, index, api_versi
     else:
         _write_uvarint(out, n_ + 1, "describe_user_scram_credentials_response.results")
     for item_ in results:
-        own__describe_user_scram_credentials_result_ = type(item_) is DescribeUserScramCredentialsResult
-        user_describe_user_scram_credentials_result_ = (
-            item_.user if own__describe_user_scram_credentials_result_ else getattr(item_, "user", "")
-        )
-        error_code_describe_user_scram_credentials_result_ = (
-            item_.error_code if own__describe_user_scram_credentials_result_ else getattr(item_, "error_code", 0)
-        )
-        error_message_describe_user_scram_credentials_result_ = (
-            item_.error_message if own__describe_user_scram_credentials_result_ else getattr(item_, "error_message", "")
-        )
-        credential_infos_describe_user_scram_credentials_result_ = (
-            item_.credential_infos
-            if own__describe_user_scram_credentials_result_
-            else getattr(item_, "credential_infos", None)
-        )
-        tagged_fields_describe_user_scram_credentials_result_ = (
-            item_.tagged_fields
-            if own__describe_user_scram_credentials_result_
-            else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is DescribeUserScramCredentialsResult:
+            user_describe_user_scram_credentials_result_ = item_.user
+            error_code_describe_user_scram_credentials_result_ = item_.error_code
+            error_message_describe_user_scram_credentials_result_ = item_.error_message
+            credential_infos_describe_user_scram_credentials_result_ = item_.credential_infos
+            tagged_fields_describe_user_scram_credentials_result_ = item_.tagged_fields
+        else:
+            user_describe_user_scram_credentials_result_ = getattr(item_, "user", "")
+            error_code_describe_user_scram_credentials_result_ = getattr(item_, "error_code", 0)
+            error_message_describe_user_scram_credentials_result_ = getattr(item_, "error_message", "")
+            credential_infos_describe_user_scram_credentials_result_ = getattr(item_, "credential_infos", None)
+            tagged_fields_describe_user_scram_credentials_result_ = getattr(item_, "tagged_fields", None)
         b__describe_user_scram_credentials_result_ = _STR_ENCODED.get(user_describe_user_scram_credentials_result_)
         user_describe_user_scram_credentials_result_ = (
             _encode_str(user_describe_user_scram_credentials_result_)
@@ -938,49 +978,60 @@ def _fencode_describe_user_scram_credentials_response(obj, out, index, api_versi
                 "describe_user_scram_credentials_result.credential_infos",
             )
         for item__describe_user_scram_credentials_result_ in credential_infos_describe_user_scram_credentials_result_:
-            own__credential_info__describe_user_scram_credentials_result_ = (
-                type(item__describe_user_scram_credentials_result_) is CredentialInfo
-            )
-            mechanism_credential_info__describe_user_scram_credentials_result_ = (
-                item__describe_user_scram_credentials_result_.mechanism
-                if own__credential_info__describe_user_scram_credentials_result_
-                else getattr(item__describe_user_scram_credentials_result_, "mechanism", 0)
-            )
-            iterations_credential_info__describe_user_scram_credentials_result_ = (
-                item__describe_user_scram_credentials_result_.iterations
-                if own__credential_info__describe_user_scram_credentials_result_
-                else getattr(item__describe_user_scram_credentials_result_, "iterations", 0)
-            )
-            tagged_fields_credential_info__describe_user_scram_credentials_result_ = (
-                item__describe_user_scram_credentials_result_.tagged_fields
-                if own__credential_info__describe_user_scram_credentials_result_
-                else getattr(item__describe_user_scram_credentials_result_, "tagged_fields", None)
-            )
+            if type(item__describe_user_scram_credentials_result_) is CredentialInfo:
+                mechanism_credential_info__describe_user_scram_credentials_result_ = (
+                    item__describe_user_scram_credentials_result_.mechanism
+                )
+                iterations_credential_info__describe_user_scram_credentials_result_ = (
+                    item__describe_user_scram_credentials_result_.iterations
+                )
+                tagged_fields_credential_info__describe_user_scram_credentials_result_ = (
+                    item__describe_user_scram_credentials_result_.tagged_fields
+                )
+            else:
+                mechanism_credential_info__describe_user_scram_credentials_result_ = getattr(
+                    item__describe_user_scram_credentials_result_, "mechanism", 0
+                )
+                iterations_credential_info__describe_user_scram_credentials_result_ = getattr(
+                    item__describe_user_scram_credentials_result_, "iterations", 0
+                )
+                tagged_fields_credential_info__describe_user_scram_credentials_result_ = getattr(
+                    item__describe_user_scram_credentials_result_, "tagged_fields", None
+                )
             out += _S0.pack(
                 mechanism_credential_info__describe_user_scram_credentials_result_,
                 iterations_credential_info__describe_user_scram_credentials_result_,
             )
-            tags__credential_info__describe_user_scram_credentials_result_ = []
-            valid__credential_info__describe_user_scram_credentials_result_ = None
+            if (
+                tagged_fields_credential_info__describe_user_scram_credentials_result_
+                or tagged_fields_credential_info__describe_user_scram_credentials_result_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_credential_info__describe_user_scram_credentials_result_,
+                    "credential_info.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if (
+            tagged_fields_describe_user_scram_credentials_result_
+            or tagged_fields_describe_user_scram_credentials_result_.__class__ is _TagSection
+        ):
             _write_tagged(
                 out,
-                tags__credential_info__describe_user_scram_credentials_result_,
-                tagged_fields_credential_info__describe_user_scram_credentials_result_,
-                "credential_info.tagged_fields",
-                valid__credential_info__describe_user_scram_credentials_result_,
+                [],
+                tagged_fields_describe_user_scram_credentials_result_,
+                "describe_user_scram_credentials_result.tagged_fields",
+                None,
             )
-        tags__describe_user_scram_credentials_result_ = []
-        valid__describe_user_scram_credentials_result_ = None
-        _write_tagged(
-            out,
-            tags__describe_user_scram_credentials_result_,
-            tagged_fields_describe_user_scram_credentials_result_,
-            "describe_user_scram_credentials_result.tagged_fields",
-            valid__describe_user_scram_credentials_result_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "describe_user_scram_credentials_response.tagged_fields", valid_)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "describe_user_scram_credentials_response.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_describe_user_scram_credentials_response_by_version(buf, pos, end, opts, api_version):

@@ -18,6 +18,8 @@ from kfmt.runtime.errors import LimitExceededError as _LimitExceededError
 from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
+from kfmt.runtime.scalars import PACKED as _PACKED
+from kfmt.runtime.scalars import PACKED_MAX as _PACKED_MAX
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -25,6 +27,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -119,9 +122,12 @@ def _decode_topic_partitions(buf, pos, end, opts):
 
 def _encode_topic_partitions(obj, out, index):
     """Append one topic_partitions to out."""
-    own_ = type(obj) is TopicPartitions
-    topic = obj.topic if own_ else getattr(obj, "topic", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
+    if type(obj) is TopicPartitions:
+        topic = obj.topic
+        partitions = obj.partitions
+    else:  # another class: its fields by name, a missing one at its default
+        topic = getattr(obj, "topic", "")
+        partitions = getattr(obj, "partitions", None)
     if topic is None:
         raise _InvalidValueError("may not be null", path="topic_partitions.topic")
     else:
@@ -313,10 +319,14 @@ def _encode_elect_leaders_request(obj, out, index, api_version):
             f"ElectLeadersRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="elect_leaders_request",
         )
-    own_ = type(obj) is ElectLeadersRequest
-    election_type = obj.election_type if own_ else getattr(obj, "election_type", 0)
-    topic_partitions = obj.topic_partitions if own_ else getattr(obj, "topic_partitions", None)
-    timeout_ms = obj.timeout_ms if own_ else getattr(obj, "timeout_ms", 60000)
+    if type(obj) is ElectLeadersRequest:
+        election_type = obj.election_type
+        topic_partitions = obj.topic_partitions
+        timeout_ms = obj.timeout_ms
+    else:  # another class: its fields by name, a missing one at its default
+        election_type = getattr(obj, "election_type", 0)
+        topic_partitions = getattr(obj, "topic_partitions", None)
+        timeout_ms = getattr(obj, "timeout_ms", 60000)
     if api_version >= 1:
         if -128 <= election_type <= 127:
             out.append(election_type & 0xFF)
@@ -346,10 +356,14 @@ def _fencode_elect_leaders_request(obj, out, index, api_version):
             f"ElectLeadersRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="elect_leaders_request",
         )
-    own_ = type(obj) is ElectLeadersRequest
-    election_type = obj.election_type if own_ else getattr(obj, "election_type", 0)
-    topic_partitions = obj.topic_partitions if own_ else getattr(obj, "topic_partitions", None)
-    timeout_ms = obj.timeout_ms if own_ else getattr(obj, "timeout_ms", 60000)
+    if type(obj) is ElectLeadersRequest:
+        election_type = obj.election_type
+        topic_partitions = obj.topic_partitions
+        timeout_ms = obj.timeout_ms
+    else:
+        election_type = getattr(obj, "election_type", 0)
+        topic_partitions = getattr(obj, "topic_partitions", None)
+        timeout_ms = getattr(obj, "timeout_ms", 60000)
     if api_version >= 1:
         if -128 <= election_type <= 127:
             out.append(election_type & 255)
@@ -360,11 +374,12 @@ def _fencode_elect_leaders_request(obj, out, index, api_version):
     else:
         out += _S0.pack(len(topic_partitions))
         for item_ in topic_partitions:
-            own__topic_partitions_ = type(item_) is TopicPartitions
-            topic_topic_partitions_ = item_.topic if own__topic_partitions_ else getattr(item_, "topic", "")
-            partitions_topic_partitions_ = (
-                item_.partitions if own__topic_partitions_ else getattr(item_, "partitions", None)
-            )
+            if type(item_) is TopicPartitions:
+                topic_topic_partitions_ = item_.topic
+                partitions_topic_partitions_ = item_.partitions
+            else:
+                topic_topic_partitions_ = getattr(item_, "topic", "")
+                partitions_topic_partitions_ = getattr(item_, "partitions", None)
             b__topic_partitions_ = _STR_ENCODED.get(topic_topic_partitions_)
             topic_topic_partitions_ = (
                 _encode_str(topic_topic_partitions_) if b__topic_partitions_ is None else b__topic_partitions_
@@ -372,9 +387,12 @@ def _fencode_elect_leaders_request(obj, out, index, api_version):
             out += _S1.pack(len(topic_topic_partitions_))
             out += topic_topic_partitions_
             out += _S0.pack(len(partitions_topic_partitions_))
-            for item__topic_partitions_ in partitions_topic_partitions_:
-                value_topic_partitions_partitions_item__topic_partitions_ = item__topic_partitions_
-                out += _S0.pack(value_topic_partitions_partitions_item__topic_partitions_)
+            if len(partitions_topic_partitions_) <= _PACKED_MAX:
+                out += _PACKED["i"][len(partitions_topic_partitions_)].pack(*partitions_topic_partitions_)
+            else:
+                for item__topic_partitions_ in partitions_topic_partitions_:
+                    value_topic_partitions_partitions_item__topic_partitions_ = item__topic_partitions_
+                    out += _S0.pack(value_topic_partitions_partitions_item__topic_partitions_)
     out += _S0.pack(timeout_ms)
 
 
@@ -463,45 +481,52 @@ def _decode_topic_partitions_flexible(buf, pos, end, opts):
             ) from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_partitions_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="topic_partitions_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "topic_partitions_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "topic_partitions_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_partitions_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="topic_partitions_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "topic_partitions_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "topic_partitions_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="topic_partitions_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TopicPartitionsFlexible(topic, partitions, tagged_fields), pos
 
 
 def _encode_topic_partitions_flexible(obj, out, index):
     """Append one topic_partitions_flexible to out."""
-    own_ = type(obj) is TopicPartitionsFlexible
-    topic = obj.topic if own_ else getattr(obj, "topic", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TopicPartitionsFlexible:
+        topic = obj.topic
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic = getattr(obj, "topic", "")
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if topic is None:
         raise _InvalidValueError("may not be null", path="topic_partitions_flexible.topic")
     else:
@@ -532,9 +557,10 @@ def _encode_topic_partitions_flexible(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_partitions_flexible.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "topic_partitions_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "topic_partitions_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_elect_leaders_request_flexible(buf, pos, end, opts, api_version):
@@ -614,36 +640,39 @@ def _decode_elect_leaders_request_flexible(buf, pos, end, opts, api_version):
     (timeout_ms,) = _S0.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "elect_leaders_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="elect_leaders_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "elect_leaders_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "elect_leaders_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "elect_leaders_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="elect_leaders_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "elect_leaders_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "elect_leaders_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="elect_leaders_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ElectLeadersRequestFlexible(election_type, topic_partitions, timeout_ms, tagged_fields), pos
 
 
@@ -750,46 +779,49 @@ def _fdecode_elect_leaders_request_flexible(buf, pos, end, opts, api_version):
             )
             append_partitions_topic_partitions_flexible_(item__topic_partitions_flexible_)
         tagged_fields_topic_partitions_flexible_ = []
-        sec__topic_partitions_flexible_ = pos
-        prev__topic_partitions_flexible_, odd__topic_partitions_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__topic_partitions_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__topic_partitions_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "topic_partitions_flexible.tagged_fields"
-            )
-        if n_tags__topic_partitions_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__topic_partitions_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="topic_partitions_flexible.tagged_fields",
-            )
-        for __topic_partitions_flexible_ in range(n_tags__topic_partitions_flexible_):
-            tag__topic_partitions_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "topic_partitions_flexible.tagged_fields"
-            )
-            size__topic_partitions_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "topic_partitions_flexible.tagged_fields"
-            )
-            if size__topic_partitions_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__topic_partitions_flexible_} declares {size__topic_partitions_flexible_} bytes, {end - pos} left",
+            sec__topic_partitions_flexible_ = pos
+            prev__topic_partitions_flexible_, odd__topic_partitions_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__topic_partitions_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__topic_partitions_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "topic_partitions_flexible.tagged_fields"
+                )
+            if n_tags__topic_partitions_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__topic_partitions_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="topic_partitions_flexible.tagged_fields",
                 )
-            stop__topic_partitions_flexible_ = pos + size__topic_partitions_flexible_
-            if tag__topic_partitions_flexible_ <= prev__topic_partitions_flexible_:
-                odd__topic_partitions_flexible_ = True
-            prev__topic_partitions_flexible_ = tag__topic_partitions_flexible_
-            tagged_fields_topic_partitions_flexible_.append(
-                (tag__topic_partitions_flexible_, bytes(buf[pos:stop__topic_partitions_flexible_]))
-            )
-            pos = stop__topic_partitions_flexible_
-        if odd__topic_partitions_flexible_:
-            tagged_fields_topic_partitions_flexible_ = _keep_tags(
-                tagged_fields_topic_partitions_flexible_, buf[sec__topic_partitions_flexible_:pos], ()
-            )
+            for __topic_partitions_flexible_ in range(n_tags__topic_partitions_flexible_):
+                tag__topic_partitions_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "topic_partitions_flexible.tagged_fields"
+                )
+                size__topic_partitions_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "topic_partitions_flexible.tagged_fields"
+                )
+                if size__topic_partitions_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__topic_partitions_flexible_} declares {size__topic_partitions_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="topic_partitions_flexible.tagged_fields",
+                    )
+                stop__topic_partitions_flexible_ = pos + size__topic_partitions_flexible_
+                if tag__topic_partitions_flexible_ <= prev__topic_partitions_flexible_:
+                    odd__topic_partitions_flexible_ = True
+                prev__topic_partitions_flexible_ = tag__topic_partitions_flexible_
+                tagged_fields_topic_partitions_flexible_.append(
+                    (tag__topic_partitions_flexible_, bytes(buf[pos:stop__topic_partitions_flexible_]))
+                )
+                pos = stop__topic_partitions_flexible_
+            if odd__topic_partitions_flexible_:
+                tagged_fields_topic_partitions_flexible_ = _keep_tags(
+                    tagged_fields_topic_partitions_flexible_, buf[sec__topic_partitions_flexible_:pos], ()
+                )
         value__topic_partitions_flexible_ = _new_object(TopicPartitionsFlexible)
         value__topic_partitions_flexible_.topic = topic_topic_partitions_flexible_
         value__topic_partitions_flexible_.partitions = partitions_topic_partitions_flexible_
@@ -805,36 +837,39 @@ def _fdecode_elect_leaders_request_flexible(buf, pos, end, opts, api_version):
     (timeout_ms,) = _S0.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "elect_leaders_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="elect_leaders_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "elect_leaders_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "elect_leaders_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "elect_leaders_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="elect_leaders_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "elect_leaders_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "elect_leaders_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="elect_leaders_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ElectLeadersRequestFlexible)
     value_.election_type = election_type
     value_.topic_partitions = topic_partitions
@@ -850,11 +885,16 @@ def _encode_elect_leaders_request_flexible(obj, out, index, api_version):
             f"ElectLeadersRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 2)))",
             path="elect_leaders_request_flexible",
         )
-    own_ = type(obj) is ElectLeadersRequestFlexible
-    election_type = obj.election_type if own_ else getattr(obj, "election_type", 0)
-    topic_partitions = obj.topic_partitions if own_ else getattr(obj, "topic_partitions", None)
-    timeout_ms = obj.timeout_ms if own_ else getattr(obj, "timeout_ms", 60000)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ElectLeadersRequestFlexible:
+        election_type = obj.election_type
+        topic_partitions = obj.topic_partitions
+        timeout_ms = obj.timeout_ms
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        election_type = getattr(obj, "election_type", 0)
+        topic_partitions = getattr(obj, "topic_partitions", None)
+        timeout_ms = getattr(obj, "timeout_ms", 60000)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if -128 <= election_type <= 127:
         out.append(election_type & 0xFF)
     else:
@@ -884,9 +924,10 @@ def _encode_elect_leaders_request_flexible(obj, out, index, api_version):
                 path=f"elect_leaders_request_flexible.topic_partitions[{index_}]",
             ) from None
     out += _S0.pack(timeout_ms)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "elect_leaders_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "elect_leaders_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_elect_leaders_request_flexible(obj, out, index, api_version):
@@ -896,11 +937,16 @@ def _fencode_elect_leaders_request_flexible(obj, out, index, api_version):
             f"ElectLeadersRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 2)))",
             path="elect_leaders_request_flexible",
         )
-    own_ = type(obj) is ElectLeadersRequestFlexible
-    election_type = obj.election_type if own_ else getattr(obj, "election_type", 0)
-    topic_partitions = obj.topic_partitions if own_ else getattr(obj, "topic_partitions", None)
-    timeout_ms = obj.timeout_ms if own_ else getattr(obj, "timeout_ms", 60000)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ElectLeadersRequestFlexible:
+        election_type = obj.election_type
+        topic_partitions = obj.topic_partitions
+        timeout_ms = obj.timeout_ms
+        tagged_fields = obj.tagged_fields
+    else:
+        election_type = getattr(obj, "election_type", 0)
+        topic_partitions = getattr(obj, "topic_partitions", None)
+        timeout_ms = getattr(obj, "timeout_ms", 60000)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if -128 <= election_type <= 127:
         out.append(election_type & 255)
     else:
@@ -916,16 +962,14 @@ def _fencode_elect_leaders_request_flexible(obj, out, index, api_version):
         else:
             _write_uvarint(out, n_ + 1, "elect_leaders_request_flexible.topic_partitions")
         for item_ in topic_partitions:
-            own__topic_partitions_flexible_ = type(item_) is TopicPartitionsFlexible
-            topic_topic_partitions_flexible_ = (
-                item_.topic if own__topic_partitions_flexible_ else getattr(item_, "topic", "")
-            )
-            partitions_topic_partitions_flexible_ = (
-                item_.partitions if own__topic_partitions_flexible_ else getattr(item_, "partitions", None)
-            )
-            tagged_fields_topic_partitions_flexible_ = (
-                item_.tagged_fields if own__topic_partitions_flexible_ else getattr(item_, "tagged_fields", None)
-            )
+            if type(item_) is TopicPartitionsFlexible:
+                topic_topic_partitions_flexible_ = item_.topic
+                partitions_topic_partitions_flexible_ = item_.partitions
+                tagged_fields_topic_partitions_flexible_ = item_.tagged_fields
+            else:
+                topic_topic_partitions_flexible_ = getattr(item_, "topic", "")
+                partitions_topic_partitions_flexible_ = getattr(item_, "partitions", None)
+                tagged_fields_topic_partitions_flexible_ = getattr(item_, "tagged_fields", None)
             b__topic_partitions_flexible_ = _STR_ENCODED.get(topic_topic_partitions_flexible_)
             topic_topic_partitions_flexible_ = (
                 _encode_str(topic_topic_partitions_flexible_)
@@ -943,24 +987,28 @@ def _fencode_elect_leaders_request_flexible(obj, out, index, api_version):
                 out += _UV_BYTES[n__topic_partitions_flexible_ + 1]
             else:
                 _write_uvarint(out, n__topic_partitions_flexible_ + 1, "topic_partitions_flexible.partitions")
-            for item__topic_partitions_flexible_ in partitions_topic_partitions_flexible_:
-                value_topic_partitions_flexible_partitions_item__topic_partitions_flexible_ = (
-                    item__topic_partitions_flexible_
+            if n__topic_partitions_flexible_ <= _PACKED_MAX:
+                out += _PACKED["i"][n__topic_partitions_flexible_].pack(*partitions_topic_partitions_flexible_)
+            else:
+                for item__topic_partitions_flexible_ in partitions_topic_partitions_flexible_:
+                    value_topic_partitions_flexible_partitions_item__topic_partitions_flexible_ = (
+                        item__topic_partitions_flexible_
+                    )
+                    out += _S0.pack(value_topic_partitions_flexible_partitions_item__topic_partitions_flexible_)
+            if (
+                tagged_fields_topic_partitions_flexible_
+                or tagged_fields_topic_partitions_flexible_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out, [], tagged_fields_topic_partitions_flexible_, "topic_partitions_flexible.tagged_fields", None
                 )
-                out += _S0.pack(value_topic_partitions_flexible_partitions_item__topic_partitions_flexible_)
-            tags__topic_partitions_flexible_ = []
-            valid__topic_partitions_flexible_ = None
-            _write_tagged(
-                out,
-                tags__topic_partitions_flexible_,
-                tagged_fields_topic_partitions_flexible_,
-                "topic_partitions_flexible.tagged_fields",
-                valid__topic_partitions_flexible_,
-            )
+            else:
+                out.append(0)
     out += _S0.pack(timeout_ms)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "elect_leaders_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "elect_leaders_request_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_elect_leaders_request_by_version(buf, pos, end, opts, api_version):

@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -97,10 +98,14 @@ def _decode_partition_result(buf, pos, end, opts):
 
 def _encode_partition_result(obj, out, index):
     """Append one partition_result to out."""
-    own_ = type(obj) is PartitionResult
-    partition_id = obj.partition_id if own_ else getattr(obj, "partition_id", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
+    if type(obj) is PartitionResult:
+        partition_id = obj.partition_id
+        error_code = obj.error_code
+        error_message = obj.error_message
+    else:  # another class: its fields by name, a missing one at its default
+        partition_id = getattr(obj, "partition_id", 0)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
     out += _S0.pack(partition_id, error_code)
     if error_message is None:
         out += _S1.pack(-1)
@@ -169,9 +174,12 @@ def _decode_replica_election_result(buf, pos, end, opts):
 
 def _encode_replica_election_result(obj, out, index):
     """Append one replica_election_result to out."""
-    own_ = type(obj) is ReplicaElectionResult
-    topic = obj.topic if own_ else getattr(obj, "topic", "")
-    partition_result = obj.partition_result if own_ else getattr(obj, "partition_result", None)
+    if type(obj) is ReplicaElectionResult:
+        topic = obj.topic
+        partition_result = obj.partition_result
+    else:  # another class: its fields by name, a missing one at its default
+        topic = getattr(obj, "topic", "")
+        partition_result = getattr(obj, "partition_result", None)
     if topic is None:
         raise _InvalidValueError("may not be null", path="replica_election_result.topic")
     else:
@@ -399,10 +407,14 @@ def _encode_elect_leaders_response(obj, out, index, api_version):
             f"ElectLeadersResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="elect_leaders_response",
         )
-    own_ = type(obj) is ElectLeadersResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    replica_election_results = obj.replica_election_results if own_ else getattr(obj, "replica_election_results", None)
+    if type(obj) is ElectLeadersResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        replica_election_results = obj.replica_election_results
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        replica_election_results = getattr(obj, "replica_election_results", None)
     out += _S3.pack(throttle_time_ms)
     if api_version >= 1:
         out += _S1.pack(error_code)
@@ -427,20 +439,25 @@ def _fencode_elect_leaders_response(obj, out, index, api_version):
             f"ElectLeadersResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="elect_leaders_response",
         )
-    own_ = type(obj) is ElectLeadersResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    replica_election_results = obj.replica_election_results if own_ else getattr(obj, "replica_election_results", None)
+    if type(obj) is ElectLeadersResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        replica_election_results = obj.replica_election_results
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        replica_election_results = getattr(obj, "replica_election_results", None)
     out += _S3.pack(throttle_time_ms)
     if api_version >= 1:
         out += _S1.pack(error_code)
     out += _S3.pack(len(replica_election_results))
     for item_ in replica_election_results:
-        own__replica_election_result_ = type(item_) is ReplicaElectionResult
-        topic_replica_election_result_ = item_.topic if own__replica_election_result_ else getattr(item_, "topic", "")
-        partition_result_replica_election_result_ = (
-            item_.partition_result if own__replica_election_result_ else getattr(item_, "partition_result", None)
-        )
+        if type(item_) is ReplicaElectionResult:
+            topic_replica_election_result_ = item_.topic
+            partition_result_replica_election_result_ = item_.partition_result
+        else:
+            topic_replica_election_result_ = getattr(item_, "topic", "")
+            partition_result_replica_election_result_ = getattr(item_, "partition_result", None)
         b__replica_election_result_ = _STR_ENCODED.get(topic_replica_election_result_)
         topic_replica_election_result_ = (
             _encode_str(topic_replica_election_result_)
@@ -451,22 +468,20 @@ def _fencode_elect_leaders_response(obj, out, index, api_version):
         out += topic_replica_election_result_
         out += _S3.pack(len(partition_result_replica_election_result_))
         for item__replica_election_result_ in partition_result_replica_election_result_:
-            own__partition_result__replica_election_result_ = type(item__replica_election_result_) is PartitionResult
-            partition_id_partition_result__replica_election_result_ = (
-                item__replica_election_result_.partition_id
-                if own__partition_result__replica_election_result_
-                else getattr(item__replica_election_result_, "partition_id", 0)
-            )
-            error_code_partition_result__replica_election_result_ = (
-                item__replica_election_result_.error_code
-                if own__partition_result__replica_election_result_
-                else getattr(item__replica_election_result_, "error_code", 0)
-            )
-            error_message_partition_result__replica_election_result_ = (
-                item__replica_election_result_.error_message
-                if own__partition_result__replica_election_result_
-                else getattr(item__replica_election_result_, "error_message", "")
-            )
+            if type(item__replica_election_result_) is PartitionResult:
+                partition_id_partition_result__replica_election_result_ = item__replica_election_result_.partition_id
+                error_code_partition_result__replica_election_result_ = item__replica_election_result_.error_code
+                error_message_partition_result__replica_election_result_ = item__replica_election_result_.error_message
+            else:
+                partition_id_partition_result__replica_election_result_ = getattr(
+                    item__replica_election_result_, "partition_id", 0
+                )
+                error_code_partition_result__replica_election_result_ = getattr(
+                    item__replica_election_result_, "error_code", 0
+                )
+                error_message_partition_result__replica_election_result_ = getattr(
+                    item__replica_election_result_, "error_message", ""
+                )
             out += _S0.pack(
                 partition_id_partition_result__replica_election_result_,
                 error_code_partition_result__replica_election_result_,
@@ -525,46 +540,54 @@ def _decode_partition_result_flexible(buf, pos, end, opts):
         error_message = str(buf[pos : pos + n_error_message], "utf-8", "surrogateescape")
         pos += n_error_message
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_result_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="partition_result_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "partition_result_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "partition_result_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_result_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="partition_result_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "partition_result_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "partition_result_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="partition_result_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return PartitionResultFlexible(partition_id, error_code, error_message, tagged_fields), pos
 
 
 def _encode_partition_result_flexible(obj, out, index):
     """Append one partition_result_flexible to out."""
-    own_ = type(obj) is PartitionResultFlexible
-    partition_id = obj.partition_id if own_ else getattr(obj, "partition_id", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is PartitionResultFlexible:
+        partition_id = obj.partition_id
+        error_code = obj.error_code
+        error_message = obj.error_message
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_id = getattr(obj, "partition_id", 0)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition_id, error_code)
     if error_message is None:
         out.append(0)
@@ -578,9 +601,10 @@ def _encode_partition_result_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "partition_result_flexible.error_message")
 
         out += error_message
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "partition_result_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "partition_result_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_replica_election_result_flexible(buf, pos, end, opts):
@@ -655,45 +679,52 @@ def _decode_replica_election_result_flexible(buf, pos, end, opts):
             ) from None
         append_partition_result(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "replica_election_result_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="replica_election_result_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "replica_election_result_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "replica_election_result_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "replica_election_result_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="replica_election_result_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "replica_election_result_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "replica_election_result_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="replica_election_result_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ReplicaElectionResultFlexible(topic, partition_result, tagged_fields), pos
 
 
 def _encode_replica_election_result_flexible(obj, out, index):
     """Append one replica_election_result_flexible to out."""
-    own_ = type(obj) is ReplicaElectionResultFlexible
-    topic = obj.topic if own_ else getattr(obj, "topic", "")
-    partition_result = obj.partition_result if own_ else getattr(obj, "partition_result", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ReplicaElectionResultFlexible:
+        topic = obj.topic
+        partition_result = obj.partition_result
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic = getattr(obj, "topic", "")
+        partition_result = getattr(obj, "partition_result", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if topic is None:
         raise _InvalidValueError("may not be null", path="replica_election_result_flexible.topic")
     else:
@@ -725,9 +756,10 @@ def _encode_replica_election_result_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"replica_election_result_flexible.partition_result[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "replica_election_result_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "replica_election_result_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_elect_leaders_response_flexible(buf, pos, end, opts, api_version):
@@ -810,36 +842,39 @@ def _decode_elect_leaders_response_flexible(buf, pos, end, opts, api_version):
                     path="elect_leaders_response_flexible.replica_election_results",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "elect_leaders_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="elect_leaders_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "elect_leaders_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "elect_leaders_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "elect_leaders_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="elect_leaders_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "elect_leaders_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "elect_leaders_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="elect_leaders_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ElectLeadersResponseFlexible(throttle_time_ms, error_code, replica_election_results, tagged_fields), pos
 
 
@@ -983,63 +1018,66 @@ def _fdecode_elect_leaders_response_flexible(buf, pos, end, opts, api_version):
                     )
                 pos += n_error_message_partition_result_flexible__replica_election_result_flexible_
             tagged_fields_partition_result_flexible__replica_election_result_flexible_ = []
-            sec__partition_result_flexible__replica_election_result_flexible_ = pos
-            (
-                prev__partition_result_flexible__replica_election_result_flexible_,
-                odd__partition_result_flexible__replica_election_result_flexible_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__partition_result_flexible__replica_election_result_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__partition_result_flexible__replica_election_result_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_result_flexible.tagged_fields"
-                )
-            if n_tags__partition_result_flexible__replica_election_result_flexible_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__partition_result_flexible__replica_election_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="partition_result_flexible.tagged_fields",
-                )
-            for __partition_result_flexible__replica_election_result_flexible_ in range(
-                n_tags__partition_result_flexible__replica_election_result_flexible_
-            ):
-                tag__partition_result_flexible__replica_election_result_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_result_flexible.tagged_fields"
-                )
-                size__partition_result_flexible__replica_election_result_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_result_flexible.tagged_fields"
-                )
-                if size__partition_result_flexible__replica_election_result_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__partition_result_flexible__replica_election_result_flexible_} declares {size__partition_result_flexible__replica_election_result_flexible_} bytes, {end - pos} left",
+                sec__partition_result_flexible__replica_election_result_flexible_ = pos
+                (
+                    prev__partition_result_flexible__replica_election_result_flexible_,
+                    odd__partition_result_flexible__replica_election_result_flexible_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__partition_result_flexible__replica_election_result_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__partition_result_flexible__replica_election_result_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_result_flexible.tagged_fields"
+                    )
+                if n_tags__partition_result_flexible__replica_election_result_flexible_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__partition_result_flexible__replica_election_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="partition_result_flexible.tagged_fields",
                     )
-                stop__partition_result_flexible__replica_election_result_flexible_ = (
-                    pos + size__partition_result_flexible__replica_election_result_flexible_
-                )
-                if (
-                    tag__partition_result_flexible__replica_election_result_flexible_
-                    <= prev__partition_result_flexible__replica_election_result_flexible_
+                for __partition_result_flexible__replica_election_result_flexible_ in range(
+                    n_tags__partition_result_flexible__replica_election_result_flexible_
                 ):
-                    odd__partition_result_flexible__replica_election_result_flexible_ = True
-                prev__partition_result_flexible__replica_election_result_flexible_ = (
-                    tag__partition_result_flexible__replica_election_result_flexible_
-                )
-                tagged_fields_partition_result_flexible__replica_election_result_flexible_.append(
-                    (
-                        tag__partition_result_flexible__replica_election_result_flexible_,
-                        bytes(buf[pos:stop__partition_result_flexible__replica_election_result_flexible_]),
+                    tag__partition_result_flexible__replica_election_result_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_result_flexible.tagged_fields"
                     )
-                )
-                pos = stop__partition_result_flexible__replica_election_result_flexible_
-            if odd__partition_result_flexible__replica_election_result_flexible_:
-                tagged_fields_partition_result_flexible__replica_election_result_flexible_ = _keep_tags(
-                    tagged_fields_partition_result_flexible__replica_election_result_flexible_,
-                    buf[sec__partition_result_flexible__replica_election_result_flexible_:pos],
-                    (),
-                )
+                    size__partition_result_flexible__replica_election_result_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_result_flexible.tagged_fields"
+                    )
+                    if size__partition_result_flexible__replica_election_result_flexible_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__partition_result_flexible__replica_election_result_flexible_} declares {size__partition_result_flexible__replica_election_result_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="partition_result_flexible.tagged_fields",
+                        )
+                    stop__partition_result_flexible__replica_election_result_flexible_ = (
+                        pos + size__partition_result_flexible__replica_election_result_flexible_
+                    )
+                    if (
+                        tag__partition_result_flexible__replica_election_result_flexible_
+                        <= prev__partition_result_flexible__replica_election_result_flexible_
+                    ):
+                        odd__partition_result_flexible__replica_election_result_flexible_ = True
+                    prev__partition_result_flexible__replica_election_result_flexible_ = (
+                        tag__partition_result_flexible__replica_election_result_flexible_
+                    )
+                    tagged_fields_partition_result_flexible__replica_election_result_flexible_.append(
+                        (
+                            tag__partition_result_flexible__replica_election_result_flexible_,
+                            bytes(buf[pos:stop__partition_result_flexible__replica_election_result_flexible_]),
+                        )
+                    )
+                    pos = stop__partition_result_flexible__replica_election_result_flexible_
+                if odd__partition_result_flexible__replica_election_result_flexible_:
+                    tagged_fields_partition_result_flexible__replica_election_result_flexible_ = _keep_tags(
+                        tagged_fields_partition_result_flexible__replica_election_result_flexible_,
+                        buf[sec__partition_result_flexible__replica_election_result_flexible_:pos],
+                        (),
+                    )
             value__partition_result_flexible__replica_election_result_flexible_ = _new_object(PartitionResultFlexible)
             value__partition_result_flexible__replica_election_result_flexible_.partition_id = (
                 partition_id_partition_result_flexible__replica_election_result_flexible_
@@ -1058,46 +1096,49 @@ def _fdecode_elect_leaders_response_flexible(buf, pos, end, opts, api_version):
             )
             append_partition_result_replica_election_result_flexible_(item__replica_election_result_flexible_)
         tagged_fields_replica_election_result_flexible_ = []
-        sec__replica_election_result_flexible_ = pos
-        prev__replica_election_result_flexible_, odd__replica_election_result_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__replica_election_result_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__replica_election_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "replica_election_result_flexible.tagged_fields"
-            )
-        if n_tags__replica_election_result_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__replica_election_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="replica_election_result_flexible.tagged_fields",
-            )
-        for __replica_election_result_flexible_ in range(n_tags__replica_election_result_flexible_):
-            tag__replica_election_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "replica_election_result_flexible.tagged_fields"
-            )
-            size__replica_election_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "replica_election_result_flexible.tagged_fields"
-            )
-            if size__replica_election_result_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__replica_election_result_flexible_} declares {size__replica_election_result_flexible_} bytes, {end - pos} left",
+            sec__replica_election_result_flexible_ = pos
+            prev__replica_election_result_flexible_, odd__replica_election_result_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__replica_election_result_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__replica_election_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "replica_election_result_flexible.tagged_fields"
+                )
+            if n_tags__replica_election_result_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__replica_election_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="replica_election_result_flexible.tagged_fields",
                 )
-            stop__replica_election_result_flexible_ = pos + size__replica_election_result_flexible_
-            if tag__replica_election_result_flexible_ <= prev__replica_election_result_flexible_:
-                odd__replica_election_result_flexible_ = True
-            prev__replica_election_result_flexible_ = tag__replica_election_result_flexible_
-            tagged_fields_replica_election_result_flexible_.append(
-                (tag__replica_election_result_flexible_, bytes(buf[pos:stop__replica_election_result_flexible_]))
-            )
-            pos = stop__replica_election_result_flexible_
-        if odd__replica_election_result_flexible_:
-            tagged_fields_replica_election_result_flexible_ = _keep_tags(
-                tagged_fields_replica_election_result_flexible_, buf[sec__replica_election_result_flexible_:pos], ()
-            )
+            for __replica_election_result_flexible_ in range(n_tags__replica_election_result_flexible_):
+                tag__replica_election_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "replica_election_result_flexible.tagged_fields"
+                )
+                size__replica_election_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "replica_election_result_flexible.tagged_fields"
+                )
+                if size__replica_election_result_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__replica_election_result_flexible_} declares {size__replica_election_result_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="replica_election_result_flexible.tagged_fields",
+                    )
+                stop__replica_election_result_flexible_ = pos + size__replica_election_result_flexible_
+                if tag__replica_election_result_flexible_ <= prev__replica_election_result_flexible_:
+                    odd__replica_election_result_flexible_ = True
+                prev__replica_election_result_flexible_ = tag__replica_election_result_flexible_
+                tagged_fields_replica_election_result_flexible_.append(
+                    (tag__replica_election_result_flexible_, bytes(buf[pos:stop__replica_election_result_flexible_]))
+                )
+                pos = stop__replica_election_result_flexible_
+            if odd__replica_election_result_flexible_:
+                tagged_fields_replica_election_result_flexible_ = _keep_tags(
+                    tagged_fields_replica_election_result_flexible_, buf[sec__replica_election_result_flexible_:pos], ()
+                )
         value__replica_election_result_flexible_ = _new_object(ReplicaElectionResultFlexible)
         value__replica_election_result_flexible_.topic = topic_replica_election_result_flexible_
         value__replica_election_result_flexible_.partition_result = partition_result_replica_election_result_flexible_
@@ -1109,36 +1150,39 @@ def _fdecode_elect_leaders_response_flexible(buf, pos, end, opts, api_version):
             if budget_replica_election_results < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "elect_leaders_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="elect_leaders_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "elect_leaders_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "elect_leaders_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "elect_leaders_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="elect_leaders_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "elect_leaders_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "elect_leaders_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="elect_leaders_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ElectLeadersResponseFlexible)
     value_.throttle_time_ms = throttle_time_ms
     value_.error_code = error_code
@@ -1154,11 +1198,16 @@ def _encode_elect_leaders_response_flexible(obj, out, index, api_version):
             f"ElectLeadersResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 2)))",
             path="elect_leaders_response_flexible",
         )
-    own_ = type(obj) is ElectLeadersResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    replica_election_results = obj.replica_election_results if own_ else getattr(obj, "replica_election_results", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ElectLeadersResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        replica_election_results = obj.replica_election_results
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        replica_election_results = getattr(obj, "replica_election_results", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(throttle_time_ms, error_code)
     n_ = len(replica_election_results)
     if -1 <= n_ < 0x3FFF:
@@ -1179,9 +1228,10 @@ def _encode_elect_leaders_response_flexible(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"elect_leaders_response_flexible.replica_election_results[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "elect_leaders_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "elect_leaders_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_elect_leaders_response_flexible(obj, out, index, api_version):
@@ -1191,11 +1241,16 @@ def _fencode_elect_leaders_response_flexible(obj, out, index, api_version):
             f"ElectLeadersResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 2)))",
             path="elect_leaders_response_flexible",
         )
-    own_ = type(obj) is ElectLeadersResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    replica_election_results = obj.replica_election_results if own_ else getattr(obj, "replica_election_results", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ElectLeadersResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        replica_election_results = obj.replica_election_results
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        replica_election_results = getattr(obj, "replica_election_results", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(throttle_time_ms, error_code)
     n_ = len(replica_election_results)
     if -1 <= n_ < 16383:
@@ -1203,18 +1258,14 @@ def _fencode_elect_leaders_response_flexible(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "elect_leaders_response_flexible.replica_election_results")
     for item_ in replica_election_results:
-        own__replica_election_result_flexible_ = type(item_) is ReplicaElectionResultFlexible
-        topic_replica_election_result_flexible_ = (
-            item_.topic if own__replica_election_result_flexible_ else getattr(item_, "topic", "")
-        )
-        partition_result_replica_election_result_flexible_ = (
-            item_.partition_result
-            if own__replica_election_result_flexible_
-            else getattr(item_, "partition_result", None)
-        )
-        tagged_fields_replica_election_result_flexible_ = (
-            item_.tagged_fields if own__replica_election_result_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is ReplicaElectionResultFlexible:
+            topic_replica_election_result_flexible_ = item_.topic
+            partition_result_replica_election_result_flexible_ = item_.partition_result
+            tagged_fields_replica_election_result_flexible_ = item_.tagged_fields
+        else:
+            topic_replica_election_result_flexible_ = getattr(item_, "topic", "")
+            partition_result_replica_election_result_flexible_ = getattr(item_, "partition_result", None)
+            tagged_fields_replica_election_result_flexible_ = getattr(item_, "tagged_fields", None)
         b__replica_election_result_flexible_ = _STR_ENCODED.get(topic_replica_election_result_flexible_)
         topic_replica_election_result_flexible_ = (
             _encode_str(topic_replica_election_result_flexible_)
@@ -1235,29 +1286,32 @@ def _fencode_elect_leaders_response_flexible(obj, out, index, api_version):
                 out, n__replica_election_result_flexible_ + 1, "replica_election_result_flexible.partition_result"
             )
         for item__replica_election_result_flexible_ in partition_result_replica_election_result_flexible_:
-            own__partition_result_flexible__replica_election_result_flexible_ = (
-                type(item__replica_election_result_flexible_) is PartitionResultFlexible
-            )
-            partition_id_partition_result_flexible__replica_election_result_flexible_ = (
-                item__replica_election_result_flexible_.partition_id
-                if own__partition_result_flexible__replica_election_result_flexible_
-                else getattr(item__replica_election_result_flexible_, "partition_id", 0)
-            )
-            error_code_partition_result_flexible__replica_election_result_flexible_ = (
-                item__replica_election_result_flexible_.error_code
-                if own__partition_result_flexible__replica_election_result_flexible_
-                else getattr(item__replica_election_result_flexible_, "error_code", 0)
-            )
-            error_message_partition_result_flexible__replica_election_result_flexible_ = (
-                item__replica_election_result_flexible_.error_message
-                if own__partition_result_flexible__replica_election_result_flexible_
-                else getattr(item__replica_election_result_flexible_, "error_message", "")
-            )
-            tagged_fields_partition_result_flexible__replica_election_result_flexible_ = (
-                item__replica_election_result_flexible_.tagged_fields
-                if own__partition_result_flexible__replica_election_result_flexible_
-                else getattr(item__replica_election_result_flexible_, "tagged_fields", None)
-            )
+            if type(item__replica_election_result_flexible_) is PartitionResultFlexible:
+                partition_id_partition_result_flexible__replica_election_result_flexible_ = (
+                    item__replica_election_result_flexible_.partition_id
+                )
+                error_code_partition_result_flexible__replica_election_result_flexible_ = (
+                    item__replica_election_result_flexible_.error_code
+                )
+                error_message_partition_result_flexible__replica_election_result_flexible_ = (
+                    item__replica_election_result_flexible_.error_message
+                )
+                tagged_fields_partition_result_flexible__replica_election_result_flexible_ = (
+                    item__replica_election_result_flexible_.tagged_fields
+                )
+            else:
+                partition_id_partition_result_flexible__replica_election_result_flexible_ = getattr(
+                    item__replica_election_result_flexible_, "partition_id", 0
+                )
+                error_code_partition_result_flexible__replica_election_result_flexible_ = getattr(
+                    item__replica_election_result_flexible_, "error_code", 0
+                )
+                error_message_partition_result_flexible__replica_election_result_flexible_ = getattr(
+                    item__replica_election_result_flexible_, "error_message", ""
+                )
+                tagged_fields_partition_result_flexible__replica_election_result_flexible_ = getattr(
+                    item__replica_election_result_flexible_, "tagged_fields", None
+                )
             out += _S0.pack(
                 partition_id_partition_result_flexible__replica_election_result_flexible_,
                 error_code_partition_result_flexible__replica_election_result_flexible_,
@@ -1285,27 +1339,36 @@ def _fencode_elect_leaders_response_flexible(obj, out, index, api_version):
                         "partition_result_flexible.error_message",
                     )
                 out += error_message_partition_result_flexible__replica_election_result_flexible_
-            tags__partition_result_flexible__replica_election_result_flexible_ = []
-            valid__partition_result_flexible__replica_election_result_flexible_ = None
+            if (
+                tagged_fields_partition_result_flexible__replica_election_result_flexible_
+                or tagged_fields_partition_result_flexible__replica_election_result_flexible_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_partition_result_flexible__replica_election_result_flexible_,
+                    "partition_result_flexible.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if (
+            tagged_fields_replica_election_result_flexible_
+            or tagged_fields_replica_election_result_flexible_.__class__ is _TagSection
+        ):
             _write_tagged(
                 out,
-                tags__partition_result_flexible__replica_election_result_flexible_,
-                tagged_fields_partition_result_flexible__replica_election_result_flexible_,
-                "partition_result_flexible.tagged_fields",
-                valid__partition_result_flexible__replica_election_result_flexible_,
+                [],
+                tagged_fields_replica_election_result_flexible_,
+                "replica_election_result_flexible.tagged_fields",
+                None,
             )
-        tags__replica_election_result_flexible_ = []
-        valid__replica_election_result_flexible_ = None
-        _write_tagged(
-            out,
-            tags__replica_election_result_flexible_,
-            tagged_fields_replica_election_result_flexible_,
-            "replica_election_result_flexible.tagged_fields",
-            valid__replica_election_result_flexible_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "elect_leaders_response_flexible.tagged_fields", valid_)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "elect_leaders_response_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_elect_leaders_response_by_version(buf, pos, end, opts, api_version):

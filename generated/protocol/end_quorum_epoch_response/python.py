@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -83,11 +84,16 @@ def _decode_partition_data(buf, pos, end, opts):
 
 def _encode_partition_data(obj, out, index):
     """Append one partition_data to out."""
-    own_ = type(obj) is PartitionData
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    leader_id = obj.leader_id if own_ else getattr(obj, "leader_id", 0)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", 0)
+    if type(obj) is PartitionData:
+        partition_index = obj.partition_index
+        error_code = obj.error_code
+        leader_id = obj.leader_id
+        leader_epoch = obj.leader_epoch
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        error_code = getattr(obj, "error_code", 0)
+        leader_id = getattr(obj, "leader_id", 0)
+        leader_epoch = getattr(obj, "leader_epoch", 0)
     out += _S0.pack(partition_index, error_code, leader_id, leader_epoch)
 
 
@@ -141,9 +147,12 @@ def _decode_topic_data(buf, pos, end, opts):
 
 def _encode_topic_data(obj, out, index):
     """Append one topic_data to out."""
-    own_ = type(obj) is TopicData
-    topic_name = obj.topic_name if own_ else getattr(obj, "topic_name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
+    if type(obj) is TopicData:
+        topic_name = obj.topic_name
+        partitions = obj.partitions
+    else:  # another class: its fields by name, a missing one at its default
+        topic_name = getattr(obj, "topic_name", "")
+        partitions = getattr(obj, "partitions", None)
     if topic_name is None:
         raise _InvalidValueError("may not be null", path="topic_data.topic_name")
     else:
@@ -319,9 +328,12 @@ def _encode_end_quorum_epoch_response(obj, out, index, api_version):
             f"EndQuorumEpochResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="end_quorum_epoch_response",
         )
-    own_ = type(obj) is EndQuorumEpochResponse
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
+    if type(obj) is EndQuorumEpochResponse:
+        error_code = obj.error_code
+        topics = obj.topics
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        topics = getattr(obj, "topics", None)
     out += _S1.pack(error_code)
     out += _S2.pack(len(topics))
     index_ = 0
@@ -343,42 +355,37 @@ def _fencode_end_quorum_epoch_response(obj, out, index, api_version):
             f"EndQuorumEpochResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="end_quorum_epoch_response",
         )
-    own_ = type(obj) is EndQuorumEpochResponse
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
+    if type(obj) is EndQuorumEpochResponse:
+        error_code = obj.error_code
+        topics = obj.topics
+    else:
+        error_code = getattr(obj, "error_code", 0)
+        topics = getattr(obj, "topics", None)
     out += _S1.pack(error_code)
     out += _S2.pack(len(topics))
     for item_ in topics:
-        own__topic_data_ = type(item_) is TopicData
-        topic_name_topic_data_ = item_.topic_name if own__topic_data_ else getattr(item_, "topic_name", "")
-        partitions_topic_data_ = item_.partitions if own__topic_data_ else getattr(item_, "partitions", None)
+        if type(item_) is TopicData:
+            topic_name_topic_data_ = item_.topic_name
+            partitions_topic_data_ = item_.partitions
+        else:
+            topic_name_topic_data_ = getattr(item_, "topic_name", "")
+            partitions_topic_data_ = getattr(item_, "partitions", None)
         b__topic_data_ = _STR_ENCODED.get(topic_name_topic_data_)
         topic_name_topic_data_ = _encode_str(topic_name_topic_data_) if b__topic_data_ is None else b__topic_data_
         out += _S1.pack(len(topic_name_topic_data_))
         out += topic_name_topic_data_
         out += _S2.pack(len(partitions_topic_data_))
         for item__topic_data_ in partitions_topic_data_:
-            own__partition_data__topic_data_ = type(item__topic_data_) is PartitionData
-            partition_index_partition_data__topic_data_ = (
-                item__topic_data_.partition_index
-                if own__partition_data__topic_data_
-                else getattr(item__topic_data_, "partition_index", 0)
-            )
-            error_code_partition_data__topic_data_ = (
-                item__topic_data_.error_code
-                if own__partition_data__topic_data_
-                else getattr(item__topic_data_, "error_code", 0)
-            )
-            leader_id_partition_data__topic_data_ = (
-                item__topic_data_.leader_id
-                if own__partition_data__topic_data_
-                else getattr(item__topic_data_, "leader_id", 0)
-            )
-            leader_epoch_partition_data__topic_data_ = (
-                item__topic_data_.leader_epoch
-                if own__partition_data__topic_data_
-                else getattr(item__topic_data_, "leader_epoch", 0)
-            )
+            if type(item__topic_data_) is PartitionData:
+                partition_index_partition_data__topic_data_ = item__topic_data_.partition_index
+                error_code_partition_data__topic_data_ = item__topic_data_.error_code
+                leader_id_partition_data__topic_data_ = item__topic_data_.leader_id
+                leader_epoch_partition_data__topic_data_ = item__topic_data_.leader_epoch
+            else:
+                partition_index_partition_data__topic_data_ = getattr(item__topic_data_, "partition_index", 0)
+                error_code_partition_data__topic_data_ = getattr(item__topic_data_, "error_code", 0)
+                leader_id_partition_data__topic_data_ = getattr(item__topic_data_, "leader_id", 0)
+                leader_epoch_partition_data__topic_data_ = getattr(item__topic_data_, "leader_epoch", 0)
             out += _S0.pack(
                 partition_index_partition_data__topic_data_,
                 error_code_partition_data__topic_data_,
@@ -399,51 +406,61 @@ def _decode_partition_data_flexible(buf, pos, end, opts):
     ) = _S0.unpack_from(buf, pos)
     pos += 14
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="partition_data_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "partition_data_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "partition_data_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="partition_data_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "partition_data_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "partition_data_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="partition_data_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return PartitionDataFlexible(partition_index, error_code, leader_id, leader_epoch, tagged_fields), pos
 
 
 def _encode_partition_data_flexible(obj, out, index):
     """Append one partition_data_flexible to out."""
-    own_ = type(obj) is PartitionDataFlexible
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    leader_id = obj.leader_id if own_ else getattr(obj, "leader_id", 0)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is PartitionDataFlexible:
+        partition_index = obj.partition_index
+        error_code = obj.error_code
+        leader_id = obj.leader_id
+        leader_epoch = obj.leader_epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        error_code = getattr(obj, "error_code", 0)
+        leader_id = getattr(obj, "leader_id", 0)
+        leader_epoch = getattr(obj, "leader_epoch", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition_index, error_code, leader_id, leader_epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "partition_data_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "partition_data_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_topic_data_flexible(buf, pos, end, opts):
@@ -510,45 +527,52 @@ def _decode_topic_data_flexible(buf, pos, end, opts):
             raise exc.within("topic_data_flexible.partitions", i_partitions, "partition_data_flexible") from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_data_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="topic_data_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "topic_data_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "topic_data_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_data_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="topic_data_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "topic_data_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "topic_data_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="topic_data_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TopicDataFlexible(topic_name, partitions, tagged_fields), pos
 
 
 def _encode_topic_data_flexible(obj, out, index):
     """Append one topic_data_flexible to out."""
-    own_ = type(obj) is TopicDataFlexible
-    topic_name = obj.topic_name if own_ else getattr(obj, "topic_name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TopicDataFlexible:
+        topic_name = obj.topic_name
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_name = getattr(obj, "topic_name", "")
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if topic_name is None:
         raise _InvalidValueError("may not be null", path="topic_data_flexible.topic_name")
     else:
@@ -577,9 +601,10 @@ def _encode_topic_data_flexible(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_data_flexible.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "topic_data_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "topic_data_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_node_endpoint(buf, pos, end, opts):
@@ -616,42 +641,54 @@ def _decode_node_endpoint(buf, pos, end, opts):
     (port,) = _S3.unpack_from(buf, pos)
     pos += 2
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="node_endpoint.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="node_endpoint.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="node_endpoint.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="node_endpoint.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return NodeEndpoint(node_id, host, port, tagged_fields), pos
 
 
 def _encode_node_endpoint(obj, out, index):
     """Append one node_endpoint to out."""
-    own_ = type(obj) is NodeEndpoint
-    node_id = obj.node_id if own_ else getattr(obj, "node_id", 0)
-    host = obj.host if own_ else getattr(obj, "host", "")
-    port = obj.port if own_ else getattr(obj, "port", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is NodeEndpoint:
+        node_id = obj.node_id
+        host = obj.host
+        port = obj.port
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        node_id = getattr(obj, "node_id", 0)
+        host = getattr(obj, "host", "")
+        port = getattr(obj, "port", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(node_id)
     if host is None:
         raise _InvalidValueError("may not be null", path="node_endpoint.host")
@@ -666,9 +703,10 @@ def _encode_node_endpoint(obj, out, index):
 
         out += host
     out += _S3.pack(port)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "node_endpoint.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "node_endpoint.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_end_quorum_epoch_response_flexible_node_endpoints_tag(buf, pos, end, opts):
@@ -780,36 +818,41 @@ def _fdecode_end_quorum_epoch_response_flexible_node_endpoints_tag(buf, pos, end
         (port_node_endpoint_,) = _S3.unpack_from(buf, pos)
         pos += 2
         tagged_fields_node_endpoint_ = []
-        sec__node_endpoint_ = pos
-        prev__node_endpoint_, odd__node_endpoint_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__node_endpoint_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-        if n_tags__node_endpoint_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__node_endpoint_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="node_endpoint.tagged_fields",
-            )
-        for __node_endpoint_ in range(n_tags__node_endpoint_):
-            tag__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-            size__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-            if size__node_endpoint_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__node_endpoint_} declares {size__node_endpoint_} bytes, {end - pos} left",
+            sec__node_endpoint_ = pos
+            prev__node_endpoint_, odd__node_endpoint_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__node_endpoint_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+            if n_tags__node_endpoint_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__node_endpoint_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="node_endpoint.tagged_fields",
                 )
-            stop__node_endpoint_ = pos + size__node_endpoint_
-            if tag__node_endpoint_ <= prev__node_endpoint_:
-                odd__node_endpoint_ = True
-            prev__node_endpoint_ = tag__node_endpoint_
-            tagged_fields_node_endpoint_.append((tag__node_endpoint_, bytes(buf[pos:stop__node_endpoint_])))
-            pos = stop__node_endpoint_
-        if odd__node_endpoint_:
-            tagged_fields_node_endpoint_ = _keep_tags(tagged_fields_node_endpoint_, buf[sec__node_endpoint_:pos], ())
+            for __node_endpoint_ in range(n_tags__node_endpoint_):
+                tag__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+                size__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+                if size__node_endpoint_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__node_endpoint_} declares {size__node_endpoint_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="node_endpoint.tagged_fields",
+                    )
+                stop__node_endpoint_ = pos + size__node_endpoint_
+                if tag__node_endpoint_ <= prev__node_endpoint_:
+                    odd__node_endpoint_ = True
+                prev__node_endpoint_ = tag__node_endpoint_
+                tagged_fields_node_endpoint_.append((tag__node_endpoint_, bytes(buf[pos:stop__node_endpoint_])))
+                pos = stop__node_endpoint_
+            if odd__node_endpoint_:
+                tagged_fields_node_endpoint_ = _keep_tags(
+                    tagged_fields_node_endpoint_, buf[sec__node_endpoint_:pos], ()
+                )
         value__node_endpoint_ = _new_object(NodeEndpoint)
         value__node_endpoint_.node_id = node_id_node_endpoint_
         value__node_endpoint_.host = host_node_endpoint_
@@ -853,13 +896,16 @@ def _fencode_end_quorum_epoch_response_flexible_node_endpoints_tag(obj, out, ind
     else:
         _write_uvarint(out, n_ + 1, "end_quorum_epoch_response_flexible_node_endpoints_tag.value")
     for item_ in value:
-        own__node_endpoint_ = type(item_) is NodeEndpoint
-        node_id_node_endpoint_ = item_.node_id if own__node_endpoint_ else getattr(item_, "node_id", 0)
-        host_node_endpoint_ = item_.host if own__node_endpoint_ else getattr(item_, "host", "")
-        port_node_endpoint_ = item_.port if own__node_endpoint_ else getattr(item_, "port", 0)
-        tagged_fields_node_endpoint_ = (
-            item_.tagged_fields if own__node_endpoint_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is NodeEndpoint:
+            node_id_node_endpoint_ = item_.node_id
+            host_node_endpoint_ = item_.host
+            port_node_endpoint_ = item_.port
+            tagged_fields_node_endpoint_ = item_.tagged_fields
+        else:
+            node_id_node_endpoint_ = getattr(item_, "node_id", 0)
+            host_node_endpoint_ = getattr(item_, "host", "")
+            port_node_endpoint_ = getattr(item_, "port", 0)
+            tagged_fields_node_endpoint_ = getattr(item_, "tagged_fields", None)
         out += _S2.pack(node_id_node_endpoint_)
         b__node_endpoint_ = _STR_ENCODED.get(host_node_endpoint_)
         host_node_endpoint_ = _encode_str(host_node_endpoint_) if b__node_endpoint_ is None else b__node_endpoint_
@@ -870,15 +916,10 @@ def _fencode_end_quorum_epoch_response_flexible_node_endpoints_tag(obj, out, ind
             _write_uvarint(out, n__node_endpoint_ + 1, "node_endpoint.host")
         out += host_node_endpoint_
         out += _S3.pack(port_node_endpoint_)
-        tags__node_endpoint_ = []
-        valid__node_endpoint_ = None
-        _write_tagged(
-            out,
-            tags__node_endpoint_,
-            tagged_fields_node_endpoint_,
-            "node_endpoint.tagged_fields",
-            valid__node_endpoint_,
-        )
+        if tagged_fields_node_endpoint_ or tagged_fields_node_endpoint_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_node_endpoint_, "node_endpoint.tagged_fields", None)
+        else:
+            out.append(0)
 
 
 def _decode_end_quorum_epoch_response_flexible(buf, pos, end, opts, api_version):
@@ -951,49 +992,54 @@ def _decode_end_quorum_epoch_response_flexible(buf, pos, end, opts, api_version)
                 )
     tagged_fields = []
     node_endpoints = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "end_quorum_epoch_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="end_quorum_epoch_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "end_quorum_epoch_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "end_quorum_epoch_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "end_quorum_epoch_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="end_quorum_epoch_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0:
-            node_endpoints, q_ = _decode_end_quorum_epoch_response_flexible_node_endpoints_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 0 (node_endpoints) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="end_quorum_epoch_response_flexible.tagged_fields.node_endpoints",
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "end_quorum_epoch_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "end_quorum_epoch_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="end_quorum_epoch_response_flexible.tagged_fields",
                 )
-            if node_endpoints == [] or node_endpoints is None:  # written at its default: kept as read
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
                 odd_ = True
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(
-            tagged_fields, buf[sec_:pos], ((0, (node_endpoints == [] or node_endpoints is None)),)
-        )
+            prev_ = tag_
+            if tag_ == 0:
+                node_endpoints, q_ = _decode_end_quorum_epoch_response_flexible_node_endpoints_tag(
+                    buf, pos, stop_, opts
+                )
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (node_endpoints) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="end_quorum_epoch_response_flexible.tagged_fields.node_endpoints",
+                    )
+                if node_endpoints == [] or node_endpoints is None:  # written at its default: kept as read
+                    odd_ = True
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(
+                tagged_fields, buf[sec_:pos], ((0, (node_endpoints == [] or node_endpoints is None)),)
+            )
     return EndQuorumEpochResponseFlexible(error_code, topics, tagged_fields, node_endpoints), pos
 
 
@@ -1098,61 +1144,66 @@ def _fdecode_end_quorum_epoch_response_flexible(buf, pos, end, opts, api_version
             ) = _S0.unpack_from(buf, pos)
             pos += 14
             tagged_fields_partition_data_flexible__topic_data_flexible_ = []
-            sec__partition_data_flexible__topic_data_flexible_ = pos
-            prev__partition_data_flexible__topic_data_flexible_, odd__partition_data_flexible__topic_data_flexible_ = (
-                -1,
-                False,
-            )
-            if pos < end and buf[pos] < 128:
-                n_tags__partition_data_flexible__topic_data_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__partition_data_flexible__topic_data_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_data_flexible.tagged_fields"
-                )
-            if n_tags__partition_data_flexible__topic_data_flexible_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__partition_data_flexible__topic_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="partition_data_flexible.tagged_fields",
-                )
-            for __partition_data_flexible__topic_data_flexible_ in range(
-                n_tags__partition_data_flexible__topic_data_flexible_
-            ):
-                tag__partition_data_flexible__topic_data_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_data_flexible.tagged_fields"
-                )
-                size__partition_data_flexible__topic_data_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_data_flexible.tagged_fields"
-                )
-                if size__partition_data_flexible__topic_data_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__partition_data_flexible__topic_data_flexible_} declares {size__partition_data_flexible__topic_data_flexible_} bytes, {end - pos} left",
+                sec__partition_data_flexible__topic_data_flexible_ = pos
+                (
+                    prev__partition_data_flexible__topic_data_flexible_,
+                    odd__partition_data_flexible__topic_data_flexible_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__partition_data_flexible__topic_data_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__partition_data_flexible__topic_data_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_data_flexible.tagged_fields"
+                    )
+                if n_tags__partition_data_flexible__topic_data_flexible_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__partition_data_flexible__topic_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="partition_data_flexible.tagged_fields",
                     )
-                stop__partition_data_flexible__topic_data_flexible_ = (
-                    pos + size__partition_data_flexible__topic_data_flexible_
-                )
-                if (
-                    tag__partition_data_flexible__topic_data_flexible_
-                    <= prev__partition_data_flexible__topic_data_flexible_
+                for __partition_data_flexible__topic_data_flexible_ in range(
+                    n_tags__partition_data_flexible__topic_data_flexible_
                 ):
-                    odd__partition_data_flexible__topic_data_flexible_ = True
-                prev__partition_data_flexible__topic_data_flexible_ = tag__partition_data_flexible__topic_data_flexible_
-                tagged_fields_partition_data_flexible__topic_data_flexible_.append(
-                    (
-                        tag__partition_data_flexible__topic_data_flexible_,
-                        bytes(buf[pos:stop__partition_data_flexible__topic_data_flexible_]),
+                    tag__partition_data_flexible__topic_data_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_data_flexible.tagged_fields"
                     )
-                )
-                pos = stop__partition_data_flexible__topic_data_flexible_
-            if odd__partition_data_flexible__topic_data_flexible_:
-                tagged_fields_partition_data_flexible__topic_data_flexible_ = _keep_tags(
-                    tagged_fields_partition_data_flexible__topic_data_flexible_,
-                    buf[sec__partition_data_flexible__topic_data_flexible_:pos],
-                    (),
-                )
+                    size__partition_data_flexible__topic_data_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_data_flexible.tagged_fields"
+                    )
+                    if size__partition_data_flexible__topic_data_flexible_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__partition_data_flexible__topic_data_flexible_} declares {size__partition_data_flexible__topic_data_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="partition_data_flexible.tagged_fields",
+                        )
+                    stop__partition_data_flexible__topic_data_flexible_ = (
+                        pos + size__partition_data_flexible__topic_data_flexible_
+                    )
+                    if (
+                        tag__partition_data_flexible__topic_data_flexible_
+                        <= prev__partition_data_flexible__topic_data_flexible_
+                    ):
+                        odd__partition_data_flexible__topic_data_flexible_ = True
+                    prev__partition_data_flexible__topic_data_flexible_ = (
+                        tag__partition_data_flexible__topic_data_flexible_
+                    )
+                    tagged_fields_partition_data_flexible__topic_data_flexible_.append(
+                        (
+                            tag__partition_data_flexible__topic_data_flexible_,
+                            bytes(buf[pos:stop__partition_data_flexible__topic_data_flexible_]),
+                        )
+                    )
+                    pos = stop__partition_data_flexible__topic_data_flexible_
+                if odd__partition_data_flexible__topic_data_flexible_:
+                    tagged_fields_partition_data_flexible__topic_data_flexible_ = _keep_tags(
+                        tagged_fields_partition_data_flexible__topic_data_flexible_,
+                        buf[sec__partition_data_flexible__topic_data_flexible_:pos],
+                        (),
+                    )
             value__partition_data_flexible__topic_data_flexible_ = _new_object(PartitionDataFlexible)
             value__partition_data_flexible__topic_data_flexible_.partition_index = (
                 partition_index_partition_data_flexible__topic_data_flexible_
@@ -1172,40 +1223,43 @@ def _fdecode_end_quorum_epoch_response_flexible(buf, pos, end, opts, api_version
             item__topic_data_flexible_ = value__partition_data_flexible__topic_data_flexible_
             append_partitions_topic_data_flexible_(item__topic_data_flexible_)
         tagged_fields_topic_data_flexible_ = []
-        sec__topic_data_flexible_ = pos
-        prev__topic_data_flexible_, odd__topic_data_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__topic_data_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__topic_data_flexible_, pos = _read_uvarint32(buf, pos, end, "topic_data_flexible.tagged_fields")
-        if n_tags__topic_data_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__topic_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="topic_data_flexible.tagged_fields",
-            )
-        for __topic_data_flexible_ in range(n_tags__topic_data_flexible_):
-            tag__topic_data_flexible_, pos = _read_uvarint32(buf, pos, end, "topic_data_flexible.tagged_fields")
-            size__topic_data_flexible_, pos = _read_uvarint32(buf, pos, end, "topic_data_flexible.tagged_fields")
-            if size__topic_data_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__topic_data_flexible_} declares {size__topic_data_flexible_} bytes, {end - pos} left",
+            sec__topic_data_flexible_ = pos
+            prev__topic_data_flexible_, odd__topic_data_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__topic_data_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__topic_data_flexible_, pos = _read_uvarint32(buf, pos, end, "topic_data_flexible.tagged_fields")
+            if n_tags__topic_data_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__topic_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="topic_data_flexible.tagged_fields",
                 )
-            stop__topic_data_flexible_ = pos + size__topic_data_flexible_
-            if tag__topic_data_flexible_ <= prev__topic_data_flexible_:
-                odd__topic_data_flexible_ = True
-            prev__topic_data_flexible_ = tag__topic_data_flexible_
-            tagged_fields_topic_data_flexible_.append(
-                (tag__topic_data_flexible_, bytes(buf[pos:stop__topic_data_flexible_]))
-            )
-            pos = stop__topic_data_flexible_
-        if odd__topic_data_flexible_:
-            tagged_fields_topic_data_flexible_ = _keep_tags(
-                tagged_fields_topic_data_flexible_, buf[sec__topic_data_flexible_:pos], ()
-            )
+            for __topic_data_flexible_ in range(n_tags__topic_data_flexible_):
+                tag__topic_data_flexible_, pos = _read_uvarint32(buf, pos, end, "topic_data_flexible.tagged_fields")
+                size__topic_data_flexible_, pos = _read_uvarint32(buf, pos, end, "topic_data_flexible.tagged_fields")
+                if size__topic_data_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__topic_data_flexible_} declares {size__topic_data_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="topic_data_flexible.tagged_fields",
+                    )
+                stop__topic_data_flexible_ = pos + size__topic_data_flexible_
+                if tag__topic_data_flexible_ <= prev__topic_data_flexible_:
+                    odd__topic_data_flexible_ = True
+                prev__topic_data_flexible_ = tag__topic_data_flexible_
+                tagged_fields_topic_data_flexible_.append(
+                    (tag__topic_data_flexible_, bytes(buf[pos:stop__topic_data_flexible_]))
+                )
+                pos = stop__topic_data_flexible_
+            if odd__topic_data_flexible_:
+                tagged_fields_topic_data_flexible_ = _keep_tags(
+                    tagged_fields_topic_data_flexible_, buf[sec__topic_data_flexible_:pos], ()
+                )
         value__topic_data_flexible_ = _new_object(TopicDataFlexible)
         value__topic_data_flexible_.topic_name = topic_name_topic_data_flexible_
         value__topic_data_flexible_.partitions = partitions_topic_data_flexible_
@@ -1218,47 +1272,54 @@ def _fdecode_end_quorum_epoch_response_flexible(buf, pos, end, opts, api_version
                 raise _Fallback
     tagged_fields = []
     node_endpoints = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "end_quorum_epoch_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="end_quorum_epoch_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "end_quorum_epoch_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "end_quorum_epoch_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "end_quorum_epoch_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="end_quorum_epoch_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0:
-            node_endpoints, q_ = _fdecode_end_quorum_epoch_response_flexible_node_endpoints_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 0 (node_endpoints) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="end_quorum_epoch_response_flexible.tagged_fields.node_endpoints",
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "end_quorum_epoch_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "end_quorum_epoch_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="end_quorum_epoch_response_flexible.tagged_fields",
                 )
-            if node_endpoints == [] or node_endpoints is None:
+            stop_ = pos + size_
+            if tag_ <= prev_:
                 odd_ = True
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, node_endpoints == [] or node_endpoints is None),))
+            prev_ = tag_
+            if tag_ == 0:
+                node_endpoints, q_ = _fdecode_end_quorum_epoch_response_flexible_node_endpoints_tag(
+                    buf, pos, stop_, opts
+                )
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (node_endpoints) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="end_quorum_epoch_response_flexible.tagged_fields.node_endpoints",
+                    )
+                if node_endpoints == [] or node_endpoints is None:
+                    odd_ = True
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(
+                tagged_fields, buf[sec_:pos], ((0, node_endpoints == [] or node_endpoints is None),)
+            )
     value_ = _new_object(EndQuorumEpochResponseFlexible)
     value_.error_code = error_code
     value_.topics = topics
@@ -1274,10 +1335,14 @@ def _encode_end_quorum_epoch_response_flexible(obj, out, index, api_version):
             f"EndQuorumEpochResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 1) and (<params>.api_version <= 1)))",
             path="end_quorum_epoch_response_flexible",
         )
-    own_ = type(obj) is EndQuorumEpochResponseFlexible
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is EndQuorumEpochResponseFlexible:
+        error_code = obj.error_code
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(error_code)
     n_ = len(topics)
     if -1 <= n_ < 0x3FFF:
@@ -1302,7 +1367,10 @@ def _encode_end_quorum_epoch_response_flexible(obj, out, index, api_version):
         _encode_end_quorum_epoch_response_flexible_node_endpoints_tag(node_endpoints, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "end_quorum_epoch_response_flexible.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "end_quorum_epoch_response_flexible.tagged_fields", valid_)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_end_quorum_epoch_response_flexible(obj, out, index, api_version):
@@ -1312,10 +1380,14 @@ def _fencode_end_quorum_epoch_response_flexible(obj, out, index, api_version):
             f"EndQuorumEpochResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 1) and (<params>.api_version <= 1)))",
             path="end_quorum_epoch_response_flexible",
         )
-    own_ = type(obj) is EndQuorumEpochResponseFlexible
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is EndQuorumEpochResponseFlexible:
+        error_code = obj.error_code
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:
+        error_code = getattr(obj, "error_code", 0)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(error_code)
     n_ = len(topics)
     if -1 <= n_ < 16383:
@@ -1323,16 +1395,14 @@ def _fencode_end_quorum_epoch_response_flexible(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "end_quorum_epoch_response_flexible.topics")
     for item_ in topics:
-        own__topic_data_flexible_ = type(item_) is TopicDataFlexible
-        topic_name_topic_data_flexible_ = (
-            item_.topic_name if own__topic_data_flexible_ else getattr(item_, "topic_name", "")
-        )
-        partitions_topic_data_flexible_ = (
-            item_.partitions if own__topic_data_flexible_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_topic_data_flexible_ = (
-            item_.tagged_fields if own__topic_data_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is TopicDataFlexible:
+            topic_name_topic_data_flexible_ = item_.topic_name
+            partitions_topic_data_flexible_ = item_.partitions
+            tagged_fields_topic_data_flexible_ = item_.tagged_fields
+        else:
+            topic_name_topic_data_flexible_ = getattr(item_, "topic_name", "")
+            partitions_topic_data_flexible_ = getattr(item_, "partitions", None)
+            tagged_fields_topic_data_flexible_ = getattr(item_, "tagged_fields", None)
         b__topic_data_flexible_ = _STR_ENCODED.get(topic_name_topic_data_flexible_)
         topic_name_topic_data_flexible_ = (
             _encode_str(topic_name_topic_data_flexible_) if b__topic_data_flexible_ is None else b__topic_data_flexible_
@@ -1349,58 +1419,53 @@ def _fencode_end_quorum_epoch_response_flexible(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__topic_data_flexible_ + 1, "topic_data_flexible.partitions")
         for item__topic_data_flexible_ in partitions_topic_data_flexible_:
-            own__partition_data_flexible__topic_data_flexible_ = (
-                type(item__topic_data_flexible_) is PartitionDataFlexible
-            )
-            partition_index_partition_data_flexible__topic_data_flexible_ = (
-                item__topic_data_flexible_.partition_index
-                if own__partition_data_flexible__topic_data_flexible_
-                else getattr(item__topic_data_flexible_, "partition_index", 0)
-            )
-            error_code_partition_data_flexible__topic_data_flexible_ = (
-                item__topic_data_flexible_.error_code
-                if own__partition_data_flexible__topic_data_flexible_
-                else getattr(item__topic_data_flexible_, "error_code", 0)
-            )
-            leader_id_partition_data_flexible__topic_data_flexible_ = (
-                item__topic_data_flexible_.leader_id
-                if own__partition_data_flexible__topic_data_flexible_
-                else getattr(item__topic_data_flexible_, "leader_id", 0)
-            )
-            leader_epoch_partition_data_flexible__topic_data_flexible_ = (
-                item__topic_data_flexible_.leader_epoch
-                if own__partition_data_flexible__topic_data_flexible_
-                else getattr(item__topic_data_flexible_, "leader_epoch", 0)
-            )
-            tagged_fields_partition_data_flexible__topic_data_flexible_ = (
-                item__topic_data_flexible_.tagged_fields
-                if own__partition_data_flexible__topic_data_flexible_
-                else getattr(item__topic_data_flexible_, "tagged_fields", None)
-            )
+            if type(item__topic_data_flexible_) is PartitionDataFlexible:
+                partition_index_partition_data_flexible__topic_data_flexible_ = (
+                    item__topic_data_flexible_.partition_index
+                )
+                error_code_partition_data_flexible__topic_data_flexible_ = item__topic_data_flexible_.error_code
+                leader_id_partition_data_flexible__topic_data_flexible_ = item__topic_data_flexible_.leader_id
+                leader_epoch_partition_data_flexible__topic_data_flexible_ = item__topic_data_flexible_.leader_epoch
+                tagged_fields_partition_data_flexible__topic_data_flexible_ = item__topic_data_flexible_.tagged_fields
+            else:
+                partition_index_partition_data_flexible__topic_data_flexible_ = getattr(
+                    item__topic_data_flexible_, "partition_index", 0
+                )
+                error_code_partition_data_flexible__topic_data_flexible_ = getattr(
+                    item__topic_data_flexible_, "error_code", 0
+                )
+                leader_id_partition_data_flexible__topic_data_flexible_ = getattr(
+                    item__topic_data_flexible_, "leader_id", 0
+                )
+                leader_epoch_partition_data_flexible__topic_data_flexible_ = getattr(
+                    item__topic_data_flexible_, "leader_epoch", 0
+                )
+                tagged_fields_partition_data_flexible__topic_data_flexible_ = getattr(
+                    item__topic_data_flexible_, "tagged_fields", None
+                )
             out += _S0.pack(
                 partition_index_partition_data_flexible__topic_data_flexible_,
                 error_code_partition_data_flexible__topic_data_flexible_,
                 leader_id_partition_data_flexible__topic_data_flexible_,
                 leader_epoch_partition_data_flexible__topic_data_flexible_,
             )
-            tags__partition_data_flexible__topic_data_flexible_ = []
-            valid__partition_data_flexible__topic_data_flexible_ = None
-            _write_tagged(
-                out,
-                tags__partition_data_flexible__topic_data_flexible_,
-                tagged_fields_partition_data_flexible__topic_data_flexible_,
-                "partition_data_flexible.tagged_fields",
-                valid__partition_data_flexible__topic_data_flexible_,
-            )
-        tags__topic_data_flexible_ = []
-        valid__topic_data_flexible_ = None
-        _write_tagged(
-            out,
-            tags__topic_data_flexible_,
-            tagged_fields_topic_data_flexible_,
-            "topic_data_flexible.tagged_fields",
-            valid__topic_data_flexible_,
-        )
+            if (
+                tagged_fields_partition_data_flexible__topic_data_flexible_
+                or tagged_fields_partition_data_flexible__topic_data_flexible_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_partition_data_flexible__topic_data_flexible_,
+                    "partition_data_flexible.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if tagged_fields_topic_data_flexible_ or tagged_fields_topic_data_flexible_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_topic_data_flexible_, "topic_data_flexible.tagged_fields", None)
+        else:
+            out.append(0)
     tags_ = []
     node_endpoints = getattr(obj, "node_endpoints", [])
     if node_endpoints != [] and node_endpoints is not None:
@@ -1408,7 +1473,10 @@ def _fencode_end_quorum_epoch_response_flexible(obj, out, index, api_version):
         _fencode_end_quorum_epoch_response_flexible_node_endpoints_tag(node_endpoints, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "end_quorum_epoch_response_flexible.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "end_quorum_epoch_response_flexible.tagged_fields", valid_)
+    else:
+        out.append(0)
 
 
 def _decode_end_quorum_epoch_response_by_version(buf, pos, end, opts, api_version):

@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -134,11 +135,16 @@ def _encode_end_txn_request(obj, out, index, api_version):
             f"EndTxnRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 2))",
             path="end_txn_request",
         )
-    own_ = type(obj) is EndTxnRequest
-    transactional_id = obj.transactional_id if own_ else getattr(obj, "transactional_id", "")
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", 0)
-    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", 0)
-    committed = obj.committed if own_ else getattr(obj, "committed", False)
+    if type(obj) is EndTxnRequest:
+        transactional_id = obj.transactional_id
+        producer_id = obj.producer_id
+        producer_epoch = obj.producer_epoch
+        committed = obj.committed
+    else:  # another class: its fields by name, a missing one at its default
+        transactional_id = getattr(obj, "transactional_id", "")
+        producer_id = getattr(obj, "producer_id", 0)
+        producer_epoch = getattr(obj, "producer_epoch", 0)
+        committed = getattr(obj, "committed", False)
     if transactional_id is None:
         raise _InvalidValueError("may not be null", path="end_txn_request.transactional_id")
     else:
@@ -156,11 +162,16 @@ def _fencode_end_txn_request(obj, out, index, api_version):
             f"EndTxnRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 2))",
             path="end_txn_request",
         )
-    own_ = type(obj) is EndTxnRequest
-    transactional_id = obj.transactional_id if own_ else getattr(obj, "transactional_id", "")
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", 0)
-    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", 0)
-    committed = obj.committed if own_ else getattr(obj, "committed", False)
+    if type(obj) is EndTxnRequest:
+        transactional_id = obj.transactional_id
+        producer_id = obj.producer_id
+        producer_epoch = obj.producer_epoch
+        committed = obj.committed
+    else:  # another class: its fields by name, a missing one at its default
+        transactional_id = getattr(obj, "transactional_id", "")
+        producer_id = getattr(obj, "producer_id", 0)
+        producer_epoch = getattr(obj, "producer_epoch", 0)
+        committed = getattr(obj, "committed", False)
     b_ = _STR_ENCODED.get(transactional_id)
     transactional_id = _encode_str(transactional_id) if b_ is None else b_
     out += _S0.pack(len(transactional_id))
@@ -218,36 +229,39 @@ def _decode_end_txn_request_flexible(buf, pos, end, opts, api_version):
     ) = _S1.unpack_from(buf, pos)
     pos += 11
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "end_txn_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="end_txn_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "end_txn_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "end_txn_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "end_txn_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="end_txn_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "end_txn_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "end_txn_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="end_txn_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return EndTxnRequestFlexible(transactional_id, producer_id, producer_epoch, committed, tagged_fields), pos
 
 
@@ -288,36 +302,39 @@ def _fdecode_end_txn_request_flexible(buf, pos, end, opts, api_version):
     ) = _S1.unpack_from(buf, pos)
     pos += 11
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "end_txn_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="end_txn_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "end_txn_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "end_txn_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "end_txn_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="end_txn_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "end_txn_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "end_txn_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="end_txn_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(EndTxnRequestFlexible)  # slots set directly: a third of the cost of calling __init__
     value_.transactional_id = transactional_id
     value_.producer_id = producer_id
@@ -334,12 +351,18 @@ def _encode_end_txn_request_flexible(obj, out, index, api_version):
             f"EndTxnRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 3) and (<params>.api_version <= 4)))",
             path="end_txn_request_flexible",
         )
-    own_ = type(obj) is EndTxnRequestFlexible
-    transactional_id = obj.transactional_id if own_ else getattr(obj, "transactional_id", "")
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", 0)
-    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", 0)
-    committed = obj.committed if own_ else getattr(obj, "committed", False)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is EndTxnRequestFlexible:
+        transactional_id = obj.transactional_id
+        producer_id = obj.producer_id
+        producer_epoch = obj.producer_epoch
+        committed = obj.committed
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        transactional_id = getattr(obj, "transactional_id", "")
+        producer_id = getattr(obj, "producer_id", 0)
+        producer_epoch = getattr(obj, "producer_epoch", 0)
+        committed = getattr(obj, "committed", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if transactional_id is None:
         raise _InvalidValueError("may not be null", path="end_txn_request_flexible.transactional_id")
     else:
@@ -353,9 +376,10 @@ def _encode_end_txn_request_flexible(obj, out, index, api_version):
 
         out += transactional_id
     out += _S1.pack(producer_id, producer_epoch, committed)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "end_txn_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "end_txn_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_end_txn_request_flexible(obj, out, index, api_version):
@@ -365,12 +389,18 @@ def _fencode_end_txn_request_flexible(obj, out, index, api_version):
             f"EndTxnRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 3) and (<params>.api_version <= 4)))",
             path="end_txn_request_flexible",
         )
-    own_ = type(obj) is EndTxnRequestFlexible
-    transactional_id = obj.transactional_id if own_ else getattr(obj, "transactional_id", "")
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", 0)
-    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", 0)
-    committed = obj.committed if own_ else getattr(obj, "committed", False)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is EndTxnRequestFlexible:
+        transactional_id = obj.transactional_id
+        producer_id = obj.producer_id
+        producer_epoch = obj.producer_epoch
+        committed = obj.committed
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        transactional_id = getattr(obj, "transactional_id", "")
+        producer_id = getattr(obj, "producer_id", 0)
+        producer_epoch = getattr(obj, "producer_epoch", 0)
+        committed = getattr(obj, "committed", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     b_ = _STR_ENCODED.get(transactional_id)
     transactional_id = _encode_str(transactional_id) if b_ is None else b_
     n_ = len(transactional_id)
@@ -381,9 +411,10 @@ def _fencode_end_txn_request_flexible(obj, out, index, api_version):
 
     out += transactional_id
     out += _S1.pack(producer_id, producer_epoch, committed)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "end_txn_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "end_txn_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_end_txn_request_v5(buf, pos, end, opts, api_version):
@@ -432,36 +463,39 @@ def _decode_end_txn_request_v5(buf, pos, end, opts, api_version):
     ) = _S1.unpack_from(buf, pos)
     pos += 11
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "end_txn_request_v5.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="end_txn_request_v5.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "end_txn_request_v5.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "end_txn_request_v5.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "end_txn_request_v5.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="end_txn_request_v5.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "end_txn_request_v5.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "end_txn_request_v5.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="end_txn_request_v5.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return EndTxnRequestV5(transactional_id, producer_id, producer_epoch, committed, tagged_fields), pos
 
 
@@ -502,36 +536,39 @@ def _fdecode_end_txn_request_v5(buf, pos, end, opts, api_version):
     ) = _S1.unpack_from(buf, pos)
     pos += 11
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "end_txn_request_v5.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="end_txn_request_v5.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "end_txn_request_v5.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "end_txn_request_v5.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "end_txn_request_v5.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="end_txn_request_v5.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "end_txn_request_v5.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "end_txn_request_v5.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="end_txn_request_v5.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(EndTxnRequestV5)  # slots set directly: a third of the cost of calling __init__
     value_.transactional_id = transactional_id
     value_.producer_id = producer_id
@@ -548,12 +585,18 @@ def _encode_end_txn_request_v5(obj, out, index, api_version):
             f"EndTxnRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 5) and (<params>.api_version <= 5)))",
             path="end_txn_request_v5",
         )
-    own_ = type(obj) is EndTxnRequestV5
-    transactional_id = obj.transactional_id if own_ else getattr(obj, "transactional_id", "")
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", 0)
-    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", 0)
-    committed = obj.committed if own_ else getattr(obj, "committed", False)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is EndTxnRequestV5:
+        transactional_id = obj.transactional_id
+        producer_id = obj.producer_id
+        producer_epoch = obj.producer_epoch
+        committed = obj.committed
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        transactional_id = getattr(obj, "transactional_id", "")
+        producer_id = getattr(obj, "producer_id", 0)
+        producer_epoch = getattr(obj, "producer_epoch", 0)
+        committed = getattr(obj, "committed", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if transactional_id is None:
         raise _InvalidValueError("may not be null", path="end_txn_request_v5.transactional_id")
     else:
@@ -567,9 +610,10 @@ def _encode_end_txn_request_v5(obj, out, index, api_version):
 
         out += transactional_id
     out += _S1.pack(producer_id, producer_epoch, committed)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "end_txn_request_v5.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "end_txn_request_v5.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_end_txn_request_v5(obj, out, index, api_version):
@@ -579,12 +623,18 @@ def _fencode_end_txn_request_v5(obj, out, index, api_version):
             f"EndTxnRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 5) and (<params>.api_version <= 5)))",
             path="end_txn_request_v5",
         )
-    own_ = type(obj) is EndTxnRequestV5
-    transactional_id = obj.transactional_id if own_ else getattr(obj, "transactional_id", "")
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", 0)
-    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", 0)
-    committed = obj.committed if own_ else getattr(obj, "committed", False)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is EndTxnRequestV5:
+        transactional_id = obj.transactional_id
+        producer_id = obj.producer_id
+        producer_epoch = obj.producer_epoch
+        committed = obj.committed
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        transactional_id = getattr(obj, "transactional_id", "")
+        producer_id = getattr(obj, "producer_id", 0)
+        producer_epoch = getattr(obj, "producer_epoch", 0)
+        committed = getattr(obj, "committed", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     b_ = _STR_ENCODED.get(transactional_id)
     transactional_id = _encode_str(transactional_id) if b_ is None else b_
     n_ = len(transactional_id)
@@ -595,9 +645,10 @@ def _fencode_end_txn_request_v5(obj, out, index, api_version):
 
     out += transactional_id
     out += _S1.pack(producer_id, producer_epoch, committed)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "end_txn_request_v5.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "end_txn_request_v5.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_end_txn_request_by_version(buf, pos, end, opts, api_version):

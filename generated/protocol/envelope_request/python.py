@@ -21,6 +21,7 @@ from kfmt.runtime.options import options_for as _options_for
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -139,36 +140,39 @@ def _decode_envelope_request(buf, pos, end, opts, api_version):
         client_host_address = buf[pos : pos + n_client_host_address]
         pos += n_client_host_address
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "envelope_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="envelope_request.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "envelope_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "envelope_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "envelope_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="envelope_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "envelope_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "envelope_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="envelope_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return EnvelopeRequest(request_data, request_principal, client_host_address, tagged_fields), pos
 
 
@@ -238,36 +242,39 @@ def _fdecode_envelope_request(buf, pos, end, opts, api_version):
         client_host_address = buf[pos : pos + n_client_host_address]
         pos += n_client_host_address
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "envelope_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="envelope_request.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "envelope_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "envelope_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "envelope_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="envelope_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "envelope_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "envelope_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="envelope_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(EnvelopeRequest)  # slots set directly: a third of the cost of calling __init__
     value_.request_data = request_data
     value_.request_principal = request_principal
@@ -283,11 +290,16 @@ def _encode_envelope_request(obj, out, index, api_version):
             f"EnvelopeRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="envelope_request",
         )
-    own_ = type(obj) is EnvelopeRequest
-    request_data = obj.request_data if own_ else getattr(obj, "request_data", None)
-    request_principal = obj.request_principal if own_ else getattr(obj, "request_principal", None)
-    client_host_address = obj.client_host_address if own_ else getattr(obj, "client_host_address", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is EnvelopeRequest:
+        request_data = obj.request_data
+        request_principal = obj.request_principal
+        client_host_address = obj.client_host_address
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        request_data = getattr(obj, "request_data", None)
+        request_principal = getattr(obj, "request_principal", None)
+        client_host_address = getattr(obj, "client_host_address", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if request_data is None:
         raise _InvalidValueError("may not be null", path="envelope_request.request_data")
     else:
@@ -318,9 +330,10 @@ def _encode_envelope_request(obj, out, index, api_version):
             _write_uvarint(out, n_ + 1, "envelope_request.client_host_address")
 
         out += client_host_address
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "envelope_request.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "envelope_request.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_envelope_request(obj, out, index, api_version):
@@ -330,11 +343,16 @@ def _fencode_envelope_request(obj, out, index, api_version):
             f"EnvelopeRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="envelope_request",
         )
-    own_ = type(obj) is EnvelopeRequest
-    request_data = obj.request_data if own_ else getattr(obj, "request_data", None)
-    request_principal = obj.request_principal if own_ else getattr(obj, "request_principal", None)
-    client_host_address = obj.client_host_address if own_ else getattr(obj, "client_host_address", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is EnvelopeRequest:
+        request_data = obj.request_data
+        request_principal = obj.request_principal
+        client_host_address = obj.client_host_address
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        request_data = getattr(obj, "request_data", None)
+        request_principal = getattr(obj, "request_principal", None)
+        client_host_address = getattr(obj, "client_host_address", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(request_data)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -359,9 +377,10 @@ def _fencode_envelope_request(obj, out, index, api_version):
         _write_uvarint(out, n_ + 1, "envelope_request.client_host_address")
 
     out += client_host_address
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "envelope_request.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "envelope_request.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_envelope_request_by_version(buf, pos, end, opts, api_version):

@@ -21,6 +21,7 @@ from kfmt.runtime.options import options_for as _options_for
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -119,9 +120,12 @@ def _encode_expire_delegation_token_request(obj, out, index, api_version):
             f"ExpireDelegationTokenRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="expire_delegation_token_request",
         )
-    own_ = type(obj) is ExpireDelegationTokenRequest
-    hmac = obj.hmac if own_ else getattr(obj, "hmac", None)
-    expiry_time_period_ms = obj.expiry_time_period_ms if own_ else getattr(obj, "expiry_time_period_ms", 0)
+    if type(obj) is ExpireDelegationTokenRequest:
+        hmac = obj.hmac
+        expiry_time_period_ms = obj.expiry_time_period_ms
+    else:  # another class: its fields by name, a missing one at its default
+        hmac = getattr(obj, "hmac", None)
+        expiry_time_period_ms = getattr(obj, "expiry_time_period_ms", 0)
     if hmac is None:
         raise _InvalidValueError("may not be null", path="expire_delegation_token_request.hmac")
     else:
@@ -137,9 +141,12 @@ def _fencode_expire_delegation_token_request(obj, out, index, api_version):
             f"ExpireDelegationTokenRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="expire_delegation_token_request",
         )
-    own_ = type(obj) is ExpireDelegationTokenRequest
-    hmac = obj.hmac if own_ else getattr(obj, "hmac", None)
-    expiry_time_period_ms = obj.expiry_time_period_ms if own_ else getattr(obj, "expiry_time_period_ms", 0)
+    if type(obj) is ExpireDelegationTokenRequest:
+        hmac = obj.hmac
+        expiry_time_period_ms = obj.expiry_time_period_ms
+    else:  # another class: its fields by name, a missing one at its default
+        hmac = getattr(obj, "hmac", None)
+        expiry_time_period_ms = getattr(obj, "expiry_time_period_ms", 0)
     out += _S0.pack(len(hmac))
     out += hmac
     out += _S1.pack(expiry_time_period_ms)
@@ -191,36 +198,39 @@ def _decode_expire_delegation_token_request_flexible(buf, pos, end, opts, api_ve
     (expiry_time_period_ms,) = _S1.unpack_from(buf, pos)
     pos += 8
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "expire_delegation_token_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="expire_delegation_token_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "expire_delegation_token_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "expire_delegation_token_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "expire_delegation_token_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="expire_delegation_token_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "expire_delegation_token_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "expire_delegation_token_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="expire_delegation_token_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ExpireDelegationTokenRequestFlexible(hmac, expiry_time_period_ms, tagged_fields), pos
 
 
@@ -254,36 +264,39 @@ def _fdecode_expire_delegation_token_request_flexible(buf, pos, end, opts, api_v
     (expiry_time_period_ms,) = _S1.unpack_from(buf, pos)
     pos += 8
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "expire_delegation_token_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="expire_delegation_token_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "expire_delegation_token_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "expire_delegation_token_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "expire_delegation_token_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="expire_delegation_token_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "expire_delegation_token_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "expire_delegation_token_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="expire_delegation_token_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(
         ExpireDelegationTokenRequestFlexible
     )  # slots set directly: a third of the cost of calling __init__
@@ -300,10 +313,14 @@ def _encode_expire_delegation_token_request_flexible(obj, out, index, api_versio
             f"ExpireDelegationTokenRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 2)))",
             path="expire_delegation_token_request_flexible",
         )
-    own_ = type(obj) is ExpireDelegationTokenRequestFlexible
-    hmac = obj.hmac if own_ else getattr(obj, "hmac", None)
-    expiry_time_period_ms = obj.expiry_time_period_ms if own_ else getattr(obj, "expiry_time_period_ms", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ExpireDelegationTokenRequestFlexible:
+        hmac = obj.hmac
+        expiry_time_period_ms = obj.expiry_time_period_ms
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        hmac = getattr(obj, "hmac", None)
+        expiry_time_period_ms = getattr(obj, "expiry_time_period_ms", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if hmac is None:
         raise _InvalidValueError("may not be null", path="expire_delegation_token_request_flexible.hmac")
     else:
@@ -315,9 +332,10 @@ def _encode_expire_delegation_token_request_flexible(obj, out, index, api_versio
 
         out += hmac
     out += _S1.pack(expiry_time_period_ms)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "expire_delegation_token_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "expire_delegation_token_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_expire_delegation_token_request_flexible(obj, out, index, api_version):
@@ -327,10 +345,14 @@ def _fencode_expire_delegation_token_request_flexible(obj, out, index, api_versi
             f"ExpireDelegationTokenRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 2)))",
             path="expire_delegation_token_request_flexible",
         )
-    own_ = type(obj) is ExpireDelegationTokenRequestFlexible
-    hmac = obj.hmac if own_ else getattr(obj, "hmac", None)
-    expiry_time_period_ms = obj.expiry_time_period_ms if own_ else getattr(obj, "expiry_time_period_ms", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ExpireDelegationTokenRequestFlexible:
+        hmac = obj.hmac
+        expiry_time_period_ms = obj.expiry_time_period_ms
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        hmac = getattr(obj, "hmac", None)
+        expiry_time_period_ms = getattr(obj, "expiry_time_period_ms", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(hmac)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -339,9 +361,10 @@ def _fencode_expire_delegation_token_request_flexible(obj, out, index, api_versi
 
     out += hmac
     out += _S1.pack(expiry_time_period_ms)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "expire_delegation_token_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "expire_delegation_token_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_expire_delegation_token_request_by_version(buf, pos, end, opts, api_version):

@@ -19,6 +19,8 @@ from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
 from kfmt.runtime.scalars import uuid16 as _uuid16
+from kfmt.runtime.scalars import PACKED as _PACKED
+from kfmt.runtime.scalars import PACKED_MAX as _PACKED_MAX
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -113,12 +115,18 @@ def _decode_fetch_partition(buf, pos, end, opts, api_version):
 
 def _encode_fetch_partition(obj, out, index, api_version):
     """Append one fetch_partition to out."""
-    own_ = type(obj) is FetchPartition
-    partition = obj.partition if own_ else getattr(obj, "partition", 0)
-    current_leader_epoch = obj.current_leader_epoch if own_ else getattr(obj, "current_leader_epoch", -1)
-    fetch_offset = obj.fetch_offset if own_ else getattr(obj, "fetch_offset", 0)
-    log_start_offset = obj.log_start_offset if own_ else getattr(obj, "log_start_offset", -1)
-    partition_max_bytes = obj.partition_max_bytes if own_ else getattr(obj, "partition_max_bytes", 0)
+    if type(obj) is FetchPartition:
+        partition = obj.partition
+        current_leader_epoch = obj.current_leader_epoch
+        fetch_offset = obj.fetch_offset
+        log_start_offset = obj.log_start_offset
+        partition_max_bytes = obj.partition_max_bytes
+    else:  # another class: its fields by name, a missing one at its default
+        partition = getattr(obj, "partition", 0)
+        current_leader_epoch = getattr(obj, "current_leader_epoch", -1)
+        fetch_offset = getattr(obj, "fetch_offset", 0)
+        log_start_offset = getattr(obj, "log_start_offset", -1)
+        partition_max_bytes = getattr(obj, "partition_max_bytes", 0)
     out += _S0.pack(partition)
     if api_version >= 9:
         out += _S0.pack(current_leader_epoch)
@@ -174,9 +182,12 @@ def _decode_fetch_topic(buf, pos, end, opts, api_version):
 
 def _encode_fetch_topic(obj, out, index, api_version):
     """Append one fetch_topic to out."""
-    own_ = type(obj) is FetchTopic
-    topic = obj.topic if own_ else getattr(obj, "topic", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
+    if type(obj) is FetchTopic:
+        topic = obj.topic
+        partitions = obj.partitions
+    else:  # another class: its fields by name, a missing one at its default
+        topic = getattr(obj, "topic", "")
+        partitions = getattr(obj, "partitions", None)
     if topic is None:
         raise _InvalidValueError("may not be null", path="fetch_topic.topic")
     else:
@@ -260,9 +271,12 @@ def _decode_forgotten_topic(buf, pos, end, opts):
 
 def _encode_forgotten_topic(obj, out, index):
     """Append one forgotten_topic to out."""
-    own_ = type(obj) is ForgottenTopic
-    topic = obj.topic if own_ else getattr(obj, "topic", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
+    if type(obj) is ForgottenTopic:
+        topic = obj.topic
+        partitions = obj.partitions
+    else:  # another class: its fields by name, a missing one at its default
+        topic = getattr(obj, "topic", "")
+        partitions = getattr(obj, "partitions", None)
     if topic is None:
         raise _InvalidValueError("may not be null", path="forgotten_topic.topic")
     else:
@@ -677,17 +691,28 @@ def _encode_fetch_request(obj, out, index, api_version):
             f"FetchRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 11))",
             path="fetch_request",
         )
-    own_ = type(obj) is FetchRequest
-    replica_id = obj.replica_id if own_ else getattr(obj, "replica_id", -1)
-    max_wait_ms = obj.max_wait_ms if own_ else getattr(obj, "max_wait_ms", 0)
-    min_bytes = obj.min_bytes if own_ else getattr(obj, "min_bytes", 0)
-    max_bytes = obj.max_bytes if own_ else getattr(obj, "max_bytes", 2147483647)
-    isolation_level = obj.isolation_level if own_ else getattr(obj, "isolation_level", 0)
-    session_id = obj.session_id if own_ else getattr(obj, "session_id", 0)
-    session_epoch = obj.session_epoch if own_ else getattr(obj, "session_epoch", -1)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    forgotten_topics_data = obj.forgotten_topics_data if own_ else getattr(obj, "forgotten_topics_data", None)
-    rack_id = obj.rack_id if own_ else getattr(obj, "rack_id", None)
+    if type(obj) is FetchRequest:
+        replica_id = obj.replica_id
+        max_wait_ms = obj.max_wait_ms
+        min_bytes = obj.min_bytes
+        max_bytes = obj.max_bytes
+        isolation_level = obj.isolation_level
+        session_id = obj.session_id
+        session_epoch = obj.session_epoch
+        topics = obj.topics
+        forgotten_topics_data = obj.forgotten_topics_data
+        rack_id = obj.rack_id
+    else:  # another class: its fields by name, a missing one at its default
+        replica_id = getattr(obj, "replica_id", -1)
+        max_wait_ms = getattr(obj, "max_wait_ms", 0)
+        min_bytes = getattr(obj, "min_bytes", 0)
+        max_bytes = getattr(obj, "max_bytes", 2147483647)
+        isolation_level = getattr(obj, "isolation_level", 0)
+        session_id = getattr(obj, "session_id", 0)
+        session_epoch = getattr(obj, "session_epoch", -1)
+        topics = getattr(obj, "topics", None)
+        forgotten_topics_data = getattr(obj, "forgotten_topics_data", None)
+        rack_id = getattr(obj, "rack_id", None)
     out += _S3.pack(replica_id, max_wait_ms, min_bytes)
     if api_version >= 3:
         out += _S0.pack(max_bytes)
@@ -740,17 +765,28 @@ def _fencode_fetch_request(obj, out, index, api_version):
             f"FetchRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 11))",
             path="fetch_request",
         )
-    own_ = type(obj) is FetchRequest
-    replica_id = obj.replica_id if own_ else getattr(obj, "replica_id", -1)
-    max_wait_ms = obj.max_wait_ms if own_ else getattr(obj, "max_wait_ms", 0)
-    min_bytes = obj.min_bytes if own_ else getattr(obj, "min_bytes", 0)
-    max_bytes = obj.max_bytes if own_ else getattr(obj, "max_bytes", 2147483647)
-    isolation_level = obj.isolation_level if own_ else getattr(obj, "isolation_level", 0)
-    session_id = obj.session_id if own_ else getattr(obj, "session_id", 0)
-    session_epoch = obj.session_epoch if own_ else getattr(obj, "session_epoch", -1)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    forgotten_topics_data = obj.forgotten_topics_data if own_ else getattr(obj, "forgotten_topics_data", None)
-    rack_id = obj.rack_id if own_ else getattr(obj, "rack_id", None)
+    if type(obj) is FetchRequest:
+        replica_id = obj.replica_id
+        max_wait_ms = obj.max_wait_ms
+        min_bytes = obj.min_bytes
+        max_bytes = obj.max_bytes
+        isolation_level = obj.isolation_level
+        session_id = obj.session_id
+        session_epoch = obj.session_epoch
+        topics = obj.topics
+        forgotten_topics_data = obj.forgotten_topics_data
+        rack_id = obj.rack_id
+    else:
+        replica_id = getattr(obj, "replica_id", -1)
+        max_wait_ms = getattr(obj, "max_wait_ms", 0)
+        min_bytes = getattr(obj, "min_bytes", 0)
+        max_bytes = getattr(obj, "max_bytes", 2147483647)
+        isolation_level = getattr(obj, "isolation_level", 0)
+        session_id = getattr(obj, "session_id", 0)
+        session_epoch = getattr(obj, "session_epoch", -1)
+        topics = getattr(obj, "topics", None)
+        forgotten_topics_data = getattr(obj, "forgotten_topics_data", None)
+        rack_id = getattr(obj, "rack_id", None)
     out += _S3.pack(replica_id, max_wait_ms, min_bytes)
     if api_version >= 3:
         out += _S0.pack(max_bytes)
@@ -765,41 +801,34 @@ def _fencode_fetch_request(obj, out, index, api_version):
         out += _S0.pack(session_epoch)
     out += _S0.pack(len(topics))
     for item_ in topics:
-        own__fetch_topic_ = type(item_) is FetchTopic
-        topic_fetch_topic_ = item_.topic if own__fetch_topic_ else getattr(item_, "topic", "")
-        partitions_fetch_topic_ = item_.partitions if own__fetch_topic_ else getattr(item_, "partitions", None)
+        if type(item_) is FetchTopic:
+            topic_fetch_topic_ = item_.topic
+            partitions_fetch_topic_ = item_.partitions
+        else:
+            topic_fetch_topic_ = getattr(item_, "topic", "")
+            partitions_fetch_topic_ = getattr(item_, "partitions", None)
         b__fetch_topic_ = _STR_ENCODED.get(topic_fetch_topic_)
         topic_fetch_topic_ = _encode_str(topic_fetch_topic_) if b__fetch_topic_ is None else b__fetch_topic_
         out += _S2.pack(len(topic_fetch_topic_))
         out += topic_fetch_topic_
         out += _S0.pack(len(partitions_fetch_topic_))
         for item__fetch_topic_ in partitions_fetch_topic_:
-            own__fetch_partition__fetch_topic_ = type(item__fetch_topic_) is FetchPartition
-            partition_fetch_partition__fetch_topic_ = (
-                item__fetch_topic_.partition
-                if own__fetch_partition__fetch_topic_
-                else getattr(item__fetch_topic_, "partition", 0)
-            )
-            current_leader_epoch_fetch_partition__fetch_topic_ = (
-                item__fetch_topic_.current_leader_epoch
-                if own__fetch_partition__fetch_topic_
-                else getattr(item__fetch_topic_, "current_leader_epoch", -1)
-            )
-            fetch_offset_fetch_partition__fetch_topic_ = (
-                item__fetch_topic_.fetch_offset
-                if own__fetch_partition__fetch_topic_
-                else getattr(item__fetch_topic_, "fetch_offset", 0)
-            )
-            log_start_offset_fetch_partition__fetch_topic_ = (
-                item__fetch_topic_.log_start_offset
-                if own__fetch_partition__fetch_topic_
-                else getattr(item__fetch_topic_, "log_start_offset", -1)
-            )
-            partition_max_bytes_fetch_partition__fetch_topic_ = (
-                item__fetch_topic_.partition_max_bytes
-                if own__fetch_partition__fetch_topic_
-                else getattr(item__fetch_topic_, "partition_max_bytes", 0)
-            )
+            if type(item__fetch_topic_) is FetchPartition:
+                partition_fetch_partition__fetch_topic_ = item__fetch_topic_.partition
+                current_leader_epoch_fetch_partition__fetch_topic_ = item__fetch_topic_.current_leader_epoch
+                fetch_offset_fetch_partition__fetch_topic_ = item__fetch_topic_.fetch_offset
+                log_start_offset_fetch_partition__fetch_topic_ = item__fetch_topic_.log_start_offset
+                partition_max_bytes_fetch_partition__fetch_topic_ = item__fetch_topic_.partition_max_bytes
+            else:
+                partition_fetch_partition__fetch_topic_ = getattr(item__fetch_topic_, "partition", 0)
+                current_leader_epoch_fetch_partition__fetch_topic_ = getattr(
+                    item__fetch_topic_, "current_leader_epoch", -1
+                )
+                fetch_offset_fetch_partition__fetch_topic_ = getattr(item__fetch_topic_, "fetch_offset", 0)
+                log_start_offset_fetch_partition__fetch_topic_ = getattr(item__fetch_topic_, "log_start_offset", -1)
+                partition_max_bytes_fetch_partition__fetch_topic_ = getattr(
+                    item__fetch_topic_, "partition_max_bytes", 0
+                )
             out += _S0.pack(partition_fetch_partition__fetch_topic_)
             if api_version >= 9:
                 out += _S0.pack(current_leader_epoch_fetch_partition__fetch_topic_)
@@ -810,11 +839,12 @@ def _fencode_fetch_request(obj, out, index, api_version):
     if api_version >= 7:
         out += _S0.pack(len(forgotten_topics_data))
         for item_ in forgotten_topics_data:
-            own__forgotten_topic_ = type(item_) is ForgottenTopic
-            topic_forgotten_topic_ = item_.topic if own__forgotten_topic_ else getattr(item_, "topic", "")
-            partitions_forgotten_topic_ = (
-                item_.partitions if own__forgotten_topic_ else getattr(item_, "partitions", None)
-            )
+            if type(item_) is ForgottenTopic:
+                topic_forgotten_topic_ = item_.topic
+                partitions_forgotten_topic_ = item_.partitions
+            else:
+                topic_forgotten_topic_ = getattr(item_, "topic", "")
+                partitions_forgotten_topic_ = getattr(item_, "partitions", None)
             b__forgotten_topic_ = _STR_ENCODED.get(topic_forgotten_topic_)
             topic_forgotten_topic_ = (
                 _encode_str(topic_forgotten_topic_) if b__forgotten_topic_ is None else b__forgotten_topic_
@@ -822,9 +852,12 @@ def _fencode_fetch_request(obj, out, index, api_version):
             out += _S2.pack(len(topic_forgotten_topic_))
             out += topic_forgotten_topic_
             out += _S0.pack(len(partitions_forgotten_topic_))
-            for item__forgotten_topic_ in partitions_forgotten_topic_:
-                value_forgotten_topic_partitions_item__forgotten_topic_ = item__forgotten_topic_
-                out += _S0.pack(value_forgotten_topic_partitions_item__forgotten_topic_)
+            if len(partitions_forgotten_topic_) <= _PACKED_MAX:
+                out += _PACKED["i"][len(partitions_forgotten_topic_)].pack(*partitions_forgotten_topic_)
+            else:
+                for item__forgotten_topic_ in partitions_forgotten_topic_:
+                    value_forgotten_topic_partitions_item__forgotten_topic_ = item__forgotten_topic_
+                    out += _S0.pack(value_forgotten_topic_partitions_item__forgotten_topic_)
     if api_version >= 11:
         b_ = _STR_ENCODED.get(rack_id)
         rack_id = _encode_str(rack_id) if b_ is None else b_
@@ -877,68 +910,73 @@ def _decode_fetch_partition_flexible(buf, pos, end, opts, api_version):
     pos += 32
     tagged_fields = []
     replica_directory_id = b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_partition_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="fetch_partition_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "fetch_partition_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "fetch_partition_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_partition_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="fetch_partition_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0 and api_version >= 17:
-            replica_directory_id, q_ = _decode_fetch_partition_flexible_replica_directory_id_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "fetch_partition_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "fetch_partition_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="fetch_partition_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            if tag_ == 0 and api_version >= 17:
+                replica_directory_id, q_ = _decode_fetch_partition_flexible_replica_directory_id_tag(
+                    buf, pos, stop_, opts
+                )
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (replica_directory_id) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="fetch_partition_flexible.tagged_fields.replica_directory_id",
+                    )
+                if (
+                    replica_directory_id == b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+                    or replica_directory_id is None
+                ):  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 0:  # Kafka's reader: "Tag N is not valid for version V"
                 raise _InvalidValueError(
-                    f"tag 0 (replica_directory_id) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
+                    "tag 0 (replica_directory_id) is not valid at this version",
+                    offset=pos,
                     path="fetch_partition_flexible.tagged_fields.replica_directory_id",
                 )
-            if (
-                replica_directory_id == b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
-                or replica_directory_id is None
-            ):  # written at its default: kept as read
-                odd_ = True
-        elif tag_ == 0:  # Kafka's reader: "Tag N is not valid for version V"
-            raise _InvalidValueError(
-                "tag 0 (replica_directory_id) is not valid at this version",
-                offset=pos,
-                path="fetch_partition_flexible.tagged_fields.replica_directory_id",
-            )
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(
-            tagged_fields,
-            buf[sec_:pos],
-            (
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(
+                tagged_fields,
+                buf[sec_:pos],
                 (
-                    0,
                     (
-                        replica_directory_id == b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
-                        or replica_directory_id is None
+                        0,
+                        (
+                            replica_directory_id == b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+                            or replica_directory_id is None
+                        ),
                     ),
                 ),
-            ),
-        )
+            )
     return FetchPartitionFlexible(
         partition,
         current_leader_epoch,
@@ -953,14 +991,22 @@ def _decode_fetch_partition_flexible(buf, pos, end, opts, api_version):
 
 def _encode_fetch_partition_flexible(obj, out, index, api_version):
     """Append one fetch_partition_flexible to out."""
-    own_ = type(obj) is FetchPartitionFlexible
-    partition = obj.partition if own_ else getattr(obj, "partition", 0)
-    current_leader_epoch = obj.current_leader_epoch if own_ else getattr(obj, "current_leader_epoch", -1)
-    fetch_offset = obj.fetch_offset if own_ else getattr(obj, "fetch_offset", 0)
-    last_fetched_epoch = obj.last_fetched_epoch if own_ else getattr(obj, "last_fetched_epoch", -1)
-    log_start_offset = obj.log_start_offset if own_ else getattr(obj, "log_start_offset", -1)
-    partition_max_bytes = obj.partition_max_bytes if own_ else getattr(obj, "partition_max_bytes", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is FetchPartitionFlexible:
+        partition = obj.partition
+        current_leader_epoch = obj.current_leader_epoch
+        fetch_offset = obj.fetch_offset
+        last_fetched_epoch = obj.last_fetched_epoch
+        log_start_offset = obj.log_start_offset
+        partition_max_bytes = obj.partition_max_bytes
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition = getattr(obj, "partition", 0)
+        current_leader_epoch = getattr(obj, "current_leader_epoch", -1)
+        fetch_offset = getattr(obj, "fetch_offset", 0)
+        last_fetched_epoch = getattr(obj, "last_fetched_epoch", -1)
+        log_start_offset = getattr(obj, "log_start_offset", -1)
+        partition_max_bytes = getattr(obj, "partition_max_bytes", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S6.pack(
         partition, current_leader_epoch, fetch_offset, last_fetched_epoch, log_start_offset, partition_max_bytes
     )
@@ -977,7 +1023,10 @@ def _encode_fetch_partition_flexible(obj, out, index, api_version):
         _encode_fetch_partition_flexible_replica_directory_id_tag(replica_directory_id, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = (0 if api_version >= 17 else -1,) if tagged_fields.__class__ is _TagSection else None
-    _write_tagged(out, tags_, tagged_fields, "fetch_partition_flexible.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "fetch_partition_flexible.tagged_fields", valid_)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_fetch_topic_flexible(buf, pos, end, opts, api_version):
@@ -1054,46 +1103,54 @@ def _decode_fetch_topic_flexible(buf, pos, end, opts, api_version):
             raise exc.within("fetch_topic_flexible.partitions", i_partitions, "fetch_partition_flexible") from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_topic_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="fetch_topic_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "fetch_topic_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "fetch_topic_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_topic_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="fetch_topic_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "fetch_topic_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "fetch_topic_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="fetch_topic_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return FetchTopicFlexible(topic, topic_id, partitions, tagged_fields), pos
 
 
 def _encode_fetch_topic_flexible(obj, out, index, api_version):
     """Append one fetch_topic_flexible to out."""
-    own_ = type(obj) is FetchTopicFlexible
-    topic = obj.topic if own_ else getattr(obj, "topic", "")
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is FetchTopicFlexible:
+        topic = obj.topic
+        topic_id = obj.topic_id
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic = getattr(obj, "topic", "")
+        topic_id = getattr(obj, "topic_id", None)
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if api_version <= 12:
         if topic is None:
             raise _InvalidValueError("may not be null", path="fetch_topic_flexible.topic")
@@ -1125,9 +1182,10 @@ def _encode_fetch_topic_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"fetch_topic_flexible.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "fetch_topic_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "fetch_topic_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_forgotten_topic_flexible_partitions_item(buf, pos, end, opts):
@@ -1225,46 +1283,54 @@ def _decode_forgotten_topic_flexible(buf, pos, end, opts, api_version):
             ) from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "forgotten_topic_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="forgotten_topic_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "forgotten_topic_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "forgotten_topic_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "forgotten_topic_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="forgotten_topic_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "forgotten_topic_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "forgotten_topic_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="forgotten_topic_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ForgottenTopicFlexible(topic, topic_id, partitions, tagged_fields), pos
 
 
 def _encode_forgotten_topic_flexible(obj, out, index, api_version):
     """Append one forgotten_topic_flexible to out."""
-    own_ = type(obj) is ForgottenTopicFlexible
-    topic = obj.topic if own_ else getattr(obj, "topic", "")
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ForgottenTopicFlexible:
+        topic = obj.topic
+        topic_id = obj.topic_id
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic = getattr(obj, "topic", "")
+        topic_id = getattr(obj, "topic_id", None)
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if api_version <= 12:
         if topic is None:
             raise _InvalidValueError("may not be null", path="forgotten_topic_flexible.topic")
@@ -1298,9 +1364,10 @@ def _encode_forgotten_topic_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"forgotten_topic_flexible.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "forgotten_topic_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "forgotten_topic_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_fetch_request_flexible_cluster_id_tag(buf, pos, end, opts):
@@ -1408,32 +1475,39 @@ def _decode_replica_state(buf, pos, end, opts):
     ) = _S7.unpack_from(buf, pos)
     pos += 12
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "replica_state.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="replica_state.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "replica_state.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "replica_state.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="replica_state.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "replica_state.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="replica_state.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "replica_state.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "replica_state.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="replica_state.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ReplicaState(replica_id, replica_epoch, tagged_fields), pos
 
 
@@ -1445,32 +1519,39 @@ def _fdecode_replica_state(buf, pos, end, opts):
     ) = _S7.unpack_from(buf, pos)
     pos += 12
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "replica_state.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="replica_state.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "replica_state.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "replica_state.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="replica_state.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "replica_state.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="replica_state.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "replica_state.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "replica_state.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="replica_state.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ReplicaState)  # slots set directly: a third of the cost of calling __init__
     value_.replica_id = replica_id
     value_.replica_epoch = replica_epoch
@@ -1480,26 +1561,36 @@ def _fdecode_replica_state(buf, pos, end, opts):
 
 def _encode_replica_state(obj, out, index):
     """Append one replica_state to out."""
-    own_ = type(obj) is ReplicaState
-    replica_id = obj.replica_id if own_ else getattr(obj, "replica_id", -1)
-    replica_epoch = obj.replica_epoch if own_ else getattr(obj, "replica_epoch", -1)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ReplicaState:
+        replica_id = obj.replica_id
+        replica_epoch = obj.replica_epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        replica_id = getattr(obj, "replica_id", -1)
+        replica_epoch = getattr(obj, "replica_epoch", -1)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S7.pack(replica_id, replica_epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "replica_state.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "replica_state.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_replica_state(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is ReplicaState
-    replica_id = obj.replica_id if own_ else getattr(obj, "replica_id", -1)
-    replica_epoch = obj.replica_epoch if own_ else getattr(obj, "replica_epoch", -1)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ReplicaState:
+        replica_id = obj.replica_id
+        replica_epoch = obj.replica_epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        replica_id = getattr(obj, "replica_id", -1)
+        replica_epoch = getattr(obj, "replica_epoch", -1)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S7.pack(replica_id, replica_epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "replica_state.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "replica_state.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_fetch_request_flexible_replica_state_tag(buf, pos, end, opts):
@@ -1691,78 +1782,78 @@ def _decode_fetch_request_flexible(buf, pos, end, opts, api_version):
         pos += n_rack_id
     tagged_fields = []
     cluster_id = None
-    replica_state = _decode_fetch_request_flexible_replica_state_tag(
-        b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00",
-        0,
-        b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00".__len__(),
-        opts,
-    )[0]  # absent: new fetch_request_flexible_replica_state_tag()
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    replica_state = ReplicaState(
+        replica_id=-1, replica_epoch=-1, tagged_fields=[]
+    )  # absent: new fetch_request_flexible_replica_state_tag() (generator.ir.empty)
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="fetch_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "fetch_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "fetch_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="fetch_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0:
-            cluster_id, q_ = _decode_fetch_request_flexible_cluster_id_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 0 (cluster_id) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="fetch_request_flexible.tagged_fields.cluster_id",
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "fetch_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "fetch_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="fetch_request_flexible.tagged_fields",
                 )
-            if cluster_id == None:  # written at its default: kept as read
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
                 odd_ = True
-        elif tag_ == 1 and api_version >= 15:
-            replica_state, q_ = _decode_fetch_request_flexible_replica_state_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
+            prev_ = tag_
+            if tag_ == 0:
+                cluster_id, q_ = _decode_fetch_request_flexible_cluster_id_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (cluster_id) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="fetch_request_flexible.tagged_fields.cluster_id",
+                    )
+                if cluster_id == None:  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 1 and api_version >= 15:
+                replica_state, q_ = _decode_fetch_request_flexible_replica_state_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 1 (replica_state) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="fetch_request_flexible.tagged_fields.replica_state",
+                    )
+                if (
+                    buf[pos:stop_] == b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"
+                ):  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 1:  # Kafka's reader: "Tag N is not valid for version V"
                 raise _InvalidValueError(
-                    f"tag 1 (replica_state) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
+                    "tag 1 (replica_state) is not valid at this version",
+                    offset=pos,
                     path="fetch_request_flexible.tagged_fields.replica_state",
                 )
-            if (
-                buf[pos:stop_] == b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"
-            ):  # written at its default: kept as read
-                odd_ = True
-        elif tag_ == 1:  # Kafka's reader: "Tag N is not valid for version V"
-            raise _InvalidValueError(
-                "tag 1 (replica_state) is not valid at this version",
-                offset=pos,
-                path="fetch_request_flexible.tagged_fields.replica_state",
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(
+                tagged_fields,
+                buf[sec_:pos],
+                (
+                    (0, cluster_id == None),
+                    (1, b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"),
+                ),
             )
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(
-            tagged_fields,
-            buf[sec_:pos],
-            (
-                (0, cluster_id == None),
-                (1, b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"),
-            ),
-        )
     return FetchRequestFlexible(
         replica_id,
         max_wait_ms,
@@ -1895,99 +1986,102 @@ def _fdecode_fetch_request_flexible(buf, pos, end, opts, api_version):
             replica_directory_id_fetch_partition_flexible__fetch_topic_flexible_ = (
                 b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
             )
-            sec__fetch_partition_flexible__fetch_topic_flexible_ = pos
-            (
-                prev__fetch_partition_flexible__fetch_topic_flexible_,
-                odd__fetch_partition_flexible__fetch_topic_flexible_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__fetch_partition_flexible__fetch_topic_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__fetch_partition_flexible__fetch_topic_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "fetch_partition_flexible.tagged_fields"
-                )
-            if n_tags__fetch_partition_flexible__fetch_topic_flexible_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__fetch_partition_flexible__fetch_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="fetch_partition_flexible.tagged_fields",
-                )
-            for __fetch_partition_flexible__fetch_topic_flexible_ in range(
-                n_tags__fetch_partition_flexible__fetch_topic_flexible_
-            ):
-                tag__fetch_partition_flexible__fetch_topic_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "fetch_partition_flexible.tagged_fields"
-                )
-                size__fetch_partition_flexible__fetch_topic_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "fetch_partition_flexible.tagged_fields"
-                )
-                if size__fetch_partition_flexible__fetch_topic_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__fetch_partition_flexible__fetch_topic_flexible_} declares {size__fetch_partition_flexible__fetch_topic_flexible_} bytes, {end - pos} left",
+                sec__fetch_partition_flexible__fetch_topic_flexible_ = pos
+                (
+                    prev__fetch_partition_flexible__fetch_topic_flexible_,
+                    odd__fetch_partition_flexible__fetch_topic_flexible_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__fetch_partition_flexible__fetch_topic_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__fetch_partition_flexible__fetch_topic_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "fetch_partition_flexible.tagged_fields"
+                    )
+                if n_tags__fetch_partition_flexible__fetch_topic_flexible_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__fetch_partition_flexible__fetch_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="fetch_partition_flexible.tagged_fields",
                     )
-                stop__fetch_partition_flexible__fetch_topic_flexible_ = (
-                    pos + size__fetch_partition_flexible__fetch_topic_flexible_
-                )
-                if (
-                    tag__fetch_partition_flexible__fetch_topic_flexible_
-                    <= prev__fetch_partition_flexible__fetch_topic_flexible_
+                for __fetch_partition_flexible__fetch_topic_flexible_ in range(
+                    n_tags__fetch_partition_flexible__fetch_topic_flexible_
                 ):
-                    odd__fetch_partition_flexible__fetch_topic_flexible_ = True
-                prev__fetch_partition_flexible__fetch_topic_flexible_ = (
-                    tag__fetch_partition_flexible__fetch_topic_flexible_
-                )
-                if tag__fetch_partition_flexible__fetch_topic_flexible_ == 0 and api_version >= 17:
-                    (
-                        replica_directory_id_fetch_partition_flexible__fetch_topic_flexible_,
-                        q__fetch_partition_flexible__fetch_topic_flexible_,
-                    ) = _fdecode_fetch_partition_flexible_replica_directory_id_tag(
-                        buf, pos, stop__fetch_partition_flexible__fetch_topic_flexible_, opts
+                    tag__fetch_partition_flexible__fetch_topic_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "fetch_partition_flexible.tagged_fields"
+                    )
+                    size__fetch_partition_flexible__fetch_topic_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "fetch_partition_flexible.tagged_fields"
+                    )
+                    if size__fetch_partition_flexible__fetch_topic_flexible_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__fetch_partition_flexible__fetch_topic_flexible_} declares {size__fetch_partition_flexible__fetch_topic_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="fetch_partition_flexible.tagged_fields",
+                        )
+                    stop__fetch_partition_flexible__fetch_topic_flexible_ = (
+                        pos + size__fetch_partition_flexible__fetch_topic_flexible_
                     )
                     if (
-                        q__fetch_partition_flexible__fetch_topic_flexible_
-                        != stop__fetch_partition_flexible__fetch_topic_flexible_
-                    ):
-                        raise _InvalidValueError(
-                            f"tag 0 (replica_directory_id) holds {size__fetch_partition_flexible__fetch_topic_flexible_} bytes, its value {q__fetch_partition_flexible__fetch_topic_flexible_ - pos}",
-                            offset=q__fetch_partition_flexible__fetch_topic_flexible_,
-                            path="fetch_partition_flexible.tagged_fields.replica_directory_id",
-                        )
-                    if (
-                        replica_directory_id_fetch_partition_flexible__fetch_topic_flexible_
-                        == b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
-                        or replica_directory_id_fetch_partition_flexible__fetch_topic_flexible_ is None
+                        tag__fetch_partition_flexible__fetch_topic_flexible_
+                        <= prev__fetch_partition_flexible__fetch_topic_flexible_
                     ):
                         odd__fetch_partition_flexible__fetch_topic_flexible_ = True
-                elif tag__fetch_partition_flexible__fetch_topic_flexible_ == 0:
-                    raise _InvalidValueError(
-                        "tag 0 (replica_directory_id) is not valid at this version",
-                        offset=pos,
-                        path="fetch_partition_flexible.tagged_fields.replica_directory_id",
+                    prev__fetch_partition_flexible__fetch_topic_flexible_ = (
+                        tag__fetch_partition_flexible__fetch_topic_flexible_
                     )
-                else:
-                    tagged_fields_fetch_partition_flexible__fetch_topic_flexible_.append(
+                    if tag__fetch_partition_flexible__fetch_topic_flexible_ == 0 and api_version >= 17:
                         (
-                            tag__fetch_partition_flexible__fetch_topic_flexible_,
-                            bytes(buf[pos:stop__fetch_partition_flexible__fetch_topic_flexible_]),
+                            replica_directory_id_fetch_partition_flexible__fetch_topic_flexible_,
+                            q__fetch_partition_flexible__fetch_topic_flexible_,
+                        ) = _fdecode_fetch_partition_flexible_replica_directory_id_tag(
+                            buf, pos, stop__fetch_partition_flexible__fetch_topic_flexible_, opts
                         )
-                    )
-                pos = stop__fetch_partition_flexible__fetch_topic_flexible_
-            if odd__fetch_partition_flexible__fetch_topic_flexible_:
-                tagged_fields_fetch_partition_flexible__fetch_topic_flexible_ = _keep_tags(
-                    tagged_fields_fetch_partition_flexible__fetch_topic_flexible_,
-                    buf[sec__fetch_partition_flexible__fetch_topic_flexible_:pos],
-                    (
-                        (
-                            0,
+                        if (
+                            q__fetch_partition_flexible__fetch_topic_flexible_
+                            != stop__fetch_partition_flexible__fetch_topic_flexible_
+                        ):
+                            raise _InvalidValueError(
+                                f"tag 0 (replica_directory_id) holds {size__fetch_partition_flexible__fetch_topic_flexible_} bytes, its value {q__fetch_partition_flexible__fetch_topic_flexible_ - pos}",
+                                offset=q__fetch_partition_flexible__fetch_topic_flexible_,
+                                path="fetch_partition_flexible.tagged_fields.replica_directory_id",
+                            )
+                        if (
                             replica_directory_id_fetch_partition_flexible__fetch_topic_flexible_
                             == b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
-                            or replica_directory_id_fetch_partition_flexible__fetch_topic_flexible_ is None,
+                            or replica_directory_id_fetch_partition_flexible__fetch_topic_flexible_ is None
+                        ):
+                            odd__fetch_partition_flexible__fetch_topic_flexible_ = True
+                    elif tag__fetch_partition_flexible__fetch_topic_flexible_ == 0:
+                        raise _InvalidValueError(
+                            "tag 0 (replica_directory_id) is not valid at this version",
+                            offset=pos,
+                            path="fetch_partition_flexible.tagged_fields.replica_directory_id",
+                        )
+                    else:
+                        tagged_fields_fetch_partition_flexible__fetch_topic_flexible_.append(
+                            (
+                                tag__fetch_partition_flexible__fetch_topic_flexible_,
+                                bytes(buf[pos:stop__fetch_partition_flexible__fetch_topic_flexible_]),
+                            )
+                        )
+                    pos = stop__fetch_partition_flexible__fetch_topic_flexible_
+                if odd__fetch_partition_flexible__fetch_topic_flexible_:
+                    tagged_fields_fetch_partition_flexible__fetch_topic_flexible_ = _keep_tags(
+                        tagged_fields_fetch_partition_flexible__fetch_topic_flexible_,
+                        buf[sec__fetch_partition_flexible__fetch_topic_flexible_:pos],
+                        (
+                            (
+                                0,
+                                replica_directory_id_fetch_partition_flexible__fetch_topic_flexible_
+                                == b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+                                or replica_directory_id_fetch_partition_flexible__fetch_topic_flexible_ is None,
+                            ),
                         ),
-                    ),
-                )
+                    )
             value__fetch_partition_flexible__fetch_topic_flexible_ = _new_object(FetchPartitionFlexible)
             value__fetch_partition_flexible__fetch_topic_flexible_.partition = (
                 partition_fetch_partition_flexible__fetch_topic_flexible_
@@ -2016,40 +2110,45 @@ def _fdecode_fetch_request_flexible(buf, pos, end, opts, api_version):
             item__fetch_topic_flexible_ = value__fetch_partition_flexible__fetch_topic_flexible_
             append_partitions_fetch_topic_flexible_(item__fetch_topic_flexible_)
         tagged_fields_fetch_topic_flexible_ = []
-        sec__fetch_topic_flexible_ = pos
-        prev__fetch_topic_flexible_, odd__fetch_topic_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__fetch_topic_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__fetch_topic_flexible_, pos = _read_uvarint32(buf, pos, end, "fetch_topic_flexible.tagged_fields")
-        if n_tags__fetch_topic_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__fetch_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="fetch_topic_flexible.tagged_fields",
-            )
-        for __fetch_topic_flexible_ in range(n_tags__fetch_topic_flexible_):
-            tag__fetch_topic_flexible_, pos = _read_uvarint32(buf, pos, end, "fetch_topic_flexible.tagged_fields")
-            size__fetch_topic_flexible_, pos = _read_uvarint32(buf, pos, end, "fetch_topic_flexible.tagged_fields")
-            if size__fetch_topic_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__fetch_topic_flexible_} declares {size__fetch_topic_flexible_} bytes, {end - pos} left",
+            sec__fetch_topic_flexible_ = pos
+            prev__fetch_topic_flexible_, odd__fetch_topic_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__fetch_topic_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__fetch_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "fetch_topic_flexible.tagged_fields"
+                )
+            if n_tags__fetch_topic_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__fetch_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="fetch_topic_flexible.tagged_fields",
                 )
-            stop__fetch_topic_flexible_ = pos + size__fetch_topic_flexible_
-            if tag__fetch_topic_flexible_ <= prev__fetch_topic_flexible_:
-                odd__fetch_topic_flexible_ = True
-            prev__fetch_topic_flexible_ = tag__fetch_topic_flexible_
-            tagged_fields_fetch_topic_flexible_.append(
-                (tag__fetch_topic_flexible_, bytes(buf[pos:stop__fetch_topic_flexible_]))
-            )
-            pos = stop__fetch_topic_flexible_
-        if odd__fetch_topic_flexible_:
-            tagged_fields_fetch_topic_flexible_ = _keep_tags(
-                tagged_fields_fetch_topic_flexible_, buf[sec__fetch_topic_flexible_:pos], ()
-            )
+            for __fetch_topic_flexible_ in range(n_tags__fetch_topic_flexible_):
+                tag__fetch_topic_flexible_, pos = _read_uvarint32(buf, pos, end, "fetch_topic_flexible.tagged_fields")
+                size__fetch_topic_flexible_, pos = _read_uvarint32(buf, pos, end, "fetch_topic_flexible.tagged_fields")
+                if size__fetch_topic_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__fetch_topic_flexible_} declares {size__fetch_topic_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="fetch_topic_flexible.tagged_fields",
+                    )
+                stop__fetch_topic_flexible_ = pos + size__fetch_topic_flexible_
+                if tag__fetch_topic_flexible_ <= prev__fetch_topic_flexible_:
+                    odd__fetch_topic_flexible_ = True
+                prev__fetch_topic_flexible_ = tag__fetch_topic_flexible_
+                tagged_fields_fetch_topic_flexible_.append(
+                    (tag__fetch_topic_flexible_, bytes(buf[pos:stop__fetch_topic_flexible_]))
+                )
+                pos = stop__fetch_topic_flexible_
+            if odd__fetch_topic_flexible_:
+                tagged_fields_fetch_topic_flexible_ = _keep_tags(
+                    tagged_fields_fetch_topic_flexible_, buf[sec__fetch_topic_flexible_:pos], ()
+                )
         value__fetch_topic_flexible_ = _new_object(FetchTopicFlexible)
         value__fetch_topic_flexible_.topic = topic_fetch_topic_flexible_
         value__fetch_topic_flexible_.topic_id = topic_id_fetch_topic_flexible_
@@ -2159,46 +2258,49 @@ def _fdecode_fetch_request_flexible(buf, pos, end, opts, api_version):
             item__forgotten_topic_flexible_ = value_forgotten_topic_flexible_partitions_item__forgotten_topic_flexible_
             append_partitions_forgotten_topic_flexible_(item__forgotten_topic_flexible_)
         tagged_fields_forgotten_topic_flexible_ = []
-        sec__forgotten_topic_flexible_ = pos
-        prev__forgotten_topic_flexible_, odd__forgotten_topic_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__forgotten_topic_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__forgotten_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "forgotten_topic_flexible.tagged_fields"
-            )
-        if n_tags__forgotten_topic_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__forgotten_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="forgotten_topic_flexible.tagged_fields",
-            )
-        for __forgotten_topic_flexible_ in range(n_tags__forgotten_topic_flexible_):
-            tag__forgotten_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "forgotten_topic_flexible.tagged_fields"
-            )
-            size__forgotten_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "forgotten_topic_flexible.tagged_fields"
-            )
-            if size__forgotten_topic_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__forgotten_topic_flexible_} declares {size__forgotten_topic_flexible_} bytes, {end - pos} left",
+            sec__forgotten_topic_flexible_ = pos
+            prev__forgotten_topic_flexible_, odd__forgotten_topic_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__forgotten_topic_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__forgotten_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "forgotten_topic_flexible.tagged_fields"
+                )
+            if n_tags__forgotten_topic_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__forgotten_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="forgotten_topic_flexible.tagged_fields",
                 )
-            stop__forgotten_topic_flexible_ = pos + size__forgotten_topic_flexible_
-            if tag__forgotten_topic_flexible_ <= prev__forgotten_topic_flexible_:
-                odd__forgotten_topic_flexible_ = True
-            prev__forgotten_topic_flexible_ = tag__forgotten_topic_flexible_
-            tagged_fields_forgotten_topic_flexible_.append(
-                (tag__forgotten_topic_flexible_, bytes(buf[pos:stop__forgotten_topic_flexible_]))
-            )
-            pos = stop__forgotten_topic_flexible_
-        if odd__forgotten_topic_flexible_:
-            tagged_fields_forgotten_topic_flexible_ = _keep_tags(
-                tagged_fields_forgotten_topic_flexible_, buf[sec__forgotten_topic_flexible_:pos], ()
-            )
+            for __forgotten_topic_flexible_ in range(n_tags__forgotten_topic_flexible_):
+                tag__forgotten_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "forgotten_topic_flexible.tagged_fields"
+                )
+                size__forgotten_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "forgotten_topic_flexible.tagged_fields"
+                )
+                if size__forgotten_topic_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__forgotten_topic_flexible_} declares {size__forgotten_topic_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="forgotten_topic_flexible.tagged_fields",
+                    )
+                stop__forgotten_topic_flexible_ = pos + size__forgotten_topic_flexible_
+                if tag__forgotten_topic_flexible_ <= prev__forgotten_topic_flexible_:
+                    odd__forgotten_topic_flexible_ = True
+                prev__forgotten_topic_flexible_ = tag__forgotten_topic_flexible_
+                tagged_fields_forgotten_topic_flexible_.append(
+                    (tag__forgotten_topic_flexible_, bytes(buf[pos:stop__forgotten_topic_flexible_]))
+                )
+                pos = stop__forgotten_topic_flexible_
+            if odd__forgotten_topic_flexible_:
+                tagged_fields_forgotten_topic_flexible_ = _keep_tags(
+                    tagged_fields_forgotten_topic_flexible_, buf[sec__forgotten_topic_flexible_:pos], ()
+                )
         value__forgotten_topic_flexible_ = _new_object(ForgottenTopicFlexible)
         value__forgotten_topic_flexible_.topic = topic_forgotten_topic_flexible_
         value__forgotten_topic_flexible_.topic_id = topic_id_forgotten_topic_flexible_
@@ -2233,73 +2335,71 @@ def _fdecode_fetch_request_flexible(buf, pos, end, opts, api_version):
         pos += n_rack_id
     tagged_fields = []
     cluster_id = None
-    replica_state = _fdecode_fetch_request_flexible_replica_state_tag(
-        b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00",
-        0,
-        b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00".__len__(),
-        opts,
-    )[0]
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    replica_state = ReplicaState(replica_id=-1, replica_epoch=-1, tagged_fields=[])
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="fetch_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "fetch_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "fetch_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="fetch_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0:
-            cluster_id, q_ = _fdecode_fetch_request_flexible_cluster_id_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 0 (cluster_id) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="fetch_request_flexible.tagged_fields.cluster_id",
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "fetch_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "fetch_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="fetch_request_flexible.tagged_fields",
                 )
-            if cluster_id == None:
+            stop_ = pos + size_
+            if tag_ <= prev_:
                 odd_ = True
-        elif tag_ == 1 and api_version >= 15:
-            replica_state, q_ = _fdecode_fetch_request_flexible_replica_state_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
+            prev_ = tag_
+            if tag_ == 0:
+                cluster_id, q_ = _fdecode_fetch_request_flexible_cluster_id_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (cluster_id) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="fetch_request_flexible.tagged_fields.cluster_id",
+                    )
+                if cluster_id == None:
+                    odd_ = True
+            elif tag_ == 1 and api_version >= 15:
+                replica_state, q_ = _fdecode_fetch_request_flexible_replica_state_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 1 (replica_state) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="fetch_request_flexible.tagged_fields.replica_state",
+                    )
+                if buf[pos:stop_] == b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00":
+                    odd_ = True
+            elif tag_ == 1:
                 raise _InvalidValueError(
-                    f"tag 1 (replica_state) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
+                    "tag 1 (replica_state) is not valid at this version",
+                    offset=pos,
                     path="fetch_request_flexible.tagged_fields.replica_state",
                 )
-            if buf[pos:stop_] == b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00":
-                odd_ = True
-        elif tag_ == 1:
-            raise _InvalidValueError(
-                "tag 1 (replica_state) is not valid at this version",
-                offset=pos,
-                path="fetch_request_flexible.tagged_fields.replica_state",
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(
+                tagged_fields,
+                buf[sec_:pos],
+                ((0, cluster_id == None), (1, b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00")),
             )
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(
-            tagged_fields,
-            buf[sec_:pos],
-            ((0, cluster_id == None), (1, b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00")),
-        )
     value_ = _new_object(FetchRequestFlexible)
     value_.replica_id = replica_id
     value_.max_wait_ms = max_wait_ms
@@ -2324,18 +2424,30 @@ def _encode_fetch_request_flexible(obj, out, index, api_version):
             f"FetchRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 12) and (<params>.api_version <= 17)))",
             path="fetch_request_flexible",
         )
-    own_ = type(obj) is FetchRequestFlexible
-    replica_id = obj.replica_id if own_ else getattr(obj, "replica_id", -1)
-    max_wait_ms = obj.max_wait_ms if own_ else getattr(obj, "max_wait_ms", 0)
-    min_bytes = obj.min_bytes if own_ else getattr(obj, "min_bytes", 0)
-    max_bytes = obj.max_bytes if own_ else getattr(obj, "max_bytes", 2147483647)
-    isolation_level = obj.isolation_level if own_ else getattr(obj, "isolation_level", 0)
-    session_id = obj.session_id if own_ else getattr(obj, "session_id", 0)
-    session_epoch = obj.session_epoch if own_ else getattr(obj, "session_epoch", -1)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    forgotten_topics_data = obj.forgotten_topics_data if own_ else getattr(obj, "forgotten_topics_data", None)
-    rack_id = obj.rack_id if own_ else getattr(obj, "rack_id", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is FetchRequestFlexible:
+        replica_id = obj.replica_id
+        max_wait_ms = obj.max_wait_ms
+        min_bytes = obj.min_bytes
+        max_bytes = obj.max_bytes
+        isolation_level = obj.isolation_level
+        session_id = obj.session_id
+        session_epoch = obj.session_epoch
+        topics = obj.topics
+        forgotten_topics_data = obj.forgotten_topics_data
+        rack_id = obj.rack_id
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        replica_id = getattr(obj, "replica_id", -1)
+        max_wait_ms = getattr(obj, "max_wait_ms", 0)
+        min_bytes = getattr(obj, "min_bytes", 0)
+        max_bytes = getattr(obj, "max_bytes", 2147483647)
+        isolation_level = getattr(obj, "isolation_level", 0)
+        session_id = getattr(obj, "session_id", 0)
+        session_epoch = getattr(obj, "session_epoch", -1)
+        topics = getattr(obj, "topics", None)
+        forgotten_topics_data = getattr(obj, "forgotten_topics_data", None)
+        rack_id = getattr(obj, "rack_id", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if api_version <= 14:
         out += _S0.pack(replica_id)
     out += _S8.pack(max_wait_ms, min_bytes, max_bytes, isolation_level, session_id, session_epoch)
@@ -2413,7 +2525,10 @@ def _encode_fetch_request_flexible(obj, out, index, api_version):
         if tagged_fields.__class__ is _TagSection
         else None
     )
-    _write_tagged(out, tags_, tagged_fields, "fetch_request_flexible.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "fetch_request_flexible.tagged_fields", valid_)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_fetch_request_flexible(obj, out, index, api_version):
@@ -2423,18 +2538,30 @@ def _fencode_fetch_request_flexible(obj, out, index, api_version):
             f"FetchRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 12) and (<params>.api_version <= 17)))",
             path="fetch_request_flexible",
         )
-    own_ = type(obj) is FetchRequestFlexible
-    replica_id = obj.replica_id if own_ else getattr(obj, "replica_id", -1)
-    max_wait_ms = obj.max_wait_ms if own_ else getattr(obj, "max_wait_ms", 0)
-    min_bytes = obj.min_bytes if own_ else getattr(obj, "min_bytes", 0)
-    max_bytes = obj.max_bytes if own_ else getattr(obj, "max_bytes", 2147483647)
-    isolation_level = obj.isolation_level if own_ else getattr(obj, "isolation_level", 0)
-    session_id = obj.session_id if own_ else getattr(obj, "session_id", 0)
-    session_epoch = obj.session_epoch if own_ else getattr(obj, "session_epoch", -1)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    forgotten_topics_data = obj.forgotten_topics_data if own_ else getattr(obj, "forgotten_topics_data", None)
-    rack_id = obj.rack_id if own_ else getattr(obj, "rack_id", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is FetchRequestFlexible:
+        replica_id = obj.replica_id
+        max_wait_ms = obj.max_wait_ms
+        min_bytes = obj.min_bytes
+        max_bytes = obj.max_bytes
+        isolation_level = obj.isolation_level
+        session_id = obj.session_id
+        session_epoch = obj.session_epoch
+        topics = obj.topics
+        forgotten_topics_data = obj.forgotten_topics_data
+        rack_id = obj.rack_id
+        tagged_fields = obj.tagged_fields
+    else:
+        replica_id = getattr(obj, "replica_id", -1)
+        max_wait_ms = getattr(obj, "max_wait_ms", 0)
+        min_bytes = getattr(obj, "min_bytes", 0)
+        max_bytes = getattr(obj, "max_bytes", 2147483647)
+        isolation_level = getattr(obj, "isolation_level", 0)
+        session_id = getattr(obj, "session_id", 0)
+        session_epoch = getattr(obj, "session_epoch", -1)
+        topics = getattr(obj, "topics", None)
+        forgotten_topics_data = getattr(obj, "forgotten_topics_data", None)
+        rack_id = getattr(obj, "rack_id", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if api_version <= 14:
         out += _S0.pack(replica_id)
     out += _S8.pack(max_wait_ms, min_bytes, max_bytes, isolation_level, session_id, session_epoch)
@@ -2444,17 +2571,16 @@ def _fencode_fetch_request_flexible(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "fetch_request_flexible.topics")
     for item_ in topics:
-        own__fetch_topic_flexible_ = type(item_) is FetchTopicFlexible
-        topic_fetch_topic_flexible_ = item_.topic if own__fetch_topic_flexible_ else getattr(item_, "topic", "")
-        topic_id_fetch_topic_flexible_ = (
-            item_.topic_id if own__fetch_topic_flexible_ else getattr(item_, "topic_id", None)
-        )
-        partitions_fetch_topic_flexible_ = (
-            item_.partitions if own__fetch_topic_flexible_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_fetch_topic_flexible_ = (
-            item_.tagged_fields if own__fetch_topic_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is FetchTopicFlexible:
+            topic_fetch_topic_flexible_ = item_.topic
+            topic_id_fetch_topic_flexible_ = item_.topic_id
+            partitions_fetch_topic_flexible_ = item_.partitions
+            tagged_fields_fetch_topic_flexible_ = item_.tagged_fields
+        else:
+            topic_fetch_topic_flexible_ = getattr(item_, "topic", "")
+            topic_id_fetch_topic_flexible_ = getattr(item_, "topic_id", None)
+            partitions_fetch_topic_flexible_ = getattr(item_, "partitions", None)
+            tagged_fields_fetch_topic_flexible_ = getattr(item_, "tagged_fields", None)
         if api_version <= 12:
             b__fetch_topic_flexible_ = _STR_ENCODED.get(topic_fetch_topic_flexible_)
             topic_fetch_topic_flexible_ = (
@@ -2476,44 +2602,46 @@ def _fencode_fetch_request_flexible(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__fetch_topic_flexible_ + 1, "fetch_topic_flexible.partitions")
         for item__fetch_topic_flexible_ in partitions_fetch_topic_flexible_:
-            own__fetch_partition_flexible__fetch_topic_flexible_ = (
-                type(item__fetch_topic_flexible_) is FetchPartitionFlexible
-            )
-            partition_fetch_partition_flexible__fetch_topic_flexible_ = (
-                item__fetch_topic_flexible_.partition
-                if own__fetch_partition_flexible__fetch_topic_flexible_
-                else getattr(item__fetch_topic_flexible_, "partition", 0)
-            )
-            current_leader_epoch_fetch_partition_flexible__fetch_topic_flexible_ = (
-                item__fetch_topic_flexible_.current_leader_epoch
-                if own__fetch_partition_flexible__fetch_topic_flexible_
-                else getattr(item__fetch_topic_flexible_, "current_leader_epoch", -1)
-            )
-            fetch_offset_fetch_partition_flexible__fetch_topic_flexible_ = (
-                item__fetch_topic_flexible_.fetch_offset
-                if own__fetch_partition_flexible__fetch_topic_flexible_
-                else getattr(item__fetch_topic_flexible_, "fetch_offset", 0)
-            )
-            last_fetched_epoch_fetch_partition_flexible__fetch_topic_flexible_ = (
-                item__fetch_topic_flexible_.last_fetched_epoch
-                if own__fetch_partition_flexible__fetch_topic_flexible_
-                else getattr(item__fetch_topic_flexible_, "last_fetched_epoch", -1)
-            )
-            log_start_offset_fetch_partition_flexible__fetch_topic_flexible_ = (
-                item__fetch_topic_flexible_.log_start_offset
-                if own__fetch_partition_flexible__fetch_topic_flexible_
-                else getattr(item__fetch_topic_flexible_, "log_start_offset", -1)
-            )
-            partition_max_bytes_fetch_partition_flexible__fetch_topic_flexible_ = (
-                item__fetch_topic_flexible_.partition_max_bytes
-                if own__fetch_partition_flexible__fetch_topic_flexible_
-                else getattr(item__fetch_topic_flexible_, "partition_max_bytes", 0)
-            )
-            tagged_fields_fetch_partition_flexible__fetch_topic_flexible_ = (
-                item__fetch_topic_flexible_.tagged_fields
-                if own__fetch_partition_flexible__fetch_topic_flexible_
-                else getattr(item__fetch_topic_flexible_, "tagged_fields", None)
-            )
+            if type(item__fetch_topic_flexible_) is FetchPartitionFlexible:
+                partition_fetch_partition_flexible__fetch_topic_flexible_ = item__fetch_topic_flexible_.partition
+                current_leader_epoch_fetch_partition_flexible__fetch_topic_flexible_ = (
+                    item__fetch_topic_flexible_.current_leader_epoch
+                )
+                fetch_offset_fetch_partition_flexible__fetch_topic_flexible_ = item__fetch_topic_flexible_.fetch_offset
+                last_fetched_epoch_fetch_partition_flexible__fetch_topic_flexible_ = (
+                    item__fetch_topic_flexible_.last_fetched_epoch
+                )
+                log_start_offset_fetch_partition_flexible__fetch_topic_flexible_ = (
+                    item__fetch_topic_flexible_.log_start_offset
+                )
+                partition_max_bytes_fetch_partition_flexible__fetch_topic_flexible_ = (
+                    item__fetch_topic_flexible_.partition_max_bytes
+                )
+                tagged_fields_fetch_partition_flexible__fetch_topic_flexible_ = (
+                    item__fetch_topic_flexible_.tagged_fields
+                )
+            else:
+                partition_fetch_partition_flexible__fetch_topic_flexible_ = getattr(
+                    item__fetch_topic_flexible_, "partition", 0
+                )
+                current_leader_epoch_fetch_partition_flexible__fetch_topic_flexible_ = getattr(
+                    item__fetch_topic_flexible_, "current_leader_epoch", -1
+                )
+                fetch_offset_fetch_partition_flexible__fetch_topic_flexible_ = getattr(
+                    item__fetch_topic_flexible_, "fetch_offset", 0
+                )
+                last_fetched_epoch_fetch_partition_flexible__fetch_topic_flexible_ = getattr(
+                    item__fetch_topic_flexible_, "last_fetched_epoch", -1
+                )
+                log_start_offset_fetch_partition_flexible__fetch_topic_flexible_ = getattr(
+                    item__fetch_topic_flexible_, "log_start_offset", -1
+                )
+                partition_max_bytes_fetch_partition_flexible__fetch_topic_flexible_ = getattr(
+                    item__fetch_topic_flexible_, "partition_max_bytes", 0
+                )
+                tagged_fields_fetch_partition_flexible__fetch_topic_flexible_ = getattr(
+                    item__fetch_topic_flexible_, "tagged_fields", None
+                )
             out += _S6.pack(
                 partition_fetch_partition_flexible__fetch_topic_flexible_,
                 current_leader_epoch_fetch_partition_flexible__fetch_topic_flexible_,
@@ -2548,39 +2676,40 @@ def _fencode_fetch_request_flexible(obj, out, index, api_version):
                 if tagged_fields_fetch_partition_flexible__fetch_topic_flexible_.__class__ is _TagSection
                 else None
             )
-            _write_tagged(
-                out,
-                tags__fetch_partition_flexible__fetch_topic_flexible_,
-                tagged_fields_fetch_partition_flexible__fetch_topic_flexible_,
-                "fetch_partition_flexible.tagged_fields",
-                valid__fetch_partition_flexible__fetch_topic_flexible_,
-            )
-        tags__fetch_topic_flexible_ = []
-        valid__fetch_topic_flexible_ = None
-        _write_tagged(
-            out,
-            tags__fetch_topic_flexible_,
-            tagged_fields_fetch_topic_flexible_,
-            "fetch_topic_flexible.tagged_fields",
-            valid__fetch_topic_flexible_,
-        )
+            if (
+                tags__fetch_partition_flexible__fetch_topic_flexible_
+                or tagged_fields_fetch_partition_flexible__fetch_topic_flexible_
+                or tagged_fields_fetch_partition_flexible__fetch_topic_flexible_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    tags__fetch_partition_flexible__fetch_topic_flexible_,
+                    tagged_fields_fetch_partition_flexible__fetch_topic_flexible_,
+                    "fetch_partition_flexible.tagged_fields",
+                    valid__fetch_partition_flexible__fetch_topic_flexible_,
+                )
+            else:
+                out.append(0)
+        if tagged_fields_fetch_topic_flexible_ or tagged_fields_fetch_topic_flexible_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_fetch_topic_flexible_, "fetch_topic_flexible.tagged_fields", None)
+        else:
+            out.append(0)
     n_ = len(forgotten_topics_data)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "fetch_request_flexible.forgotten_topics_data")
     for item_ in forgotten_topics_data:
-        own__forgotten_topic_flexible_ = type(item_) is ForgottenTopicFlexible
-        topic_forgotten_topic_flexible_ = item_.topic if own__forgotten_topic_flexible_ else getattr(item_, "topic", "")
-        topic_id_forgotten_topic_flexible_ = (
-            item_.topic_id if own__forgotten_topic_flexible_ else getattr(item_, "topic_id", None)
-        )
-        partitions_forgotten_topic_flexible_ = (
-            item_.partitions if own__forgotten_topic_flexible_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_forgotten_topic_flexible_ = (
-            item_.tagged_fields if own__forgotten_topic_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is ForgottenTopicFlexible:
+            topic_forgotten_topic_flexible_ = item_.topic
+            topic_id_forgotten_topic_flexible_ = item_.topic_id
+            partitions_forgotten_topic_flexible_ = item_.partitions
+            tagged_fields_forgotten_topic_flexible_ = item_.tagged_fields
+        else:
+            topic_forgotten_topic_flexible_ = getattr(item_, "topic", "")
+            topic_id_forgotten_topic_flexible_ = getattr(item_, "topic_id", None)
+            partitions_forgotten_topic_flexible_ = getattr(item_, "partitions", None)
+            tagged_fields_forgotten_topic_flexible_ = getattr(item_, "tagged_fields", None)
         if api_version <= 12:
             b__forgotten_topic_flexible_ = _STR_ENCODED.get(topic_forgotten_topic_flexible_)
             topic_forgotten_topic_flexible_ = (
@@ -2601,18 +2730,20 @@ def _fencode_fetch_request_flexible(obj, out, index, api_version):
             out += _UV_BYTES[n__forgotten_topic_flexible_ + 1]
         else:
             _write_uvarint(out, n__forgotten_topic_flexible_ + 1, "forgotten_topic_flexible.partitions")
-        for item__forgotten_topic_flexible_ in partitions_forgotten_topic_flexible_:
-            value_forgotten_topic_flexible_partitions_item__forgotten_topic_flexible_ = item__forgotten_topic_flexible_
-            out += _S0.pack(value_forgotten_topic_flexible_partitions_item__forgotten_topic_flexible_)
-        tags__forgotten_topic_flexible_ = []
-        valid__forgotten_topic_flexible_ = None
-        _write_tagged(
-            out,
-            tags__forgotten_topic_flexible_,
-            tagged_fields_forgotten_topic_flexible_,
-            "forgotten_topic_flexible.tagged_fields",
-            valid__forgotten_topic_flexible_,
-        )
+        if n__forgotten_topic_flexible_ <= _PACKED_MAX:
+            out += _PACKED["i"][n__forgotten_topic_flexible_].pack(*partitions_forgotten_topic_flexible_)
+        else:
+            for item__forgotten_topic_flexible_ in partitions_forgotten_topic_flexible_:
+                value_forgotten_topic_flexible_partitions_item__forgotten_topic_flexible_ = (
+                    item__forgotten_topic_flexible_
+                )
+                out += _S0.pack(value_forgotten_topic_flexible_partitions_item__forgotten_topic_flexible_)
+        if tagged_fields_forgotten_topic_flexible_ or tagged_fields_forgotten_topic_flexible_.__class__ is _TagSection:
+            _write_tagged(
+                out, [], tagged_fields_forgotten_topic_flexible_, "forgotten_topic_flexible.tagged_fields", None
+            )
+        else:
+            out.append(0)
     b_ = _STR_ENCODED.get(rack_id)
     rack_id = _encode_str(rack_id) if b_ is None else b_
     n_ = len(rack_id)
@@ -2643,7 +2774,10 @@ def _fencode_fetch_request_flexible(obj, out, index, api_version):
         if tmp_ != b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00":
             tags_.append((1, tmp_))
     valid_ = (1 if api_version >= 15 else -1, 0) if tagged_fields.__class__ is _TagSection else None
-    _write_tagged(out, tags_, tagged_fields, "fetch_request_flexible.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "fetch_request_flexible.tagged_fields", valid_)
+    else:
+        out.append(0)
 
 
 def _decode_fetch_partition_v18_replica_directory_id_tag(buf, pos, end, opts):
@@ -2722,73 +2856,78 @@ def _decode_fetch_partition_v18(buf, pos, end, opts):
     tagged_fields = []
     replica_directory_id = b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
     high_watermark = 9223372036854775807
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_partition_v18.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="fetch_partition_v18.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "fetch_partition_v18.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "fetch_partition_v18.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_partition_v18.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="fetch_partition_v18.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0:
-            replica_directory_id, q_ = _decode_fetch_partition_v18_replica_directory_id_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 0 (replica_directory_id) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="fetch_partition_v18.tagged_fields.replica_directory_id",
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "fetch_partition_v18.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "fetch_partition_v18.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="fetch_partition_v18.tagged_fields",
                 )
-            if (
-                replica_directory_id == b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
-                or replica_directory_id is None
-            ):  # written at its default: kept as read
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
                 odd_ = True
-        elif tag_ == 1:
-            high_watermark, q_ = _decode_fetch_partition_v18_high_watermark_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 1 (high_watermark) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="fetch_partition_v18.tagged_fields.high_watermark",
-                )
-            if high_watermark == 9223372036854775807 or high_watermark is None:  # written at its default: kept as read
-                odd_ = True
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(
-            tagged_fields,
-            buf[sec_:pos],
-            (
+            prev_ = tag_
+            if tag_ == 0:
+                replica_directory_id, q_ = _decode_fetch_partition_v18_replica_directory_id_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (replica_directory_id) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="fetch_partition_v18.tagged_fields.replica_directory_id",
+                    )
+                if (
+                    replica_directory_id == b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+                    or replica_directory_id is None
+                ):  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 1:
+                high_watermark, q_ = _decode_fetch_partition_v18_high_watermark_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 1 (high_watermark) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="fetch_partition_v18.tagged_fields.high_watermark",
+                    )
+                if (
+                    high_watermark == 9223372036854775807 or high_watermark is None
+                ):  # written at its default: kept as read
+                    odd_ = True
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(
+                tagged_fields,
+                buf[sec_:pos],
                 (
-                    0,
                     (
-                        replica_directory_id == b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
-                        or replica_directory_id is None
+                        0,
+                        (
+                            replica_directory_id == b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+                            or replica_directory_id is None
+                        ),
                     ),
+                    (1, (high_watermark == 9223372036854775807 or high_watermark is None)),
                 ),
-                (1, (high_watermark == 9223372036854775807 or high_watermark is None)),
-            ),
-        )
+            )
     return FetchPartitionV18(
         partition,
         current_leader_epoch,
@@ -2804,14 +2943,22 @@ def _decode_fetch_partition_v18(buf, pos, end, opts):
 
 def _encode_fetch_partition_v18(obj, out, index):
     """Append one fetch_partition_v18 to out."""
-    own_ = type(obj) is FetchPartitionV18
-    partition = obj.partition if own_ else getattr(obj, "partition", 0)
-    current_leader_epoch = obj.current_leader_epoch if own_ else getattr(obj, "current_leader_epoch", -1)
-    fetch_offset = obj.fetch_offset if own_ else getattr(obj, "fetch_offset", 0)
-    last_fetched_epoch = obj.last_fetched_epoch if own_ else getattr(obj, "last_fetched_epoch", -1)
-    log_start_offset = obj.log_start_offset if own_ else getattr(obj, "log_start_offset", -1)
-    partition_max_bytes = obj.partition_max_bytes if own_ else getattr(obj, "partition_max_bytes", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is FetchPartitionV18:
+        partition = obj.partition
+        current_leader_epoch = obj.current_leader_epoch
+        fetch_offset = obj.fetch_offset
+        last_fetched_epoch = obj.last_fetched_epoch
+        log_start_offset = obj.log_start_offset
+        partition_max_bytes = obj.partition_max_bytes
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition = getattr(obj, "partition", 0)
+        current_leader_epoch = getattr(obj, "current_leader_epoch", -1)
+        fetch_offset = getattr(obj, "fetch_offset", 0)
+        last_fetched_epoch = getattr(obj, "last_fetched_epoch", -1)
+        log_start_offset = getattr(obj, "log_start_offset", -1)
+        partition_max_bytes = getattr(obj, "partition_max_bytes", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S6.pack(
         partition, current_leader_epoch, fetch_offset, last_fetched_epoch, log_start_offset, partition_max_bytes
     )
@@ -2832,7 +2979,10 @@ def _encode_fetch_partition_v18(obj, out, index):
         _encode_fetch_partition_v18_high_watermark_tag(high_watermark, tmp_, 0)
         tags_.append((1, tmp_))
     valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "fetch_partition_v18.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "fetch_partition_v18.tagged_fields", valid_)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_fetch_topic_v18(buf, pos, end, opts):
@@ -2876,41 +3026,52 @@ def _decode_fetch_topic_v18(buf, pos, end, opts):
             raise exc.within("fetch_topic_v18.partitions", i_partitions, "fetch_partition_v18") from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_topic_v18.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="fetch_topic_v18.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "fetch_topic_v18.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "fetch_topic_v18.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="fetch_topic_v18.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_topic_v18.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="fetch_topic_v18.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "fetch_topic_v18.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "fetch_topic_v18.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="fetch_topic_v18.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return FetchTopicV18(topic_id, partitions, tagged_fields), pos
 
 
 def _encode_fetch_topic_v18(obj, out, index):
     """Append one fetch_topic_v18 to out."""
-    own_ = type(obj) is FetchTopicV18
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is FetchTopicV18:
+        topic_id = obj.topic_id
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_id = getattr(obj, "topic_id", None)
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S5.pack(_uuid16(topic_id))
     n_ = len(partitions)
     if -1 <= n_ < 0x3FFF:
@@ -2928,9 +3089,10 @@ def _encode_fetch_topic_v18(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"fetch_topic_v18.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "fetch_topic_v18.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "fetch_topic_v18.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_forgotten_topic_v18_partitions_item(buf, pos, end, opts):
@@ -2993,45 +3155,52 @@ def _decode_forgotten_topic_v18(buf, pos, end, opts):
             ) from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "forgotten_topic_v18.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="forgotten_topic_v18.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "forgotten_topic_v18.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "forgotten_topic_v18.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "forgotten_topic_v18.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="forgotten_topic_v18.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "forgotten_topic_v18.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "forgotten_topic_v18.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="forgotten_topic_v18.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ForgottenTopicV18(topic_id, partitions, tagged_fields), pos
 
 
 def _encode_forgotten_topic_v18(obj, out, index):
     """Append one forgotten_topic_v18 to out."""
-    own_ = type(obj) is ForgottenTopicV18
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ForgottenTopicV18:
+        topic_id = obj.topic_id
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_id = getattr(obj, "topic_id", None)
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S5.pack(_uuid16(topic_id))
     n_ = len(partitions)
     if -1 <= n_ < 0x3FFF:
@@ -3049,9 +3218,10 @@ def _encode_forgotten_topic_v18(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"forgotten_topic_v18.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "forgotten_topic_v18.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "forgotten_topic_v18.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_fetch_request_v18_cluster_id_tag(buf, pos, end, opts):
@@ -3325,72 +3495,72 @@ def _decode_fetch_request_v18(buf, pos, end, opts, api_version):
         pos += n_rack_id
     tagged_fields = []
     cluster_id = None
-    replica_state = _decode_fetch_request_v18_replica_state_tag(
-        b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00",
-        0,
-        b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00".__len__(),
-        opts,
-    )[0]  # absent: new fetch_request_v18_replica_state_tag()
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    replica_state = ReplicaState(
+        replica_id=-1, replica_epoch=-1, tagged_fields=[]
+    )  # absent: new fetch_request_v18_replica_state_tag() (generator.ir.empty)
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_request_v18.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="fetch_request_v18.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "fetch_request_v18.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "fetch_request_v18.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_request_v18.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="fetch_request_v18.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0:
-            cluster_id, q_ = _decode_fetch_request_v18_cluster_id_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 0 (cluster_id) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="fetch_request_v18.tagged_fields.cluster_id",
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "fetch_request_v18.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "fetch_request_v18.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="fetch_request_v18.tagged_fields",
                 )
-            if cluster_id == None:  # written at its default: kept as read
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
                 odd_ = True
-        elif tag_ == 1:
-            replica_state, q_ = _decode_fetch_request_v18_replica_state_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 1 (replica_state) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="fetch_request_v18.tagged_fields.replica_state",
-                )
-            if (
-                buf[pos:stop_] == b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"
-            ):  # written at its default: kept as read
-                odd_ = True
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(
-            tagged_fields,
-            buf[sec_:pos],
-            (
-                (0, cluster_id == None),
-                (1, b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"),
-            ),
-        )
+            prev_ = tag_
+            if tag_ == 0:
+                cluster_id, q_ = _decode_fetch_request_v18_cluster_id_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (cluster_id) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="fetch_request_v18.tagged_fields.cluster_id",
+                    )
+                if cluster_id == None:  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 1:
+                replica_state, q_ = _decode_fetch_request_v18_replica_state_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 1 (replica_state) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="fetch_request_v18.tagged_fields.replica_state",
+                    )
+                if (
+                    buf[pos:stop_] == b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"
+                ):  # written at its default: kept as read
+                    odd_ = True
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(
+                tagged_fields,
+                buf[sec_:pos],
+                (
+                    (0, cluster_id == None),
+                    (1, b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"),
+                ),
+            )
     return FetchRequestV18(
         max_wait_ms,
         min_bytes,
@@ -3482,100 +3652,104 @@ def _fdecode_fetch_request_v18(buf, pos, end, opts, api_version):
                 b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
             )
             high_watermark_fetch_partition_v18__fetch_topic_v18_ = 9223372036854775807
-            sec__fetch_partition_v18__fetch_topic_v18_ = pos
-            prev__fetch_partition_v18__fetch_topic_v18_, odd__fetch_partition_v18__fetch_topic_v18_ = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__fetch_partition_v18__fetch_topic_v18_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__fetch_partition_v18__fetch_topic_v18_, pos = _read_uvarint32(
-                    buf, pos, end, "fetch_partition_v18.tagged_fields"
-                )
-            if n_tags__fetch_partition_v18__fetch_topic_v18_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__fetch_partition_v18__fetch_topic_v18_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="fetch_partition_v18.tagged_fields",
-                )
-            for __fetch_partition_v18__fetch_topic_v18_ in range(n_tags__fetch_partition_v18__fetch_topic_v18_):
-                tag__fetch_partition_v18__fetch_topic_v18_, pos = _read_uvarint32(
-                    buf, pos, end, "fetch_partition_v18.tagged_fields"
-                )
-                size__fetch_partition_v18__fetch_topic_v18_, pos = _read_uvarint32(
-                    buf, pos, end, "fetch_partition_v18.tagged_fields"
-                )
-                if size__fetch_partition_v18__fetch_topic_v18_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__fetch_partition_v18__fetch_topic_v18_} declares {size__fetch_partition_v18__fetch_topic_v18_} bytes, {end - pos} left",
+                sec__fetch_partition_v18__fetch_topic_v18_ = pos
+                prev__fetch_partition_v18__fetch_topic_v18_, odd__fetch_partition_v18__fetch_topic_v18_ = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__fetch_partition_v18__fetch_topic_v18_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__fetch_partition_v18__fetch_topic_v18_, pos = _read_uvarint32(
+                        buf, pos, end, "fetch_partition_v18.tagged_fields"
+                    )
+                if n_tags__fetch_partition_v18__fetch_topic_v18_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__fetch_partition_v18__fetch_topic_v18_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="fetch_partition_v18.tagged_fields",
                     )
-                stop__fetch_partition_v18__fetch_topic_v18_ = pos + size__fetch_partition_v18__fetch_topic_v18_
-                if tag__fetch_partition_v18__fetch_topic_v18_ <= prev__fetch_partition_v18__fetch_topic_v18_:
-                    odd__fetch_partition_v18__fetch_topic_v18_ = True
-                prev__fetch_partition_v18__fetch_topic_v18_ = tag__fetch_partition_v18__fetch_topic_v18_
-                if tag__fetch_partition_v18__fetch_topic_v18_ == 0:
-                    (
-                        replica_directory_id_fetch_partition_v18__fetch_topic_v18_,
-                        q__fetch_partition_v18__fetch_topic_v18_,
-                    ) = _fdecode_fetch_partition_v18_replica_directory_id_tag(
-                        buf, pos, stop__fetch_partition_v18__fetch_topic_v18_, opts
+                for __fetch_partition_v18__fetch_topic_v18_ in range(n_tags__fetch_partition_v18__fetch_topic_v18_):
+                    tag__fetch_partition_v18__fetch_topic_v18_, pos = _read_uvarint32(
+                        buf, pos, end, "fetch_partition_v18.tagged_fields"
                     )
-                    if q__fetch_partition_v18__fetch_topic_v18_ != stop__fetch_partition_v18__fetch_topic_v18_:
-                        raise _InvalidValueError(
-                            f"tag 0 (replica_directory_id) holds {size__fetch_partition_v18__fetch_topic_v18_} bytes, its value {q__fetch_partition_v18__fetch_topic_v18_ - pos}",
-                            offset=q__fetch_partition_v18__fetch_topic_v18_,
-                            path="fetch_partition_v18.tagged_fields.replica_directory_id",
+                    size__fetch_partition_v18__fetch_topic_v18_, pos = _read_uvarint32(
+                        buf, pos, end, "fetch_partition_v18.tagged_fields"
+                    )
+                    if size__fetch_partition_v18__fetch_topic_v18_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__fetch_partition_v18__fetch_topic_v18_} declares {size__fetch_partition_v18__fetch_topic_v18_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="fetch_partition_v18.tagged_fields",
                         )
-                    if (
-                        replica_directory_id_fetch_partition_v18__fetch_topic_v18_
-                        == b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
-                        or replica_directory_id_fetch_partition_v18__fetch_topic_v18_ is None
-                    ):
+                    stop__fetch_partition_v18__fetch_topic_v18_ = pos + size__fetch_partition_v18__fetch_topic_v18_
+                    if tag__fetch_partition_v18__fetch_topic_v18_ <= prev__fetch_partition_v18__fetch_topic_v18_:
                         odd__fetch_partition_v18__fetch_topic_v18_ = True
-                elif tag__fetch_partition_v18__fetch_topic_v18_ == 1:
-                    high_watermark_fetch_partition_v18__fetch_topic_v18_, q__fetch_partition_v18__fetch_topic_v18_ = (
-                        _fdecode_fetch_partition_v18_high_watermark_tag(
+                    prev__fetch_partition_v18__fetch_topic_v18_ = tag__fetch_partition_v18__fetch_topic_v18_
+                    if tag__fetch_partition_v18__fetch_topic_v18_ == 0:
+                        (
+                            replica_directory_id_fetch_partition_v18__fetch_topic_v18_,
+                            q__fetch_partition_v18__fetch_topic_v18_,
+                        ) = _fdecode_fetch_partition_v18_replica_directory_id_tag(
                             buf, pos, stop__fetch_partition_v18__fetch_topic_v18_, opts
                         )
-                    )
-                    if q__fetch_partition_v18__fetch_topic_v18_ != stop__fetch_partition_v18__fetch_topic_v18_:
-                        raise _InvalidValueError(
-                            f"tag 1 (high_watermark) holds {size__fetch_partition_v18__fetch_topic_v18_} bytes, its value {q__fetch_partition_v18__fetch_topic_v18_ - pos}",
-                            offset=q__fetch_partition_v18__fetch_topic_v18_,
-                            path="fetch_partition_v18.tagged_fields.high_watermark",
-                        )
-                    if (
-                        high_watermark_fetch_partition_v18__fetch_topic_v18_ == 9223372036854775807
-                        or high_watermark_fetch_partition_v18__fetch_topic_v18_ is None
-                    ):
-                        odd__fetch_partition_v18__fetch_topic_v18_ = True
-                else:
-                    tagged_fields_fetch_partition_v18__fetch_topic_v18_.append(
-                        (
-                            tag__fetch_partition_v18__fetch_topic_v18_,
-                            bytes(buf[pos:stop__fetch_partition_v18__fetch_topic_v18_]),
-                        )
-                    )
-                pos = stop__fetch_partition_v18__fetch_topic_v18_
-            if odd__fetch_partition_v18__fetch_topic_v18_:
-                tagged_fields_fetch_partition_v18__fetch_topic_v18_ = _keep_tags(
-                    tagged_fields_fetch_partition_v18__fetch_topic_v18_,
-                    buf[sec__fetch_partition_v18__fetch_topic_v18_:pos],
-                    (
-                        (
-                            0,
+                        if q__fetch_partition_v18__fetch_topic_v18_ != stop__fetch_partition_v18__fetch_topic_v18_:
+                            raise _InvalidValueError(
+                                f"tag 0 (replica_directory_id) holds {size__fetch_partition_v18__fetch_topic_v18_} bytes, its value {q__fetch_partition_v18__fetch_topic_v18_ - pos}",
+                                offset=q__fetch_partition_v18__fetch_topic_v18_,
+                                path="fetch_partition_v18.tagged_fields.replica_directory_id",
+                            )
+                        if (
                             replica_directory_id_fetch_partition_v18__fetch_topic_v18_
                             == b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
-                            or replica_directory_id_fetch_partition_v18__fetch_topic_v18_ is None,
-                        ),
+                            or replica_directory_id_fetch_partition_v18__fetch_topic_v18_ is None
+                        ):
+                            odd__fetch_partition_v18__fetch_topic_v18_ = True
+                    elif tag__fetch_partition_v18__fetch_topic_v18_ == 1:
                         (
-                            1,
+                            high_watermark_fetch_partition_v18__fetch_topic_v18_,
+                            q__fetch_partition_v18__fetch_topic_v18_,
+                        ) = _fdecode_fetch_partition_v18_high_watermark_tag(
+                            buf, pos, stop__fetch_partition_v18__fetch_topic_v18_, opts
+                        )
+                        if q__fetch_partition_v18__fetch_topic_v18_ != stop__fetch_partition_v18__fetch_topic_v18_:
+                            raise _InvalidValueError(
+                                f"tag 1 (high_watermark) holds {size__fetch_partition_v18__fetch_topic_v18_} bytes, its value {q__fetch_partition_v18__fetch_topic_v18_ - pos}",
+                                offset=q__fetch_partition_v18__fetch_topic_v18_,
+                                path="fetch_partition_v18.tagged_fields.high_watermark",
+                            )
+                        if (
                             high_watermark_fetch_partition_v18__fetch_topic_v18_ == 9223372036854775807
-                            or high_watermark_fetch_partition_v18__fetch_topic_v18_ is None,
+                            or high_watermark_fetch_partition_v18__fetch_topic_v18_ is None
+                        ):
+                            odd__fetch_partition_v18__fetch_topic_v18_ = True
+                    else:
+                        tagged_fields_fetch_partition_v18__fetch_topic_v18_.append(
+                            (
+                                tag__fetch_partition_v18__fetch_topic_v18_,
+                                bytes(buf[pos:stop__fetch_partition_v18__fetch_topic_v18_]),
+                            )
+                        )
+                    pos = stop__fetch_partition_v18__fetch_topic_v18_
+                if odd__fetch_partition_v18__fetch_topic_v18_:
+                    tagged_fields_fetch_partition_v18__fetch_topic_v18_ = _keep_tags(
+                        tagged_fields_fetch_partition_v18__fetch_topic_v18_,
+                        buf[sec__fetch_partition_v18__fetch_topic_v18_:pos],
+                        (
+                            (
+                                0,
+                                replica_directory_id_fetch_partition_v18__fetch_topic_v18_
+                                == b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+                                or replica_directory_id_fetch_partition_v18__fetch_topic_v18_ is None,
+                            ),
+                            (
+                                1,
+                                high_watermark_fetch_partition_v18__fetch_topic_v18_ == 9223372036854775807
+                                or high_watermark_fetch_partition_v18__fetch_topic_v18_ is None,
+                            ),
                         ),
-                    ),
-                )
+                    )
             value__fetch_partition_v18__fetch_topic_v18_ = _new_object(FetchPartitionV18)
             value__fetch_partition_v18__fetch_topic_v18_.partition = partition_fetch_partition_v18__fetch_topic_v18_
             value__fetch_partition_v18__fetch_topic_v18_.current_leader_epoch = (
@@ -3605,38 +3779,41 @@ def _fdecode_fetch_request_v18(buf, pos, end, opts, api_version):
             item__fetch_topic_v18_ = value__fetch_partition_v18__fetch_topic_v18_
             append_partitions_fetch_topic_v18_(item__fetch_topic_v18_)
         tagged_fields_fetch_topic_v18_ = []
-        sec__fetch_topic_v18_ = pos
-        prev__fetch_topic_v18_, odd__fetch_topic_v18_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__fetch_topic_v18_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__fetch_topic_v18_, pos = _read_uvarint32(buf, pos, end, "fetch_topic_v18.tagged_fields")
-        if n_tags__fetch_topic_v18_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__fetch_topic_v18_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="fetch_topic_v18.tagged_fields",
-            )
-        for __fetch_topic_v18_ in range(n_tags__fetch_topic_v18_):
-            tag__fetch_topic_v18_, pos = _read_uvarint32(buf, pos, end, "fetch_topic_v18.tagged_fields")
-            size__fetch_topic_v18_, pos = _read_uvarint32(buf, pos, end, "fetch_topic_v18.tagged_fields")
-            if size__fetch_topic_v18_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__fetch_topic_v18_} declares {size__fetch_topic_v18_} bytes, {end - pos} left",
+            sec__fetch_topic_v18_ = pos
+            prev__fetch_topic_v18_, odd__fetch_topic_v18_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__fetch_topic_v18_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__fetch_topic_v18_, pos = _read_uvarint32(buf, pos, end, "fetch_topic_v18.tagged_fields")
+            if n_tags__fetch_topic_v18_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__fetch_topic_v18_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="fetch_topic_v18.tagged_fields",
                 )
-            stop__fetch_topic_v18_ = pos + size__fetch_topic_v18_
-            if tag__fetch_topic_v18_ <= prev__fetch_topic_v18_:
-                odd__fetch_topic_v18_ = True
-            prev__fetch_topic_v18_ = tag__fetch_topic_v18_
-            tagged_fields_fetch_topic_v18_.append((tag__fetch_topic_v18_, bytes(buf[pos:stop__fetch_topic_v18_])))
-            pos = stop__fetch_topic_v18_
-        if odd__fetch_topic_v18_:
-            tagged_fields_fetch_topic_v18_ = _keep_tags(
-                tagged_fields_fetch_topic_v18_, buf[sec__fetch_topic_v18_:pos], ()
-            )
+            for __fetch_topic_v18_ in range(n_tags__fetch_topic_v18_):
+                tag__fetch_topic_v18_, pos = _read_uvarint32(buf, pos, end, "fetch_topic_v18.tagged_fields")
+                size__fetch_topic_v18_, pos = _read_uvarint32(buf, pos, end, "fetch_topic_v18.tagged_fields")
+                if size__fetch_topic_v18_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__fetch_topic_v18_} declares {size__fetch_topic_v18_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="fetch_topic_v18.tagged_fields",
+                    )
+                stop__fetch_topic_v18_ = pos + size__fetch_topic_v18_
+                if tag__fetch_topic_v18_ <= prev__fetch_topic_v18_:
+                    odd__fetch_topic_v18_ = True
+                prev__fetch_topic_v18_ = tag__fetch_topic_v18_
+                tagged_fields_fetch_topic_v18_.append((tag__fetch_topic_v18_, bytes(buf[pos:stop__fetch_topic_v18_])))
+                pos = stop__fetch_topic_v18_
+            if odd__fetch_topic_v18_:
+                tagged_fields_fetch_topic_v18_ = _keep_tags(
+                    tagged_fields_fetch_topic_v18_, buf[sec__fetch_topic_v18_:pos], ()
+                )
         value__fetch_topic_v18_ = _new_object(FetchTopicV18)
         value__fetch_topic_v18_.topic_id = topic_id_fetch_topic_v18_
         value__fetch_topic_v18_.partitions = partitions_fetch_topic_v18_
@@ -3710,40 +3887,43 @@ def _fdecode_fetch_request_v18(buf, pos, end, opts, api_version):
             item__forgotten_topic_v18_ = value_forgotten_topic_v18_partitions_item__forgotten_topic_v18_
             append_partitions_forgotten_topic_v18_(item__forgotten_topic_v18_)
         tagged_fields_forgotten_topic_v18_ = []
-        sec__forgotten_topic_v18_ = pos
-        prev__forgotten_topic_v18_, odd__forgotten_topic_v18_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__forgotten_topic_v18_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__forgotten_topic_v18_, pos = _read_uvarint32(buf, pos, end, "forgotten_topic_v18.tagged_fields")
-        if n_tags__forgotten_topic_v18_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__forgotten_topic_v18_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="forgotten_topic_v18.tagged_fields",
-            )
-        for __forgotten_topic_v18_ in range(n_tags__forgotten_topic_v18_):
-            tag__forgotten_topic_v18_, pos = _read_uvarint32(buf, pos, end, "forgotten_topic_v18.tagged_fields")
-            size__forgotten_topic_v18_, pos = _read_uvarint32(buf, pos, end, "forgotten_topic_v18.tagged_fields")
-            if size__forgotten_topic_v18_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__forgotten_topic_v18_} declares {size__forgotten_topic_v18_} bytes, {end - pos} left",
+            sec__forgotten_topic_v18_ = pos
+            prev__forgotten_topic_v18_, odd__forgotten_topic_v18_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__forgotten_topic_v18_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__forgotten_topic_v18_, pos = _read_uvarint32(buf, pos, end, "forgotten_topic_v18.tagged_fields")
+            if n_tags__forgotten_topic_v18_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__forgotten_topic_v18_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="forgotten_topic_v18.tagged_fields",
                 )
-            stop__forgotten_topic_v18_ = pos + size__forgotten_topic_v18_
-            if tag__forgotten_topic_v18_ <= prev__forgotten_topic_v18_:
-                odd__forgotten_topic_v18_ = True
-            prev__forgotten_topic_v18_ = tag__forgotten_topic_v18_
-            tagged_fields_forgotten_topic_v18_.append(
-                (tag__forgotten_topic_v18_, bytes(buf[pos:stop__forgotten_topic_v18_]))
-            )
-            pos = stop__forgotten_topic_v18_
-        if odd__forgotten_topic_v18_:
-            tagged_fields_forgotten_topic_v18_ = _keep_tags(
-                tagged_fields_forgotten_topic_v18_, buf[sec__forgotten_topic_v18_:pos], ()
-            )
+            for __forgotten_topic_v18_ in range(n_tags__forgotten_topic_v18_):
+                tag__forgotten_topic_v18_, pos = _read_uvarint32(buf, pos, end, "forgotten_topic_v18.tagged_fields")
+                size__forgotten_topic_v18_, pos = _read_uvarint32(buf, pos, end, "forgotten_topic_v18.tagged_fields")
+                if size__forgotten_topic_v18_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__forgotten_topic_v18_} declares {size__forgotten_topic_v18_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="forgotten_topic_v18.tagged_fields",
+                    )
+                stop__forgotten_topic_v18_ = pos + size__forgotten_topic_v18_
+                if tag__forgotten_topic_v18_ <= prev__forgotten_topic_v18_:
+                    odd__forgotten_topic_v18_ = True
+                prev__forgotten_topic_v18_ = tag__forgotten_topic_v18_
+                tagged_fields_forgotten_topic_v18_.append(
+                    (tag__forgotten_topic_v18_, bytes(buf[pos:stop__forgotten_topic_v18_]))
+                )
+                pos = stop__forgotten_topic_v18_
+            if odd__forgotten_topic_v18_:
+                tagged_fields_forgotten_topic_v18_ = _keep_tags(
+                    tagged_fields_forgotten_topic_v18_, buf[sec__forgotten_topic_v18_:pos], ()
+                )
         value__forgotten_topic_v18_ = _new_object(ForgottenTopicV18)
         value__forgotten_topic_v18_.topic_id = topic_id_forgotten_topic_v18_
         value__forgotten_topic_v18_.partitions = partitions_forgotten_topic_v18_
@@ -3777,67 +3957,65 @@ def _fdecode_fetch_request_v18(buf, pos, end, opts, api_version):
         pos += n_rack_id
     tagged_fields = []
     cluster_id = None
-    replica_state = _fdecode_fetch_request_v18_replica_state_tag(
-        b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00",
-        0,
-        b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00".__len__(),
-        opts,
-    )[0]
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    replica_state = ReplicaState(replica_id=-1, replica_epoch=-1, tagged_fields=[])
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_request_v18.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="fetch_request_v18.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "fetch_request_v18.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "fetch_request_v18.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_request_v18.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="fetch_request_v18.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0:
-            cluster_id, q_ = _fdecode_fetch_request_v18_cluster_id_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 0 (cluster_id) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="fetch_request_v18.tagged_fields.cluster_id",
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "fetch_request_v18.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "fetch_request_v18.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="fetch_request_v18.tagged_fields",
                 )
-            if cluster_id == None:
+            stop_ = pos + size_
+            if tag_ <= prev_:
                 odd_ = True
-        elif tag_ == 1:
-            replica_state, q_ = _fdecode_fetch_request_v18_replica_state_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 1 (replica_state) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="fetch_request_v18.tagged_fields.replica_state",
-                )
-            if buf[pos:stop_] == b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00":
-                odd_ = True
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(
-            tagged_fields,
-            buf[sec_:pos],
-            ((0, cluster_id == None), (1, b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00")),
-        )
+            prev_ = tag_
+            if tag_ == 0:
+                cluster_id, q_ = _fdecode_fetch_request_v18_cluster_id_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (cluster_id) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="fetch_request_v18.tagged_fields.cluster_id",
+                    )
+                if cluster_id == None:
+                    odd_ = True
+            elif tag_ == 1:
+                replica_state, q_ = _fdecode_fetch_request_v18_replica_state_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 1 (replica_state) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="fetch_request_v18.tagged_fields.replica_state",
+                    )
+                if buf[pos:stop_] == b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00":
+                    odd_ = True
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(
+                tagged_fields,
+                buf[sec_:pos],
+                ((0, cluster_id == None), (1, b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00")),
+            )
     value_ = _new_object(FetchRequestV18)
     value_.max_wait_ms = max_wait_ms
     value_.min_bytes = min_bytes
@@ -3861,17 +4039,28 @@ def _encode_fetch_request_v18(obj, out, index, api_version):
             f"FetchRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 18) and (<params>.api_version <= 18)))",
             path="fetch_request_v18",
         )
-    own_ = type(obj) is FetchRequestV18
-    max_wait_ms = obj.max_wait_ms if own_ else getattr(obj, "max_wait_ms", 0)
-    min_bytes = obj.min_bytes if own_ else getattr(obj, "min_bytes", 0)
-    max_bytes = obj.max_bytes if own_ else getattr(obj, "max_bytes", 2147483647)
-    isolation_level = obj.isolation_level if own_ else getattr(obj, "isolation_level", 0)
-    session_id = obj.session_id if own_ else getattr(obj, "session_id", 0)
-    session_epoch = obj.session_epoch if own_ else getattr(obj, "session_epoch", -1)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    forgotten_topics_data = obj.forgotten_topics_data if own_ else getattr(obj, "forgotten_topics_data", None)
-    rack_id = obj.rack_id if own_ else getattr(obj, "rack_id", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is FetchRequestV18:
+        max_wait_ms = obj.max_wait_ms
+        min_bytes = obj.min_bytes
+        max_bytes = obj.max_bytes
+        isolation_level = obj.isolation_level
+        session_id = obj.session_id
+        session_epoch = obj.session_epoch
+        topics = obj.topics
+        forgotten_topics_data = obj.forgotten_topics_data
+        rack_id = obj.rack_id
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        max_wait_ms = getattr(obj, "max_wait_ms", 0)
+        min_bytes = getattr(obj, "min_bytes", 0)
+        max_bytes = getattr(obj, "max_bytes", 2147483647)
+        isolation_level = getattr(obj, "isolation_level", 0)
+        session_id = getattr(obj, "session_id", 0)
+        session_epoch = getattr(obj, "session_epoch", -1)
+        topics = getattr(obj, "topics", None)
+        forgotten_topics_data = getattr(obj, "forgotten_topics_data", None)
+        rack_id = getattr(obj, "rack_id", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S8.pack(max_wait_ms, min_bytes, max_bytes, isolation_level, session_id, session_epoch)
     n_ = len(topics)
     if -1 <= n_ < 0x3FFF:
@@ -3939,7 +4128,10 @@ def _encode_fetch_request_v18(obj, out, index, api_version):
         ):  # left out when it encodes as the empty struct it reads as absent
             tags_.append((1, tmp_))
     valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "fetch_request_v18.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "fetch_request_v18.tagged_fields", valid_)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_fetch_request_v18(obj, out, index, api_version):
@@ -3949,17 +4141,28 @@ def _fencode_fetch_request_v18(obj, out, index, api_version):
             f"FetchRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 18) and (<params>.api_version <= 18)))",
             path="fetch_request_v18",
         )
-    own_ = type(obj) is FetchRequestV18
-    max_wait_ms = obj.max_wait_ms if own_ else getattr(obj, "max_wait_ms", 0)
-    min_bytes = obj.min_bytes if own_ else getattr(obj, "min_bytes", 0)
-    max_bytes = obj.max_bytes if own_ else getattr(obj, "max_bytes", 2147483647)
-    isolation_level = obj.isolation_level if own_ else getattr(obj, "isolation_level", 0)
-    session_id = obj.session_id if own_ else getattr(obj, "session_id", 0)
-    session_epoch = obj.session_epoch if own_ else getattr(obj, "session_epoch", -1)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    forgotten_topics_data = obj.forgotten_topics_data if own_ else getattr(obj, "forgotten_topics_data", None)
-    rack_id = obj.rack_id if own_ else getattr(obj, "rack_id", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is FetchRequestV18:
+        max_wait_ms = obj.max_wait_ms
+        min_bytes = obj.min_bytes
+        max_bytes = obj.max_bytes
+        isolation_level = obj.isolation_level
+        session_id = obj.session_id
+        session_epoch = obj.session_epoch
+        topics = obj.topics
+        forgotten_topics_data = obj.forgotten_topics_data
+        rack_id = obj.rack_id
+        tagged_fields = obj.tagged_fields
+    else:
+        max_wait_ms = getattr(obj, "max_wait_ms", 0)
+        min_bytes = getattr(obj, "min_bytes", 0)
+        max_bytes = getattr(obj, "max_bytes", 2147483647)
+        isolation_level = getattr(obj, "isolation_level", 0)
+        session_id = getattr(obj, "session_id", 0)
+        session_epoch = getattr(obj, "session_epoch", -1)
+        topics = getattr(obj, "topics", None)
+        forgotten_topics_data = getattr(obj, "forgotten_topics_data", None)
+        rack_id = getattr(obj, "rack_id", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S8.pack(max_wait_ms, min_bytes, max_bytes, isolation_level, session_id, session_epoch)
     n_ = len(topics)
     if -1 <= n_ < 16383:
@@ -3967,12 +4170,14 @@ def _fencode_fetch_request_v18(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "fetch_request_v18.topics")
     for item_ in topics:
-        own__fetch_topic_v18_ = type(item_) is FetchTopicV18
-        topic_id_fetch_topic_v18_ = item_.topic_id if own__fetch_topic_v18_ else getattr(item_, "topic_id", None)
-        partitions_fetch_topic_v18_ = item_.partitions if own__fetch_topic_v18_ else getattr(item_, "partitions", None)
-        tagged_fields_fetch_topic_v18_ = (
-            item_.tagged_fields if own__fetch_topic_v18_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is FetchTopicV18:
+            topic_id_fetch_topic_v18_ = item_.topic_id
+            partitions_fetch_topic_v18_ = item_.partitions
+            tagged_fields_fetch_topic_v18_ = item_.tagged_fields
+        else:
+            topic_id_fetch_topic_v18_ = getattr(item_, "topic_id", None)
+            partitions_fetch_topic_v18_ = getattr(item_, "partitions", None)
+            tagged_fields_fetch_topic_v18_ = getattr(item_, "tagged_fields", None)
         out += _S5.pack(_uuid16(topic_id_fetch_topic_v18_))
         n__fetch_topic_v18_ = len(partitions_fetch_topic_v18_)
         if -1 <= n__fetch_topic_v18_ < 16383:
@@ -3980,42 +4185,32 @@ def _fencode_fetch_request_v18(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__fetch_topic_v18_ + 1, "fetch_topic_v18.partitions")
         for item__fetch_topic_v18_ in partitions_fetch_topic_v18_:
-            own__fetch_partition_v18__fetch_topic_v18_ = type(item__fetch_topic_v18_) is FetchPartitionV18
-            partition_fetch_partition_v18__fetch_topic_v18_ = (
-                item__fetch_topic_v18_.partition
-                if own__fetch_partition_v18__fetch_topic_v18_
-                else getattr(item__fetch_topic_v18_, "partition", 0)
-            )
-            current_leader_epoch_fetch_partition_v18__fetch_topic_v18_ = (
-                item__fetch_topic_v18_.current_leader_epoch
-                if own__fetch_partition_v18__fetch_topic_v18_
-                else getattr(item__fetch_topic_v18_, "current_leader_epoch", -1)
-            )
-            fetch_offset_fetch_partition_v18__fetch_topic_v18_ = (
-                item__fetch_topic_v18_.fetch_offset
-                if own__fetch_partition_v18__fetch_topic_v18_
-                else getattr(item__fetch_topic_v18_, "fetch_offset", 0)
-            )
-            last_fetched_epoch_fetch_partition_v18__fetch_topic_v18_ = (
-                item__fetch_topic_v18_.last_fetched_epoch
-                if own__fetch_partition_v18__fetch_topic_v18_
-                else getattr(item__fetch_topic_v18_, "last_fetched_epoch", -1)
-            )
-            log_start_offset_fetch_partition_v18__fetch_topic_v18_ = (
-                item__fetch_topic_v18_.log_start_offset
-                if own__fetch_partition_v18__fetch_topic_v18_
-                else getattr(item__fetch_topic_v18_, "log_start_offset", -1)
-            )
-            partition_max_bytes_fetch_partition_v18__fetch_topic_v18_ = (
-                item__fetch_topic_v18_.partition_max_bytes
-                if own__fetch_partition_v18__fetch_topic_v18_
-                else getattr(item__fetch_topic_v18_, "partition_max_bytes", 0)
-            )
-            tagged_fields_fetch_partition_v18__fetch_topic_v18_ = (
-                item__fetch_topic_v18_.tagged_fields
-                if own__fetch_partition_v18__fetch_topic_v18_
-                else getattr(item__fetch_topic_v18_, "tagged_fields", None)
-            )
+            if type(item__fetch_topic_v18_) is FetchPartitionV18:
+                partition_fetch_partition_v18__fetch_topic_v18_ = item__fetch_topic_v18_.partition
+                current_leader_epoch_fetch_partition_v18__fetch_topic_v18_ = item__fetch_topic_v18_.current_leader_epoch
+                fetch_offset_fetch_partition_v18__fetch_topic_v18_ = item__fetch_topic_v18_.fetch_offset
+                last_fetched_epoch_fetch_partition_v18__fetch_topic_v18_ = item__fetch_topic_v18_.last_fetched_epoch
+                log_start_offset_fetch_partition_v18__fetch_topic_v18_ = item__fetch_topic_v18_.log_start_offset
+                partition_max_bytes_fetch_partition_v18__fetch_topic_v18_ = item__fetch_topic_v18_.partition_max_bytes
+                tagged_fields_fetch_partition_v18__fetch_topic_v18_ = item__fetch_topic_v18_.tagged_fields
+            else:
+                partition_fetch_partition_v18__fetch_topic_v18_ = getattr(item__fetch_topic_v18_, "partition", 0)
+                current_leader_epoch_fetch_partition_v18__fetch_topic_v18_ = getattr(
+                    item__fetch_topic_v18_, "current_leader_epoch", -1
+                )
+                fetch_offset_fetch_partition_v18__fetch_topic_v18_ = getattr(item__fetch_topic_v18_, "fetch_offset", 0)
+                last_fetched_epoch_fetch_partition_v18__fetch_topic_v18_ = getattr(
+                    item__fetch_topic_v18_, "last_fetched_epoch", -1
+                )
+                log_start_offset_fetch_partition_v18__fetch_topic_v18_ = getattr(
+                    item__fetch_topic_v18_, "log_start_offset", -1
+                )
+                partition_max_bytes_fetch_partition_v18__fetch_topic_v18_ = getattr(
+                    item__fetch_topic_v18_, "partition_max_bytes", 0
+                )
+                tagged_fields_fetch_partition_v18__fetch_topic_v18_ = getattr(
+                    item__fetch_topic_v18_, "tagged_fields", None
+                )
             out += _S6.pack(
                 partition_fetch_partition_v18__fetch_topic_v18_,
                 current_leader_epoch_fetch_partition_v18__fetch_topic_v18_,
@@ -4055,56 +4250,54 @@ def _fencode_fetch_request_v18(obj, out, index, api_version):
                 )
                 tags__fetch_partition_v18__fetch_topic_v18_.append((1, tmp__fetch_partition_v18__fetch_topic_v18_))
             valid__fetch_partition_v18__fetch_topic_v18_ = None
-            _write_tagged(
-                out,
-                tags__fetch_partition_v18__fetch_topic_v18_,
-                tagged_fields_fetch_partition_v18__fetch_topic_v18_,
-                "fetch_partition_v18.tagged_fields",
-                valid__fetch_partition_v18__fetch_topic_v18_,
-            )
-        tags__fetch_topic_v18_ = []
-        valid__fetch_topic_v18_ = None
-        _write_tagged(
-            out,
-            tags__fetch_topic_v18_,
-            tagged_fields_fetch_topic_v18_,
-            "fetch_topic_v18.tagged_fields",
-            valid__fetch_topic_v18_,
-        )
+            if (
+                tags__fetch_partition_v18__fetch_topic_v18_
+                or tagged_fields_fetch_partition_v18__fetch_topic_v18_
+                or tagged_fields_fetch_partition_v18__fetch_topic_v18_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    tags__fetch_partition_v18__fetch_topic_v18_,
+                    tagged_fields_fetch_partition_v18__fetch_topic_v18_,
+                    "fetch_partition_v18.tagged_fields",
+                    valid__fetch_partition_v18__fetch_topic_v18_,
+                )
+            else:
+                out.append(0)
+        if tagged_fields_fetch_topic_v18_ or tagged_fields_fetch_topic_v18_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_fetch_topic_v18_, "fetch_topic_v18.tagged_fields", None)
+        else:
+            out.append(0)
     n_ = len(forgotten_topics_data)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "fetch_request_v18.forgotten_topics_data")
     for item_ in forgotten_topics_data:
-        own__forgotten_topic_v18_ = type(item_) is ForgottenTopicV18
-        topic_id_forgotten_topic_v18_ = (
-            item_.topic_id if own__forgotten_topic_v18_ else getattr(item_, "topic_id", None)
-        )
-        partitions_forgotten_topic_v18_ = (
-            item_.partitions if own__forgotten_topic_v18_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_forgotten_topic_v18_ = (
-            item_.tagged_fields if own__forgotten_topic_v18_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is ForgottenTopicV18:
+            topic_id_forgotten_topic_v18_ = item_.topic_id
+            partitions_forgotten_topic_v18_ = item_.partitions
+            tagged_fields_forgotten_topic_v18_ = item_.tagged_fields
+        else:
+            topic_id_forgotten_topic_v18_ = getattr(item_, "topic_id", None)
+            partitions_forgotten_topic_v18_ = getattr(item_, "partitions", None)
+            tagged_fields_forgotten_topic_v18_ = getattr(item_, "tagged_fields", None)
         out += _S5.pack(_uuid16(topic_id_forgotten_topic_v18_))
         n__forgotten_topic_v18_ = len(partitions_forgotten_topic_v18_)
         if -1 <= n__forgotten_topic_v18_ < 16383:
             out += _UV_BYTES[n__forgotten_topic_v18_ + 1]
         else:
             _write_uvarint(out, n__forgotten_topic_v18_ + 1, "forgotten_topic_v18.partitions")
-        for item__forgotten_topic_v18_ in partitions_forgotten_topic_v18_:
-            value_forgotten_topic_v18_partitions_item__forgotten_topic_v18_ = item__forgotten_topic_v18_
-            out += _S0.pack(value_forgotten_topic_v18_partitions_item__forgotten_topic_v18_)
-        tags__forgotten_topic_v18_ = []
-        valid__forgotten_topic_v18_ = None
-        _write_tagged(
-            out,
-            tags__forgotten_topic_v18_,
-            tagged_fields_forgotten_topic_v18_,
-            "forgotten_topic_v18.tagged_fields",
-            valid__forgotten_topic_v18_,
-        )
+        if n__forgotten_topic_v18_ <= _PACKED_MAX:
+            out += _PACKED["i"][n__forgotten_topic_v18_].pack(*partitions_forgotten_topic_v18_)
+        else:
+            for item__forgotten_topic_v18_ in partitions_forgotten_topic_v18_:
+                value_forgotten_topic_v18_partitions_item__forgotten_topic_v18_ = item__forgotten_topic_v18_
+                out += _S0.pack(value_forgotten_topic_v18_partitions_item__forgotten_topic_v18_)
+        if tagged_fields_forgotten_topic_v18_ or tagged_fields_forgotten_topic_v18_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_forgotten_topic_v18_, "forgotten_topic_v18.tagged_fields", None)
+        else:
+            out.append(0)
     b_ = _STR_ENCODED.get(rack_id)
     rack_id = _encode_str(rack_id) if b_ is None else b_
     n_ = len(rack_id)
@@ -4133,7 +4326,10 @@ def _fencode_fetch_request_v18(obj, out, index, api_version):
         if tmp_ != b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00":
             tags_.append((1, tmp_))
     valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "fetch_request_v18.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "fetch_request_v18.tagged_fields", valid_)
+    else:
+        out.append(0)
 
 
 def _decode_fetch_request_by_version(buf, pos, end, opts, api_version):

@@ -101,9 +101,12 @@ def _decode_aborted_transaction(buf, pos, end, opts):
 
 def _encode_aborted_transaction(obj, out, index):
     """Append one aborted_transaction to out."""
-    own_ = type(obj) is AbortedTransaction
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", 0)
-    first_offset = obj.first_offset if own_ else getattr(obj, "first_offset", 0)
+    if type(obj) is AbortedTransaction:
+        producer_id = obj.producer_id
+        first_offset = obj.first_offset
+    else:  # another class: its fields by name, a missing one at its default
+        producer_id = getattr(obj, "producer_id", 0)
+        first_offset = getattr(obj, "first_offset", 0)
     out += _S0.pack(producer_id, first_offset)
 
 
@@ -208,15 +211,24 @@ def _decode_partition_data(buf, pos, end, opts, api_version):
 
 def _encode_partition_data(obj, out, index, api_version):
     """Append one partition_data to out."""
-    own_ = type(obj) is PartitionData
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    high_watermark = obj.high_watermark if own_ else getattr(obj, "high_watermark", 0)
-    last_stable_offset = obj.last_stable_offset if own_ else getattr(obj, "last_stable_offset", -1)
-    log_start_offset = obj.log_start_offset if own_ else getattr(obj, "log_start_offset", -1)
-    aborted_transactions = obj.aborted_transactions if own_ else getattr(obj, "aborted_transactions", None)
-    preferred_read_replica = obj.preferred_read_replica if own_ else getattr(obj, "preferred_read_replica", -1)
-    records = obj.records if own_ else getattr(obj, "records", None)
+    if type(obj) is PartitionData:
+        partition_index = obj.partition_index
+        error_code = obj.error_code
+        high_watermark = obj.high_watermark
+        last_stable_offset = obj.last_stable_offset
+        log_start_offset = obj.log_start_offset
+        aborted_transactions = obj.aborted_transactions
+        preferred_read_replica = obj.preferred_read_replica
+        records = obj.records
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        error_code = getattr(obj, "error_code", 0)
+        high_watermark = getattr(obj, "high_watermark", 0)
+        last_stable_offset = getattr(obj, "last_stable_offset", -1)
+        log_start_offset = getattr(obj, "log_start_offset", -1)
+        aborted_transactions = getattr(obj, "aborted_transactions", None)
+        preferred_read_replica = getattr(obj, "preferred_read_replica", -1)
+        records = getattr(obj, "records", None)
     out += _S1.pack(partition_index, error_code, high_watermark)
     if api_version >= 4:
         out += _S2.pack(last_stable_offset)
@@ -302,9 +314,12 @@ def _decode_fetchable_topic_response(buf, pos, end, opts, api_version):
 
 def _encode_fetchable_topic_response(obj, out, index, api_version):
     """Append one fetchable_topic_response to out."""
-    own_ = type(obj) is FetchableTopicResponse
-    topic = obj.topic if own_ else getattr(obj, "topic", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
+    if type(obj) is FetchableTopicResponse:
+        topic = obj.topic
+        partitions = obj.partitions
+    else:  # another class: its fields by name, a missing one at its default
+        topic = getattr(obj, "topic", "")
+        partitions = getattr(obj, "partitions", None)
     if topic is None:
         raise _InvalidValueError("may not be null", path="fetchable_topic_response.topic")
     else:
@@ -604,11 +619,16 @@ def _encode_fetch_response(obj, out, index, api_version):
             f"FetchResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 11))",
             path="fetch_response",
         )
-    own_ = type(obj) is FetchResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    session_id = obj.session_id if own_ else getattr(obj, "session_id", 0)
-    responses = obj.responses if own_ else getattr(obj, "responses", None)
+    if type(obj) is FetchResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        session_id = obj.session_id
+        responses = obj.responses
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        session_id = getattr(obj, "session_id", 0)
+        responses = getattr(obj, "responses", None)
     if api_version >= 1:
         out += _S3.pack(throttle_time_ms)
     if api_version >= 7:
@@ -635,11 +655,16 @@ def _fencode_fetch_response(obj, out, index, api_version):
             f"FetchResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 11))",
             path="fetch_response",
         )
-    own_ = type(obj) is FetchResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    session_id = obj.session_id if own_ else getattr(obj, "session_id", 0)
-    responses = obj.responses if own_ else getattr(obj, "responses", None)
+    if type(obj) is FetchResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        session_id = obj.session_id
+        responses = obj.responses
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        session_id = getattr(obj, "session_id", 0)
+        responses = getattr(obj, "responses", None)
     if api_version >= 1:
         out += _S3.pack(throttle_time_ms)
     if api_version >= 7:
@@ -648,11 +673,12 @@ def _fencode_fetch_response(obj, out, index, api_version):
         out += _S3.pack(session_id)
     out += _S3.pack(len(responses))
     for item_ in responses:
-        own__fetchable_topic_response_ = type(item_) is FetchableTopicResponse
-        topic_fetchable_topic_response_ = item_.topic if own__fetchable_topic_response_ else getattr(item_, "topic", "")
-        partitions_fetchable_topic_response_ = (
-            item_.partitions if own__fetchable_topic_response_ else getattr(item_, "partitions", None)
-        )
+        if type(item_) is FetchableTopicResponse:
+            topic_fetchable_topic_response_ = item_.topic
+            partitions_fetchable_topic_response_ = item_.partitions
+        else:
+            topic_fetchable_topic_response_ = getattr(item_, "topic", "")
+            partitions_fetchable_topic_response_ = getattr(item_, "partitions", None)
         b__fetchable_topic_response_ = _STR_ENCODED.get(topic_fetchable_topic_response_)
         topic_fetchable_topic_response_ = (
             _encode_str(topic_fetchable_topic_response_)
@@ -663,47 +689,52 @@ def _fencode_fetch_response(obj, out, index, api_version):
         out += topic_fetchable_topic_response_
         out += _S3.pack(len(partitions_fetchable_topic_response_))
         for item__fetchable_topic_response_ in partitions_fetchable_topic_response_:
-            own__partition_data__fetchable_topic_response_ = type(item__fetchable_topic_response_) is PartitionData
-            partition_index_partition_data__fetchable_topic_response_ = (
-                item__fetchable_topic_response_.partition_index
-                if own__partition_data__fetchable_topic_response_
-                else getattr(item__fetchable_topic_response_, "partition_index", 0)
-            )
-            error_code_partition_data__fetchable_topic_response_ = (
-                item__fetchable_topic_response_.error_code
-                if own__partition_data__fetchable_topic_response_
-                else getattr(item__fetchable_topic_response_, "error_code", 0)
-            )
-            high_watermark_partition_data__fetchable_topic_response_ = (
-                item__fetchable_topic_response_.high_watermark
-                if own__partition_data__fetchable_topic_response_
-                else getattr(item__fetchable_topic_response_, "high_watermark", 0)
-            )
-            last_stable_offset_partition_data__fetchable_topic_response_ = (
-                item__fetchable_topic_response_.last_stable_offset
-                if own__partition_data__fetchable_topic_response_
-                else getattr(item__fetchable_topic_response_, "last_stable_offset", -1)
-            )
-            log_start_offset_partition_data__fetchable_topic_response_ = (
-                item__fetchable_topic_response_.log_start_offset
-                if own__partition_data__fetchable_topic_response_
-                else getattr(item__fetchable_topic_response_, "log_start_offset", -1)
-            )
-            aborted_transactions_partition_data__fetchable_topic_response_ = (
-                item__fetchable_topic_response_.aborted_transactions
-                if own__partition_data__fetchable_topic_response_
-                else getattr(item__fetchable_topic_response_, "aborted_transactions", None)
-            )
-            preferred_read_replica_partition_data__fetchable_topic_response_ = (
-                item__fetchable_topic_response_.preferred_read_replica
-                if own__partition_data__fetchable_topic_response_
-                else getattr(item__fetchable_topic_response_, "preferred_read_replica", -1)
-            )
-            records_partition_data__fetchable_topic_response_ = (
-                item__fetchable_topic_response_.records
-                if own__partition_data__fetchable_topic_response_
-                else getattr(item__fetchable_topic_response_, "records", None)
-            )
+            if type(item__fetchable_topic_response_) is PartitionData:
+                partition_index_partition_data__fetchable_topic_response_ = (
+                    item__fetchable_topic_response_.partition_index
+                )
+                error_code_partition_data__fetchable_topic_response_ = item__fetchable_topic_response_.error_code
+                high_watermark_partition_data__fetchable_topic_response_ = (
+                    item__fetchable_topic_response_.high_watermark
+                )
+                last_stable_offset_partition_data__fetchable_topic_response_ = (
+                    item__fetchable_topic_response_.last_stable_offset
+                )
+                log_start_offset_partition_data__fetchable_topic_response_ = (
+                    item__fetchable_topic_response_.log_start_offset
+                )
+                aborted_transactions_partition_data__fetchable_topic_response_ = (
+                    item__fetchable_topic_response_.aborted_transactions
+                )
+                preferred_read_replica_partition_data__fetchable_topic_response_ = (
+                    item__fetchable_topic_response_.preferred_read_replica
+                )
+                records_partition_data__fetchable_topic_response_ = item__fetchable_topic_response_.records
+            else:
+                partition_index_partition_data__fetchable_topic_response_ = getattr(
+                    item__fetchable_topic_response_, "partition_index", 0
+                )
+                error_code_partition_data__fetchable_topic_response_ = getattr(
+                    item__fetchable_topic_response_, "error_code", 0
+                )
+                high_watermark_partition_data__fetchable_topic_response_ = getattr(
+                    item__fetchable_topic_response_, "high_watermark", 0
+                )
+                last_stable_offset_partition_data__fetchable_topic_response_ = getattr(
+                    item__fetchable_topic_response_, "last_stable_offset", -1
+                )
+                log_start_offset_partition_data__fetchable_topic_response_ = getattr(
+                    item__fetchable_topic_response_, "log_start_offset", -1
+                )
+                aborted_transactions_partition_data__fetchable_topic_response_ = getattr(
+                    item__fetchable_topic_response_, "aborted_transactions", None
+                )
+                preferred_read_replica_partition_data__fetchable_topic_response_ = getattr(
+                    item__fetchable_topic_response_, "preferred_read_replica", -1
+                )
+                records_partition_data__fetchable_topic_response_ = getattr(
+                    item__fetchable_topic_response_, "records", None
+                )
             out += _S1.pack(
                 partition_index_partition_data__fetchable_topic_response_,
                 error_code_partition_data__fetchable_topic_response_,
@@ -721,19 +752,20 @@ def _fencode_fetch_response(obj, out, index, api_version):
                     for (
                         item__partition_data__fetchable_topic_response_
                     ) in aborted_transactions_partition_data__fetchable_topic_response_:
-                        own__aborted_transaction__partition_data__fetchable_topic_response_ = (
-                            type(item__partition_data__fetchable_topic_response_) is AbortedTransaction
-                        )
-                        producer_id_aborted_transaction__partition_data__fetchable_topic_response_ = (
-                            item__partition_data__fetchable_topic_response_.producer_id
-                            if own__aborted_transaction__partition_data__fetchable_topic_response_
-                            else getattr(item__partition_data__fetchable_topic_response_, "producer_id", 0)
-                        )
-                        first_offset_aborted_transaction__partition_data__fetchable_topic_response_ = (
-                            item__partition_data__fetchable_topic_response_.first_offset
-                            if own__aborted_transaction__partition_data__fetchable_topic_response_
-                            else getattr(item__partition_data__fetchable_topic_response_, "first_offset", 0)
-                        )
+                        if type(item__partition_data__fetchable_topic_response_) is AbortedTransaction:
+                            producer_id_aborted_transaction__partition_data__fetchable_topic_response_ = (
+                                item__partition_data__fetchable_topic_response_.producer_id
+                            )
+                            first_offset_aborted_transaction__partition_data__fetchable_topic_response_ = (
+                                item__partition_data__fetchable_topic_response_.first_offset
+                            )
+                        else:
+                            producer_id_aborted_transaction__partition_data__fetchable_topic_response_ = getattr(
+                                item__partition_data__fetchable_topic_response_, "producer_id", 0
+                            )
+                            first_offset_aborted_transaction__partition_data__fetchable_topic_response_ = getattr(
+                                item__partition_data__fetchable_topic_response_, "first_offset", 0
+                            )
                         out += _S0.pack(
                             producer_id_aborted_transaction__partition_data__fetchable_topic_response_,
                             first_offset_aborted_transaction__partition_data__fetchable_topic_response_,
@@ -757,49 +789,57 @@ def _decode_aborted_transaction_flexible(buf, pos, end, opts):
     ) = _S0.unpack_from(buf, pos)
     pos += 16
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "aborted_transaction_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="aborted_transaction_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "aborted_transaction_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "aborted_transaction_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "aborted_transaction_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="aborted_transaction_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "aborted_transaction_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "aborted_transaction_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="aborted_transaction_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return AbortedTransactionFlexible(producer_id, first_offset, tagged_fields), pos
 
 
 def _encode_aborted_transaction_flexible(obj, out, index):
     """Append one aborted_transaction_flexible to out."""
-    own_ = type(obj) is AbortedTransactionFlexible
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", 0)
-    first_offset = obj.first_offset if own_ else getattr(obj, "first_offset", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AbortedTransactionFlexible:
+        producer_id = obj.producer_id
+        first_offset = obj.first_offset
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        producer_id = getattr(obj, "producer_id", 0)
+        first_offset = getattr(obj, "first_offset", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(producer_id, first_offset)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "aborted_transaction_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "aborted_transaction_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_epoch_end_offset(buf, pos, end, opts):
@@ -812,36 +852,39 @@ def _decode_epoch_end_offset(buf, pos, end, opts):
     ) = _S5.unpack_from(buf, pos)
     pos += 12
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "epoch_end_offset.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="epoch_end_offset.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "epoch_end_offset.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "epoch_end_offset.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "epoch_end_offset.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="epoch_end_offset.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "epoch_end_offset.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "epoch_end_offset.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="epoch_end_offset.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return EpochEndOffset(epoch, end_offset, tagged_fields), pos
 
 
@@ -853,36 +896,39 @@ def _fdecode_epoch_end_offset(buf, pos, end, opts):
     ) = _S5.unpack_from(buf, pos)
     pos += 12
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "epoch_end_offset.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="epoch_end_offset.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "epoch_end_offset.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "epoch_end_offset.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "epoch_end_offset.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="epoch_end_offset.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "epoch_end_offset.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "epoch_end_offset.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="epoch_end_offset.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(EpochEndOffset)  # slots set directly: a third of the cost of calling __init__
     value_.epoch = epoch
     value_.end_offset = end_offset
@@ -892,26 +938,36 @@ def _fdecode_epoch_end_offset(buf, pos, end, opts):
 
 def _encode_epoch_end_offset(obj, out, index):
     """Append one epoch_end_offset to out."""
-    own_ = type(obj) is EpochEndOffset
-    epoch = obj.epoch if own_ else getattr(obj, "epoch", -1)
-    end_offset = obj.end_offset if own_ else getattr(obj, "end_offset", -1)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is EpochEndOffset:
+        epoch = obj.epoch
+        end_offset = obj.end_offset
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        epoch = getattr(obj, "epoch", -1)
+        end_offset = getattr(obj, "end_offset", -1)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S5.pack(epoch, end_offset)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "epoch_end_offset.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "epoch_end_offset.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_epoch_end_offset(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is EpochEndOffset
-    epoch = obj.epoch if own_ else getattr(obj, "epoch", -1)
-    end_offset = obj.end_offset if own_ else getattr(obj, "end_offset", -1)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is EpochEndOffset:
+        epoch = obj.epoch
+        end_offset = obj.end_offset
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        epoch = getattr(obj, "epoch", -1)
+        end_offset = getattr(obj, "end_offset", -1)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S5.pack(epoch, end_offset)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "epoch_end_offset.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "epoch_end_offset.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_partition_data_flexible_diverging_epoch_tag(buf, pos, end, opts):
@@ -948,36 +1004,39 @@ def _decode_leader_id_and_epoch(buf, pos, end, opts):
     ) = _S6.unpack_from(buf, pos)
     pos += 8
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="leader_id_and_epoch.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="leader_id_and_epoch.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="leader_id_and_epoch.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return LeaderIdAndEpoch(leader_id, leader_epoch, tagged_fields), pos
 
 
@@ -989,36 +1048,39 @@ def _fdecode_leader_id_and_epoch(buf, pos, end, opts):
     ) = _S6.unpack_from(buf, pos)
     pos += 8
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="leader_id_and_epoch.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="leader_id_and_epoch.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="leader_id_and_epoch.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(LeaderIdAndEpoch)  # slots set directly: a third of the cost of calling __init__
     value_.leader_id = leader_id
     value_.leader_epoch = leader_epoch
@@ -1028,26 +1090,36 @@ def _fdecode_leader_id_and_epoch(buf, pos, end, opts):
 
 def _encode_leader_id_and_epoch(obj, out, index):
     """Append one leader_id_and_epoch to out."""
-    own_ = type(obj) is LeaderIdAndEpoch
-    leader_id = obj.leader_id if own_ else getattr(obj, "leader_id", -1)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", -1)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is LeaderIdAndEpoch:
+        leader_id = obj.leader_id
+        leader_epoch = obj.leader_epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        leader_id = getattr(obj, "leader_id", -1)
+        leader_epoch = getattr(obj, "leader_epoch", -1)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S6.pack(leader_id, leader_epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "leader_id_and_epoch.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "leader_id_and_epoch.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_leader_id_and_epoch(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is LeaderIdAndEpoch
-    leader_id = obj.leader_id if own_ else getattr(obj, "leader_id", -1)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", -1)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is LeaderIdAndEpoch:
+        leader_id = obj.leader_id
+        leader_epoch = obj.leader_epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        leader_id = getattr(obj, "leader_id", -1)
+        leader_epoch = getattr(obj, "leader_epoch", -1)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S6.pack(leader_id, leader_epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "leader_id_and_epoch.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "leader_id_and_epoch.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_partition_data_flexible_current_leader_tag(buf, pos, end, opts):
@@ -1084,32 +1156,35 @@ def _decode_snapshot_id(buf, pos, end, opts):
     ) = _S7.unpack_from(buf, pos)
     pos += 12
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="snapshot_id.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="snapshot_id.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="snapshot_id.tagged_fields"
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="snapshot_id.tagged_fields"
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return SnapshotId(end_offset, epoch, tagged_fields), pos
 
 
@@ -1121,32 +1196,35 @@ def _fdecode_snapshot_id(buf, pos, end, opts):
     ) = _S7.unpack_from(buf, pos)
     pos += 12
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="snapshot_id.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="snapshot_id.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="snapshot_id.tagged_fields"
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="snapshot_id.tagged_fields"
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(SnapshotId)  # slots set directly: a third of the cost of calling __init__
     value_.end_offset = end_offset
     value_.epoch = epoch
@@ -1156,26 +1234,36 @@ def _fdecode_snapshot_id(buf, pos, end, opts):
 
 def _encode_snapshot_id(obj, out, index):
     """Append one snapshot_id to out."""
-    own_ = type(obj) is SnapshotId
-    end_offset = obj.end_offset if own_ else getattr(obj, "end_offset", -1)
-    epoch = obj.epoch if own_ else getattr(obj, "epoch", -1)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is SnapshotId:
+        end_offset = obj.end_offset
+        epoch = obj.epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        end_offset = getattr(obj, "end_offset", -1)
+        epoch = getattr(obj, "epoch", -1)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S7.pack(end_offset, epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "snapshot_id.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "snapshot_id.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_snapshot_id(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is SnapshotId
-    end_offset = obj.end_offset if own_ else getattr(obj, "end_offset", -1)
-    epoch = obj.epoch if own_ else getattr(obj, "epoch", -1)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is SnapshotId:
+        end_offset = obj.end_offset
+        epoch = obj.epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        end_offset = getattr(obj, "end_offset", -1)
+        epoch = getattr(obj, "epoch", -1)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S7.pack(end_offset, epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "snapshot_id.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "snapshot_id.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_partition_data_flexible_snapshot_id_tag(buf, pos, end, opts):
@@ -1288,94 +1376,91 @@ def _decode_partition_data_flexible(buf, pos, end, opts):
         records = _view(buf, pos, n_records)
         pos += n_records
     tagged_fields = []
-    diverging_epoch = _decode_partition_data_flexible_diverging_epoch_tag(
-        b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00",
-        0,
-        b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00".__len__(),
-        opts,
-    )[0]  # absent: new partition_data_flexible_diverging_epoch_tag()
-    current_leader = _decode_partition_data_flexible_current_leader_tag(
-        b"\xff\xff\xff\xff\xff\xff\xff\xff\x00", 0, b"\xff\xff\xff\xff\xff\xff\xff\xff\x00".__len__(), opts
-    )[0]  # absent: new partition_data_flexible_current_leader_tag()
-    snapshot_id = _decode_partition_data_flexible_snapshot_id_tag(
-        b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00",
-        0,
-        b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00".__len__(),
-        opts,
-    )[0]  # absent: new partition_data_flexible_snapshot_id_tag()
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    diverging_epoch = EpochEndOffset(
+        epoch=-1, end_offset=-1, tagged_fields=[]
+    )  # absent: new partition_data_flexible_diverging_epoch_tag() (generator.ir.empty)
+    current_leader = LeaderIdAndEpoch(
+        leader_id=-1, leader_epoch=-1, tagged_fields=[]
+    )  # absent: new partition_data_flexible_current_leader_tag() (generator.ir.empty)
+    snapshot_id = SnapshotId(
+        end_offset=-1, epoch=-1, tagged_fields=[]
+    )  # absent: new partition_data_flexible_snapshot_id_tag() (generator.ir.empty)
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="partition_data_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "partition_data_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "partition_data_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="partition_data_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0:
-            diverging_epoch, q_ = _decode_partition_data_flexible_diverging_epoch_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 0 (diverging_epoch) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="partition_data_flexible.tagged_fields.diverging_epoch",
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "partition_data_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "partition_data_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="partition_data_flexible.tagged_fields",
                 )
-            if (
-                buf[pos:stop_] == b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"
-            ):  # written at its default: kept as read
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
                 odd_ = True
-        elif tag_ == 1:
-            current_leader, q_ = _decode_partition_data_flexible_current_leader_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 1 (current_leader) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="partition_data_flexible.tagged_fields.current_leader",
-                )
-            if buf[pos:stop_] == b"\xff\xff\xff\xff\xff\xff\xff\xff\x00":  # written at its default: kept as read
-                odd_ = True
-        elif tag_ == 2:
-            snapshot_id, q_ = _decode_partition_data_flexible_snapshot_id_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 2 (snapshot_id) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="partition_data_flexible.tagged_fields.snapshot_id",
-                )
-            if (
-                buf[pos:stop_] == b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"
-            ):  # written at its default: kept as read
-                odd_ = True
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(
-            tagged_fields,
-            buf[sec_:pos],
-            (
-                (0, b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"),
-                (1, b"\xff\xff\xff\xff\xff\xff\xff\xff\x00"),
-                (2, b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"),
-            ),
-        )
+            prev_ = tag_
+            if tag_ == 0:
+                diverging_epoch, q_ = _decode_partition_data_flexible_diverging_epoch_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (diverging_epoch) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="partition_data_flexible.tagged_fields.diverging_epoch",
+                    )
+                if (
+                    buf[pos:stop_] == b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"
+                ):  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 1:
+                current_leader, q_ = _decode_partition_data_flexible_current_leader_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 1 (current_leader) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="partition_data_flexible.tagged_fields.current_leader",
+                    )
+                if buf[pos:stop_] == b"\xff\xff\xff\xff\xff\xff\xff\xff\x00":  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 2:
+                snapshot_id, q_ = _decode_partition_data_flexible_snapshot_id_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 2 (snapshot_id) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="partition_data_flexible.tagged_fields.snapshot_id",
+                    )
+                if (
+                    buf[pos:stop_] == b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"
+                ):  # written at its default: kept as read
+                    odd_ = True
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(
+                tagged_fields,
+                buf[sec_:pos],
+                (
+                    (0, b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"),
+                    (1, b"\xff\xff\xff\xff\xff\xff\xff\xff\x00"),
+                    (2, b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"),
+                ),
+            )
     return PartitionDataFlexible(
         partition_index,
         error_code,
@@ -1394,16 +1479,26 @@ def _decode_partition_data_flexible(buf, pos, end, opts):
 
 def _encode_partition_data_flexible(obj, out, index):
     """Append one partition_data_flexible to out."""
-    own_ = type(obj) is PartitionDataFlexible
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    high_watermark = obj.high_watermark if own_ else getattr(obj, "high_watermark", 0)
-    last_stable_offset = obj.last_stable_offset if own_ else getattr(obj, "last_stable_offset", -1)
-    log_start_offset = obj.log_start_offset if own_ else getattr(obj, "log_start_offset", -1)
-    aborted_transactions = obj.aborted_transactions if own_ else getattr(obj, "aborted_transactions", None)
-    preferred_read_replica = obj.preferred_read_replica if own_ else getattr(obj, "preferred_read_replica", -1)
-    records = obj.records if own_ else getattr(obj, "records", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is PartitionDataFlexible:
+        partition_index = obj.partition_index
+        error_code = obj.error_code
+        high_watermark = obj.high_watermark
+        last_stable_offset = obj.last_stable_offset
+        log_start_offset = obj.log_start_offset
+        aborted_transactions = obj.aborted_transactions
+        preferred_read_replica = obj.preferred_read_replica
+        records = obj.records
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        error_code = getattr(obj, "error_code", 0)
+        high_watermark = getattr(obj, "high_watermark", 0)
+        last_stable_offset = getattr(obj, "last_stable_offset", -1)
+        log_start_offset = getattr(obj, "log_start_offset", -1)
+        aborted_transactions = getattr(obj, "aborted_transactions", None)
+        preferred_read_replica = getattr(obj, "preferred_read_replica", -1)
+        records = getattr(obj, "records", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S8.pack(partition_index, error_code, high_watermark, last_stable_offset, log_start_offset)
     if aborted_transactions is None:
         out.append(0)
@@ -1485,7 +1580,10 @@ def _encode_partition_data_flexible(obj, out, index):
         ):  # left out when it encodes as the empty struct it reads as absent
             tags_.append((2, tmp_))
     valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "partition_data_flexible.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "partition_data_flexible.tagged_fields", valid_)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_fetchable_topic_response_flexible(buf, pos, end, opts, api_version):
@@ -1574,46 +1672,54 @@ def _decode_fetchable_topic_response_flexible(buf, pos, end, opts, api_version):
             ) from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "fetchable_topic_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="fetchable_topic_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "fetchable_topic_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "fetchable_topic_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "fetchable_topic_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="fetchable_topic_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "fetchable_topic_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "fetchable_topic_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="fetchable_topic_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return FetchableTopicResponseFlexible(topic, topic_id, partitions, tagged_fields), pos
 
 
 def _encode_fetchable_topic_response_flexible(obj, out, index, api_version):
     """Append one fetchable_topic_response_flexible to out."""
-    own_ = type(obj) is FetchableTopicResponseFlexible
-    topic = obj.topic if own_ else getattr(obj, "topic", "")
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is FetchableTopicResponseFlexible:
+        topic = obj.topic
+        topic_id = obj.topic_id
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic = getattr(obj, "topic", "")
+        topic_id = getattr(obj, "topic_id", None)
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if api_version <= 12:
         if topic is None:
             raise _InvalidValueError("may not be null", path="fetchable_topic_response_flexible.topic")
@@ -1646,9 +1752,10 @@ def _encode_fetchable_topic_response_flexible(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"fetchable_topic_response_flexible.partitions[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "fetchable_topic_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "fetchable_topic_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_node_endpoint(buf, pos, end, opts):
@@ -1708,43 +1815,56 @@ def _decode_node_endpoint(buf, pos, end, opts):
         rack = str(buf[pos : pos + n_rack], "utf-8", "surrogateescape")
         pos += n_rack
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="node_endpoint.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="node_endpoint.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="node_endpoint.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="node_endpoint.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return NodeEndpoint(node_id, host, port, rack, tagged_fields), pos
 
 
 def _encode_node_endpoint(obj, out, index):
     """Append one node_endpoint to out."""
-    own_ = type(obj) is NodeEndpoint
-    node_id = obj.node_id if own_ else getattr(obj, "node_id", 0)
-    host = obj.host if own_ else getattr(obj, "host", "")
-    port = obj.port if own_ else getattr(obj, "port", 0)
-    rack = obj.rack if own_ else getattr(obj, "rack", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is NodeEndpoint:
+        node_id = obj.node_id
+        host = obj.host
+        port = obj.port
+        rack = obj.rack
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        node_id = getattr(obj, "node_id", 0)
+        host = getattr(obj, "host", "")
+        port = getattr(obj, "port", 0)
+        rack = getattr(obj, "rack", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S3.pack(node_id)
     if host is None:
         raise _InvalidValueError("may not be null", path="node_endpoint.host")
@@ -1771,9 +1891,10 @@ def _encode_node_endpoint(obj, out, index):
             _write_uvarint(out, n_ + 1, "node_endpoint.rack")
 
         out += rack
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "node_endpoint.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "node_endpoint.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_fetch_response_flexible_node_endpoints_tag(buf, pos, end, opts):
@@ -1904,36 +2025,41 @@ def _fdecode_fetch_response_flexible_node_endpoints_tag(buf, pos, end, opts):
                 rack_node_endpoint_ = _decode_str(r__node_endpoint_)
             pos += n_rack_node_endpoint_
         tagged_fields_node_endpoint_ = []
-        sec__node_endpoint_ = pos
-        prev__node_endpoint_, odd__node_endpoint_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__node_endpoint_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-        if n_tags__node_endpoint_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__node_endpoint_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="node_endpoint.tagged_fields",
-            )
-        for __node_endpoint_ in range(n_tags__node_endpoint_):
-            tag__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-            size__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-            if size__node_endpoint_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__node_endpoint_} declares {size__node_endpoint_} bytes, {end - pos} left",
+            sec__node_endpoint_ = pos
+            prev__node_endpoint_, odd__node_endpoint_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__node_endpoint_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+            if n_tags__node_endpoint_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__node_endpoint_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="node_endpoint.tagged_fields",
                 )
-            stop__node_endpoint_ = pos + size__node_endpoint_
-            if tag__node_endpoint_ <= prev__node_endpoint_:
-                odd__node_endpoint_ = True
-            prev__node_endpoint_ = tag__node_endpoint_
-            tagged_fields_node_endpoint_.append((tag__node_endpoint_, bytes(buf[pos:stop__node_endpoint_])))
-            pos = stop__node_endpoint_
-        if odd__node_endpoint_:
-            tagged_fields_node_endpoint_ = _keep_tags(tagged_fields_node_endpoint_, buf[sec__node_endpoint_:pos], ())
+            for __node_endpoint_ in range(n_tags__node_endpoint_):
+                tag__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+                size__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+                if size__node_endpoint_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__node_endpoint_} declares {size__node_endpoint_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="node_endpoint.tagged_fields",
+                    )
+                stop__node_endpoint_ = pos + size__node_endpoint_
+                if tag__node_endpoint_ <= prev__node_endpoint_:
+                    odd__node_endpoint_ = True
+                prev__node_endpoint_ = tag__node_endpoint_
+                tagged_fields_node_endpoint_.append((tag__node_endpoint_, bytes(buf[pos:stop__node_endpoint_])))
+                pos = stop__node_endpoint_
+            if odd__node_endpoint_:
+                tagged_fields_node_endpoint_ = _keep_tags(
+                    tagged_fields_node_endpoint_, buf[sec__node_endpoint_:pos], ()
+                )
         value__node_endpoint_ = _new_object(NodeEndpoint)
         value__node_endpoint_.node_id = node_id_node_endpoint_
         value__node_endpoint_.host = host_node_endpoint_
@@ -1976,14 +2102,18 @@ def _fencode_fetch_response_flexible_node_endpoints_tag(obj, out, index):
     else:
         _write_uvarint(out, n_ + 1, "fetch_response_flexible_node_endpoints_tag.value")
     for item_ in value:
-        own__node_endpoint_ = type(item_) is NodeEndpoint
-        node_id_node_endpoint_ = item_.node_id if own__node_endpoint_ else getattr(item_, "node_id", 0)
-        host_node_endpoint_ = item_.host if own__node_endpoint_ else getattr(item_, "host", "")
-        port_node_endpoint_ = item_.port if own__node_endpoint_ else getattr(item_, "port", 0)
-        rack_node_endpoint_ = item_.rack if own__node_endpoint_ else getattr(item_, "rack", None)
-        tagged_fields_node_endpoint_ = (
-            item_.tagged_fields if own__node_endpoint_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is NodeEndpoint:
+            node_id_node_endpoint_ = item_.node_id
+            host_node_endpoint_ = item_.host
+            port_node_endpoint_ = item_.port
+            rack_node_endpoint_ = item_.rack
+            tagged_fields_node_endpoint_ = item_.tagged_fields
+        else:
+            node_id_node_endpoint_ = getattr(item_, "node_id", 0)
+            host_node_endpoint_ = getattr(item_, "host", "")
+            port_node_endpoint_ = getattr(item_, "port", 0)
+            rack_node_endpoint_ = getattr(item_, "rack", None)
+            tagged_fields_node_endpoint_ = getattr(item_, "tagged_fields", None)
         out += _S3.pack(node_id_node_endpoint_)
         b__node_endpoint_ = _STR_ENCODED.get(host_node_endpoint_)
         host_node_endpoint_ = _encode_str(host_node_endpoint_) if b__node_endpoint_ is None else b__node_endpoint_
@@ -2005,15 +2135,10 @@ def _fencode_fetch_response_flexible_node_endpoints_tag(obj, out, index):
             else:
                 _write_uvarint(out, n__node_endpoint_ + 1, "node_endpoint.rack")
             out += rack_node_endpoint_
-        tags__node_endpoint_ = []
-        valid__node_endpoint_ = None
-        _write_tagged(
-            out,
-            tags__node_endpoint_,
-            tagged_fields_node_endpoint_,
-            "node_endpoint.tagged_fields",
-            valid__node_endpoint_,
-        )
+        if tagged_fields_node_endpoint_ or tagged_fields_node_endpoint_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_node_endpoint_, "node_endpoint.tagged_fields", None)
+        else:
+            out.append(0)
 
 
 def _decode_fetch_response_flexible(buf, pos, end, opts, api_version):
@@ -2088,55 +2213,58 @@ def _decode_fetch_response_flexible(buf, pos, end, opts, api_version):
                 )
     tagged_fields = []
     node_endpoints = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="fetch_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "fetch_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "fetch_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="fetch_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0 and api_version >= 16:
-            node_endpoints, q_ = _decode_fetch_response_flexible_node_endpoints_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "fetch_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "fetch_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="fetch_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            if tag_ == 0 and api_version >= 16:
+                node_endpoints, q_ = _decode_fetch_response_flexible_node_endpoints_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (node_endpoints) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="fetch_response_flexible.tagged_fields.node_endpoints",
+                    )
+                if node_endpoints == [] or node_endpoints is None:  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 0:  # Kafka's reader: "Tag N is not valid for version V"
                 raise _InvalidValueError(
-                    f"tag 0 (node_endpoints) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
+                    "tag 0 (node_endpoints) is not valid at this version",
+                    offset=pos,
                     path="fetch_response_flexible.tagged_fields.node_endpoints",
                 )
-            if node_endpoints == [] or node_endpoints is None:  # written at its default: kept as read
-                odd_ = True
-        elif tag_ == 0:  # Kafka's reader: "Tag N is not valid for version V"
-            raise _InvalidValueError(
-                "tag 0 (node_endpoints) is not valid at this version",
-                offset=pos,
-                path="fetch_response_flexible.tagged_fields.node_endpoints",
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(
+                tagged_fields, buf[sec_:pos], ((0, (node_endpoints == [] or node_endpoints is None)),)
             )
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(
-            tagged_fields, buf[sec_:pos], ((0, (node_endpoints == [] or node_endpoints is None)),)
-        )
     return FetchResponseFlexible(
         throttle_time_ms, error_code, session_id, responses, tagged_fields, node_endpoints
     ), pos
@@ -2291,85 +2419,84 @@ def _fdecode_fetch_response_flexible(buf, pos, end, opts, api_version):
                 ) = _S0.unpack_from(buf, pos)
                 pos += 16
                 tagged_fields_aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_ = []
-                sec__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_ = pos
-                (
-                    prev__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_,
-                    odd__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_,
-                ) = (-1, False)
-                if pos < end and buf[pos] < 128:
-                    n_tags__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_ = buf[
-                        pos
-                    ]
+                if pos < end and buf[pos] == 0:
                     pos += 1
                 else:
+                    sec__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_ = pos
                     (
-                        n_tags__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_,
-                        pos,
-                    ) = _read_uvarint32(buf, pos, end, "aborted_transaction_flexible.tagged_fields")
-                if (
-                    n_tags__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_
-                    > (end - pos) // 2
-                ):
-                    raise _InvalidValueError(
-                        f"{n_tags__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                        offset=pos,
-                        path="aborted_transaction_flexible.tagged_fields",
-                    )
-                for (
-                    __aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_
-                ) in range(
-                    n_tags__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_
-                ):
-                    (
-                        tag__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_,
-                        pos,
-                    ) = _read_uvarint32(buf, pos, end, "aborted_transaction_flexible.tagged_fields")
-                    (
-                        size__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_,
-                        pos,
-                    ) = _read_uvarint32(buf, pos, end, "aborted_transaction_flexible.tagged_fields")
+                        prev__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_,
+                        odd__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_,
+                    ) = (-1, False)
+                    if pos < end and buf[pos] < 128:
+                        n_tags__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_ = buf[
+                            pos
+                        ]
+                        pos += 1
+                    else:
+                        (
+                            n_tags__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_,
+                            pos,
+                        ) = _read_uvarint32(buf, pos, end, "aborted_transaction_flexible.tagged_fields")
                     if (
-                        size__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_
-                        > end - pos
+                        n_tags__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_
+                        > (end - pos) // 2
                     ):
-                        raise _TruncatedError(
-                            f"tag {tag__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_} declares {size__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_} bytes, {end - pos} left",
+                        raise _InvalidValueError(
+                            f"{n_tags__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_} tagged fields cannot fit in {end - pos} bytes",
                             offset=pos,
                             path="aborted_transaction_flexible.tagged_fields",
                         )
-                    stop__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_ = (
-                        pos
-                        + size__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_
-                    )
-                    if (
-                        tag__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_
-                        <= prev__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_
+                    for (
+                        __aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_
+                    ) in range(
+                        n_tags__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_
                     ):
-                        odd__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_ = True
-                    prev__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_ = (
-                        tag__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_
-                    )
-                    tagged_fields_aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_.append(
                         (
                             tag__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_,
-                            bytes(
-                                buf[
-                                    pos:stop__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_
-                                ]
-                            ),
+                            pos,
+                        ) = _read_uvarint32(buf, pos, end, "aborted_transaction_flexible.tagged_fields")
+                        (
+                            size__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_,
+                            pos,
+                        ) = _read_uvarint32(buf, pos, end, "aborted_transaction_flexible.tagged_fields")
+                        if (
+                            size__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_
+                            > end - pos
+                        ):
+                            raise _TruncatedError(
+                                f"tag {tag__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_} declares {size__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_} bytes, {end - pos} left",
+                                offset=pos,
+                                path="aborted_transaction_flexible.tagged_fields",
+                            )
+                        stop__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_ = (
+                            pos
+                            + size__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_
                         )
-                    )
-                    pos = (
-                        stop__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_
-                    )
-                if odd__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_:
-                    tagged_fields_aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_ = _keep_tags(
-                        tagged_fields_aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_,
-                        buf[
-                            sec__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_:pos
-                        ],
-                        (),
-                    )
+                        if (
+                            tag__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_
+                            <= prev__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_
+                        ):
+                            odd__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_ = True
+                        prev__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_ = tag__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_
+                        tagged_fields_aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_.append(
+                            (
+                                tag__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_,
+                                bytes(
+                                    buf[
+                                        pos:stop__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_
+                                    ]
+                                ),
+                            )
+                        )
+                        pos = stop__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_
+                    if odd__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_:
+                        tagged_fields_aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_ = _keep_tags(
+                            tagged_fields_aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_,
+                            buf[
+                                sec__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_:pos
+                            ],
+                            (),
+                        )
                 value__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_ = (
                     _new_object(AbortedTransactionFlexible)
                 )
@@ -2414,152 +2541,143 @@ def _fdecode_fetch_response_flexible(buf, pos, end, opts, api_version):
                 )
                 pos += n_records_partition_data_flexible__fetchable_topic_response_flexible_
             tagged_fields_partition_data_flexible__fetchable_topic_response_flexible_ = []
-            diverging_epoch_partition_data_flexible__fetchable_topic_response_flexible_ = (
-                _fdecode_partition_data_flexible_diverging_epoch_tag(
-                    b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00",
-                    0,
-                    b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00".__len__(),
-                    opts,
-                )[0]
+            diverging_epoch_partition_data_flexible__fetchable_topic_response_flexible_ = EpochEndOffset(
+                epoch=-1, end_offset=-1, tagged_fields=[]
             )
-            current_leader_partition_data_flexible__fetchable_topic_response_flexible_ = (
-                _fdecode_partition_data_flexible_current_leader_tag(
-                    b"\xff\xff\xff\xff\xff\xff\xff\xff\x00", 0, b"\xff\xff\xff\xff\xff\xff\xff\xff\x00".__len__(), opts
-                )[0]
+            current_leader_partition_data_flexible__fetchable_topic_response_flexible_ = LeaderIdAndEpoch(
+                leader_id=-1, leader_epoch=-1, tagged_fields=[]
             )
-            snapshot_id_partition_data_flexible__fetchable_topic_response_flexible_ = (
-                _fdecode_partition_data_flexible_snapshot_id_tag(
-                    b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00",
-                    0,
-                    b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00".__len__(),
-                    opts,
-                )[0]
+            snapshot_id_partition_data_flexible__fetchable_topic_response_flexible_ = SnapshotId(
+                end_offset=-1, epoch=-1, tagged_fields=[]
             )
-            sec__partition_data_flexible__fetchable_topic_response_flexible_ = pos
-            (
-                prev__partition_data_flexible__fetchable_topic_response_flexible_,
-                odd__partition_data_flexible__fetchable_topic_response_flexible_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__partition_data_flexible__fetchable_topic_response_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__partition_data_flexible__fetchable_topic_response_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_data_flexible.tagged_fields"
-                )
-            if n_tags__partition_data_flexible__fetchable_topic_response_flexible_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__partition_data_flexible__fetchable_topic_response_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="partition_data_flexible.tagged_fields",
-                )
-            for __partition_data_flexible__fetchable_topic_response_flexible_ in range(
-                n_tags__partition_data_flexible__fetchable_topic_response_flexible_
-            ):
-                tag__partition_data_flexible__fetchable_topic_response_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_data_flexible.tagged_fields"
-                )
-                size__partition_data_flexible__fetchable_topic_response_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_data_flexible.tagged_fields"
-                )
-                if size__partition_data_flexible__fetchable_topic_response_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__partition_data_flexible__fetchable_topic_response_flexible_} declares {size__partition_data_flexible__fetchable_topic_response_flexible_} bytes, {end - pos} left",
+                sec__partition_data_flexible__fetchable_topic_response_flexible_ = pos
+                (
+                    prev__partition_data_flexible__fetchable_topic_response_flexible_,
+                    odd__partition_data_flexible__fetchable_topic_response_flexible_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__partition_data_flexible__fetchable_topic_response_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__partition_data_flexible__fetchable_topic_response_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_data_flexible.tagged_fields"
+                    )
+                if n_tags__partition_data_flexible__fetchable_topic_response_flexible_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__partition_data_flexible__fetchable_topic_response_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="partition_data_flexible.tagged_fields",
                     )
-                stop__partition_data_flexible__fetchable_topic_response_flexible_ = (
-                    pos + size__partition_data_flexible__fetchable_topic_response_flexible_
-                )
-                if (
-                    tag__partition_data_flexible__fetchable_topic_response_flexible_
-                    <= prev__partition_data_flexible__fetchable_topic_response_flexible_
+                for __partition_data_flexible__fetchable_topic_response_flexible_ in range(
+                    n_tags__partition_data_flexible__fetchable_topic_response_flexible_
                 ):
-                    odd__partition_data_flexible__fetchable_topic_response_flexible_ = True
-                prev__partition_data_flexible__fetchable_topic_response_flexible_ = (
-                    tag__partition_data_flexible__fetchable_topic_response_flexible_
-                )
-                if tag__partition_data_flexible__fetchable_topic_response_flexible_ == 0:
-                    (
-                        diverging_epoch_partition_data_flexible__fetchable_topic_response_flexible_,
-                        q__partition_data_flexible__fetchable_topic_response_flexible_,
-                    ) = _fdecode_partition_data_flexible_diverging_epoch_tag(
-                        buf, pos, stop__partition_data_flexible__fetchable_topic_response_flexible_, opts
+                    tag__partition_data_flexible__fetchable_topic_response_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_data_flexible.tagged_fields"
+                    )
+                    size__partition_data_flexible__fetchable_topic_response_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_data_flexible.tagged_fields"
+                    )
+                    if size__partition_data_flexible__fetchable_topic_response_flexible_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__partition_data_flexible__fetchable_topic_response_flexible_} declares {size__partition_data_flexible__fetchable_topic_response_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="partition_data_flexible.tagged_fields",
+                        )
+                    stop__partition_data_flexible__fetchable_topic_response_flexible_ = (
+                        pos + size__partition_data_flexible__fetchable_topic_response_flexible_
                     )
                     if (
-                        q__partition_data_flexible__fetchable_topic_response_flexible_
-                        != stop__partition_data_flexible__fetchable_topic_response_flexible_
-                    ):
-                        raise _InvalidValueError(
-                            f"tag 0 (diverging_epoch) holds {size__partition_data_flexible__fetchable_topic_response_flexible_} bytes, its value {q__partition_data_flexible__fetchable_topic_response_flexible_ - pos}",
-                            offset=q__partition_data_flexible__fetchable_topic_response_flexible_,
-                            path="partition_data_flexible.tagged_fields.diverging_epoch",
-                        )
-                    if (
-                        buf[pos:stop__partition_data_flexible__fetchable_topic_response_flexible_]
-                        == b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"
+                        tag__partition_data_flexible__fetchable_topic_response_flexible_
+                        <= prev__partition_data_flexible__fetchable_topic_response_flexible_
                     ):
                         odd__partition_data_flexible__fetchable_topic_response_flexible_ = True
-                elif tag__partition_data_flexible__fetchable_topic_response_flexible_ == 1:
-                    (
-                        current_leader_partition_data_flexible__fetchable_topic_response_flexible_,
-                        q__partition_data_flexible__fetchable_topic_response_flexible_,
-                    ) = _fdecode_partition_data_flexible_current_leader_tag(
-                        buf, pos, stop__partition_data_flexible__fetchable_topic_response_flexible_, opts
+                    prev__partition_data_flexible__fetchable_topic_response_flexible_ = (
+                        tag__partition_data_flexible__fetchable_topic_response_flexible_
                     )
-                    if (
-                        q__partition_data_flexible__fetchable_topic_response_flexible_
-                        != stop__partition_data_flexible__fetchable_topic_response_flexible_
-                    ):
-                        raise _InvalidValueError(
-                            f"tag 1 (current_leader) holds {size__partition_data_flexible__fetchable_topic_response_flexible_} bytes, its value {q__partition_data_flexible__fetchable_topic_response_flexible_ - pos}",
-                            offset=q__partition_data_flexible__fetchable_topic_response_flexible_,
-                            path="partition_data_flexible.tagged_fields.current_leader",
-                        )
-                    if (
-                        buf[pos:stop__partition_data_flexible__fetchable_topic_response_flexible_]
-                        == b"\xff\xff\xff\xff\xff\xff\xff\xff\x00"
-                    ):
-                        odd__partition_data_flexible__fetchable_topic_response_flexible_ = True
-                elif tag__partition_data_flexible__fetchable_topic_response_flexible_ == 2:
-                    (
-                        snapshot_id_partition_data_flexible__fetchable_topic_response_flexible_,
-                        q__partition_data_flexible__fetchable_topic_response_flexible_,
-                    ) = _fdecode_partition_data_flexible_snapshot_id_tag(
-                        buf, pos, stop__partition_data_flexible__fetchable_topic_response_flexible_, opts
-                    )
-                    if (
-                        q__partition_data_flexible__fetchable_topic_response_flexible_
-                        != stop__partition_data_flexible__fetchable_topic_response_flexible_
-                    ):
-                        raise _InvalidValueError(
-                            f"tag 2 (snapshot_id) holds {size__partition_data_flexible__fetchable_topic_response_flexible_} bytes, its value {q__partition_data_flexible__fetchable_topic_response_flexible_ - pos}",
-                            offset=q__partition_data_flexible__fetchable_topic_response_flexible_,
-                            path="partition_data_flexible.tagged_fields.snapshot_id",
-                        )
-                    if (
-                        buf[pos:stop__partition_data_flexible__fetchable_topic_response_flexible_]
-                        == b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"
-                    ):
-                        odd__partition_data_flexible__fetchable_topic_response_flexible_ = True
-                else:
-                    tagged_fields_partition_data_flexible__fetchable_topic_response_flexible_.append(
+                    if tag__partition_data_flexible__fetchable_topic_response_flexible_ == 0:
                         (
-                            tag__partition_data_flexible__fetchable_topic_response_flexible_,
-                            bytes(buf[pos:stop__partition_data_flexible__fetchable_topic_response_flexible_]),
+                            diverging_epoch_partition_data_flexible__fetchable_topic_response_flexible_,
+                            q__partition_data_flexible__fetchable_topic_response_flexible_,
+                        ) = _fdecode_partition_data_flexible_diverging_epoch_tag(
+                            buf, pos, stop__partition_data_flexible__fetchable_topic_response_flexible_, opts
                         )
+                        if (
+                            q__partition_data_flexible__fetchable_topic_response_flexible_
+                            != stop__partition_data_flexible__fetchable_topic_response_flexible_
+                        ):
+                            raise _InvalidValueError(
+                                f"tag 0 (diverging_epoch) holds {size__partition_data_flexible__fetchable_topic_response_flexible_} bytes, its value {q__partition_data_flexible__fetchable_topic_response_flexible_ - pos}",
+                                offset=q__partition_data_flexible__fetchable_topic_response_flexible_,
+                                path="partition_data_flexible.tagged_fields.diverging_epoch",
+                            )
+                        if (
+                            buf[pos:stop__partition_data_flexible__fetchable_topic_response_flexible_]
+                            == b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"
+                        ):
+                            odd__partition_data_flexible__fetchable_topic_response_flexible_ = True
+                    elif tag__partition_data_flexible__fetchable_topic_response_flexible_ == 1:
+                        (
+                            current_leader_partition_data_flexible__fetchable_topic_response_flexible_,
+                            q__partition_data_flexible__fetchable_topic_response_flexible_,
+                        ) = _fdecode_partition_data_flexible_current_leader_tag(
+                            buf, pos, stop__partition_data_flexible__fetchable_topic_response_flexible_, opts
+                        )
+                        if (
+                            q__partition_data_flexible__fetchable_topic_response_flexible_
+                            != stop__partition_data_flexible__fetchable_topic_response_flexible_
+                        ):
+                            raise _InvalidValueError(
+                                f"tag 1 (current_leader) holds {size__partition_data_flexible__fetchable_topic_response_flexible_} bytes, its value {q__partition_data_flexible__fetchable_topic_response_flexible_ - pos}",
+                                offset=q__partition_data_flexible__fetchable_topic_response_flexible_,
+                                path="partition_data_flexible.tagged_fields.current_leader",
+                            )
+                        if (
+                            buf[pos:stop__partition_data_flexible__fetchable_topic_response_flexible_]
+                            == b"\xff\xff\xff\xff\xff\xff\xff\xff\x00"
+                        ):
+                            odd__partition_data_flexible__fetchable_topic_response_flexible_ = True
+                    elif tag__partition_data_flexible__fetchable_topic_response_flexible_ == 2:
+                        (
+                            snapshot_id_partition_data_flexible__fetchable_topic_response_flexible_,
+                            q__partition_data_flexible__fetchable_topic_response_flexible_,
+                        ) = _fdecode_partition_data_flexible_snapshot_id_tag(
+                            buf, pos, stop__partition_data_flexible__fetchable_topic_response_flexible_, opts
+                        )
+                        if (
+                            q__partition_data_flexible__fetchable_topic_response_flexible_
+                            != stop__partition_data_flexible__fetchable_topic_response_flexible_
+                        ):
+                            raise _InvalidValueError(
+                                f"tag 2 (snapshot_id) holds {size__partition_data_flexible__fetchable_topic_response_flexible_} bytes, its value {q__partition_data_flexible__fetchable_topic_response_flexible_ - pos}",
+                                offset=q__partition_data_flexible__fetchable_topic_response_flexible_,
+                                path="partition_data_flexible.tagged_fields.snapshot_id",
+                            )
+                        if (
+                            buf[pos:stop__partition_data_flexible__fetchable_topic_response_flexible_]
+                            == b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"
+                        ):
+                            odd__partition_data_flexible__fetchable_topic_response_flexible_ = True
+                    else:
+                        tagged_fields_partition_data_flexible__fetchable_topic_response_flexible_.append(
+                            (
+                                tag__partition_data_flexible__fetchable_topic_response_flexible_,
+                                bytes(buf[pos:stop__partition_data_flexible__fetchable_topic_response_flexible_]),
+                            )
+                        )
+                    pos = stop__partition_data_flexible__fetchable_topic_response_flexible_
+                if odd__partition_data_flexible__fetchable_topic_response_flexible_:
+                    tagged_fields_partition_data_flexible__fetchable_topic_response_flexible_ = _keep_tags(
+                        tagged_fields_partition_data_flexible__fetchable_topic_response_flexible_,
+                        buf[sec__partition_data_flexible__fetchable_topic_response_flexible_:pos],
+                        (
+                            (0, b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"),
+                            (1, b"\xff\xff\xff\xff\xff\xff\xff\xff\x00"),
+                            (2, b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"),
+                        ),
                     )
-                pos = stop__partition_data_flexible__fetchable_topic_response_flexible_
-            if odd__partition_data_flexible__fetchable_topic_response_flexible_:
-                tagged_fields_partition_data_flexible__fetchable_topic_response_flexible_ = _keep_tags(
-                    tagged_fields_partition_data_flexible__fetchable_topic_response_flexible_,
-                    buf[sec__partition_data_flexible__fetchable_topic_response_flexible_:pos],
-                    (
-                        (0, b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"),
-                        (1, b"\xff\xff\xff\xff\xff\xff\xff\xff\x00"),
-                        (2, b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"),
-                    ),
-                )
             value__partition_data_flexible__fetchable_topic_response_flexible_ = _new_object(PartitionDataFlexible)
             value__partition_data_flexible__fetchable_topic_response_flexible_.partition_index = (
                 partition_index_partition_data_flexible__fetchable_topic_response_flexible_
@@ -2602,46 +2720,51 @@ def _fdecode_fetch_response_flexible(buf, pos, end, opts, api_version):
             )
             append_partitions_fetchable_topic_response_flexible_(item__fetchable_topic_response_flexible_)
         tagged_fields_fetchable_topic_response_flexible_ = []
-        sec__fetchable_topic_response_flexible_ = pos
-        prev__fetchable_topic_response_flexible_, odd__fetchable_topic_response_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__fetchable_topic_response_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__fetchable_topic_response_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "fetchable_topic_response_flexible.tagged_fields"
-            )
-        if n_tags__fetchable_topic_response_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__fetchable_topic_response_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="fetchable_topic_response_flexible.tagged_fields",
-            )
-        for __fetchable_topic_response_flexible_ in range(n_tags__fetchable_topic_response_flexible_):
-            tag__fetchable_topic_response_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "fetchable_topic_response_flexible.tagged_fields"
-            )
-            size__fetchable_topic_response_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "fetchable_topic_response_flexible.tagged_fields"
-            )
-            if size__fetchable_topic_response_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__fetchable_topic_response_flexible_} declares {size__fetchable_topic_response_flexible_} bytes, {end - pos} left",
+            sec__fetchable_topic_response_flexible_ = pos
+            prev__fetchable_topic_response_flexible_, odd__fetchable_topic_response_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__fetchable_topic_response_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__fetchable_topic_response_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "fetchable_topic_response_flexible.tagged_fields"
+                )
+            if n_tags__fetchable_topic_response_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__fetchable_topic_response_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="fetchable_topic_response_flexible.tagged_fields",
                 )
-            stop__fetchable_topic_response_flexible_ = pos + size__fetchable_topic_response_flexible_
-            if tag__fetchable_topic_response_flexible_ <= prev__fetchable_topic_response_flexible_:
-                odd__fetchable_topic_response_flexible_ = True
-            prev__fetchable_topic_response_flexible_ = tag__fetchable_topic_response_flexible_
-            tagged_fields_fetchable_topic_response_flexible_.append(
-                (tag__fetchable_topic_response_flexible_, bytes(buf[pos:stop__fetchable_topic_response_flexible_]))
-            )
-            pos = stop__fetchable_topic_response_flexible_
-        if odd__fetchable_topic_response_flexible_:
-            tagged_fields_fetchable_topic_response_flexible_ = _keep_tags(
-                tagged_fields_fetchable_topic_response_flexible_, buf[sec__fetchable_topic_response_flexible_:pos], ()
-            )
+            for __fetchable_topic_response_flexible_ in range(n_tags__fetchable_topic_response_flexible_):
+                tag__fetchable_topic_response_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "fetchable_topic_response_flexible.tagged_fields"
+                )
+                size__fetchable_topic_response_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "fetchable_topic_response_flexible.tagged_fields"
+                )
+                if size__fetchable_topic_response_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__fetchable_topic_response_flexible_} declares {size__fetchable_topic_response_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="fetchable_topic_response_flexible.tagged_fields",
+                    )
+                stop__fetchable_topic_response_flexible_ = pos + size__fetchable_topic_response_flexible_
+                if tag__fetchable_topic_response_flexible_ <= prev__fetchable_topic_response_flexible_:
+                    odd__fetchable_topic_response_flexible_ = True
+                prev__fetchable_topic_response_flexible_ = tag__fetchable_topic_response_flexible_
+                tagged_fields_fetchable_topic_response_flexible_.append(
+                    (tag__fetchable_topic_response_flexible_, bytes(buf[pos:stop__fetchable_topic_response_flexible_]))
+                )
+                pos = stop__fetchable_topic_response_flexible_
+            if odd__fetchable_topic_response_flexible_:
+                tagged_fields_fetchable_topic_response_flexible_ = _keep_tags(
+                    tagged_fields_fetchable_topic_response_flexible_,
+                    buf[sec__fetchable_topic_response_flexible_:pos],
+                    (),
+                )
         value__fetchable_topic_response_flexible_ = _new_object(FetchableTopicResponseFlexible)
         value__fetchable_topic_response_flexible_.topic = topic_fetchable_topic_response_flexible_
         value__fetchable_topic_response_flexible_.topic_id = topic_id_fetchable_topic_response_flexible_
@@ -2655,53 +2778,58 @@ def _fdecode_fetch_response_flexible(buf, pos, end, opts, api_version):
                 raise _Fallback
     tagged_fields = []
     node_endpoints = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="fetch_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "fetch_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "fetch_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="fetch_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0 and api_version >= 16:
-            node_endpoints, q_ = _fdecode_fetch_response_flexible_node_endpoints_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "fetch_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "fetch_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="fetch_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            if tag_ == 0 and api_version >= 16:
+                node_endpoints, q_ = _fdecode_fetch_response_flexible_node_endpoints_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (node_endpoints) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="fetch_response_flexible.tagged_fields.node_endpoints",
+                    )
+                if node_endpoints == [] or node_endpoints is None:
+                    odd_ = True
+            elif tag_ == 0:
                 raise _InvalidValueError(
-                    f"tag 0 (node_endpoints) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
+                    "tag 0 (node_endpoints) is not valid at this version",
+                    offset=pos,
                     path="fetch_response_flexible.tagged_fields.node_endpoints",
                 )
-            if node_endpoints == [] or node_endpoints is None:
-                odd_ = True
-        elif tag_ == 0:
-            raise _InvalidValueError(
-                "tag 0 (node_endpoints) is not valid at this version",
-                offset=pos,
-                path="fetch_response_flexible.tagged_fields.node_endpoints",
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(
+                tagged_fields, buf[sec_:pos], ((0, node_endpoints == [] or node_endpoints is None),)
             )
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, node_endpoints == [] or node_endpoints is None),))
     value_ = _new_object(FetchResponseFlexible)
     value_.throttle_time_ms = throttle_time_ms
     value_.error_code = error_code
@@ -2719,12 +2847,18 @@ def _encode_fetch_response_flexible(obj, out, index, api_version):
             f"FetchResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 12) and (<params>.api_version <= 17)))",
             path="fetch_response_flexible",
         )
-    own_ = type(obj) is FetchResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    session_id = obj.session_id if own_ else getattr(obj, "session_id", 0)
-    responses = obj.responses if own_ else getattr(obj, "responses", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is FetchResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        session_id = obj.session_id
+        responses = obj.responses
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        session_id = getattr(obj, "session_id", 0)
+        responses = getattr(obj, "responses", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S10.pack(throttle_time_ms, error_code, session_id)
     n_ = len(responses)
     if -1 <= n_ < 0x3FFF:
@@ -2749,7 +2883,10 @@ def _encode_fetch_response_flexible(obj, out, index, api_version):
         _encode_fetch_response_flexible_node_endpoints_tag(node_endpoints, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = (0 if api_version >= 16 else -1,) if tagged_fields.__class__ is _TagSection else None
-    _write_tagged(out, tags_, tagged_fields, "fetch_response_flexible.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "fetch_response_flexible.tagged_fields", valid_)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_fetch_response_flexible(obj, out, index, api_version):
@@ -2759,12 +2896,18 @@ def _fencode_fetch_response_flexible(obj, out, index, api_version):
             f"FetchResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 12) and (<params>.api_version <= 17)))",
             path="fetch_response_flexible",
         )
-    own_ = type(obj) is FetchResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    session_id = obj.session_id if own_ else getattr(obj, "session_id", 0)
-    responses = obj.responses if own_ else getattr(obj, "responses", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is FetchResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        session_id = obj.session_id
+        responses = obj.responses
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        session_id = getattr(obj, "session_id", 0)
+        responses = getattr(obj, "responses", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S10.pack(throttle_time_ms, error_code, session_id)
     n_ = len(responses)
     if -1 <= n_ < 16383:
@@ -2772,19 +2915,16 @@ def _fencode_fetch_response_flexible(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "fetch_response_flexible.responses")
     for item_ in responses:
-        own__fetchable_topic_response_flexible_ = type(item_) is FetchableTopicResponseFlexible
-        topic_fetchable_topic_response_flexible_ = (
-            item_.topic if own__fetchable_topic_response_flexible_ else getattr(item_, "topic", "")
-        )
-        topic_id_fetchable_topic_response_flexible_ = (
-            item_.topic_id if own__fetchable_topic_response_flexible_ else getattr(item_, "topic_id", None)
-        )
-        partitions_fetchable_topic_response_flexible_ = (
-            item_.partitions if own__fetchable_topic_response_flexible_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_fetchable_topic_response_flexible_ = (
-            item_.tagged_fields if own__fetchable_topic_response_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is FetchableTopicResponseFlexible:
+            topic_fetchable_topic_response_flexible_ = item_.topic
+            topic_id_fetchable_topic_response_flexible_ = item_.topic_id
+            partitions_fetchable_topic_response_flexible_ = item_.partitions
+            tagged_fields_fetchable_topic_response_flexible_ = item_.tagged_fields
+        else:
+            topic_fetchable_topic_response_flexible_ = getattr(item_, "topic", "")
+            topic_id_fetchable_topic_response_flexible_ = getattr(item_, "topic_id", None)
+            partitions_fetchable_topic_response_flexible_ = getattr(item_, "partitions", None)
+            tagged_fields_fetchable_topic_response_flexible_ = getattr(item_, "tagged_fields", None)
         if api_version <= 12:
             b__fetchable_topic_response_flexible_ = _STR_ENCODED.get(topic_fetchable_topic_response_flexible_)
             topic_fetchable_topic_response_flexible_ = (
@@ -2810,54 +2950,62 @@ def _fencode_fetch_response_flexible(obj, out, index, api_version):
                 out, n__fetchable_topic_response_flexible_ + 1, "fetchable_topic_response_flexible.partitions"
             )
         for item__fetchable_topic_response_flexible_ in partitions_fetchable_topic_response_flexible_:
-            own__partition_data_flexible__fetchable_topic_response_flexible_ = (
-                type(item__fetchable_topic_response_flexible_) is PartitionDataFlexible
-            )
-            partition_index_partition_data_flexible__fetchable_topic_response_flexible_ = (
-                item__fetchable_topic_response_flexible_.partition_index
-                if own__partition_data_flexible__fetchable_topic_response_flexible_
-                else getattr(item__fetchable_topic_response_flexible_, "partition_index", 0)
-            )
-            error_code_partition_data_flexible__fetchable_topic_response_flexible_ = (
-                item__fetchable_topic_response_flexible_.error_code
-                if own__partition_data_flexible__fetchable_topic_response_flexible_
-                else getattr(item__fetchable_topic_response_flexible_, "error_code", 0)
-            )
-            high_watermark_partition_data_flexible__fetchable_topic_response_flexible_ = (
-                item__fetchable_topic_response_flexible_.high_watermark
-                if own__partition_data_flexible__fetchable_topic_response_flexible_
-                else getattr(item__fetchable_topic_response_flexible_, "high_watermark", 0)
-            )
-            last_stable_offset_partition_data_flexible__fetchable_topic_response_flexible_ = (
-                item__fetchable_topic_response_flexible_.last_stable_offset
-                if own__partition_data_flexible__fetchable_topic_response_flexible_
-                else getattr(item__fetchable_topic_response_flexible_, "last_stable_offset", -1)
-            )
-            log_start_offset_partition_data_flexible__fetchable_topic_response_flexible_ = (
-                item__fetchable_topic_response_flexible_.log_start_offset
-                if own__partition_data_flexible__fetchable_topic_response_flexible_
-                else getattr(item__fetchable_topic_response_flexible_, "log_start_offset", -1)
-            )
-            aborted_transactions_partition_data_flexible__fetchable_topic_response_flexible_ = (
-                item__fetchable_topic_response_flexible_.aborted_transactions
-                if own__partition_data_flexible__fetchable_topic_response_flexible_
-                else getattr(item__fetchable_topic_response_flexible_, "aborted_transactions", None)
-            )
-            preferred_read_replica_partition_data_flexible__fetchable_topic_response_flexible_ = (
-                item__fetchable_topic_response_flexible_.preferred_read_replica
-                if own__partition_data_flexible__fetchable_topic_response_flexible_
-                else getattr(item__fetchable_topic_response_flexible_, "preferred_read_replica", -1)
-            )
-            records_partition_data_flexible__fetchable_topic_response_flexible_ = (
-                item__fetchable_topic_response_flexible_.records
-                if own__partition_data_flexible__fetchable_topic_response_flexible_
-                else getattr(item__fetchable_topic_response_flexible_, "records", None)
-            )
-            tagged_fields_partition_data_flexible__fetchable_topic_response_flexible_ = (
-                item__fetchable_topic_response_flexible_.tagged_fields
-                if own__partition_data_flexible__fetchable_topic_response_flexible_
-                else getattr(item__fetchable_topic_response_flexible_, "tagged_fields", None)
-            )
+            if type(item__fetchable_topic_response_flexible_) is PartitionDataFlexible:
+                partition_index_partition_data_flexible__fetchable_topic_response_flexible_ = (
+                    item__fetchable_topic_response_flexible_.partition_index
+                )
+                error_code_partition_data_flexible__fetchable_topic_response_flexible_ = (
+                    item__fetchable_topic_response_flexible_.error_code
+                )
+                high_watermark_partition_data_flexible__fetchable_topic_response_flexible_ = (
+                    item__fetchable_topic_response_flexible_.high_watermark
+                )
+                last_stable_offset_partition_data_flexible__fetchable_topic_response_flexible_ = (
+                    item__fetchable_topic_response_flexible_.last_stable_offset
+                )
+                log_start_offset_partition_data_flexible__fetchable_topic_response_flexible_ = (
+                    item__fetchable_topic_response_flexible_.log_start_offset
+                )
+                aborted_transactions_partition_data_flexible__fetchable_topic_response_flexible_ = (
+                    item__fetchable_topic_response_flexible_.aborted_transactions
+                )
+                preferred_read_replica_partition_data_flexible__fetchable_topic_response_flexible_ = (
+                    item__fetchable_topic_response_flexible_.preferred_read_replica
+                )
+                records_partition_data_flexible__fetchable_topic_response_flexible_ = (
+                    item__fetchable_topic_response_flexible_.records
+                )
+                tagged_fields_partition_data_flexible__fetchable_topic_response_flexible_ = (
+                    item__fetchable_topic_response_flexible_.tagged_fields
+                )
+            else:
+                partition_index_partition_data_flexible__fetchable_topic_response_flexible_ = getattr(
+                    item__fetchable_topic_response_flexible_, "partition_index", 0
+                )
+                error_code_partition_data_flexible__fetchable_topic_response_flexible_ = getattr(
+                    item__fetchable_topic_response_flexible_, "error_code", 0
+                )
+                high_watermark_partition_data_flexible__fetchable_topic_response_flexible_ = getattr(
+                    item__fetchable_topic_response_flexible_, "high_watermark", 0
+                )
+                last_stable_offset_partition_data_flexible__fetchable_topic_response_flexible_ = getattr(
+                    item__fetchable_topic_response_flexible_, "last_stable_offset", -1
+                )
+                log_start_offset_partition_data_flexible__fetchable_topic_response_flexible_ = getattr(
+                    item__fetchable_topic_response_flexible_, "log_start_offset", -1
+                )
+                aborted_transactions_partition_data_flexible__fetchable_topic_response_flexible_ = getattr(
+                    item__fetchable_topic_response_flexible_, "aborted_transactions", None
+                )
+                preferred_read_replica_partition_data_flexible__fetchable_topic_response_flexible_ = getattr(
+                    item__fetchable_topic_response_flexible_, "preferred_read_replica", -1
+                )
+                records_partition_data_flexible__fetchable_topic_response_flexible_ = getattr(
+                    item__fetchable_topic_response_flexible_, "records", None
+                )
+                tagged_fields_partition_data_flexible__fetchable_topic_response_flexible_ = getattr(
+                    item__fetchable_topic_response_flexible_, "tagged_fields", None
+                )
             out += _S8.pack(
                 partition_index_partition_data_flexible__fetchable_topic_response_flexible_,
                 error_code_partition_data_flexible__fetchable_topic_response_flexible_,
@@ -2882,46 +3030,41 @@ def _fencode_fetch_response_flexible(obj, out, index, api_version):
                 for (
                     item__partition_data_flexible__fetchable_topic_response_flexible_
                 ) in aborted_transactions_partition_data_flexible__fetchable_topic_response_flexible_:
-                    own__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_ = (
+                    if (
                         type(item__partition_data_flexible__fetchable_topic_response_flexible_)
                         is AbortedTransactionFlexible
-                    )
-                    producer_id_aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_ = (
-                        item__partition_data_flexible__fetchable_topic_response_flexible_.producer_id
-                        if own__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_
-                        else getattr(
+                    ):
+                        producer_id_aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_ = item__partition_data_flexible__fetchable_topic_response_flexible_.producer_id
+                        first_offset_aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_ = item__partition_data_flexible__fetchable_topic_response_flexible_.first_offset
+                        tagged_fields_aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_ = item__partition_data_flexible__fetchable_topic_response_flexible_.tagged_fields
+                    else:
+                        producer_id_aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_ = getattr(
                             item__partition_data_flexible__fetchable_topic_response_flexible_, "producer_id", 0
                         )
-                    )
-                    first_offset_aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_ = (
-                        item__partition_data_flexible__fetchable_topic_response_flexible_.first_offset
-                        if own__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_
-                        else getattr(
+                        first_offset_aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_ = getattr(
                             item__partition_data_flexible__fetchable_topic_response_flexible_, "first_offset", 0
                         )
-                    )
-                    tagged_fields_aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_ = (
-                        item__partition_data_flexible__fetchable_topic_response_flexible_.tagged_fields
-                        if own__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_
-                        else getattr(
+                        tagged_fields_aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_ = getattr(
                             item__partition_data_flexible__fetchable_topic_response_flexible_, "tagged_fields", None
                         )
-                    )
                     out += _S0.pack(
                         producer_id_aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_,
                         first_offset_aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_,
                     )
-                    tags__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_ = []
-                    valid__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_ = (
-                        None
-                    )
-                    _write_tagged(
-                        out,
-                        tags__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_,
-                        tagged_fields_aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_,
-                        "aborted_transaction_flexible.tagged_fields",
-                        valid__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_,
-                    )
+                    if (
+                        tagged_fields_aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_
+                        or tagged_fields_aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_.__class__
+                        is _TagSection
+                    ):
+                        _write_tagged(
+                            out,
+                            [],
+                            tagged_fields_aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_,
+                            "aborted_transaction_flexible.tagged_fields",
+                            None,
+                        )
+                    else:
+                        out.append(0)
             out += _S3.pack(preferred_read_replica_partition_data_flexible__fetchable_topic_response_flexible_)
             if records_partition_data_flexible__fetchable_topic_response_flexible_ is None:
                 out.append(0)
@@ -3019,22 +3162,33 @@ def _fencode_fetch_response_flexible(obj, out, index, api_version):
                         (2, tmp__partition_data_flexible__fetchable_topic_response_flexible_)
                     )
             valid__partition_data_flexible__fetchable_topic_response_flexible_ = None
+            if (
+                tags__partition_data_flexible__fetchable_topic_response_flexible_
+                or tagged_fields_partition_data_flexible__fetchable_topic_response_flexible_
+                or tagged_fields_partition_data_flexible__fetchable_topic_response_flexible_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    tags__partition_data_flexible__fetchable_topic_response_flexible_,
+                    tagged_fields_partition_data_flexible__fetchable_topic_response_flexible_,
+                    "partition_data_flexible.tagged_fields",
+                    valid__partition_data_flexible__fetchable_topic_response_flexible_,
+                )
+            else:
+                out.append(0)
+        if (
+            tagged_fields_fetchable_topic_response_flexible_
+            or tagged_fields_fetchable_topic_response_flexible_.__class__ is _TagSection
+        ):
             _write_tagged(
                 out,
-                tags__partition_data_flexible__fetchable_topic_response_flexible_,
-                tagged_fields_partition_data_flexible__fetchable_topic_response_flexible_,
-                "partition_data_flexible.tagged_fields",
-                valid__partition_data_flexible__fetchable_topic_response_flexible_,
+                [],
+                tagged_fields_fetchable_topic_response_flexible_,
+                "fetchable_topic_response_flexible.tagged_fields",
+                None,
             )
-        tags__fetchable_topic_response_flexible_ = []
-        valid__fetchable_topic_response_flexible_ = None
-        _write_tagged(
-            out,
-            tags__fetchable_topic_response_flexible_,
-            tagged_fields_fetchable_topic_response_flexible_,
-            "fetchable_topic_response_flexible.tagged_fields",
-            valid__fetchable_topic_response_flexible_,
-        )
+        else:
+            out.append(0)
     tags_ = []
     node_endpoints = getattr(obj, "node_endpoints", [])
     if node_endpoints != [] and node_endpoints is not None and (api_version >= 16):
@@ -3042,7 +3196,10 @@ def _fencode_fetch_response_flexible(obj, out, index, api_version):
         _fencode_fetch_response_flexible_node_endpoints_tag(node_endpoints, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = (0 if api_version >= 16 else -1,) if tagged_fields.__class__ is _TagSection else None
-    _write_tagged(out, tags_, tagged_fields, "fetch_response_flexible.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "fetch_response_flexible.tagged_fields", valid_)
+    else:
+        out.append(0)
 
 
 def _decode_aborted_transaction_v18(buf, pos, end, opts):
@@ -3055,49 +3212,57 @@ def _decode_aborted_transaction_v18(buf, pos, end, opts):
     ) = _S0.unpack_from(buf, pos)
     pos += 16
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "aborted_transaction_v18.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="aborted_transaction_v18.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "aborted_transaction_v18.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "aborted_transaction_v18.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "aborted_transaction_v18.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="aborted_transaction_v18.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "aborted_transaction_v18.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "aborted_transaction_v18.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="aborted_transaction_v18.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return AbortedTransactionV18(producer_id, first_offset, tagged_fields), pos
 
 
 def _encode_aborted_transaction_v18(obj, out, index):
     """Append one aborted_transaction_v18 to out."""
-    own_ = type(obj) is AbortedTransactionV18
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", 0)
-    first_offset = obj.first_offset if own_ else getattr(obj, "first_offset", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AbortedTransactionV18:
+        producer_id = obj.producer_id
+        first_offset = obj.first_offset
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        producer_id = getattr(obj, "producer_id", 0)
+        first_offset = getattr(obj, "first_offset", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(producer_id, first_offset)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "aborted_transaction_v18.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "aborted_transaction_v18.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_partition_data_v18_diverging_epoch_tag(buf, pos, end, opts):
@@ -3256,94 +3421,91 @@ def _decode_partition_data_v18(buf, pos, end, opts):
         records = _view(buf, pos, n_records)
         pos += n_records
     tagged_fields = []
-    diverging_epoch = _decode_partition_data_v18_diverging_epoch_tag(
-        b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00",
-        0,
-        b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00".__len__(),
-        opts,
-    )[0]  # absent: new partition_data_v18_diverging_epoch_tag()
-    current_leader = _decode_partition_data_v18_current_leader_tag(
-        b"\xff\xff\xff\xff\xff\xff\xff\xff\x00", 0, b"\xff\xff\xff\xff\xff\xff\xff\xff\x00".__len__(), opts
-    )[0]  # absent: new partition_data_v18_current_leader_tag()
-    snapshot_id = _decode_partition_data_v18_snapshot_id_tag(
-        b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00",
-        0,
-        b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00".__len__(),
-        opts,
-    )[0]  # absent: new partition_data_v18_snapshot_id_tag()
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    diverging_epoch = EpochEndOffset(
+        epoch=-1, end_offset=-1, tagged_fields=[]
+    )  # absent: new partition_data_v18_diverging_epoch_tag() (generator.ir.empty)
+    current_leader = LeaderIdAndEpoch(
+        leader_id=-1, leader_epoch=-1, tagged_fields=[]
+    )  # absent: new partition_data_v18_current_leader_tag() (generator.ir.empty)
+    snapshot_id = SnapshotId(
+        end_offset=-1, epoch=-1, tagged_fields=[]
+    )  # absent: new partition_data_v18_snapshot_id_tag() (generator.ir.empty)
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data_v18.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="partition_data_v18.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "partition_data_v18.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "partition_data_v18.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data_v18.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="partition_data_v18.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0:
-            diverging_epoch, q_ = _decode_partition_data_v18_diverging_epoch_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 0 (diverging_epoch) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="partition_data_v18.tagged_fields.diverging_epoch",
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "partition_data_v18.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "partition_data_v18.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="partition_data_v18.tagged_fields",
                 )
-            if (
-                buf[pos:stop_] == b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"
-            ):  # written at its default: kept as read
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
                 odd_ = True
-        elif tag_ == 1:
-            current_leader, q_ = _decode_partition_data_v18_current_leader_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 1 (current_leader) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="partition_data_v18.tagged_fields.current_leader",
-                )
-            if buf[pos:stop_] == b"\xff\xff\xff\xff\xff\xff\xff\xff\x00":  # written at its default: kept as read
-                odd_ = True
-        elif tag_ == 2:
-            snapshot_id, q_ = _decode_partition_data_v18_snapshot_id_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 2 (snapshot_id) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="partition_data_v18.tagged_fields.snapshot_id",
-                )
-            if (
-                buf[pos:stop_] == b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"
-            ):  # written at its default: kept as read
-                odd_ = True
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(
-            tagged_fields,
-            buf[sec_:pos],
-            (
-                (0, b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"),
-                (1, b"\xff\xff\xff\xff\xff\xff\xff\xff\x00"),
-                (2, b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"),
-            ),
-        )
+            prev_ = tag_
+            if tag_ == 0:
+                diverging_epoch, q_ = _decode_partition_data_v18_diverging_epoch_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (diverging_epoch) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="partition_data_v18.tagged_fields.diverging_epoch",
+                    )
+                if (
+                    buf[pos:stop_] == b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"
+                ):  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 1:
+                current_leader, q_ = _decode_partition_data_v18_current_leader_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 1 (current_leader) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="partition_data_v18.tagged_fields.current_leader",
+                    )
+                if buf[pos:stop_] == b"\xff\xff\xff\xff\xff\xff\xff\xff\x00":  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 2:
+                snapshot_id, q_ = _decode_partition_data_v18_snapshot_id_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 2 (snapshot_id) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="partition_data_v18.tagged_fields.snapshot_id",
+                    )
+                if (
+                    buf[pos:stop_] == b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"
+                ):  # written at its default: kept as read
+                    odd_ = True
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(
+                tagged_fields,
+                buf[sec_:pos],
+                (
+                    (0, b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"),
+                    (1, b"\xff\xff\xff\xff\xff\xff\xff\xff\x00"),
+                    (2, b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"),
+                ),
+            )
     return PartitionDataV18(
         partition_index,
         error_code,
@@ -3362,16 +3524,26 @@ def _decode_partition_data_v18(buf, pos, end, opts):
 
 def _encode_partition_data_v18(obj, out, index):
     """Append one partition_data_v18 to out."""
-    own_ = type(obj) is PartitionDataV18
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    high_watermark = obj.high_watermark if own_ else getattr(obj, "high_watermark", 0)
-    last_stable_offset = obj.last_stable_offset if own_ else getattr(obj, "last_stable_offset", -1)
-    log_start_offset = obj.log_start_offset if own_ else getattr(obj, "log_start_offset", -1)
-    aborted_transactions = obj.aborted_transactions if own_ else getattr(obj, "aborted_transactions", None)
-    preferred_read_replica = obj.preferred_read_replica if own_ else getattr(obj, "preferred_read_replica", -1)
-    records = obj.records if own_ else getattr(obj, "records", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is PartitionDataV18:
+        partition_index = obj.partition_index
+        error_code = obj.error_code
+        high_watermark = obj.high_watermark
+        last_stable_offset = obj.last_stable_offset
+        log_start_offset = obj.log_start_offset
+        aborted_transactions = obj.aborted_transactions
+        preferred_read_replica = obj.preferred_read_replica
+        records = obj.records
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        error_code = getattr(obj, "error_code", 0)
+        high_watermark = getattr(obj, "high_watermark", 0)
+        last_stable_offset = getattr(obj, "last_stable_offset", -1)
+        log_start_offset = getattr(obj, "log_start_offset", -1)
+        aborted_transactions = getattr(obj, "aborted_transactions", None)
+        preferred_read_replica = getattr(obj, "preferred_read_replica", -1)
+        records = getattr(obj, "records", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S8.pack(partition_index, error_code, high_watermark, last_stable_offset, log_start_offset)
     if aborted_transactions is None:
         out.append(0)
@@ -3450,7 +3622,10 @@ def _encode_partition_data_v18(obj, out, index):
         ):  # left out when it encodes as the empty struct it reads as absent
             tags_.append((2, tmp_))
     valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "partition_data_v18.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "partition_data_v18.tagged_fields", valid_)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_fetchable_topic_response_v18(buf, pos, end, opts):
@@ -3496,45 +3671,52 @@ def _decode_fetchable_topic_response_v18(buf, pos, end, opts):
             raise exc.within("fetchable_topic_response_v18.partitions", i_partitions, "partition_data_v18") from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "fetchable_topic_response_v18.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="fetchable_topic_response_v18.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "fetchable_topic_response_v18.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "fetchable_topic_response_v18.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "fetchable_topic_response_v18.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="fetchable_topic_response_v18.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "fetchable_topic_response_v18.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "fetchable_topic_response_v18.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="fetchable_topic_response_v18.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return FetchableTopicResponseV18(topic_id, partitions, tagged_fields), pos
 
 
 def _encode_fetchable_topic_response_v18(obj, out, index):
     """Append one fetchable_topic_response_v18 to out."""
-    own_ = type(obj) is FetchableTopicResponseV18
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is FetchableTopicResponseV18:
+        topic_id = obj.topic_id
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_id = getattr(obj, "topic_id", None)
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S9.pack(_uuid16(topic_id))
     n_ = len(partitions)
     if -1 <= n_ < 0x3FFF:
@@ -3552,9 +3734,10 @@ def _encode_fetchable_topic_response_v18(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"fetchable_topic_response_v18.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "fetchable_topic_response_v18.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "fetchable_topic_response_v18.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_fetch_response_v18_node_endpoints_tag(buf, pos, end, opts):
@@ -3685,36 +3868,41 @@ def _fdecode_fetch_response_v18_node_endpoints_tag(buf, pos, end, opts):
                 rack_node_endpoint_ = _decode_str(r__node_endpoint_)
             pos += n_rack_node_endpoint_
         tagged_fields_node_endpoint_ = []
-        sec__node_endpoint_ = pos
-        prev__node_endpoint_, odd__node_endpoint_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__node_endpoint_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-        if n_tags__node_endpoint_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__node_endpoint_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="node_endpoint.tagged_fields",
-            )
-        for __node_endpoint_ in range(n_tags__node_endpoint_):
-            tag__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-            size__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-            if size__node_endpoint_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__node_endpoint_} declares {size__node_endpoint_} bytes, {end - pos} left",
+            sec__node_endpoint_ = pos
+            prev__node_endpoint_, odd__node_endpoint_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__node_endpoint_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+            if n_tags__node_endpoint_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__node_endpoint_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="node_endpoint.tagged_fields",
                 )
-            stop__node_endpoint_ = pos + size__node_endpoint_
-            if tag__node_endpoint_ <= prev__node_endpoint_:
-                odd__node_endpoint_ = True
-            prev__node_endpoint_ = tag__node_endpoint_
-            tagged_fields_node_endpoint_.append((tag__node_endpoint_, bytes(buf[pos:stop__node_endpoint_])))
-            pos = stop__node_endpoint_
-        if odd__node_endpoint_:
-            tagged_fields_node_endpoint_ = _keep_tags(tagged_fields_node_endpoint_, buf[sec__node_endpoint_:pos], ())
+            for __node_endpoint_ in range(n_tags__node_endpoint_):
+                tag__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+                size__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+                if size__node_endpoint_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__node_endpoint_} declares {size__node_endpoint_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="node_endpoint.tagged_fields",
+                    )
+                stop__node_endpoint_ = pos + size__node_endpoint_
+                if tag__node_endpoint_ <= prev__node_endpoint_:
+                    odd__node_endpoint_ = True
+                prev__node_endpoint_ = tag__node_endpoint_
+                tagged_fields_node_endpoint_.append((tag__node_endpoint_, bytes(buf[pos:stop__node_endpoint_])))
+                pos = stop__node_endpoint_
+            if odd__node_endpoint_:
+                tagged_fields_node_endpoint_ = _keep_tags(
+                    tagged_fields_node_endpoint_, buf[sec__node_endpoint_:pos], ()
+                )
         value__node_endpoint_ = _new_object(NodeEndpoint)
         value__node_endpoint_.node_id = node_id_node_endpoint_
         value__node_endpoint_.host = host_node_endpoint_
@@ -3756,14 +3944,18 @@ def _fencode_fetch_response_v18_node_endpoints_tag(obj, out, index):
     else:
         _write_uvarint(out, n_ + 1, "fetch_response_v18_node_endpoints_tag.value")
     for item_ in value:
-        own__node_endpoint_ = type(item_) is NodeEndpoint
-        node_id_node_endpoint_ = item_.node_id if own__node_endpoint_ else getattr(item_, "node_id", 0)
-        host_node_endpoint_ = item_.host if own__node_endpoint_ else getattr(item_, "host", "")
-        port_node_endpoint_ = item_.port if own__node_endpoint_ else getattr(item_, "port", 0)
-        rack_node_endpoint_ = item_.rack if own__node_endpoint_ else getattr(item_, "rack", None)
-        tagged_fields_node_endpoint_ = (
-            item_.tagged_fields if own__node_endpoint_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is NodeEndpoint:
+            node_id_node_endpoint_ = item_.node_id
+            host_node_endpoint_ = item_.host
+            port_node_endpoint_ = item_.port
+            rack_node_endpoint_ = item_.rack
+            tagged_fields_node_endpoint_ = item_.tagged_fields
+        else:
+            node_id_node_endpoint_ = getattr(item_, "node_id", 0)
+            host_node_endpoint_ = getattr(item_, "host", "")
+            port_node_endpoint_ = getattr(item_, "port", 0)
+            rack_node_endpoint_ = getattr(item_, "rack", None)
+            tagged_fields_node_endpoint_ = getattr(item_, "tagged_fields", None)
         out += _S3.pack(node_id_node_endpoint_)
         b__node_endpoint_ = _STR_ENCODED.get(host_node_endpoint_)
         host_node_endpoint_ = _encode_str(host_node_endpoint_) if b__node_endpoint_ is None else b__node_endpoint_
@@ -3785,15 +3977,10 @@ def _fencode_fetch_response_v18_node_endpoints_tag(obj, out, index):
             else:
                 _write_uvarint(out, n__node_endpoint_ + 1, "node_endpoint.rack")
             out += rack_node_endpoint_
-        tags__node_endpoint_ = []
-        valid__node_endpoint_ = None
-        _write_tagged(
-            out,
-            tags__node_endpoint_,
-            tagged_fields_node_endpoint_,
-            "node_endpoint.tagged_fields",
-            valid__node_endpoint_,
-        )
+        if tagged_fields_node_endpoint_ or tagged_fields_node_endpoint_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_node_endpoint_, "node_endpoint.tagged_fields", None)
+        else:
+            out.append(0)
 
 
 def _decode_fetch_response_v18(buf, pos, end, opts, api_version):
@@ -3866,49 +4053,52 @@ def _decode_fetch_response_v18(buf, pos, end, opts, api_version):
                 )
     tagged_fields = []
     node_endpoints = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_response_v18.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="fetch_response_v18.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "fetch_response_v18.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "fetch_response_v18.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_response_v18.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="fetch_response_v18.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0:
-            node_endpoints, q_ = _decode_fetch_response_v18_node_endpoints_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 0 (node_endpoints) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="fetch_response_v18.tagged_fields.node_endpoints",
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "fetch_response_v18.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "fetch_response_v18.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="fetch_response_v18.tagged_fields",
                 )
-            if node_endpoints == [] or node_endpoints is None:  # written at its default: kept as read
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
                 odd_ = True
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(
-            tagged_fields, buf[sec_:pos], ((0, (node_endpoints == [] or node_endpoints is None)),)
-        )
+            prev_ = tag_
+            if tag_ == 0:
+                node_endpoints, q_ = _decode_fetch_response_v18_node_endpoints_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (node_endpoints) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="fetch_response_v18.tagged_fields.node_endpoints",
+                    )
+                if node_endpoints == [] or node_endpoints is None:  # written at its default: kept as read
+                    odd_ = True
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(
+                tagged_fields, buf[sec_:pos], ((0, (node_endpoints == [] or node_endpoints is None)),)
+            )
     return FetchResponseV18(throttle_time_ms, error_code, session_id, responses, tagged_fields, node_endpoints), pos
 
 
@@ -4030,72 +4220,73 @@ def _fdecode_fetch_response_v18(buf, pos, end, opts, api_version):
                 ) = _S0.unpack_from(buf, pos)
                 pos += 16
                 tagged_fields_aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_ = []
-                sec__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_ = pos
-                (
-                    prev__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_,
-                    odd__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_,
-                ) = (-1, False)
-                if pos < end and buf[pos] < 128:
-                    n_tags__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_ = buf[pos]
+                if pos < end and buf[pos] == 0:
                     pos += 1
                 else:
-                    n_tags__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_, pos = (
-                        _read_uvarint32(buf, pos, end, "aborted_transaction_v18.tagged_fields")
-                    )
-                if (
-                    n_tags__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_
-                    > (end - pos) // 2
-                ):
-                    raise _InvalidValueError(
-                        f"{n_tags__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_} tagged fields cannot fit in {end - pos} bytes",
-                        offset=pos,
-                        path="aborted_transaction_v18.tagged_fields",
-                    )
-                for __aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_ in range(
-                    n_tags__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_
-                ):
-                    tag__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_, pos = (
-                        _read_uvarint32(buf, pos, end, "aborted_transaction_v18.tagged_fields")
-                    )
-                    size__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_, pos = (
-                        _read_uvarint32(buf, pos, end, "aborted_transaction_v18.tagged_fields")
-                    )
-                    if size__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_ > end - pos:
-                        raise _TruncatedError(
-                            f"tag {tag__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_} declares {size__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_} bytes, {end - pos} left",
+                    sec__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_ = pos
+                    (
+                        prev__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_,
+                        odd__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_,
+                    ) = (-1, False)
+                    if pos < end and buf[pos] < 128:
+                        n_tags__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_ = buf[pos]
+                        pos += 1
+                    else:
+                        n_tags__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_, pos = (
+                            _read_uvarint32(buf, pos, end, "aborted_transaction_v18.tagged_fields")
+                        )
+                    if (
+                        n_tags__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_
+                        > (end - pos) // 2
+                    ):
+                        raise _InvalidValueError(
+                            f"{n_tags__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_} tagged fields cannot fit in {end - pos} bytes",
                             offset=pos,
                             path="aborted_transaction_v18.tagged_fields",
                         )
-                    stop__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_ = (
-                        pos + size__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_
-                    )
-                    if (
-                        tag__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_
-                        <= prev__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_
+                    for __aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_ in range(
+                        n_tags__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_
                     ):
-                        odd__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_ = True
-                    prev__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_ = (
-                        tag__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_
-                    )
-                    tagged_fields_aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_.append(
-                        (
-                            tag__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_,
-                            bytes(
-                                buf[
-                                    pos:stop__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_
-                                ]
-                            ),
+                        tag__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_, pos = (
+                            _read_uvarint32(buf, pos, end, "aborted_transaction_v18.tagged_fields")
                         )
-                    )
-                    pos = stop__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_
-                if odd__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_:
-                    tagged_fields_aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_ = (
-                        _keep_tags(
+                        size__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_, pos = (
+                            _read_uvarint32(buf, pos, end, "aborted_transaction_v18.tagged_fields")
+                        )
+                        if size__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_ > end - pos:
+                            raise _TruncatedError(
+                                f"tag {tag__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_} declares {size__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_} bytes, {end - pos} left",
+                                offset=pos,
+                                path="aborted_transaction_v18.tagged_fields",
+                            )
+                        stop__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_ = (
+                            pos + size__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_
+                        )
+                        if (
+                            tag__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_
+                            <= prev__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_
+                        ):
+                            odd__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_ = True
+                        prev__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_ = (
+                            tag__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_
+                        )
+                        tagged_fields_aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_.append(
+                            (
+                                tag__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_,
+                                bytes(
+                                    buf[
+                                        pos:stop__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_
+                                    ]
+                                ),
+                            )
+                        )
+                        pos = stop__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_
+                    if odd__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_:
+                        tagged_fields_aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_ = _keep_tags(
                             tagged_fields_aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_,
                             buf[sec__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_:pos],
                             (),
                         )
-                    )
                 value__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_ = _new_object(
                     AbortedTransactionV18
                 )
@@ -4144,150 +4335,143 @@ def _fdecode_fetch_response_v18(buf, pos, end, opts, api_version):
                 )
                 pos += n_records_partition_data_v18__fetchable_topic_response_v18_
             tagged_fields_partition_data_v18__fetchable_topic_response_v18_ = []
-            diverging_epoch_partition_data_v18__fetchable_topic_response_v18_ = (
-                _fdecode_partition_data_v18_diverging_epoch_tag(
-                    b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00",
-                    0,
-                    b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00".__len__(),
-                    opts,
-                )[0]
+            diverging_epoch_partition_data_v18__fetchable_topic_response_v18_ = EpochEndOffset(
+                epoch=-1, end_offset=-1, tagged_fields=[]
             )
-            current_leader_partition_data_v18__fetchable_topic_response_v18_ = (
-                _fdecode_partition_data_v18_current_leader_tag(
-                    b"\xff\xff\xff\xff\xff\xff\xff\xff\x00", 0, b"\xff\xff\xff\xff\xff\xff\xff\xff\x00".__len__(), opts
-                )[0]
+            current_leader_partition_data_v18__fetchable_topic_response_v18_ = LeaderIdAndEpoch(
+                leader_id=-1, leader_epoch=-1, tagged_fields=[]
             )
-            snapshot_id_partition_data_v18__fetchable_topic_response_v18_ = _fdecode_partition_data_v18_snapshot_id_tag(
-                b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00",
-                0,
-                b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00".__len__(),
-                opts,
-            )[0]
-            sec__partition_data_v18__fetchable_topic_response_v18_ = pos
-            (
-                prev__partition_data_v18__fetchable_topic_response_v18_,
-                odd__partition_data_v18__fetchable_topic_response_v18_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__partition_data_v18__fetchable_topic_response_v18_ = buf[pos]
+            snapshot_id_partition_data_v18__fetchable_topic_response_v18_ = SnapshotId(
+                end_offset=-1, epoch=-1, tagged_fields=[]
+            )
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__partition_data_v18__fetchable_topic_response_v18_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_data_v18.tagged_fields"
-                )
-            if n_tags__partition_data_v18__fetchable_topic_response_v18_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__partition_data_v18__fetchable_topic_response_v18_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="partition_data_v18.tagged_fields",
-                )
-            for __partition_data_v18__fetchable_topic_response_v18_ in range(
-                n_tags__partition_data_v18__fetchable_topic_response_v18_
-            ):
-                tag__partition_data_v18__fetchable_topic_response_v18_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_data_v18.tagged_fields"
-                )
-                size__partition_data_v18__fetchable_topic_response_v18_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_data_v18.tagged_fields"
-                )
-                if size__partition_data_v18__fetchable_topic_response_v18_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__partition_data_v18__fetchable_topic_response_v18_} declares {size__partition_data_v18__fetchable_topic_response_v18_} bytes, {end - pos} left",
+                sec__partition_data_v18__fetchable_topic_response_v18_ = pos
+                (
+                    prev__partition_data_v18__fetchable_topic_response_v18_,
+                    odd__partition_data_v18__fetchable_topic_response_v18_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__partition_data_v18__fetchable_topic_response_v18_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__partition_data_v18__fetchable_topic_response_v18_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_data_v18.tagged_fields"
+                    )
+                if n_tags__partition_data_v18__fetchable_topic_response_v18_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__partition_data_v18__fetchable_topic_response_v18_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="partition_data_v18.tagged_fields",
                     )
-                stop__partition_data_v18__fetchable_topic_response_v18_ = (
-                    pos + size__partition_data_v18__fetchable_topic_response_v18_
-                )
-                if (
-                    tag__partition_data_v18__fetchable_topic_response_v18_
-                    <= prev__partition_data_v18__fetchable_topic_response_v18_
+                for __partition_data_v18__fetchable_topic_response_v18_ in range(
+                    n_tags__partition_data_v18__fetchable_topic_response_v18_
                 ):
-                    odd__partition_data_v18__fetchable_topic_response_v18_ = True
-                prev__partition_data_v18__fetchable_topic_response_v18_ = (
-                    tag__partition_data_v18__fetchable_topic_response_v18_
-                )
-                if tag__partition_data_v18__fetchable_topic_response_v18_ == 0:
-                    (
-                        diverging_epoch_partition_data_v18__fetchable_topic_response_v18_,
-                        q__partition_data_v18__fetchable_topic_response_v18_,
-                    ) = _fdecode_partition_data_v18_diverging_epoch_tag(
-                        buf, pos, stop__partition_data_v18__fetchable_topic_response_v18_, opts
+                    tag__partition_data_v18__fetchable_topic_response_v18_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_data_v18.tagged_fields"
+                    )
+                    size__partition_data_v18__fetchable_topic_response_v18_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_data_v18.tagged_fields"
+                    )
+                    if size__partition_data_v18__fetchable_topic_response_v18_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__partition_data_v18__fetchable_topic_response_v18_} declares {size__partition_data_v18__fetchable_topic_response_v18_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="partition_data_v18.tagged_fields",
+                        )
+                    stop__partition_data_v18__fetchable_topic_response_v18_ = (
+                        pos + size__partition_data_v18__fetchable_topic_response_v18_
                     )
                     if (
-                        q__partition_data_v18__fetchable_topic_response_v18_
-                        != stop__partition_data_v18__fetchable_topic_response_v18_
-                    ):
-                        raise _InvalidValueError(
-                            f"tag 0 (diverging_epoch) holds {size__partition_data_v18__fetchable_topic_response_v18_} bytes, its value {q__partition_data_v18__fetchable_topic_response_v18_ - pos}",
-                            offset=q__partition_data_v18__fetchable_topic_response_v18_,
-                            path="partition_data_v18.tagged_fields.diverging_epoch",
-                        )
-                    if (
-                        buf[pos:stop__partition_data_v18__fetchable_topic_response_v18_]
-                        == b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"
+                        tag__partition_data_v18__fetchable_topic_response_v18_
+                        <= prev__partition_data_v18__fetchable_topic_response_v18_
                     ):
                         odd__partition_data_v18__fetchable_topic_response_v18_ = True
-                elif tag__partition_data_v18__fetchable_topic_response_v18_ == 1:
-                    (
-                        current_leader_partition_data_v18__fetchable_topic_response_v18_,
-                        q__partition_data_v18__fetchable_topic_response_v18_,
-                    ) = _fdecode_partition_data_v18_current_leader_tag(
-                        buf, pos, stop__partition_data_v18__fetchable_topic_response_v18_, opts
+                    prev__partition_data_v18__fetchable_topic_response_v18_ = (
+                        tag__partition_data_v18__fetchable_topic_response_v18_
                     )
-                    if (
-                        q__partition_data_v18__fetchable_topic_response_v18_
-                        != stop__partition_data_v18__fetchable_topic_response_v18_
-                    ):
-                        raise _InvalidValueError(
-                            f"tag 1 (current_leader) holds {size__partition_data_v18__fetchable_topic_response_v18_} bytes, its value {q__partition_data_v18__fetchable_topic_response_v18_ - pos}",
-                            offset=q__partition_data_v18__fetchable_topic_response_v18_,
-                            path="partition_data_v18.tagged_fields.current_leader",
-                        )
-                    if (
-                        buf[pos:stop__partition_data_v18__fetchable_topic_response_v18_]
-                        == b"\xff\xff\xff\xff\xff\xff\xff\xff\x00"
-                    ):
-                        odd__partition_data_v18__fetchable_topic_response_v18_ = True
-                elif tag__partition_data_v18__fetchable_topic_response_v18_ == 2:
-                    (
-                        snapshot_id_partition_data_v18__fetchable_topic_response_v18_,
-                        q__partition_data_v18__fetchable_topic_response_v18_,
-                    ) = _fdecode_partition_data_v18_snapshot_id_tag(
-                        buf, pos, stop__partition_data_v18__fetchable_topic_response_v18_, opts
-                    )
-                    if (
-                        q__partition_data_v18__fetchable_topic_response_v18_
-                        != stop__partition_data_v18__fetchable_topic_response_v18_
-                    ):
-                        raise _InvalidValueError(
-                            f"tag 2 (snapshot_id) holds {size__partition_data_v18__fetchable_topic_response_v18_} bytes, its value {q__partition_data_v18__fetchable_topic_response_v18_ - pos}",
-                            offset=q__partition_data_v18__fetchable_topic_response_v18_,
-                            path="partition_data_v18.tagged_fields.snapshot_id",
-                        )
-                    if (
-                        buf[pos:stop__partition_data_v18__fetchable_topic_response_v18_]
-                        == b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"
-                    ):
-                        odd__partition_data_v18__fetchable_topic_response_v18_ = True
-                else:
-                    tagged_fields_partition_data_v18__fetchable_topic_response_v18_.append(
+                    if tag__partition_data_v18__fetchable_topic_response_v18_ == 0:
                         (
-                            tag__partition_data_v18__fetchable_topic_response_v18_,
-                            bytes(buf[pos:stop__partition_data_v18__fetchable_topic_response_v18_]),
+                            diverging_epoch_partition_data_v18__fetchable_topic_response_v18_,
+                            q__partition_data_v18__fetchable_topic_response_v18_,
+                        ) = _fdecode_partition_data_v18_diverging_epoch_tag(
+                            buf, pos, stop__partition_data_v18__fetchable_topic_response_v18_, opts
                         )
+                        if (
+                            q__partition_data_v18__fetchable_topic_response_v18_
+                            != stop__partition_data_v18__fetchable_topic_response_v18_
+                        ):
+                            raise _InvalidValueError(
+                                f"tag 0 (diverging_epoch) holds {size__partition_data_v18__fetchable_topic_response_v18_} bytes, its value {q__partition_data_v18__fetchable_topic_response_v18_ - pos}",
+                                offset=q__partition_data_v18__fetchable_topic_response_v18_,
+                                path="partition_data_v18.tagged_fields.diverging_epoch",
+                            )
+                        if (
+                            buf[pos:stop__partition_data_v18__fetchable_topic_response_v18_]
+                            == b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"
+                        ):
+                            odd__partition_data_v18__fetchable_topic_response_v18_ = True
+                    elif tag__partition_data_v18__fetchable_topic_response_v18_ == 1:
+                        (
+                            current_leader_partition_data_v18__fetchable_topic_response_v18_,
+                            q__partition_data_v18__fetchable_topic_response_v18_,
+                        ) = _fdecode_partition_data_v18_current_leader_tag(
+                            buf, pos, stop__partition_data_v18__fetchable_topic_response_v18_, opts
+                        )
+                        if (
+                            q__partition_data_v18__fetchable_topic_response_v18_
+                            != stop__partition_data_v18__fetchable_topic_response_v18_
+                        ):
+                            raise _InvalidValueError(
+                                f"tag 1 (current_leader) holds {size__partition_data_v18__fetchable_topic_response_v18_} bytes, its value {q__partition_data_v18__fetchable_topic_response_v18_ - pos}",
+                                offset=q__partition_data_v18__fetchable_topic_response_v18_,
+                                path="partition_data_v18.tagged_fields.current_leader",
+                            )
+                        if (
+                            buf[pos:stop__partition_data_v18__fetchable_topic_response_v18_]
+                            == b"\xff\xff\xff\xff\xff\xff\xff\xff\x00"
+                        ):
+                            odd__partition_data_v18__fetchable_topic_response_v18_ = True
+                    elif tag__partition_data_v18__fetchable_topic_response_v18_ == 2:
+                        (
+                            snapshot_id_partition_data_v18__fetchable_topic_response_v18_,
+                            q__partition_data_v18__fetchable_topic_response_v18_,
+                        ) = _fdecode_partition_data_v18_snapshot_id_tag(
+                            buf, pos, stop__partition_data_v18__fetchable_topic_response_v18_, opts
+                        )
+                        if (
+                            q__partition_data_v18__fetchable_topic_response_v18_
+                            != stop__partition_data_v18__fetchable_topic_response_v18_
+                        ):
+                            raise _InvalidValueError(
+                                f"tag 2 (snapshot_id) holds {size__partition_data_v18__fetchable_topic_response_v18_} bytes, its value {q__partition_data_v18__fetchable_topic_response_v18_ - pos}",
+                                offset=q__partition_data_v18__fetchable_topic_response_v18_,
+                                path="partition_data_v18.tagged_fields.snapshot_id",
+                            )
+                        if (
+                            buf[pos:stop__partition_data_v18__fetchable_topic_response_v18_]
+                            == b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"
+                        ):
+                            odd__partition_data_v18__fetchable_topic_response_v18_ = True
+                    else:
+                        tagged_fields_partition_data_v18__fetchable_topic_response_v18_.append(
+                            (
+                                tag__partition_data_v18__fetchable_topic_response_v18_,
+                                bytes(buf[pos:stop__partition_data_v18__fetchable_topic_response_v18_]),
+                            )
+                        )
+                    pos = stop__partition_data_v18__fetchable_topic_response_v18_
+                if odd__partition_data_v18__fetchable_topic_response_v18_:
+                    tagged_fields_partition_data_v18__fetchable_topic_response_v18_ = _keep_tags(
+                        tagged_fields_partition_data_v18__fetchable_topic_response_v18_,
+                        buf[sec__partition_data_v18__fetchable_topic_response_v18_:pos],
+                        (
+                            (0, b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"),
+                            (1, b"\xff\xff\xff\xff\xff\xff\xff\xff\x00"),
+                            (2, b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"),
+                        ),
                     )
-                pos = stop__partition_data_v18__fetchable_topic_response_v18_
-            if odd__partition_data_v18__fetchable_topic_response_v18_:
-                tagged_fields_partition_data_v18__fetchable_topic_response_v18_ = _keep_tags(
-                    tagged_fields_partition_data_v18__fetchable_topic_response_v18_,
-                    buf[sec__partition_data_v18__fetchable_topic_response_v18_:pos],
-                    (
-                        (0, b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"),
-                        (1, b"\xff\xff\xff\xff\xff\xff\xff\xff\x00"),
-                        (2, b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00"),
-                    ),
-                )
             value__partition_data_v18__fetchable_topic_response_v18_ = _new_object(PartitionDataV18)
             value__partition_data_v18__fetchable_topic_response_v18_.partition_index = (
                 partition_index_partition_data_v18__fetchable_topic_response_v18_
@@ -4328,46 +4512,49 @@ def _fdecode_fetch_response_v18(buf, pos, end, opts, api_version):
             item__fetchable_topic_response_v18_ = value__partition_data_v18__fetchable_topic_response_v18_
             append_partitions_fetchable_topic_response_v18_(item__fetchable_topic_response_v18_)
         tagged_fields_fetchable_topic_response_v18_ = []
-        sec__fetchable_topic_response_v18_ = pos
-        prev__fetchable_topic_response_v18_, odd__fetchable_topic_response_v18_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__fetchable_topic_response_v18_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__fetchable_topic_response_v18_, pos = _read_uvarint32(
-                buf, pos, end, "fetchable_topic_response_v18.tagged_fields"
-            )
-        if n_tags__fetchable_topic_response_v18_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__fetchable_topic_response_v18_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="fetchable_topic_response_v18.tagged_fields",
-            )
-        for __fetchable_topic_response_v18_ in range(n_tags__fetchable_topic_response_v18_):
-            tag__fetchable_topic_response_v18_, pos = _read_uvarint32(
-                buf, pos, end, "fetchable_topic_response_v18.tagged_fields"
-            )
-            size__fetchable_topic_response_v18_, pos = _read_uvarint32(
-                buf, pos, end, "fetchable_topic_response_v18.tagged_fields"
-            )
-            if size__fetchable_topic_response_v18_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__fetchable_topic_response_v18_} declares {size__fetchable_topic_response_v18_} bytes, {end - pos} left",
+            sec__fetchable_topic_response_v18_ = pos
+            prev__fetchable_topic_response_v18_, odd__fetchable_topic_response_v18_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__fetchable_topic_response_v18_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__fetchable_topic_response_v18_, pos = _read_uvarint32(
+                    buf, pos, end, "fetchable_topic_response_v18.tagged_fields"
+                )
+            if n_tags__fetchable_topic_response_v18_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__fetchable_topic_response_v18_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="fetchable_topic_response_v18.tagged_fields",
                 )
-            stop__fetchable_topic_response_v18_ = pos + size__fetchable_topic_response_v18_
-            if tag__fetchable_topic_response_v18_ <= prev__fetchable_topic_response_v18_:
-                odd__fetchable_topic_response_v18_ = True
-            prev__fetchable_topic_response_v18_ = tag__fetchable_topic_response_v18_
-            tagged_fields_fetchable_topic_response_v18_.append(
-                (tag__fetchable_topic_response_v18_, bytes(buf[pos:stop__fetchable_topic_response_v18_]))
-            )
-            pos = stop__fetchable_topic_response_v18_
-        if odd__fetchable_topic_response_v18_:
-            tagged_fields_fetchable_topic_response_v18_ = _keep_tags(
-                tagged_fields_fetchable_topic_response_v18_, buf[sec__fetchable_topic_response_v18_:pos], ()
-            )
+            for __fetchable_topic_response_v18_ in range(n_tags__fetchable_topic_response_v18_):
+                tag__fetchable_topic_response_v18_, pos = _read_uvarint32(
+                    buf, pos, end, "fetchable_topic_response_v18.tagged_fields"
+                )
+                size__fetchable_topic_response_v18_, pos = _read_uvarint32(
+                    buf, pos, end, "fetchable_topic_response_v18.tagged_fields"
+                )
+                if size__fetchable_topic_response_v18_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__fetchable_topic_response_v18_} declares {size__fetchable_topic_response_v18_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="fetchable_topic_response_v18.tagged_fields",
+                    )
+                stop__fetchable_topic_response_v18_ = pos + size__fetchable_topic_response_v18_
+                if tag__fetchable_topic_response_v18_ <= prev__fetchable_topic_response_v18_:
+                    odd__fetchable_topic_response_v18_ = True
+                prev__fetchable_topic_response_v18_ = tag__fetchable_topic_response_v18_
+                tagged_fields_fetchable_topic_response_v18_.append(
+                    (tag__fetchable_topic_response_v18_, bytes(buf[pos:stop__fetchable_topic_response_v18_]))
+                )
+                pos = stop__fetchable_topic_response_v18_
+            if odd__fetchable_topic_response_v18_:
+                tagged_fields_fetchable_topic_response_v18_ = _keep_tags(
+                    tagged_fields_fetchable_topic_response_v18_, buf[sec__fetchable_topic_response_v18_:pos], ()
+                )
         value__fetchable_topic_response_v18_ = _new_object(FetchableTopicResponseV18)
         value__fetchable_topic_response_v18_.topic_id = topic_id_fetchable_topic_response_v18_
         value__fetchable_topic_response_v18_.partitions = partitions_fetchable_topic_response_v18_
@@ -4380,47 +4567,52 @@ def _fdecode_fetch_response_v18(buf, pos, end, opts, api_version):
                 raise _Fallback
     tagged_fields = []
     node_endpoints = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_response_v18.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="fetch_response_v18.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "fetch_response_v18.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "fetch_response_v18.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_response_v18.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="fetch_response_v18.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0:
-            node_endpoints, q_ = _fdecode_fetch_response_v18_node_endpoints_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 0 (node_endpoints) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="fetch_response_v18.tagged_fields.node_endpoints",
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "fetch_response_v18.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "fetch_response_v18.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="fetch_response_v18.tagged_fields",
                 )
-            if node_endpoints == [] or node_endpoints is None:
+            stop_ = pos + size_
+            if tag_ <= prev_:
                 odd_ = True
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, node_endpoints == [] or node_endpoints is None),))
+            prev_ = tag_
+            if tag_ == 0:
+                node_endpoints, q_ = _fdecode_fetch_response_v18_node_endpoints_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (node_endpoints) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="fetch_response_v18.tagged_fields.node_endpoints",
+                    )
+                if node_endpoints == [] or node_endpoints is None:
+                    odd_ = True
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(
+                tagged_fields, buf[sec_:pos], ((0, node_endpoints == [] or node_endpoints is None),)
+            )
     value_ = _new_object(FetchResponseV18)
     value_.throttle_time_ms = throttle_time_ms
     value_.error_code = error_code
@@ -4438,12 +4630,18 @@ def _encode_fetch_response_v18(obj, out, index, api_version):
             f"FetchResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 18) and (<params>.api_version <= 18)))",
             path="fetch_response_v18",
         )
-    own_ = type(obj) is FetchResponseV18
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    session_id = obj.session_id if own_ else getattr(obj, "session_id", 0)
-    responses = obj.responses if own_ else getattr(obj, "responses", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is FetchResponseV18:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        session_id = obj.session_id
+        responses = obj.responses
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        session_id = getattr(obj, "session_id", 0)
+        responses = getattr(obj, "responses", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S10.pack(throttle_time_ms, error_code, session_id)
     n_ = len(responses)
     if -1 <= n_ < 0x3FFF:
@@ -4468,7 +4666,10 @@ def _encode_fetch_response_v18(obj, out, index, api_version):
         _encode_fetch_response_v18_node_endpoints_tag(node_endpoints, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "fetch_response_v18.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "fetch_response_v18.tagged_fields", valid_)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_fetch_response_v18(obj, out, index, api_version):
@@ -4478,12 +4679,18 @@ def _fencode_fetch_response_v18(obj, out, index, api_version):
             f"FetchResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 18) and (<params>.api_version <= 18)))",
             path="fetch_response_v18",
         )
-    own_ = type(obj) is FetchResponseV18
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    session_id = obj.session_id if own_ else getattr(obj, "session_id", 0)
-    responses = obj.responses if own_ else getattr(obj, "responses", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is FetchResponseV18:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        session_id = obj.session_id
+        responses = obj.responses
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        session_id = getattr(obj, "session_id", 0)
+        responses = getattr(obj, "responses", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S10.pack(throttle_time_ms, error_code, session_id)
     n_ = len(responses)
     if -1 <= n_ < 16383:
@@ -4491,16 +4698,14 @@ def _fencode_fetch_response_v18(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "fetch_response_v18.responses")
     for item_ in responses:
-        own__fetchable_topic_response_v18_ = type(item_) is FetchableTopicResponseV18
-        topic_id_fetchable_topic_response_v18_ = (
-            item_.topic_id if own__fetchable_topic_response_v18_ else getattr(item_, "topic_id", None)
-        )
-        partitions_fetchable_topic_response_v18_ = (
-            item_.partitions if own__fetchable_topic_response_v18_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_fetchable_topic_response_v18_ = (
-            item_.tagged_fields if own__fetchable_topic_response_v18_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is FetchableTopicResponseV18:
+            topic_id_fetchable_topic_response_v18_ = item_.topic_id
+            partitions_fetchable_topic_response_v18_ = item_.partitions
+            tagged_fields_fetchable_topic_response_v18_ = item_.tagged_fields
+        else:
+            topic_id_fetchable_topic_response_v18_ = getattr(item_, "topic_id", None)
+            partitions_fetchable_topic_response_v18_ = getattr(item_, "partitions", None)
+            tagged_fields_fetchable_topic_response_v18_ = getattr(item_, "tagged_fields", None)
         out += _S9.pack(_uuid16(topic_id_fetchable_topic_response_v18_))
         n__fetchable_topic_response_v18_ = len(partitions_fetchable_topic_response_v18_)
         if -1 <= n__fetchable_topic_response_v18_ < 16383:
@@ -4508,54 +4713,60 @@ def _fencode_fetch_response_v18(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__fetchable_topic_response_v18_ + 1, "fetchable_topic_response_v18.partitions")
         for item__fetchable_topic_response_v18_ in partitions_fetchable_topic_response_v18_:
-            own__partition_data_v18__fetchable_topic_response_v18_ = (
-                type(item__fetchable_topic_response_v18_) is PartitionDataV18
-            )
-            partition_index_partition_data_v18__fetchable_topic_response_v18_ = (
-                item__fetchable_topic_response_v18_.partition_index
-                if own__partition_data_v18__fetchable_topic_response_v18_
-                else getattr(item__fetchable_topic_response_v18_, "partition_index", 0)
-            )
-            error_code_partition_data_v18__fetchable_topic_response_v18_ = (
-                item__fetchable_topic_response_v18_.error_code
-                if own__partition_data_v18__fetchable_topic_response_v18_
-                else getattr(item__fetchable_topic_response_v18_, "error_code", 0)
-            )
-            high_watermark_partition_data_v18__fetchable_topic_response_v18_ = (
-                item__fetchable_topic_response_v18_.high_watermark
-                if own__partition_data_v18__fetchable_topic_response_v18_
-                else getattr(item__fetchable_topic_response_v18_, "high_watermark", 0)
-            )
-            last_stable_offset_partition_data_v18__fetchable_topic_response_v18_ = (
-                item__fetchable_topic_response_v18_.last_stable_offset
-                if own__partition_data_v18__fetchable_topic_response_v18_
-                else getattr(item__fetchable_topic_response_v18_, "last_stable_offset", -1)
-            )
-            log_start_offset_partition_data_v18__fetchable_topic_response_v18_ = (
-                item__fetchable_topic_response_v18_.log_start_offset
-                if own__partition_data_v18__fetchable_topic_response_v18_
-                else getattr(item__fetchable_topic_response_v18_, "log_start_offset", -1)
-            )
-            aborted_transactions_partition_data_v18__fetchable_topic_response_v18_ = (
-                item__fetchable_topic_response_v18_.aborted_transactions
-                if own__partition_data_v18__fetchable_topic_response_v18_
-                else getattr(item__fetchable_topic_response_v18_, "aborted_transactions", None)
-            )
-            preferred_read_replica_partition_data_v18__fetchable_topic_response_v18_ = (
-                item__fetchable_topic_response_v18_.preferred_read_replica
-                if own__partition_data_v18__fetchable_topic_response_v18_
-                else getattr(item__fetchable_topic_response_v18_, "preferred_read_replica", -1)
-            )
-            records_partition_data_v18__fetchable_topic_response_v18_ = (
-                item__fetchable_topic_response_v18_.records
-                if own__partition_data_v18__fetchable_topic_response_v18_
-                else getattr(item__fetchable_topic_response_v18_, "records", None)
-            )
-            tagged_fields_partition_data_v18__fetchable_topic_response_v18_ = (
-                item__fetchable_topic_response_v18_.tagged_fields
-                if own__partition_data_v18__fetchable_topic_response_v18_
-                else getattr(item__fetchable_topic_response_v18_, "tagged_fields", None)
-            )
+            if type(item__fetchable_topic_response_v18_) is PartitionDataV18:
+                partition_index_partition_data_v18__fetchable_topic_response_v18_ = (
+                    item__fetchable_topic_response_v18_.partition_index
+                )
+                error_code_partition_data_v18__fetchable_topic_response_v18_ = (
+                    item__fetchable_topic_response_v18_.error_code
+                )
+                high_watermark_partition_data_v18__fetchable_topic_response_v18_ = (
+                    item__fetchable_topic_response_v18_.high_watermark
+                )
+                last_stable_offset_partition_data_v18__fetchable_topic_response_v18_ = (
+                    item__fetchable_topic_response_v18_.last_stable_offset
+                )
+                log_start_offset_partition_data_v18__fetchable_topic_response_v18_ = (
+                    item__fetchable_topic_response_v18_.log_start_offset
+                )
+                aborted_transactions_partition_data_v18__fetchable_topic_response_v18_ = (
+                    item__fetchable_topic_response_v18_.aborted_transactions
+                )
+                preferred_read_replica_partition_data_v18__fetchable_topic_response_v18_ = (
+                    item__fetchable_topic_response_v18_.preferred_read_replica
+                )
+                records_partition_data_v18__fetchable_topic_response_v18_ = item__fetchable_topic_response_v18_.records
+                tagged_fields_partition_data_v18__fetchable_topic_response_v18_ = (
+                    item__fetchable_topic_response_v18_.tagged_fields
+                )
+            else:
+                partition_index_partition_data_v18__fetchable_topic_response_v18_ = getattr(
+                    item__fetchable_topic_response_v18_, "partition_index", 0
+                )
+                error_code_partition_data_v18__fetchable_topic_response_v18_ = getattr(
+                    item__fetchable_topic_response_v18_, "error_code", 0
+                )
+                high_watermark_partition_data_v18__fetchable_topic_response_v18_ = getattr(
+                    item__fetchable_topic_response_v18_, "high_watermark", 0
+                )
+                last_stable_offset_partition_data_v18__fetchable_topic_response_v18_ = getattr(
+                    item__fetchable_topic_response_v18_, "last_stable_offset", -1
+                )
+                log_start_offset_partition_data_v18__fetchable_topic_response_v18_ = getattr(
+                    item__fetchable_topic_response_v18_, "log_start_offset", -1
+                )
+                aborted_transactions_partition_data_v18__fetchable_topic_response_v18_ = getattr(
+                    item__fetchable_topic_response_v18_, "aborted_transactions", None
+                )
+                preferred_read_replica_partition_data_v18__fetchable_topic_response_v18_ = getattr(
+                    item__fetchable_topic_response_v18_, "preferred_read_replica", -1
+                )
+                records_partition_data_v18__fetchable_topic_response_v18_ = getattr(
+                    item__fetchable_topic_response_v18_, "records", None
+                )
+                tagged_fields_partition_data_v18__fetchable_topic_response_v18_ = getattr(
+                    item__fetchable_topic_response_v18_, "tagged_fields", None
+                )
             out += _S8.pack(
                 partition_index_partition_data_v18__fetchable_topic_response_v18_,
                 error_code_partition_data_v18__fetchable_topic_response_v18_,
@@ -4580,37 +4791,44 @@ def _fencode_fetch_response_v18(obj, out, index, api_version):
                 for (
                     item__partition_data_v18__fetchable_topic_response_v18_
                 ) in aborted_transactions_partition_data_v18__fetchable_topic_response_v18_:
-                    own__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_ = (
-                        type(item__partition_data_v18__fetchable_topic_response_v18_) is AbortedTransactionV18
-                    )
-                    producer_id_aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_ = (
-                        item__partition_data_v18__fetchable_topic_response_v18_.producer_id
-                        if own__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_
-                        else getattr(item__partition_data_v18__fetchable_topic_response_v18_, "producer_id", 0)
-                    )
-                    first_offset_aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_ = (
-                        item__partition_data_v18__fetchable_topic_response_v18_.first_offset
-                        if own__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_
-                        else getattr(item__partition_data_v18__fetchable_topic_response_v18_, "first_offset", 0)
-                    )
-                    tagged_fields_aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_ = (
-                        item__partition_data_v18__fetchable_topic_response_v18_.tagged_fields
-                        if own__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_
-                        else getattr(item__partition_data_v18__fetchable_topic_response_v18_, "tagged_fields", None)
-                    )
+                    if type(item__partition_data_v18__fetchable_topic_response_v18_) is AbortedTransactionV18:
+                        producer_id_aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_ = (
+                            item__partition_data_v18__fetchable_topic_response_v18_.producer_id
+                        )
+                        first_offset_aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_ = (
+                            item__partition_data_v18__fetchable_topic_response_v18_.first_offset
+                        )
+                        tagged_fields_aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_ = (
+                            item__partition_data_v18__fetchable_topic_response_v18_.tagged_fields
+                        )
+                    else:
+                        producer_id_aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_ = (
+                            getattr(item__partition_data_v18__fetchable_topic_response_v18_, "producer_id", 0)
+                        )
+                        first_offset_aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_ = (
+                            getattr(item__partition_data_v18__fetchable_topic_response_v18_, "first_offset", 0)
+                        )
+                        tagged_fields_aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_ = (
+                            getattr(item__partition_data_v18__fetchable_topic_response_v18_, "tagged_fields", None)
+                        )
                     out += _S0.pack(
                         producer_id_aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_,
                         first_offset_aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_,
                     )
-                    tags__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_ = []
-                    valid__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_ = None
-                    _write_tagged(
-                        out,
-                        tags__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_,
-                        tagged_fields_aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_,
-                        "aborted_transaction_v18.tagged_fields",
-                        valid__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_,
-                    )
+                    if (
+                        tagged_fields_aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_
+                        or tagged_fields_aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_.__class__
+                        is _TagSection
+                    ):
+                        _write_tagged(
+                            out,
+                            [],
+                            tagged_fields_aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_,
+                            "aborted_transaction_v18.tagged_fields",
+                            None,
+                        )
+                    else:
+                        out.append(0)
             out += _S3.pack(preferred_read_replica_partition_data_v18__fetchable_topic_response_v18_)
             if records_partition_data_v18__fetchable_topic_response_v18_ is None:
                 out.append(0)
@@ -4696,22 +4914,29 @@ def _fencode_fetch_response_v18(obj, out, index, api_version):
                         (2, tmp__partition_data_v18__fetchable_topic_response_v18_)
                     )
             valid__partition_data_v18__fetchable_topic_response_v18_ = None
+            if (
+                tags__partition_data_v18__fetchable_topic_response_v18_
+                or tagged_fields_partition_data_v18__fetchable_topic_response_v18_
+                or tagged_fields_partition_data_v18__fetchable_topic_response_v18_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    tags__partition_data_v18__fetchable_topic_response_v18_,
+                    tagged_fields_partition_data_v18__fetchable_topic_response_v18_,
+                    "partition_data_v18.tagged_fields",
+                    valid__partition_data_v18__fetchable_topic_response_v18_,
+                )
+            else:
+                out.append(0)
+        if (
+            tagged_fields_fetchable_topic_response_v18_
+            or tagged_fields_fetchable_topic_response_v18_.__class__ is _TagSection
+        ):
             _write_tagged(
-                out,
-                tags__partition_data_v18__fetchable_topic_response_v18_,
-                tagged_fields_partition_data_v18__fetchable_topic_response_v18_,
-                "partition_data_v18.tagged_fields",
-                valid__partition_data_v18__fetchable_topic_response_v18_,
+                out, [], tagged_fields_fetchable_topic_response_v18_, "fetchable_topic_response_v18.tagged_fields", None
             )
-        tags__fetchable_topic_response_v18_ = []
-        valid__fetchable_topic_response_v18_ = None
-        _write_tagged(
-            out,
-            tags__fetchable_topic_response_v18_,
-            tagged_fields_fetchable_topic_response_v18_,
-            "fetchable_topic_response_v18.tagged_fields",
-            valid__fetchable_topic_response_v18_,
-        )
+        else:
+            out.append(0)
     tags_ = []
     node_endpoints = getattr(obj, "node_endpoints", [])
     if node_endpoints != [] and node_endpoints is not None:
@@ -4719,7 +4944,10 @@ def _fencode_fetch_response_v18(obj, out, index, api_version):
         _fencode_fetch_response_v18_node_endpoints_tag(node_endpoints, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "fetch_response_v18.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "fetch_response_v18.tagged_fields", valid_)
+    else:
+        out.append(0)
 
 
 def _decode_fetch_response_by_version(buf, pos, end, opts, api_version):

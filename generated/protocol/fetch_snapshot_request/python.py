@@ -69,32 +69,35 @@ def _decode_snapshot_id(buf, pos, end, opts):
     ) = _S0.unpack_from(buf, pos)
     pos += 12
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="snapshot_id.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="snapshot_id.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="snapshot_id.tagged_fields"
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="snapshot_id.tagged_fields"
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return SnapshotId(end_offset, epoch, tagged_fields), pos
 
 
@@ -106,32 +109,35 @@ def _fdecode_snapshot_id(buf, pos, end, opts):
     ) = _S0.unpack_from(buf, pos)
     pos += 12
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="snapshot_id.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="snapshot_id.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="snapshot_id.tagged_fields"
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="snapshot_id.tagged_fields"
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(SnapshotId)  # slots set directly: a third of the cost of calling __init__
     value_.end_offset = end_offset
     value_.epoch = epoch
@@ -141,26 +147,36 @@ def _fdecode_snapshot_id(buf, pos, end, opts):
 
 def _encode_snapshot_id(obj, out, index):
     """Append one snapshot_id to out."""
-    own_ = type(obj) is SnapshotId
-    end_offset = obj.end_offset if own_ else getattr(obj, "end_offset", 0)
-    epoch = obj.epoch if own_ else getattr(obj, "epoch", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is SnapshotId:
+        end_offset = obj.end_offset
+        epoch = obj.epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        end_offset = getattr(obj, "end_offset", 0)
+        epoch = getattr(obj, "epoch", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(end_offset, epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "snapshot_id.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "snapshot_id.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_snapshot_id(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is SnapshotId
-    end_offset = obj.end_offset if own_ else getattr(obj, "end_offset", 0)
-    epoch = obj.epoch if own_ else getattr(obj, "epoch", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is SnapshotId:
+        end_offset = obj.end_offset
+        epoch = obj.epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        end_offset = getattr(obj, "end_offset", 0)
+        epoch = getattr(obj, "epoch", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(end_offset, epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "snapshot_id.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "snapshot_id.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_partition_snapshot_replica_directory_id_tag(buf, pos, end, opts):
@@ -209,68 +225,71 @@ def _decode_partition_snapshot(buf, pos, end, opts, api_version):
     pos += 8
     tagged_fields = []
     replica_directory_id = b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_snapshot.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="partition_snapshot.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "partition_snapshot.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "partition_snapshot.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_snapshot.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="partition_snapshot.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0 and api_version >= 1:
-            replica_directory_id, q_ = _decode_partition_snapshot_replica_directory_id_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "partition_snapshot.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "partition_snapshot.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="partition_snapshot.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            if tag_ == 0 and api_version >= 1:
+                replica_directory_id, q_ = _decode_partition_snapshot_replica_directory_id_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (replica_directory_id) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="partition_snapshot.tagged_fields.replica_directory_id",
+                    )
+                if (
+                    replica_directory_id == b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+                    or replica_directory_id is None
+                ):  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 0:  # Kafka's reader: "Tag N is not valid for version V"
                 raise _InvalidValueError(
-                    f"tag 0 (replica_directory_id) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
+                    "tag 0 (replica_directory_id) is not valid at this version",
+                    offset=pos,
                     path="partition_snapshot.tagged_fields.replica_directory_id",
                 )
-            if (
-                replica_directory_id == b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
-                or replica_directory_id is None
-            ):  # written at its default: kept as read
-                odd_ = True
-        elif tag_ == 0:  # Kafka's reader: "Tag N is not valid for version V"
-            raise _InvalidValueError(
-                "tag 0 (replica_directory_id) is not valid at this version",
-                offset=pos,
-                path="partition_snapshot.tagged_fields.replica_directory_id",
-            )
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(
-            tagged_fields,
-            buf[sec_:pos],
-            (
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(
+                tagged_fields,
+                buf[sec_:pos],
                 (
-                    0,
                     (
-                        replica_directory_id == b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
-                        or replica_directory_id is None
+                        0,
+                        (
+                            replica_directory_id == b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+                            or replica_directory_id is None
+                        ),
                     ),
                 ),
-            ),
-        )
+            )
     return PartitionSnapshot(
         partition, current_leader_epoch, snapshot_id, position, tagged_fields, replica_directory_id
     ), pos
@@ -278,12 +297,18 @@ def _decode_partition_snapshot(buf, pos, end, opts, api_version):
 
 def _encode_partition_snapshot(obj, out, index, api_version):
     """Append one partition_snapshot to out."""
-    own_ = type(obj) is PartitionSnapshot
-    partition = obj.partition if own_ else getattr(obj, "partition", 0)
-    current_leader_epoch = obj.current_leader_epoch if own_ else getattr(obj, "current_leader_epoch", 0)
-    snapshot_id = obj.snapshot_id if own_ else getattr(obj, "snapshot_id", None)
-    position = obj.position if own_ else getattr(obj, "position", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is PartitionSnapshot:
+        partition = obj.partition
+        current_leader_epoch = obj.current_leader_epoch
+        snapshot_id = obj.snapshot_id
+        position = obj.position
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition = getattr(obj, "partition", 0)
+        current_leader_epoch = getattr(obj, "current_leader_epoch", 0)
+        snapshot_id = getattr(obj, "snapshot_id", None)
+        position = getattr(obj, "position", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(partition, current_leader_epoch)
     _encode_snapshot_id(snapshot_id, out, 0)
     out += _S3.pack(position)
@@ -300,7 +325,10 @@ def _encode_partition_snapshot(obj, out, index, api_version):
         _encode_partition_snapshot_replica_directory_id_tag(replica_directory_id, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = (0 if api_version >= 1 else -1,) if tagged_fields.__class__ is _TagSection else None
-    _write_tagged(out, tags_, tagged_fields, "partition_snapshot.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "partition_snapshot.tagged_fields", valid_)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_topic_snapshot(buf, pos, end, opts, api_version):
@@ -363,41 +391,52 @@ def _decode_topic_snapshot(buf, pos, end, opts, api_version):
             raise exc.within("topic_snapshot.partitions", i_partitions, "partition_snapshot") from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_snapshot.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_snapshot.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "topic_snapshot.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "topic_snapshot.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="topic_snapshot.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_snapshot.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="topic_snapshot.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "topic_snapshot.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "topic_snapshot.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="topic_snapshot.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TopicSnapshot(name, partitions, tagged_fields), pos
 
 
 def _encode_topic_snapshot(obj, out, index, api_version):
     """Append one topic_snapshot to out."""
-    own_ = type(obj) is TopicSnapshot
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TopicSnapshot:
+        name = obj.name
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="topic_snapshot.name")
     else:
@@ -426,9 +465,10 @@ def _encode_topic_snapshot(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_snapshot.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "topic_snapshot.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "topic_snapshot.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_fetch_snapshot_request_cluster_id_tag(buf, pos, end, opts):
@@ -595,47 +635,50 @@ def _decode_fetch_snapshot_request(buf, pos, end, opts, api_version):
                 )
     tagged_fields = []
     cluster_id = None
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_snapshot_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="fetch_snapshot_request.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "fetch_snapshot_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "fetch_snapshot_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_snapshot_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="fetch_snapshot_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0:
-            cluster_id, q_ = _decode_fetch_snapshot_request_cluster_id_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 0 (cluster_id) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="fetch_snapshot_request.tagged_fields.cluster_id",
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "fetch_snapshot_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "fetch_snapshot_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="fetch_snapshot_request.tagged_fields",
                 )
-            if cluster_id == None:  # written at its default: kept as read
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
                 odd_ = True
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, cluster_id == None),))
+            prev_ = tag_
+            if tag_ == 0:
+                cluster_id, q_ = _decode_fetch_snapshot_request_cluster_id_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (cluster_id) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="fetch_snapshot_request.tagged_fields.cluster_id",
+                    )
+                if cluster_id == None:  # written at its default: kept as read
+                    odd_ = True
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, cluster_id == None),))
     return FetchSnapshotRequest(replica_id, max_bytes, topics, tagged_fields, cluster_id), pos
 
 
@@ -733,83 +776,87 @@ def _fdecode_fetch_snapshot_request(buf, pos, end, opts, api_version):
             replica_directory_id_partition_snapshot__topic_snapshot_ = (
                 b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
             )
-            sec__partition_snapshot__topic_snapshot_ = pos
-            prev__partition_snapshot__topic_snapshot_, odd__partition_snapshot__topic_snapshot_ = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__partition_snapshot__topic_snapshot_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__partition_snapshot__topic_snapshot_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_snapshot.tagged_fields"
-                )
-            if n_tags__partition_snapshot__topic_snapshot_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__partition_snapshot__topic_snapshot_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="partition_snapshot.tagged_fields",
-                )
-            for __partition_snapshot__topic_snapshot_ in range(n_tags__partition_snapshot__topic_snapshot_):
-                tag__partition_snapshot__topic_snapshot_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_snapshot.tagged_fields"
-                )
-                size__partition_snapshot__topic_snapshot_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_snapshot.tagged_fields"
-                )
-                if size__partition_snapshot__topic_snapshot_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__partition_snapshot__topic_snapshot_} declares {size__partition_snapshot__topic_snapshot_} bytes, {end - pos} left",
+                sec__partition_snapshot__topic_snapshot_ = pos
+                prev__partition_snapshot__topic_snapshot_, odd__partition_snapshot__topic_snapshot_ = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__partition_snapshot__topic_snapshot_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__partition_snapshot__topic_snapshot_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_snapshot.tagged_fields"
+                    )
+                if n_tags__partition_snapshot__topic_snapshot_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__partition_snapshot__topic_snapshot_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="partition_snapshot.tagged_fields",
                     )
-                stop__partition_snapshot__topic_snapshot_ = pos + size__partition_snapshot__topic_snapshot_
-                if tag__partition_snapshot__topic_snapshot_ <= prev__partition_snapshot__topic_snapshot_:
-                    odd__partition_snapshot__topic_snapshot_ = True
-                prev__partition_snapshot__topic_snapshot_ = tag__partition_snapshot__topic_snapshot_
-                if tag__partition_snapshot__topic_snapshot_ == 0 and api_version >= 1:
-                    replica_directory_id_partition_snapshot__topic_snapshot_, q__partition_snapshot__topic_snapshot_ = (
-                        _fdecode_partition_snapshot_replica_directory_id_tag(
+                for __partition_snapshot__topic_snapshot_ in range(n_tags__partition_snapshot__topic_snapshot_):
+                    tag__partition_snapshot__topic_snapshot_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_snapshot.tagged_fields"
+                    )
+                    size__partition_snapshot__topic_snapshot_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_snapshot.tagged_fields"
+                    )
+                    if size__partition_snapshot__topic_snapshot_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__partition_snapshot__topic_snapshot_} declares {size__partition_snapshot__topic_snapshot_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="partition_snapshot.tagged_fields",
+                        )
+                    stop__partition_snapshot__topic_snapshot_ = pos + size__partition_snapshot__topic_snapshot_
+                    if tag__partition_snapshot__topic_snapshot_ <= prev__partition_snapshot__topic_snapshot_:
+                        odd__partition_snapshot__topic_snapshot_ = True
+                    prev__partition_snapshot__topic_snapshot_ = tag__partition_snapshot__topic_snapshot_
+                    if tag__partition_snapshot__topic_snapshot_ == 0 and api_version >= 1:
+                        (
+                            replica_directory_id_partition_snapshot__topic_snapshot_,
+                            q__partition_snapshot__topic_snapshot_,
+                        ) = _fdecode_partition_snapshot_replica_directory_id_tag(
                             buf, pos, stop__partition_snapshot__topic_snapshot_, opts
                         )
-                    )
-                    if q__partition_snapshot__topic_snapshot_ != stop__partition_snapshot__topic_snapshot_:
-                        raise _InvalidValueError(
-                            f"tag 0 (replica_directory_id) holds {size__partition_snapshot__topic_snapshot_} bytes, its value {q__partition_snapshot__topic_snapshot_ - pos}",
-                            offset=q__partition_snapshot__topic_snapshot_,
-                            path="partition_snapshot.tagged_fields.replica_directory_id",
-                        )
-                    if (
-                        replica_directory_id_partition_snapshot__topic_snapshot_
-                        == b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
-                        or replica_directory_id_partition_snapshot__topic_snapshot_ is None
-                    ):
-                        odd__partition_snapshot__topic_snapshot_ = True
-                elif tag__partition_snapshot__topic_snapshot_ == 0:
-                    raise _InvalidValueError(
-                        "tag 0 (replica_directory_id) is not valid at this version",
-                        offset=pos,
-                        path="partition_snapshot.tagged_fields.replica_directory_id",
-                    )
-                else:
-                    tagged_fields_partition_snapshot__topic_snapshot_.append(
-                        (
-                            tag__partition_snapshot__topic_snapshot_,
-                            bytes(buf[pos:stop__partition_snapshot__topic_snapshot_]),
-                        )
-                    )
-                pos = stop__partition_snapshot__topic_snapshot_
-            if odd__partition_snapshot__topic_snapshot_:
-                tagged_fields_partition_snapshot__topic_snapshot_ = _keep_tags(
-                    tagged_fields_partition_snapshot__topic_snapshot_,
-                    buf[sec__partition_snapshot__topic_snapshot_:pos],
-                    (
-                        (
-                            0,
+                        if q__partition_snapshot__topic_snapshot_ != stop__partition_snapshot__topic_snapshot_:
+                            raise _InvalidValueError(
+                                f"tag 0 (replica_directory_id) holds {size__partition_snapshot__topic_snapshot_} bytes, its value {q__partition_snapshot__topic_snapshot_ - pos}",
+                                offset=q__partition_snapshot__topic_snapshot_,
+                                path="partition_snapshot.tagged_fields.replica_directory_id",
+                            )
+                        if (
                             replica_directory_id_partition_snapshot__topic_snapshot_
                             == b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
-                            or replica_directory_id_partition_snapshot__topic_snapshot_ is None,
+                            or replica_directory_id_partition_snapshot__topic_snapshot_ is None
+                        ):
+                            odd__partition_snapshot__topic_snapshot_ = True
+                    elif tag__partition_snapshot__topic_snapshot_ == 0:
+                        raise _InvalidValueError(
+                            "tag 0 (replica_directory_id) is not valid at this version",
+                            offset=pos,
+                            path="partition_snapshot.tagged_fields.replica_directory_id",
+                        )
+                    else:
+                        tagged_fields_partition_snapshot__topic_snapshot_.append(
+                            (
+                                tag__partition_snapshot__topic_snapshot_,
+                                bytes(buf[pos:stop__partition_snapshot__topic_snapshot_]),
+                            )
+                        )
+                    pos = stop__partition_snapshot__topic_snapshot_
+                if odd__partition_snapshot__topic_snapshot_:
+                    tagged_fields_partition_snapshot__topic_snapshot_ = _keep_tags(
+                        tagged_fields_partition_snapshot__topic_snapshot_,
+                        buf[sec__partition_snapshot__topic_snapshot_:pos],
+                        (
+                            (
+                                0,
+                                replica_directory_id_partition_snapshot__topic_snapshot_
+                                == b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+                                or replica_directory_id_partition_snapshot__topic_snapshot_ is None,
+                            ),
                         ),
-                    ),
-                )
+                    )
             value__partition_snapshot__topic_snapshot_ = _new_object(PartitionSnapshot)
             value__partition_snapshot__topic_snapshot_.partition = partition_partition_snapshot__topic_snapshot_
             value__partition_snapshot__topic_snapshot_.current_leader_epoch = (
@@ -824,36 +871,41 @@ def _fdecode_fetch_snapshot_request(buf, pos, end, opts, api_version):
             item__topic_snapshot_ = value__partition_snapshot__topic_snapshot_
             append_partitions_topic_snapshot_(item__topic_snapshot_)
         tagged_fields_topic_snapshot_ = []
-        sec__topic_snapshot_ = pos
-        prev__topic_snapshot_, odd__topic_snapshot_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__topic_snapshot_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__topic_snapshot_, pos = _read_uvarint32(buf, pos, end, "topic_snapshot.tagged_fields")
-        if n_tags__topic_snapshot_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__topic_snapshot_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="topic_snapshot.tagged_fields",
-            )
-        for __topic_snapshot_ in range(n_tags__topic_snapshot_):
-            tag__topic_snapshot_, pos = _read_uvarint32(buf, pos, end, "topic_snapshot.tagged_fields")
-            size__topic_snapshot_, pos = _read_uvarint32(buf, pos, end, "topic_snapshot.tagged_fields")
-            if size__topic_snapshot_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__topic_snapshot_} declares {size__topic_snapshot_} bytes, {end - pos} left",
+            sec__topic_snapshot_ = pos
+            prev__topic_snapshot_, odd__topic_snapshot_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__topic_snapshot_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__topic_snapshot_, pos = _read_uvarint32(buf, pos, end, "topic_snapshot.tagged_fields")
+            if n_tags__topic_snapshot_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__topic_snapshot_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="topic_snapshot.tagged_fields",
                 )
-            stop__topic_snapshot_ = pos + size__topic_snapshot_
-            if tag__topic_snapshot_ <= prev__topic_snapshot_:
-                odd__topic_snapshot_ = True
-            prev__topic_snapshot_ = tag__topic_snapshot_
-            tagged_fields_topic_snapshot_.append((tag__topic_snapshot_, bytes(buf[pos:stop__topic_snapshot_])))
-            pos = stop__topic_snapshot_
-        if odd__topic_snapshot_:
-            tagged_fields_topic_snapshot_ = _keep_tags(tagged_fields_topic_snapshot_, buf[sec__topic_snapshot_:pos], ())
+            for __topic_snapshot_ in range(n_tags__topic_snapshot_):
+                tag__topic_snapshot_, pos = _read_uvarint32(buf, pos, end, "topic_snapshot.tagged_fields")
+                size__topic_snapshot_, pos = _read_uvarint32(buf, pos, end, "topic_snapshot.tagged_fields")
+                if size__topic_snapshot_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__topic_snapshot_} declares {size__topic_snapshot_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="topic_snapshot.tagged_fields",
+                    )
+                stop__topic_snapshot_ = pos + size__topic_snapshot_
+                if tag__topic_snapshot_ <= prev__topic_snapshot_:
+                    odd__topic_snapshot_ = True
+                prev__topic_snapshot_ = tag__topic_snapshot_
+                tagged_fields_topic_snapshot_.append((tag__topic_snapshot_, bytes(buf[pos:stop__topic_snapshot_])))
+                pos = stop__topic_snapshot_
+            if odd__topic_snapshot_:
+                tagged_fields_topic_snapshot_ = _keep_tags(
+                    tagged_fields_topic_snapshot_, buf[sec__topic_snapshot_:pos], ()
+                )
         value__topic_snapshot_ = _new_object(TopicSnapshot)
         value__topic_snapshot_.name = name_topic_snapshot_
         value__topic_snapshot_.partitions = partitions_topic_snapshot_
@@ -866,47 +918,50 @@ def _fdecode_fetch_snapshot_request(buf, pos, end, opts, api_version):
                 raise _Fallback
     tagged_fields = []
     cluster_id = None
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_snapshot_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="fetch_snapshot_request.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "fetch_snapshot_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "fetch_snapshot_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_snapshot_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="fetch_snapshot_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0:
-            cluster_id, q_ = _fdecode_fetch_snapshot_request_cluster_id_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 0 (cluster_id) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="fetch_snapshot_request.tagged_fields.cluster_id",
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "fetch_snapshot_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "fetch_snapshot_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="fetch_snapshot_request.tagged_fields",
                 )
-            if cluster_id == None:
+            stop_ = pos + size_
+            if tag_ <= prev_:
                 odd_ = True
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, cluster_id == None),))
+            prev_ = tag_
+            if tag_ == 0:
+                cluster_id, q_ = _fdecode_fetch_snapshot_request_cluster_id_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (cluster_id) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="fetch_snapshot_request.tagged_fields.cluster_id",
+                    )
+                if cluster_id == None:
+                    odd_ = True
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, cluster_id == None),))
     value_ = _new_object(FetchSnapshotRequest)
     value_.replica_id = replica_id
     value_.max_bytes = max_bytes
@@ -923,11 +978,16 @@ def _encode_fetch_snapshot_request(obj, out, index, api_version):
             f"FetchSnapshotRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="fetch_snapshot_request",
         )
-    own_ = type(obj) is FetchSnapshotRequest
-    replica_id = obj.replica_id if own_ else getattr(obj, "replica_id", -1)
-    max_bytes = obj.max_bytes if own_ else getattr(obj, "max_bytes", 2147483647)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is FetchSnapshotRequest:
+        replica_id = obj.replica_id
+        max_bytes = obj.max_bytes
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        replica_id = getattr(obj, "replica_id", -1)
+        max_bytes = getattr(obj, "max_bytes", 2147483647)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(replica_id, max_bytes)
     n_ = len(topics)
     if -1 <= n_ < 0x3FFF:
@@ -952,7 +1012,10 @@ def _encode_fetch_snapshot_request(obj, out, index, api_version):
         _encode_fetch_snapshot_request_cluster_id_tag(cluster_id, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "fetch_snapshot_request.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "fetch_snapshot_request.tagged_fields", valid_)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_fetch_snapshot_request(obj, out, index, api_version):
@@ -962,11 +1025,16 @@ def _fencode_fetch_snapshot_request(obj, out, index, api_version):
             f"FetchSnapshotRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="fetch_snapshot_request",
         )
-    own_ = type(obj) is FetchSnapshotRequest
-    replica_id = obj.replica_id if own_ else getattr(obj, "replica_id", -1)
-    max_bytes = obj.max_bytes if own_ else getattr(obj, "max_bytes", 2147483647)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is FetchSnapshotRequest:
+        replica_id = obj.replica_id
+        max_bytes = obj.max_bytes
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:
+        replica_id = getattr(obj, "replica_id", -1)
+        max_bytes = getattr(obj, "max_bytes", 2147483647)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(replica_id, max_bytes)
     n_ = len(topics)
     if -1 <= n_ < 16383:
@@ -974,12 +1042,14 @@ def _fencode_fetch_snapshot_request(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "fetch_snapshot_request.topics")
     for item_ in topics:
-        own__topic_snapshot_ = type(item_) is TopicSnapshot
-        name_topic_snapshot_ = item_.name if own__topic_snapshot_ else getattr(item_, "name", "")
-        partitions_topic_snapshot_ = item_.partitions if own__topic_snapshot_ else getattr(item_, "partitions", None)
-        tagged_fields_topic_snapshot_ = (
-            item_.tagged_fields if own__topic_snapshot_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is TopicSnapshot:
+            name_topic_snapshot_ = item_.name
+            partitions_topic_snapshot_ = item_.partitions
+            tagged_fields_topic_snapshot_ = item_.tagged_fields
+        else:
+            name_topic_snapshot_ = getattr(item_, "name", "")
+            partitions_topic_snapshot_ = getattr(item_, "partitions", None)
+            tagged_fields_topic_snapshot_ = getattr(item_, "tagged_fields", None)
         b__topic_snapshot_ = _STR_ENCODED.get(name_topic_snapshot_)
         name_topic_snapshot_ = _encode_str(name_topic_snapshot_) if b__topic_snapshot_ is None else b__topic_snapshot_
         n__topic_snapshot_ = len(name_topic_snapshot_)
@@ -994,32 +1064,22 @@ def _fencode_fetch_snapshot_request(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__topic_snapshot_ + 1, "topic_snapshot.partitions")
         for item__topic_snapshot_ in partitions_topic_snapshot_:
-            own__partition_snapshot__topic_snapshot_ = type(item__topic_snapshot_) is PartitionSnapshot
-            partition_partition_snapshot__topic_snapshot_ = (
-                item__topic_snapshot_.partition
-                if own__partition_snapshot__topic_snapshot_
-                else getattr(item__topic_snapshot_, "partition", 0)
-            )
-            current_leader_epoch_partition_snapshot__topic_snapshot_ = (
-                item__topic_snapshot_.current_leader_epoch
-                if own__partition_snapshot__topic_snapshot_
-                else getattr(item__topic_snapshot_, "current_leader_epoch", 0)
-            )
-            snapshot_id_partition_snapshot__topic_snapshot_ = (
-                item__topic_snapshot_.snapshot_id
-                if own__partition_snapshot__topic_snapshot_
-                else getattr(item__topic_snapshot_, "snapshot_id", None)
-            )
-            position_partition_snapshot__topic_snapshot_ = (
-                item__topic_snapshot_.position
-                if own__partition_snapshot__topic_snapshot_
-                else getattr(item__topic_snapshot_, "position", 0)
-            )
-            tagged_fields_partition_snapshot__topic_snapshot_ = (
-                item__topic_snapshot_.tagged_fields
-                if own__partition_snapshot__topic_snapshot_
-                else getattr(item__topic_snapshot_, "tagged_fields", None)
-            )
+            if type(item__topic_snapshot_) is PartitionSnapshot:
+                partition_partition_snapshot__topic_snapshot_ = item__topic_snapshot_.partition
+                current_leader_epoch_partition_snapshot__topic_snapshot_ = item__topic_snapshot_.current_leader_epoch
+                snapshot_id_partition_snapshot__topic_snapshot_ = item__topic_snapshot_.snapshot_id
+                position_partition_snapshot__topic_snapshot_ = item__topic_snapshot_.position
+                tagged_fields_partition_snapshot__topic_snapshot_ = item__topic_snapshot_.tagged_fields
+            else:
+                partition_partition_snapshot__topic_snapshot_ = getattr(item__topic_snapshot_, "partition", 0)
+                current_leader_epoch_partition_snapshot__topic_snapshot_ = getattr(
+                    item__topic_snapshot_, "current_leader_epoch", 0
+                )
+                snapshot_id_partition_snapshot__topic_snapshot_ = getattr(item__topic_snapshot_, "snapshot_id", None)
+                position_partition_snapshot__topic_snapshot_ = getattr(item__topic_snapshot_, "position", 0)
+                tagged_fields_partition_snapshot__topic_snapshot_ = getattr(
+                    item__topic_snapshot_, "tagged_fields", None
+                )
             out += _S2.pack(
                 partition_partition_snapshot__topic_snapshot_, current_leader_epoch_partition_snapshot__topic_snapshot_
             )
@@ -1049,22 +1109,24 @@ def _fencode_fetch_snapshot_request(obj, out, index, api_version):
                 if tagged_fields_partition_snapshot__topic_snapshot_.__class__ is _TagSection
                 else None
             )
-            _write_tagged(
-                out,
-                tags__partition_snapshot__topic_snapshot_,
-                tagged_fields_partition_snapshot__topic_snapshot_,
-                "partition_snapshot.tagged_fields",
-                valid__partition_snapshot__topic_snapshot_,
-            )
-        tags__topic_snapshot_ = []
-        valid__topic_snapshot_ = None
-        _write_tagged(
-            out,
-            tags__topic_snapshot_,
-            tagged_fields_topic_snapshot_,
-            "topic_snapshot.tagged_fields",
-            valid__topic_snapshot_,
-        )
+            if (
+                tags__partition_snapshot__topic_snapshot_
+                or tagged_fields_partition_snapshot__topic_snapshot_
+                or tagged_fields_partition_snapshot__topic_snapshot_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    tags__partition_snapshot__topic_snapshot_,
+                    tagged_fields_partition_snapshot__topic_snapshot_,
+                    "partition_snapshot.tagged_fields",
+                    valid__partition_snapshot__topic_snapshot_,
+                )
+            else:
+                out.append(0)
+        if tagged_fields_topic_snapshot_ or tagged_fields_topic_snapshot_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_topic_snapshot_, "topic_snapshot.tagged_fields", None)
+        else:
+            out.append(0)
     tags_ = []
     cluster_id = getattr(obj, "cluster_id", None)
     if cluster_id != None:
@@ -1072,7 +1134,10 @@ def _fencode_fetch_snapshot_request(obj, out, index, api_version):
         _fencode_fetch_snapshot_request_cluster_id_tag(cluster_id, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "fetch_snapshot_request.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "fetch_snapshot_request.tagged_fields", valid_)
+    else:
+        out.append(0)
 
 
 def _decode_fetch_snapshot_request_by_version(buf, pos, end, opts, api_version):

@@ -74,32 +74,35 @@ def _decode_snapshot_id(buf, pos, end, opts):
     ) = _S0.unpack_from(buf, pos)
     pos += 12
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="snapshot_id.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="snapshot_id.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="snapshot_id.tagged_fields"
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="snapshot_id.tagged_fields"
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return SnapshotId(end_offset, epoch, tagged_fields), pos
 
 
@@ -111,32 +114,35 @@ def _fdecode_snapshot_id(buf, pos, end, opts):
     ) = _S0.unpack_from(buf, pos)
     pos += 12
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="snapshot_id.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="snapshot_id.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="snapshot_id.tagged_fields"
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="snapshot_id.tagged_fields"
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(SnapshotId)  # slots set directly: a third of the cost of calling __init__
     value_.end_offset = end_offset
     value_.epoch = epoch
@@ -146,26 +152,36 @@ def _fdecode_snapshot_id(buf, pos, end, opts):
 
 def _encode_snapshot_id(obj, out, index):
     """Append one snapshot_id to out."""
-    own_ = type(obj) is SnapshotId
-    end_offset = obj.end_offset if own_ else getattr(obj, "end_offset", 0)
-    epoch = obj.epoch if own_ else getattr(obj, "epoch", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is SnapshotId:
+        end_offset = obj.end_offset
+        epoch = obj.epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        end_offset = getattr(obj, "end_offset", 0)
+        epoch = getattr(obj, "epoch", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(end_offset, epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "snapshot_id.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "snapshot_id.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_snapshot_id(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is SnapshotId
-    end_offset = obj.end_offset if own_ else getattr(obj, "end_offset", 0)
-    epoch = obj.epoch if own_ else getattr(obj, "epoch", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is SnapshotId:
+        end_offset = obj.end_offset
+        epoch = obj.epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        end_offset = getattr(obj, "end_offset", 0)
+        epoch = getattr(obj, "epoch", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(end_offset, epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "snapshot_id.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "snapshot_id.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_leader_id_and_epoch(buf, pos, end, opts):
@@ -178,36 +194,39 @@ def _decode_leader_id_and_epoch(buf, pos, end, opts):
     ) = _S1.unpack_from(buf, pos)
     pos += 8
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="leader_id_and_epoch.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="leader_id_and_epoch.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="leader_id_and_epoch.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return LeaderIdAndEpoch(leader_id, leader_epoch, tagged_fields), pos
 
 
@@ -219,36 +238,39 @@ def _fdecode_leader_id_and_epoch(buf, pos, end, opts):
     ) = _S1.unpack_from(buf, pos)
     pos += 8
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="leader_id_and_epoch.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="leader_id_and_epoch.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="leader_id_and_epoch.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(LeaderIdAndEpoch)  # slots set directly: a third of the cost of calling __init__
     value_.leader_id = leader_id
     value_.leader_epoch = leader_epoch
@@ -258,26 +280,36 @@ def _fdecode_leader_id_and_epoch(buf, pos, end, opts):
 
 def _encode_leader_id_and_epoch(obj, out, index):
     """Append one leader_id_and_epoch to out."""
-    own_ = type(obj) is LeaderIdAndEpoch
-    leader_id = obj.leader_id if own_ else getattr(obj, "leader_id", 0)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is LeaderIdAndEpoch:
+        leader_id = obj.leader_id
+        leader_epoch = obj.leader_epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        leader_id = getattr(obj, "leader_id", 0)
+        leader_epoch = getattr(obj, "leader_epoch", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(leader_id, leader_epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "leader_id_and_epoch.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "leader_id_and_epoch.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_leader_id_and_epoch(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is LeaderIdAndEpoch
-    leader_id = obj.leader_id if own_ else getattr(obj, "leader_id", 0)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is LeaderIdAndEpoch:
+        leader_id = obj.leader_id
+        leader_epoch = obj.leader_epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        leader_id = getattr(obj, "leader_id", 0)
+        leader_epoch = getattr(obj, "leader_epoch", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(leader_id, leader_epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "leader_id_and_epoch.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "leader_id_and_epoch.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_partition_snapshot_current_leader_tag(buf, pos, end, opts):
@@ -353,50 +385,53 @@ def _decode_partition_snapshot(buf, pos, end, opts):
         unaligned_records = _view(buf, pos, n_unaligned_records)
         pos += n_unaligned_records
     tagged_fields = []
-    current_leader = _decode_partition_snapshot_current_leader_tag(
-        b"\x00\x00\x00\x00\x00\x00\x00\x00\x00", 0, b"\x00\x00\x00\x00\x00\x00\x00\x00\x00".__len__(), opts
-    )[0]  # absent: new partition_snapshot_current_leader_tag()
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    current_leader = LeaderIdAndEpoch(
+        leader_id=0, leader_epoch=0, tagged_fields=[]
+    )  # absent: new partition_snapshot_current_leader_tag() (generator.ir.empty)
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_snapshot.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="partition_snapshot.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "partition_snapshot.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "partition_snapshot.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_snapshot.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="partition_snapshot.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0:
-            current_leader, q_ = _decode_partition_snapshot_current_leader_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 0 (current_leader) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="partition_snapshot.tagged_fields.current_leader",
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "partition_snapshot.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "partition_snapshot.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="partition_snapshot.tagged_fields",
                 )
-            if buf[pos:stop_] == b"\x00\x00\x00\x00\x00\x00\x00\x00\x00":  # written at its default: kept as read
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
                 odd_ = True
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, b"\x00\x00\x00\x00\x00\x00\x00\x00\x00"),))
+            prev_ = tag_
+            if tag_ == 0:
+                current_leader, q_ = _decode_partition_snapshot_current_leader_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (current_leader) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="partition_snapshot.tagged_fields.current_leader",
+                    )
+                if buf[pos:stop_] == b"\x00\x00\x00\x00\x00\x00\x00\x00\x00":  # written at its default: kept as read
+                    odd_ = True
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, b"\x00\x00\x00\x00\x00\x00\x00\x00\x00"),))
     return PartitionSnapshot(
         index_field, error_code, snapshot_id, size, position, unaligned_records, tagged_fields, current_leader
     ), pos
@@ -404,14 +439,22 @@ def _decode_partition_snapshot(buf, pos, end, opts):
 
 def _encode_partition_snapshot(obj, out, index):
     """Append one partition_snapshot to out."""
-    own_ = type(obj) is PartitionSnapshot
-    index_field = obj.index_field if own_ else getattr(obj, "index_field", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    snapshot_id = obj.snapshot_id if own_ else getattr(obj, "snapshot_id", None)
-    size = obj.size if own_ else getattr(obj, "size", 0)
-    position = obj.position if own_ else getattr(obj, "position", 0)
-    unaligned_records = obj.unaligned_records if own_ else getattr(obj, "unaligned_records", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is PartitionSnapshot:
+        index_field = obj.index_field
+        error_code = obj.error_code
+        snapshot_id = obj.snapshot_id
+        size = obj.size
+        position = obj.position
+        unaligned_records = obj.unaligned_records
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        index_field = getattr(obj, "index_field", 0)
+        error_code = getattr(obj, "error_code", 0)
+        snapshot_id = getattr(obj, "snapshot_id", None)
+        size = getattr(obj, "size", 0)
+        position = getattr(obj, "position", 0)
+        unaligned_records = getattr(obj, "unaligned_records", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(index_field, error_code)
     _encode_snapshot_id(snapshot_id, out, 0)
     out += _S3.pack(size, position)
@@ -442,7 +485,10 @@ def _encode_partition_snapshot(obj, out, index):
         ):  # left out when it encodes as the empty struct it reads as absent
             tags_.append((0, tmp_))
     valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "partition_snapshot.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "partition_snapshot.tagged_fields", valid_)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_topic_snapshot(buf, pos, end, opts):
@@ -505,41 +551,52 @@ def _decode_topic_snapshot(buf, pos, end, opts):
             raise exc.within("topic_snapshot.partitions", i_partitions, "partition_snapshot") from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_snapshot.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_snapshot.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "topic_snapshot.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "topic_snapshot.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="topic_snapshot.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_snapshot.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="topic_snapshot.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "topic_snapshot.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "topic_snapshot.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="topic_snapshot.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TopicSnapshot(name, partitions, tagged_fields), pos
 
 
 def _encode_topic_snapshot(obj, out, index):
     """Append one topic_snapshot to out."""
-    own_ = type(obj) is TopicSnapshot
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TopicSnapshot:
+        name = obj.name
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="topic_snapshot.name")
     else:
@@ -568,9 +625,10 @@ def _encode_topic_snapshot(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_snapshot.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "topic_snapshot.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "topic_snapshot.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_node_endpoint(buf, pos, end, opts):
@@ -607,42 +665,54 @@ def _decode_node_endpoint(buf, pos, end, opts):
     (port,) = _S5.unpack_from(buf, pos)
     pos += 2
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="node_endpoint.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="node_endpoint.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="node_endpoint.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="node_endpoint.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return NodeEndpoint(node_id, host, port, tagged_fields), pos
 
 
 def _encode_node_endpoint(obj, out, index):
     """Append one node_endpoint to out."""
-    own_ = type(obj) is NodeEndpoint
-    node_id = obj.node_id if own_ else getattr(obj, "node_id", 0)
-    host = obj.host if own_ else getattr(obj, "host", "")
-    port = obj.port if own_ else getattr(obj, "port", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is NodeEndpoint:
+        node_id = obj.node_id
+        host = obj.host
+        port = obj.port
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        node_id = getattr(obj, "node_id", 0)
+        host = getattr(obj, "host", "")
+        port = getattr(obj, "port", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S4.pack(node_id)
     if host is None:
         raise _InvalidValueError("may not be null", path="node_endpoint.host")
@@ -657,9 +727,10 @@ def _encode_node_endpoint(obj, out, index):
 
         out += host
     out += _S5.pack(port)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "node_endpoint.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "node_endpoint.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_fetch_snapshot_response_node_endpoints_tag(buf, pos, end, opts):
@@ -769,36 +840,41 @@ def _fdecode_fetch_snapshot_response_node_endpoints_tag(buf, pos, end, opts):
         (port_node_endpoint_,) = _S5.unpack_from(buf, pos)
         pos += 2
         tagged_fields_node_endpoint_ = []
-        sec__node_endpoint_ = pos
-        prev__node_endpoint_, odd__node_endpoint_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__node_endpoint_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-        if n_tags__node_endpoint_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__node_endpoint_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="node_endpoint.tagged_fields",
-            )
-        for __node_endpoint_ in range(n_tags__node_endpoint_):
-            tag__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-            size__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-            if size__node_endpoint_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__node_endpoint_} declares {size__node_endpoint_} bytes, {end - pos} left",
+            sec__node_endpoint_ = pos
+            prev__node_endpoint_, odd__node_endpoint_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__node_endpoint_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+            if n_tags__node_endpoint_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__node_endpoint_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="node_endpoint.tagged_fields",
                 )
-            stop__node_endpoint_ = pos + size__node_endpoint_
-            if tag__node_endpoint_ <= prev__node_endpoint_:
-                odd__node_endpoint_ = True
-            prev__node_endpoint_ = tag__node_endpoint_
-            tagged_fields_node_endpoint_.append((tag__node_endpoint_, bytes(buf[pos:stop__node_endpoint_])))
-            pos = stop__node_endpoint_
-        if odd__node_endpoint_:
-            tagged_fields_node_endpoint_ = _keep_tags(tagged_fields_node_endpoint_, buf[sec__node_endpoint_:pos], ())
+            for __node_endpoint_ in range(n_tags__node_endpoint_):
+                tag__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+                size__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+                if size__node_endpoint_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__node_endpoint_} declares {size__node_endpoint_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="node_endpoint.tagged_fields",
+                    )
+                stop__node_endpoint_ = pos + size__node_endpoint_
+                if tag__node_endpoint_ <= prev__node_endpoint_:
+                    odd__node_endpoint_ = True
+                prev__node_endpoint_ = tag__node_endpoint_
+                tagged_fields_node_endpoint_.append((tag__node_endpoint_, bytes(buf[pos:stop__node_endpoint_])))
+                pos = stop__node_endpoint_
+            if odd__node_endpoint_:
+                tagged_fields_node_endpoint_ = _keep_tags(
+                    tagged_fields_node_endpoint_, buf[sec__node_endpoint_:pos], ()
+                )
         value__node_endpoint_ = _new_object(NodeEndpoint)
         value__node_endpoint_.node_id = node_id_node_endpoint_
         value__node_endpoint_.host = host_node_endpoint_
@@ -840,13 +916,16 @@ def _fencode_fetch_snapshot_response_node_endpoints_tag(obj, out, index):
     else:
         _write_uvarint(out, n_ + 1, "fetch_snapshot_response_node_endpoints_tag.value")
     for item_ in value:
-        own__node_endpoint_ = type(item_) is NodeEndpoint
-        node_id_node_endpoint_ = item_.node_id if own__node_endpoint_ else getattr(item_, "node_id", 0)
-        host_node_endpoint_ = item_.host if own__node_endpoint_ else getattr(item_, "host", "")
-        port_node_endpoint_ = item_.port if own__node_endpoint_ else getattr(item_, "port", 0)
-        tagged_fields_node_endpoint_ = (
-            item_.tagged_fields if own__node_endpoint_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is NodeEndpoint:
+            node_id_node_endpoint_ = item_.node_id
+            host_node_endpoint_ = item_.host
+            port_node_endpoint_ = item_.port
+            tagged_fields_node_endpoint_ = item_.tagged_fields
+        else:
+            node_id_node_endpoint_ = getattr(item_, "node_id", 0)
+            host_node_endpoint_ = getattr(item_, "host", "")
+            port_node_endpoint_ = getattr(item_, "port", 0)
+            tagged_fields_node_endpoint_ = getattr(item_, "tagged_fields", None)
         out += _S4.pack(node_id_node_endpoint_)
         b__node_endpoint_ = _STR_ENCODED.get(host_node_endpoint_)
         host_node_endpoint_ = _encode_str(host_node_endpoint_) if b__node_endpoint_ is None else b__node_endpoint_
@@ -857,15 +936,10 @@ def _fencode_fetch_snapshot_response_node_endpoints_tag(obj, out, index):
             _write_uvarint(out, n__node_endpoint_ + 1, "node_endpoint.host")
         out += host_node_endpoint_
         out += _S5.pack(port_node_endpoint_)
-        tags__node_endpoint_ = []
-        valid__node_endpoint_ = None
-        _write_tagged(
-            out,
-            tags__node_endpoint_,
-            tagged_fields_node_endpoint_,
-            "node_endpoint.tagged_fields",
-            valid__node_endpoint_,
-        )
+        if tagged_fields_node_endpoint_ or tagged_fields_node_endpoint_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_node_endpoint_, "node_endpoint.tagged_fields", None)
+        else:
+            out.append(0)
 
 
 def _decode_fetch_snapshot_response(buf, pos, end, opts, api_version):
@@ -937,55 +1011,58 @@ def _decode_fetch_snapshot_response(buf, pos, end, opts, api_version):
                 )
     tagged_fields = []
     node_endpoints = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_snapshot_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="fetch_snapshot_response.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "fetch_snapshot_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "fetch_snapshot_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_snapshot_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="fetch_snapshot_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0 and api_version >= 1:
-            node_endpoints, q_ = _decode_fetch_snapshot_response_node_endpoints_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "fetch_snapshot_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "fetch_snapshot_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="fetch_snapshot_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            if tag_ == 0 and api_version >= 1:
+                node_endpoints, q_ = _decode_fetch_snapshot_response_node_endpoints_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (node_endpoints) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="fetch_snapshot_response.tagged_fields.node_endpoints",
+                    )
+                if node_endpoints == [] or node_endpoints is None:  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 0:  # Kafka's reader: "Tag N is not valid for version V"
                 raise _InvalidValueError(
-                    f"tag 0 (node_endpoints) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
+                    "tag 0 (node_endpoints) is not valid at this version",
+                    offset=pos,
                     path="fetch_snapshot_response.tagged_fields.node_endpoints",
                 )
-            if node_endpoints == [] or node_endpoints is None:  # written at its default: kept as read
-                odd_ = True
-        elif tag_ == 0:  # Kafka's reader: "Tag N is not valid for version V"
-            raise _InvalidValueError(
-                "tag 0 (node_endpoints) is not valid at this version",
-                offset=pos,
-                path="fetch_snapshot_response.tagged_fields.node_endpoints",
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(
+                tagged_fields, buf[sec_:pos], ((0, (node_endpoints == [] or node_endpoints is None)),)
             )
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(
-            tagged_fields, buf[sec_:pos], ((0, (node_endpoints == [] or node_endpoints is None)),)
-        )
     return FetchSnapshotResponse(throttle_time_ms, error_code, topics, tagged_fields, node_endpoints), pos
 
 
@@ -1107,69 +1184,75 @@ def _fdecode_fetch_snapshot_response(buf, pos, end, opts, api_version):
                 )
                 pos += n_unaligned_records_partition_snapshot__topic_snapshot_
             tagged_fields_partition_snapshot__topic_snapshot_ = []
-            current_leader_partition_snapshot__topic_snapshot_ = _fdecode_partition_snapshot_current_leader_tag(
-                b"\x00\x00\x00\x00\x00\x00\x00\x00\x00", 0, b"\x00\x00\x00\x00\x00\x00\x00\x00\x00".__len__(), opts
-            )[0]
-            sec__partition_snapshot__topic_snapshot_ = pos
-            prev__partition_snapshot__topic_snapshot_, odd__partition_snapshot__topic_snapshot_ = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__partition_snapshot__topic_snapshot_ = buf[pos]
+            current_leader_partition_snapshot__topic_snapshot_ = LeaderIdAndEpoch(
+                leader_id=0, leader_epoch=0, tagged_fields=[]
+            )
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__partition_snapshot__topic_snapshot_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_snapshot.tagged_fields"
-                )
-            if n_tags__partition_snapshot__topic_snapshot_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__partition_snapshot__topic_snapshot_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="partition_snapshot.tagged_fields",
-                )
-            for __partition_snapshot__topic_snapshot_ in range(n_tags__partition_snapshot__topic_snapshot_):
-                tag__partition_snapshot__topic_snapshot_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_snapshot.tagged_fields"
-                )
-                size__partition_snapshot__topic_snapshot_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_snapshot.tagged_fields"
-                )
-                if size__partition_snapshot__topic_snapshot_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__partition_snapshot__topic_snapshot_} declares {size__partition_snapshot__topic_snapshot_} bytes, {end - pos} left",
+                sec__partition_snapshot__topic_snapshot_ = pos
+                prev__partition_snapshot__topic_snapshot_, odd__partition_snapshot__topic_snapshot_ = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__partition_snapshot__topic_snapshot_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__partition_snapshot__topic_snapshot_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_snapshot.tagged_fields"
+                    )
+                if n_tags__partition_snapshot__topic_snapshot_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__partition_snapshot__topic_snapshot_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="partition_snapshot.tagged_fields",
                     )
-                stop__partition_snapshot__topic_snapshot_ = pos + size__partition_snapshot__topic_snapshot_
-                if tag__partition_snapshot__topic_snapshot_ <= prev__partition_snapshot__topic_snapshot_:
-                    odd__partition_snapshot__topic_snapshot_ = True
-                prev__partition_snapshot__topic_snapshot_ = tag__partition_snapshot__topic_snapshot_
-                if tag__partition_snapshot__topic_snapshot_ == 0:
-                    current_leader_partition_snapshot__topic_snapshot_, q__partition_snapshot__topic_snapshot_ = (
-                        _fdecode_partition_snapshot_current_leader_tag(
-                            buf, pos, stop__partition_snapshot__topic_snapshot_, opts
-                        )
+                for __partition_snapshot__topic_snapshot_ in range(n_tags__partition_snapshot__topic_snapshot_):
+                    tag__partition_snapshot__topic_snapshot_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_snapshot.tagged_fields"
                     )
-                    if q__partition_snapshot__topic_snapshot_ != stop__partition_snapshot__topic_snapshot_:
-                        raise _InvalidValueError(
-                            f"tag 0 (current_leader) holds {size__partition_snapshot__topic_snapshot_} bytes, its value {q__partition_snapshot__topic_snapshot_ - pos}",
-                            offset=q__partition_snapshot__topic_snapshot_,
-                            path="partition_snapshot.tagged_fields.current_leader",
+                    size__partition_snapshot__topic_snapshot_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_snapshot.tagged_fields"
+                    )
+                    if size__partition_snapshot__topic_snapshot_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__partition_snapshot__topic_snapshot_} declares {size__partition_snapshot__topic_snapshot_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="partition_snapshot.tagged_fields",
                         )
-                    if buf[pos:stop__partition_snapshot__topic_snapshot_] == b"\x00\x00\x00\x00\x00\x00\x00\x00\x00":
+                    stop__partition_snapshot__topic_snapshot_ = pos + size__partition_snapshot__topic_snapshot_
+                    if tag__partition_snapshot__topic_snapshot_ <= prev__partition_snapshot__topic_snapshot_:
                         odd__partition_snapshot__topic_snapshot_ = True
-                else:
-                    tagged_fields_partition_snapshot__topic_snapshot_.append(
-                        (
-                            tag__partition_snapshot__topic_snapshot_,
-                            bytes(buf[pos:stop__partition_snapshot__topic_snapshot_]),
+                    prev__partition_snapshot__topic_snapshot_ = tag__partition_snapshot__topic_snapshot_
+                    if tag__partition_snapshot__topic_snapshot_ == 0:
+                        current_leader_partition_snapshot__topic_snapshot_, q__partition_snapshot__topic_snapshot_ = (
+                            _fdecode_partition_snapshot_current_leader_tag(
+                                buf, pos, stop__partition_snapshot__topic_snapshot_, opts
+                            )
                         )
+                        if q__partition_snapshot__topic_snapshot_ != stop__partition_snapshot__topic_snapshot_:
+                            raise _InvalidValueError(
+                                f"tag 0 (current_leader) holds {size__partition_snapshot__topic_snapshot_} bytes, its value {q__partition_snapshot__topic_snapshot_ - pos}",
+                                offset=q__partition_snapshot__topic_snapshot_,
+                                path="partition_snapshot.tagged_fields.current_leader",
+                            )
+                        if (
+                            buf[pos:stop__partition_snapshot__topic_snapshot_]
+                            == b"\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+                        ):
+                            odd__partition_snapshot__topic_snapshot_ = True
+                    else:
+                        tagged_fields_partition_snapshot__topic_snapshot_.append(
+                            (
+                                tag__partition_snapshot__topic_snapshot_,
+                                bytes(buf[pos:stop__partition_snapshot__topic_snapshot_]),
+                            )
+                        )
+                    pos = stop__partition_snapshot__topic_snapshot_
+                if odd__partition_snapshot__topic_snapshot_:
+                    tagged_fields_partition_snapshot__topic_snapshot_ = _keep_tags(
+                        tagged_fields_partition_snapshot__topic_snapshot_,
+                        buf[sec__partition_snapshot__topic_snapshot_:pos],
+                        ((0, b"\x00\x00\x00\x00\x00\x00\x00\x00\x00"),),
                     )
-                pos = stop__partition_snapshot__topic_snapshot_
-            if odd__partition_snapshot__topic_snapshot_:
-                tagged_fields_partition_snapshot__topic_snapshot_ = _keep_tags(
-                    tagged_fields_partition_snapshot__topic_snapshot_,
-                    buf[sec__partition_snapshot__topic_snapshot_:pos],
-                    ((0, b"\x00\x00\x00\x00\x00\x00\x00\x00\x00"),),
-                )
             value__partition_snapshot__topic_snapshot_ = _new_object(PartitionSnapshot)
             value__partition_snapshot__topic_snapshot_.index_field = index_field_partition_snapshot__topic_snapshot_
             value__partition_snapshot__topic_snapshot_.error_code = error_code_partition_snapshot__topic_snapshot_
@@ -1186,36 +1269,41 @@ def _fdecode_fetch_snapshot_response(buf, pos, end, opts, api_version):
             item__topic_snapshot_ = value__partition_snapshot__topic_snapshot_
             append_partitions_topic_snapshot_(item__topic_snapshot_)
         tagged_fields_topic_snapshot_ = []
-        sec__topic_snapshot_ = pos
-        prev__topic_snapshot_, odd__topic_snapshot_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__topic_snapshot_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__topic_snapshot_, pos = _read_uvarint32(buf, pos, end, "topic_snapshot.tagged_fields")
-        if n_tags__topic_snapshot_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__topic_snapshot_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="topic_snapshot.tagged_fields",
-            )
-        for __topic_snapshot_ in range(n_tags__topic_snapshot_):
-            tag__topic_snapshot_, pos = _read_uvarint32(buf, pos, end, "topic_snapshot.tagged_fields")
-            size__topic_snapshot_, pos = _read_uvarint32(buf, pos, end, "topic_snapshot.tagged_fields")
-            if size__topic_snapshot_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__topic_snapshot_} declares {size__topic_snapshot_} bytes, {end - pos} left",
+            sec__topic_snapshot_ = pos
+            prev__topic_snapshot_, odd__topic_snapshot_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__topic_snapshot_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__topic_snapshot_, pos = _read_uvarint32(buf, pos, end, "topic_snapshot.tagged_fields")
+            if n_tags__topic_snapshot_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__topic_snapshot_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="topic_snapshot.tagged_fields",
                 )
-            stop__topic_snapshot_ = pos + size__topic_snapshot_
-            if tag__topic_snapshot_ <= prev__topic_snapshot_:
-                odd__topic_snapshot_ = True
-            prev__topic_snapshot_ = tag__topic_snapshot_
-            tagged_fields_topic_snapshot_.append((tag__topic_snapshot_, bytes(buf[pos:stop__topic_snapshot_])))
-            pos = stop__topic_snapshot_
-        if odd__topic_snapshot_:
-            tagged_fields_topic_snapshot_ = _keep_tags(tagged_fields_topic_snapshot_, buf[sec__topic_snapshot_:pos], ())
+            for __topic_snapshot_ in range(n_tags__topic_snapshot_):
+                tag__topic_snapshot_, pos = _read_uvarint32(buf, pos, end, "topic_snapshot.tagged_fields")
+                size__topic_snapshot_, pos = _read_uvarint32(buf, pos, end, "topic_snapshot.tagged_fields")
+                if size__topic_snapshot_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__topic_snapshot_} declares {size__topic_snapshot_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="topic_snapshot.tagged_fields",
+                    )
+                stop__topic_snapshot_ = pos + size__topic_snapshot_
+                if tag__topic_snapshot_ <= prev__topic_snapshot_:
+                    odd__topic_snapshot_ = True
+                prev__topic_snapshot_ = tag__topic_snapshot_
+                tagged_fields_topic_snapshot_.append((tag__topic_snapshot_, bytes(buf[pos:stop__topic_snapshot_])))
+                pos = stop__topic_snapshot_
+            if odd__topic_snapshot_:
+                tagged_fields_topic_snapshot_ = _keep_tags(
+                    tagged_fields_topic_snapshot_, buf[sec__topic_snapshot_:pos], ()
+                )
         value__topic_snapshot_ = _new_object(TopicSnapshot)
         value__topic_snapshot_.name = name_topic_snapshot_
         value__topic_snapshot_.partitions = partitions_topic_snapshot_
@@ -1228,53 +1316,58 @@ def _fdecode_fetch_snapshot_response(buf, pos, end, opts, api_version):
                 raise _Fallback
     tagged_fields = []
     node_endpoints = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_snapshot_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="fetch_snapshot_response.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "fetch_snapshot_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "fetch_snapshot_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_snapshot_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="fetch_snapshot_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0 and api_version >= 1:
-            node_endpoints, q_ = _fdecode_fetch_snapshot_response_node_endpoints_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "fetch_snapshot_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "fetch_snapshot_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="fetch_snapshot_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            if tag_ == 0 and api_version >= 1:
+                node_endpoints, q_ = _fdecode_fetch_snapshot_response_node_endpoints_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (node_endpoints) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="fetch_snapshot_response.tagged_fields.node_endpoints",
+                    )
+                if node_endpoints == [] or node_endpoints is None:
+                    odd_ = True
+            elif tag_ == 0:
                 raise _InvalidValueError(
-                    f"tag 0 (node_endpoints) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
+                    "tag 0 (node_endpoints) is not valid at this version",
+                    offset=pos,
                     path="fetch_snapshot_response.tagged_fields.node_endpoints",
                 )
-            if node_endpoints == [] or node_endpoints is None:
-                odd_ = True
-        elif tag_ == 0:
-            raise _InvalidValueError(
-                "tag 0 (node_endpoints) is not valid at this version",
-                offset=pos,
-                path="fetch_snapshot_response.tagged_fields.node_endpoints",
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(
+                tagged_fields, buf[sec_:pos], ((0, node_endpoints == [] or node_endpoints is None),)
             )
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, node_endpoints == [] or node_endpoints is None),))
     value_ = _new_object(FetchSnapshotResponse)
     value_.throttle_time_ms = throttle_time_ms
     value_.error_code = error_code
@@ -1291,11 +1384,16 @@ def _encode_fetch_snapshot_response(obj, out, index, api_version):
             f"FetchSnapshotResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="fetch_snapshot_response",
         )
-    own_ = type(obj) is FetchSnapshotResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is FetchSnapshotResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(throttle_time_ms, error_code)
     n_ = len(topics)
     if -1 <= n_ < 0x3FFF:
@@ -1320,7 +1418,10 @@ def _encode_fetch_snapshot_response(obj, out, index, api_version):
         _encode_fetch_snapshot_response_node_endpoints_tag(node_endpoints, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = (0 if api_version >= 1 else -1,) if tagged_fields.__class__ is _TagSection else None
-    _write_tagged(out, tags_, tagged_fields, "fetch_snapshot_response.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "fetch_snapshot_response.tagged_fields", valid_)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_fetch_snapshot_response(obj, out, index, api_version):
@@ -1330,11 +1431,16 @@ def _fencode_fetch_snapshot_response(obj, out, index, api_version):
             f"FetchSnapshotResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="fetch_snapshot_response",
         )
-    own_ = type(obj) is FetchSnapshotResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is FetchSnapshotResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(throttle_time_ms, error_code)
     n_ = len(topics)
     if -1 <= n_ < 16383:
@@ -1342,12 +1448,14 @@ def _fencode_fetch_snapshot_response(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "fetch_snapshot_response.topics")
     for item_ in topics:
-        own__topic_snapshot_ = type(item_) is TopicSnapshot
-        name_topic_snapshot_ = item_.name if own__topic_snapshot_ else getattr(item_, "name", "")
-        partitions_topic_snapshot_ = item_.partitions if own__topic_snapshot_ else getattr(item_, "partitions", None)
-        tagged_fields_topic_snapshot_ = (
-            item_.tagged_fields if own__topic_snapshot_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is TopicSnapshot:
+            name_topic_snapshot_ = item_.name
+            partitions_topic_snapshot_ = item_.partitions
+            tagged_fields_topic_snapshot_ = item_.tagged_fields
+        else:
+            name_topic_snapshot_ = getattr(item_, "name", "")
+            partitions_topic_snapshot_ = getattr(item_, "partitions", None)
+            tagged_fields_topic_snapshot_ = getattr(item_, "tagged_fields", None)
         b__topic_snapshot_ = _STR_ENCODED.get(name_topic_snapshot_)
         name_topic_snapshot_ = _encode_str(name_topic_snapshot_) if b__topic_snapshot_ is None else b__topic_snapshot_
         n__topic_snapshot_ = len(name_topic_snapshot_)
@@ -1362,42 +1470,26 @@ def _fencode_fetch_snapshot_response(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__topic_snapshot_ + 1, "topic_snapshot.partitions")
         for item__topic_snapshot_ in partitions_topic_snapshot_:
-            own__partition_snapshot__topic_snapshot_ = type(item__topic_snapshot_) is PartitionSnapshot
-            index_field_partition_snapshot__topic_snapshot_ = (
-                item__topic_snapshot_.index_field
-                if own__partition_snapshot__topic_snapshot_
-                else getattr(item__topic_snapshot_, "index_field", 0)
-            )
-            error_code_partition_snapshot__topic_snapshot_ = (
-                item__topic_snapshot_.error_code
-                if own__partition_snapshot__topic_snapshot_
-                else getattr(item__topic_snapshot_, "error_code", 0)
-            )
-            snapshot_id_partition_snapshot__topic_snapshot_ = (
-                item__topic_snapshot_.snapshot_id
-                if own__partition_snapshot__topic_snapshot_
-                else getattr(item__topic_snapshot_, "snapshot_id", None)
-            )
-            size_partition_snapshot__topic_snapshot_ = (
-                item__topic_snapshot_.size
-                if own__partition_snapshot__topic_snapshot_
-                else getattr(item__topic_snapshot_, "size", 0)
-            )
-            position_partition_snapshot__topic_snapshot_ = (
-                item__topic_snapshot_.position
-                if own__partition_snapshot__topic_snapshot_
-                else getattr(item__topic_snapshot_, "position", 0)
-            )
-            unaligned_records_partition_snapshot__topic_snapshot_ = (
-                item__topic_snapshot_.unaligned_records
-                if own__partition_snapshot__topic_snapshot_
-                else getattr(item__topic_snapshot_, "unaligned_records", None)
-            )
-            tagged_fields_partition_snapshot__topic_snapshot_ = (
-                item__topic_snapshot_.tagged_fields
-                if own__partition_snapshot__topic_snapshot_
-                else getattr(item__topic_snapshot_, "tagged_fields", None)
-            )
+            if type(item__topic_snapshot_) is PartitionSnapshot:
+                index_field_partition_snapshot__topic_snapshot_ = item__topic_snapshot_.index_field
+                error_code_partition_snapshot__topic_snapshot_ = item__topic_snapshot_.error_code
+                snapshot_id_partition_snapshot__topic_snapshot_ = item__topic_snapshot_.snapshot_id
+                size_partition_snapshot__topic_snapshot_ = item__topic_snapshot_.size
+                position_partition_snapshot__topic_snapshot_ = item__topic_snapshot_.position
+                unaligned_records_partition_snapshot__topic_snapshot_ = item__topic_snapshot_.unaligned_records
+                tagged_fields_partition_snapshot__topic_snapshot_ = item__topic_snapshot_.tagged_fields
+            else:
+                index_field_partition_snapshot__topic_snapshot_ = getattr(item__topic_snapshot_, "index_field", 0)
+                error_code_partition_snapshot__topic_snapshot_ = getattr(item__topic_snapshot_, "error_code", 0)
+                snapshot_id_partition_snapshot__topic_snapshot_ = getattr(item__topic_snapshot_, "snapshot_id", None)
+                size_partition_snapshot__topic_snapshot_ = getattr(item__topic_snapshot_, "size", 0)
+                position_partition_snapshot__topic_snapshot_ = getattr(item__topic_snapshot_, "position", 0)
+                unaligned_records_partition_snapshot__topic_snapshot_ = getattr(
+                    item__topic_snapshot_, "unaligned_records", None
+                )
+                tagged_fields_partition_snapshot__topic_snapshot_ = getattr(
+                    item__topic_snapshot_, "tagged_fields", None
+                )
             out += _S2.pack(
                 index_field_partition_snapshot__topic_snapshot_, error_code_partition_snapshot__topic_snapshot_
             )
@@ -1426,22 +1518,24 @@ def _fencode_fetch_snapshot_response(obj, out, index, api_version):
                 if tmp__partition_snapshot__topic_snapshot_ != b"\x00\x00\x00\x00\x00\x00\x00\x00\x00":
                     tags__partition_snapshot__topic_snapshot_.append((0, tmp__partition_snapshot__topic_snapshot_))
             valid__partition_snapshot__topic_snapshot_ = None
-            _write_tagged(
-                out,
-                tags__partition_snapshot__topic_snapshot_,
-                tagged_fields_partition_snapshot__topic_snapshot_,
-                "partition_snapshot.tagged_fields",
-                valid__partition_snapshot__topic_snapshot_,
-            )
-        tags__topic_snapshot_ = []
-        valid__topic_snapshot_ = None
-        _write_tagged(
-            out,
-            tags__topic_snapshot_,
-            tagged_fields_topic_snapshot_,
-            "topic_snapshot.tagged_fields",
-            valid__topic_snapshot_,
-        )
+            if (
+                tags__partition_snapshot__topic_snapshot_
+                or tagged_fields_partition_snapshot__topic_snapshot_
+                or tagged_fields_partition_snapshot__topic_snapshot_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    tags__partition_snapshot__topic_snapshot_,
+                    tagged_fields_partition_snapshot__topic_snapshot_,
+                    "partition_snapshot.tagged_fields",
+                    valid__partition_snapshot__topic_snapshot_,
+                )
+            else:
+                out.append(0)
+        if tagged_fields_topic_snapshot_ or tagged_fields_topic_snapshot_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_topic_snapshot_, "topic_snapshot.tagged_fields", None)
+        else:
+            out.append(0)
     tags_ = []
     node_endpoints = getattr(obj, "node_endpoints", [])
     if node_endpoints != [] and node_endpoints is not None and (api_version >= 1):
@@ -1449,7 +1543,10 @@ def _fencode_fetch_snapshot_response(obj, out, index, api_version):
         _fencode_fetch_snapshot_response_node_endpoints_tag(node_endpoints, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = (0 if api_version >= 1 else -1,) if tagged_fields.__class__ is _TagSection else None
-    _write_tagged(out, tags_, tagged_fields, "fetch_snapshot_response.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "fetch_snapshot_response.tagged_fields", valid_)
+    else:
+        out.append(0)
 
 
 def _decode_fetch_snapshot_response_by_version(buf, pos, end, opts, api_version):

@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -132,9 +133,12 @@ def _encode_find_coordinator_request(obj, out, index, api_version):
             f"FindCoordinatorRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 2))",
             path="find_coordinator_request",
         )
-    own_ = type(obj) is FindCoordinatorRequest
-    key = obj.key if own_ else getattr(obj, "key", "")
-    key_type = obj.key_type if own_ else getattr(obj, "key_type", 0)
+    if type(obj) is FindCoordinatorRequest:
+        key = obj.key
+        key_type = obj.key_type
+    else:  # another class: its fields by name, a missing one at its default
+        key = getattr(obj, "key", "")
+        key_type = getattr(obj, "key_type", 0)
     if key is None:
         raise _InvalidValueError("may not be null", path="find_coordinator_request.key")
     else:
@@ -156,9 +160,12 @@ def _fencode_find_coordinator_request(obj, out, index, api_version):
             f"FindCoordinatorRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 2))",
             path="find_coordinator_request",
         )
-    own_ = type(obj) is FindCoordinatorRequest
-    key = obj.key if own_ else getattr(obj, "key", "")
-    key_type = obj.key_type if own_ else getattr(obj, "key_type", 0)
+    if type(obj) is FindCoordinatorRequest:
+        key = obj.key
+        key_type = obj.key_type
+    else:  # another class: its fields by name, a missing one at its default
+        key = getattr(obj, "key", "")
+        key_type = getattr(obj, "key_type", 0)
     b_ = _STR_ENCODED.get(key)
     key = _encode_str(key) if b_ is None else b_
     out += _S0.pack(len(key))
@@ -335,36 +342,39 @@ def _decode_find_coordinator_request_flexible(buf, pos, end, opts, api_version):
     else:
         coordinator_keys = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "find_coordinator_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="find_coordinator_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "find_coordinator_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "find_coordinator_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "find_coordinator_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="find_coordinator_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "find_coordinator_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "find_coordinator_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="find_coordinator_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return FindCoordinatorRequestFlexible(key, key_type, coordinator_keys, tagged_fields), pos
 
 
@@ -474,36 +484,39 @@ def _fdecode_find_coordinator_request_flexible(buf, pos, end, opts, api_version)
     else:
         coordinator_keys = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "find_coordinator_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="find_coordinator_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "find_coordinator_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "find_coordinator_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "find_coordinator_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="find_coordinator_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "find_coordinator_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "find_coordinator_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="find_coordinator_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(FindCoordinatorRequestFlexible)
     value_.key = key
     value_.key_type = key_type
@@ -519,11 +532,16 @@ def _encode_find_coordinator_request_flexible(obj, out, index, api_version):
             f"FindCoordinatorRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 3) and (<params>.api_version <= 6)))",
             path="find_coordinator_request_flexible",
         )
-    own_ = type(obj) is FindCoordinatorRequestFlexible
-    key = obj.key if own_ else getattr(obj, "key", "")
-    key_type = obj.key_type if own_ else getattr(obj, "key_type", 0)
-    coordinator_keys = obj.coordinator_keys if own_ else getattr(obj, "coordinator_keys", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is FindCoordinatorRequestFlexible:
+        key = obj.key
+        key_type = obj.key_type
+        coordinator_keys = obj.coordinator_keys
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        key = getattr(obj, "key", "")
+        key_type = getattr(obj, "key_type", 0)
+        coordinator_keys = getattr(obj, "coordinator_keys", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if api_version <= 3:
         if key is None:
             raise _InvalidValueError("may not be null", path="find_coordinator_request_flexible.key")
@@ -563,9 +581,10 @@ def _encode_find_coordinator_request_flexible(obj, out, index, api_version):
                 f"cannot encode: {type(exc).__name__}: {exc}",
                 path=f"find_coordinator_request_flexible.coordinator_keys[{index_}]",
             ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "find_coordinator_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "find_coordinator_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_find_coordinator_request_flexible(obj, out, index, api_version):
@@ -575,11 +594,16 @@ def _fencode_find_coordinator_request_flexible(obj, out, index, api_version):
             f"FindCoordinatorRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 3) and (<params>.api_version <= 6)))",
             path="find_coordinator_request_flexible",
         )
-    own_ = type(obj) is FindCoordinatorRequestFlexible
-    key = obj.key if own_ else getattr(obj, "key", "")
-    key_type = obj.key_type if own_ else getattr(obj, "key_type", 0)
-    coordinator_keys = obj.coordinator_keys if own_ else getattr(obj, "coordinator_keys", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is FindCoordinatorRequestFlexible:
+        key = obj.key
+        key_type = obj.key_type
+        coordinator_keys = obj.coordinator_keys
+        tagged_fields = obj.tagged_fields
+    else:
+        key = getattr(obj, "key", "")
+        key_type = getattr(obj, "key_type", 0)
+        coordinator_keys = getattr(obj, "coordinator_keys", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if api_version <= 3:
         b_ = _STR_ENCODED.get(key)
         key = _encode_str(key) if b_ is None else b_
@@ -621,9 +645,10 @@ def _fencode_find_coordinator_request_flexible(obj, out, index, api_version):
                     "find_coordinator_request_flexible_coordinator_keys_item.value",
                 )
             out += value_find_coordinator_request_flexible_coordinator_keys_item_
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "find_coordinator_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "find_coordinator_request_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_find_coordinator_request_by_version(buf, pos, end, opts, api_version):

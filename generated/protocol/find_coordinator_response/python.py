@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -196,13 +197,20 @@ def _encode_find_coordinator_response(obj, out, index, api_version):
             f"FindCoordinatorResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 2))",
             path="find_coordinator_response",
         )
-    own_ = type(obj) is FindCoordinatorResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    node_id = obj.node_id if own_ else getattr(obj, "node_id", 0)
-    host = obj.host if own_ else getattr(obj, "host", "")
-    port = obj.port if own_ else getattr(obj, "port", 0)
+    if type(obj) is FindCoordinatorResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        error_message = obj.error_message
+        node_id = obj.node_id
+        host = obj.host
+        port = obj.port
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        node_id = getattr(obj, "node_id", 0)
+        host = getattr(obj, "host", "")
+        port = getattr(obj, "port", 0)
     if api_version >= 1:
         out += _S0.pack(throttle_time_ms)
     out += _S1.pack(error_code)
@@ -232,13 +240,20 @@ def _fencode_find_coordinator_response(obj, out, index, api_version):
             f"FindCoordinatorResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 2))",
             path="find_coordinator_response",
         )
-    own_ = type(obj) is FindCoordinatorResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    node_id = obj.node_id if own_ else getattr(obj, "node_id", 0)
-    host = obj.host if own_ else getattr(obj, "host", "")
-    port = obj.port if own_ else getattr(obj, "port", 0)
+    if type(obj) is FindCoordinatorResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        error_message = obj.error_message
+        node_id = obj.node_id
+        host = obj.host
+        port = obj.port
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        node_id = getattr(obj, "node_id", 0)
+        host = getattr(obj, "host", "")
+        port = getattr(obj, "port", 0)
     if api_version >= 1:
         out += _S0.pack(throttle_time_ms)
     out += _S1.pack(error_code)
@@ -345,45 +360,56 @@ def _decode_coordinator(buf, pos, end, opts):
         error_message = str(buf[pos : pos + n_error_message], "utf-8", "surrogateescape")
         pos += n_error_message
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "coordinator.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="coordinator.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "coordinator.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "coordinator.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="coordinator.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "coordinator.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="coordinator.tagged_fields"
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "coordinator.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "coordinator.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="coordinator.tagged_fields"
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return Coordinator(key, node_id, host, port, error_code, error_message, tagged_fields), pos
 
 
 def _encode_coordinator(obj, out, index):
     """Append one coordinator to out."""
-    own_ = type(obj) is Coordinator
-    key = obj.key if own_ else getattr(obj, "key", "")
-    node_id = obj.node_id if own_ else getattr(obj, "node_id", 0)
-    host = obj.host if own_ else getattr(obj, "host", "")
-    port = obj.port if own_ else getattr(obj, "port", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is Coordinator:
+        key = obj.key
+        node_id = obj.node_id
+        host = obj.host
+        port = obj.port
+        error_code = obj.error_code
+        error_message = obj.error_message
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        key = getattr(obj, "key", "")
+        node_id = getattr(obj, "node_id", 0)
+        host = getattr(obj, "host", "")
+        port = getattr(obj, "port", 0)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if key is None:
         raise _InvalidValueError("may not be null", path="coordinator.key")
     else:
@@ -422,9 +448,10 @@ def _encode_coordinator(obj, out, index):
             _write_uvarint(out, n_ + 1, "coordinator.error_message")
 
         out += error_message
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "coordinator.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "coordinator.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_find_coordinator_response_flexible(buf, pos, end, opts, api_version):
@@ -586,36 +613,39 @@ def _decode_find_coordinator_response_flexible(buf, pos, end, opts, api_version)
     else:
         coordinators = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "find_coordinator_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="find_coordinator_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "find_coordinator_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "find_coordinator_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "find_coordinator_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="find_coordinator_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "find_coordinator_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "find_coordinator_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="find_coordinator_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return FindCoordinatorResponseFlexible(
         throttle_time_ms, error_code, error_message, node_id, host, port, coordinators, tagged_fields
     ), pos
@@ -793,36 +823,39 @@ def _fdecode_find_coordinator_response_flexible(buf, pos, end, opts, api_version
                     error_message_coordinator_ = _decode_str(r__coordinator_)
                 pos += n_error_message_coordinator_
             tagged_fields_coordinator_ = []
-            sec__coordinator_ = pos
-            prev__coordinator_, odd__coordinator_ = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__coordinator_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__coordinator_, pos = _read_uvarint32(buf, pos, end, "coordinator.tagged_fields")
-            if n_tags__coordinator_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__coordinator_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="coordinator.tagged_fields",
-                )
-            for __coordinator_ in range(n_tags__coordinator_):
-                tag__coordinator_, pos = _read_uvarint32(buf, pos, end, "coordinator.tagged_fields")
-                size__coordinator_, pos = _read_uvarint32(buf, pos, end, "coordinator.tagged_fields")
-                if size__coordinator_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__coordinator_} declares {size__coordinator_} bytes, {end - pos} left",
+                sec__coordinator_ = pos
+                prev__coordinator_, odd__coordinator_ = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__coordinator_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__coordinator_, pos = _read_uvarint32(buf, pos, end, "coordinator.tagged_fields")
+                if n_tags__coordinator_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__coordinator_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="coordinator.tagged_fields",
                     )
-                stop__coordinator_ = pos + size__coordinator_
-                if tag__coordinator_ <= prev__coordinator_:
-                    odd__coordinator_ = True
-                prev__coordinator_ = tag__coordinator_
-                tagged_fields_coordinator_.append((tag__coordinator_, bytes(buf[pos:stop__coordinator_])))
-                pos = stop__coordinator_
-            if odd__coordinator_:
-                tagged_fields_coordinator_ = _keep_tags(tagged_fields_coordinator_, buf[sec__coordinator_:pos], ())
+                for __coordinator_ in range(n_tags__coordinator_):
+                    tag__coordinator_, pos = _read_uvarint32(buf, pos, end, "coordinator.tagged_fields")
+                    size__coordinator_, pos = _read_uvarint32(buf, pos, end, "coordinator.tagged_fields")
+                    if size__coordinator_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__coordinator_} declares {size__coordinator_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="coordinator.tagged_fields",
+                        )
+                    stop__coordinator_ = pos + size__coordinator_
+                    if tag__coordinator_ <= prev__coordinator_:
+                        odd__coordinator_ = True
+                    prev__coordinator_ = tag__coordinator_
+                    tagged_fields_coordinator_.append((tag__coordinator_, bytes(buf[pos:stop__coordinator_])))
+                    pos = stop__coordinator_
+                if odd__coordinator_:
+                    tagged_fields_coordinator_ = _keep_tags(tagged_fields_coordinator_, buf[sec__coordinator_:pos], ())
             value__coordinator_ = _new_object(Coordinator)
             value__coordinator_.key = key_coordinator_
             value__coordinator_.node_id = node_id_coordinator_
@@ -836,36 +869,39 @@ def _fdecode_find_coordinator_response_flexible(buf, pos, end, opts, api_version
     else:
         coordinators = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "find_coordinator_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="find_coordinator_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "find_coordinator_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "find_coordinator_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "find_coordinator_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="find_coordinator_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "find_coordinator_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "find_coordinator_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="find_coordinator_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(FindCoordinatorResponseFlexible)
     value_.throttle_time_ms = throttle_time_ms
     value_.error_code = error_code
@@ -885,15 +921,24 @@ def _encode_find_coordinator_response_flexible(obj, out, index, api_version):
             f"FindCoordinatorResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 3) and (<params>.api_version <= 6)))",
             path="find_coordinator_response_flexible",
         )
-    own_ = type(obj) is FindCoordinatorResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    node_id = obj.node_id if own_ else getattr(obj, "node_id", 0)
-    host = obj.host if own_ else getattr(obj, "host", "")
-    port = obj.port if own_ else getattr(obj, "port", 0)
-    coordinators = obj.coordinators if own_ else getattr(obj, "coordinators", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is FindCoordinatorResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        error_message = obj.error_message
+        node_id = obj.node_id
+        host = obj.host
+        port = obj.port
+        coordinators = obj.coordinators
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        node_id = getattr(obj, "node_id", 0)
+        host = getattr(obj, "host", "")
+        port = getattr(obj, "port", 0)
+        coordinators = getattr(obj, "coordinators", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(throttle_time_ms)
     if api_version <= 3:
         out += _S1.pack(error_code)
@@ -945,9 +990,10 @@ def _encode_find_coordinator_response_flexible(obj, out, index, api_version):
                 f"cannot encode: {type(exc).__name__}: {exc}",
                 path=f"find_coordinator_response_flexible.coordinators[{index_}]",
             ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "find_coordinator_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "find_coordinator_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_find_coordinator_response_flexible(obj, out, index, api_version):
@@ -957,15 +1003,24 @@ def _fencode_find_coordinator_response_flexible(obj, out, index, api_version):
             f"FindCoordinatorResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 3) and (<params>.api_version <= 6)))",
             path="find_coordinator_response_flexible",
         )
-    own_ = type(obj) is FindCoordinatorResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    node_id = obj.node_id if own_ else getattr(obj, "node_id", 0)
-    host = obj.host if own_ else getattr(obj, "host", "")
-    port = obj.port if own_ else getattr(obj, "port", 0)
-    coordinators = obj.coordinators if own_ else getattr(obj, "coordinators", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is FindCoordinatorResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        error_message = obj.error_message
+        node_id = obj.node_id
+        host = obj.host
+        port = obj.port
+        coordinators = obj.coordinators
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        node_id = getattr(obj, "node_id", 0)
+        host = getattr(obj, "host", "")
+        port = getattr(obj, "port", 0)
+        coordinators = getattr(obj, "coordinators", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(throttle_time_ms)
     if api_version <= 3:
         out += _S1.pack(error_code)
@@ -1001,18 +1056,22 @@ def _fencode_find_coordinator_response_flexible(obj, out, index, api_version):
         else:
             _write_uvarint(out, n_ + 1, "find_coordinator_response_flexible.coordinators")
         for item_ in coordinators:
-            own__coordinator_ = type(item_) is Coordinator
-            key_coordinator_ = item_.key if own__coordinator_ else getattr(item_, "key", "")
-            node_id_coordinator_ = item_.node_id if own__coordinator_ else getattr(item_, "node_id", 0)
-            host_coordinator_ = item_.host if own__coordinator_ else getattr(item_, "host", "")
-            port_coordinator_ = item_.port if own__coordinator_ else getattr(item_, "port", 0)
-            error_code_coordinator_ = item_.error_code if own__coordinator_ else getattr(item_, "error_code", 0)
-            error_message_coordinator_ = (
-                item_.error_message if own__coordinator_ else getattr(item_, "error_message", "")
-            )
-            tagged_fields_coordinator_ = (
-                item_.tagged_fields if own__coordinator_ else getattr(item_, "tagged_fields", None)
-            )
+            if type(item_) is Coordinator:
+                key_coordinator_ = item_.key
+                node_id_coordinator_ = item_.node_id
+                host_coordinator_ = item_.host
+                port_coordinator_ = item_.port
+                error_code_coordinator_ = item_.error_code
+                error_message_coordinator_ = item_.error_message
+                tagged_fields_coordinator_ = item_.tagged_fields
+            else:
+                key_coordinator_ = getattr(item_, "key", "")
+                node_id_coordinator_ = getattr(item_, "node_id", 0)
+                host_coordinator_ = getattr(item_, "host", "")
+                port_coordinator_ = getattr(item_, "port", 0)
+                error_code_coordinator_ = getattr(item_, "error_code", 0)
+                error_message_coordinator_ = getattr(item_, "error_message", "")
+                tagged_fields_coordinator_ = getattr(item_, "tagged_fields", None)
             b__coordinator_ = _STR_ENCODED.get(key_coordinator_)
             key_coordinator_ = _encode_str(key_coordinator_) if b__coordinator_ is None else b__coordinator_
             n__coordinator_ = len(key_coordinator_)
@@ -1044,14 +1103,14 @@ def _fencode_find_coordinator_response_flexible(obj, out, index, api_version):
                 else:
                     _write_uvarint(out, n__coordinator_ + 1, "coordinator.error_message")
                 out += error_message_coordinator_
-            tags__coordinator_ = []
-            valid__coordinator_ = None
-            _write_tagged(
-                out, tags__coordinator_, tagged_fields_coordinator_, "coordinator.tagged_fields", valid__coordinator_
-            )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "find_coordinator_response_flexible.tagged_fields", valid_)
+            if tagged_fields_coordinator_ or tagged_fields_coordinator_.__class__ is _TagSection:
+                _write_tagged(out, [], tagged_fields_coordinator_, "coordinator.tagged_fields", None)
+            else:
+                out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "find_coordinator_response_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_find_coordinator_response_by_version(buf, pos, end, opts, api_version):

@@ -19,6 +19,8 @@ from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
 from kfmt.runtime.scalars import uuid16 as _uuid16
+from kfmt.runtime.scalars import PACKED as _PACKED
+from kfmt.runtime.scalars import PACKED_MAX as _PACKED_MAX
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -26,6 +28,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -287,36 +290,39 @@ def _decode_get_telemetry_subscriptions_response(buf, pos, end, opts, api_versio
             ) from None
         append_requested_metrics(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "get_telemetry_subscriptions_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="get_telemetry_subscriptions_response.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "get_telemetry_subscriptions_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "get_telemetry_subscriptions_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "get_telemetry_subscriptions_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="get_telemetry_subscriptions_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "get_telemetry_subscriptions_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "get_telemetry_subscriptions_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="get_telemetry_subscriptions_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return GetTelemetrySubscriptionsResponse(
         throttle_time_ms,
         error_code,
@@ -447,36 +453,39 @@ def _fdecode_get_telemetry_subscriptions_response(buf, pos, end, opts, api_versi
         item_ = value_get_telemetry_subscriptions_response_requested_metrics_item_
         append_requested_metrics(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "get_telemetry_subscriptions_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="get_telemetry_subscriptions_response.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "get_telemetry_subscriptions_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "get_telemetry_subscriptions_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "get_telemetry_subscriptions_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="get_telemetry_subscriptions_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "get_telemetry_subscriptions_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "get_telemetry_subscriptions_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="get_telemetry_subscriptions_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(GetTelemetrySubscriptionsResponse)
     value_.throttle_time_ms = throttle_time_ms
     value_.error_code = error_code
@@ -498,19 +507,28 @@ def _encode_get_telemetry_subscriptions_response(obj, out, index, api_version):
             f"GetTelemetrySubscriptionsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="get_telemetry_subscriptions_response",
         )
-    own_ = type(obj) is GetTelemetrySubscriptionsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    client_instance_id = obj.client_instance_id if own_ else getattr(obj, "client_instance_id", None)
-    subscription_id = obj.subscription_id if own_ else getattr(obj, "subscription_id", 0)
-    accepted_compression_types = (
-        obj.accepted_compression_types if own_ else getattr(obj, "accepted_compression_types", None)
-    )
-    push_interval_ms = obj.push_interval_ms if own_ else getattr(obj, "push_interval_ms", 0)
-    telemetry_max_bytes = obj.telemetry_max_bytes if own_ else getattr(obj, "telemetry_max_bytes", 0)
-    delta_temporality = obj.delta_temporality if own_ else getattr(obj, "delta_temporality", False)
-    requested_metrics = obj.requested_metrics if own_ else getattr(obj, "requested_metrics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is GetTelemetrySubscriptionsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        client_instance_id = obj.client_instance_id
+        subscription_id = obj.subscription_id
+        accepted_compression_types = obj.accepted_compression_types
+        push_interval_ms = obj.push_interval_ms
+        telemetry_max_bytes = obj.telemetry_max_bytes
+        delta_temporality = obj.delta_temporality
+        requested_metrics = obj.requested_metrics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        client_instance_id = getattr(obj, "client_instance_id", None)
+        subscription_id = getattr(obj, "subscription_id", 0)
+        accepted_compression_types = getattr(obj, "accepted_compression_types", None)
+        push_interval_ms = getattr(obj, "push_interval_ms", 0)
+        telemetry_max_bytes = getattr(obj, "telemetry_max_bytes", 0)
+        delta_temporality = getattr(obj, "delta_temporality", False)
+        requested_metrics = getattr(obj, "requested_metrics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(throttle_time_ms, error_code, _uuid16(client_instance_id), subscription_id)
     n_ = len(accepted_compression_types)
     if -1 <= n_ < 0x3FFF:
@@ -555,9 +573,10 @@ def _encode_get_telemetry_subscriptions_response(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"get_telemetry_subscriptions_response.requested_metrics[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "get_telemetry_subscriptions_response.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "get_telemetry_subscriptions_response.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_get_telemetry_subscriptions_response(obj, out, index, api_version):
@@ -567,34 +586,46 @@ def _fencode_get_telemetry_subscriptions_response(obj, out, index, api_version):
             f"GetTelemetrySubscriptionsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="get_telemetry_subscriptions_response",
         )
-    own_ = type(obj) is GetTelemetrySubscriptionsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    client_instance_id = obj.client_instance_id if own_ else getattr(obj, "client_instance_id", None)
-    subscription_id = obj.subscription_id if own_ else getattr(obj, "subscription_id", 0)
-    accepted_compression_types = (
-        obj.accepted_compression_types if own_ else getattr(obj, "accepted_compression_types", None)
-    )
-    push_interval_ms = obj.push_interval_ms if own_ else getattr(obj, "push_interval_ms", 0)
-    telemetry_max_bytes = obj.telemetry_max_bytes if own_ else getattr(obj, "telemetry_max_bytes", 0)
-    delta_temporality = obj.delta_temporality if own_ else getattr(obj, "delta_temporality", False)
-    requested_metrics = obj.requested_metrics if own_ else getattr(obj, "requested_metrics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is GetTelemetrySubscriptionsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        client_instance_id = obj.client_instance_id
+        subscription_id = obj.subscription_id
+        accepted_compression_types = obj.accepted_compression_types
+        push_interval_ms = obj.push_interval_ms
+        telemetry_max_bytes = obj.telemetry_max_bytes
+        delta_temporality = obj.delta_temporality
+        requested_metrics = obj.requested_metrics
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        client_instance_id = getattr(obj, "client_instance_id", None)
+        subscription_id = getattr(obj, "subscription_id", 0)
+        accepted_compression_types = getattr(obj, "accepted_compression_types", None)
+        push_interval_ms = getattr(obj, "push_interval_ms", 0)
+        telemetry_max_bytes = getattr(obj, "telemetry_max_bytes", 0)
+        delta_temporality = getattr(obj, "delta_temporality", False)
+        requested_metrics = getattr(obj, "requested_metrics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(throttle_time_ms, error_code, _uuid16(client_instance_id), subscription_id)
     n_ = len(accepted_compression_types)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "get_telemetry_subscriptions_response.accepted_compression_types")
-    for item_ in accepted_compression_types:
-        value_get_telemetry_subscriptions_response_accepted_compression_types_item_ = item_
-        if -128 <= value_get_telemetry_subscriptions_response_accepted_compression_types_item_ <= 127:
-            out.append(value_get_telemetry_subscriptions_response_accepted_compression_types_item_ & 255)
-        else:
-            raise _InvalidValueError(
-                f"{value_get_telemetry_subscriptions_response_accepted_compression_types_item_} does not fit int8",
-                path="get_telemetry_subscriptions_response_accepted_compression_types_item.value",
-            )
+    if n_ <= _PACKED_MAX:
+        out += _PACKED["b"][n_].pack(*accepted_compression_types)
+    else:
+        for item_ in accepted_compression_types:
+            value_get_telemetry_subscriptions_response_accepted_compression_types_item_ = item_
+            if -128 <= value_get_telemetry_subscriptions_response_accepted_compression_types_item_ <= 127:
+                out.append(value_get_telemetry_subscriptions_response_accepted_compression_types_item_ & 255)
+            else:
+                raise _InvalidValueError(
+                    f"{value_get_telemetry_subscriptions_response_accepted_compression_types_item_} does not fit int8",
+                    path="get_telemetry_subscriptions_response_accepted_compression_types_item.value",
+                )
     out += _S2.pack(push_interval_ms, telemetry_max_bytes, delta_temporality)
     n_ = len(requested_metrics)
     if -1 <= n_ < 16383:
@@ -623,9 +654,10 @@ def _fencode_get_telemetry_subscriptions_response(obj, out, index, api_version):
                 "get_telemetry_subscriptions_response_requested_metrics_item.value",
             )
         out += value_get_telemetry_subscriptions_response_requested_metrics_item_
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "get_telemetry_subscriptions_response.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "get_telemetry_subscriptions_response.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_get_telemetry_subscriptions_response_by_version(buf, pos, end, opts, api_version):

@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -199,11 +200,16 @@ def _encode_heartbeat_request(obj, out, index, api_version):
             f"HeartbeatRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 3))",
             path="heartbeat_request",
         )
-    own_ = type(obj) is HeartbeatRequest
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    generation_id = obj.generation_id if own_ else getattr(obj, "generation_id", 0)
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    group_instance_id = obj.group_instance_id if own_ else getattr(obj, "group_instance_id", None)
+    if type(obj) is HeartbeatRequest:
+        group_id = obj.group_id
+        generation_id = obj.generation_id
+        member_id = obj.member_id
+        group_instance_id = obj.group_instance_id
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", "")
+        generation_id = getattr(obj, "generation_id", 0)
+        member_id = getattr(obj, "member_id", "")
+        group_instance_id = getattr(obj, "group_instance_id", None)
     if group_id is None:
         raise _InvalidValueError("may not be null", path="heartbeat_request.group_id")
     else:
@@ -236,11 +242,16 @@ def _fencode_heartbeat_request(obj, out, index, api_version):
             f"HeartbeatRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 3))",
             path="heartbeat_request",
         )
-    own_ = type(obj) is HeartbeatRequest
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    generation_id = obj.generation_id if own_ else getattr(obj, "generation_id", 0)
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    group_instance_id = obj.group_instance_id if own_ else getattr(obj, "group_instance_id", None)
+    if type(obj) is HeartbeatRequest:
+        group_id = obj.group_id
+        generation_id = obj.generation_id
+        member_id = obj.member_id
+        group_instance_id = obj.group_instance_id
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", "")
+        generation_id = getattr(obj, "generation_id", 0)
+        member_id = getattr(obj, "member_id", "")
+        group_instance_id = getattr(obj, "group_instance_id", None)
     b_ = _STR_ENCODED.get(group_id)
     group_id = _encode_str(group_id) if b_ is None else b_
     out += _S0.pack(len(group_id))
@@ -362,36 +373,39 @@ def _decode_heartbeat_request_flexible(buf, pos, end, opts, api_version):
         group_instance_id = str(buf[pos : pos + n_group_instance_id], "utf-8", "surrogateescape")
         pos += n_group_instance_id
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "heartbeat_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="heartbeat_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "heartbeat_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "heartbeat_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "heartbeat_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="heartbeat_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "heartbeat_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "heartbeat_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="heartbeat_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return HeartbeatRequestFlexible(group_id, generation_id, member_id, group_instance_id, tagged_fields), pos
 
 
@@ -472,36 +486,39 @@ def _fdecode_heartbeat_request_flexible(buf, pos, end, opts, api_version):
             group_instance_id = _decode_str(r_)
         pos += n_group_instance_id
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "heartbeat_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="heartbeat_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "heartbeat_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "heartbeat_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "heartbeat_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="heartbeat_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "heartbeat_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "heartbeat_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="heartbeat_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(HeartbeatRequestFlexible)  # slots set directly: a third of the cost of calling __init__
     value_.group_id = group_id
     value_.generation_id = generation_id
@@ -518,12 +535,18 @@ def _encode_heartbeat_request_flexible(obj, out, index, api_version):
             f"HeartbeatRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 4) and (<params>.api_version <= 4)))",
             path="heartbeat_request_flexible",
         )
-    own_ = type(obj) is HeartbeatRequestFlexible
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    generation_id = obj.generation_id if own_ else getattr(obj, "generation_id", 0)
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    group_instance_id = obj.group_instance_id if own_ else getattr(obj, "group_instance_id", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is HeartbeatRequestFlexible:
+        group_id = obj.group_id
+        generation_id = obj.generation_id
+        member_id = obj.member_id
+        group_instance_id = obj.group_instance_id
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", "")
+        generation_id = getattr(obj, "generation_id", 0)
+        member_id = getattr(obj, "member_id", "")
+        group_instance_id = getattr(obj, "group_instance_id", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if group_id is None:
         raise _InvalidValueError("may not be null", path="heartbeat_request_flexible.group_id")
     else:
@@ -561,9 +584,10 @@ def _encode_heartbeat_request_flexible(obj, out, index, api_version):
             _write_uvarint(out, n_ + 1, "heartbeat_request_flexible.group_instance_id")
 
         out += group_instance_id
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "heartbeat_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "heartbeat_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_heartbeat_request_flexible(obj, out, index, api_version):
@@ -573,12 +597,18 @@ def _fencode_heartbeat_request_flexible(obj, out, index, api_version):
             f"HeartbeatRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 4) and (<params>.api_version <= 4)))",
             path="heartbeat_request_flexible",
         )
-    own_ = type(obj) is HeartbeatRequestFlexible
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    generation_id = obj.generation_id if own_ else getattr(obj, "generation_id", 0)
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    group_instance_id = obj.group_instance_id if own_ else getattr(obj, "group_instance_id", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is HeartbeatRequestFlexible:
+        group_id = obj.group_id
+        generation_id = obj.generation_id
+        member_id = obj.member_id
+        group_instance_id = obj.group_instance_id
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", "")
+        generation_id = getattr(obj, "generation_id", 0)
+        member_id = getattr(obj, "member_id", "")
+        group_instance_id = getattr(obj, "group_instance_id", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     b_ = _STR_ENCODED.get(group_id)
     group_id = _encode_str(group_id) if b_ is None else b_
     n_ = len(group_id)
@@ -610,9 +640,10 @@ def _fencode_heartbeat_request_flexible(obj, out, index, api_version):
             _write_uvarint(out, n_ + 1, "heartbeat_request_flexible.group_instance_id")
 
         out += group_instance_id
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "heartbeat_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "heartbeat_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_heartbeat_request_by_version(buf, pos, end, opts, api_version):

@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -108,10 +109,14 @@ def _decode_alterable_config(buf, pos, end, opts):
 
 def _encode_alterable_config(obj, out, index):
     """Append one alterable_config to out."""
-    own_ = type(obj) is AlterableConfig
-    name = obj.name if own_ else getattr(obj, "name", "")
-    config_operation = obj.config_operation if own_ else getattr(obj, "config_operation", 0)
-    value = obj.value if own_ else getattr(obj, "value", "")
+    if type(obj) is AlterableConfig:
+        name = obj.name
+        config_operation = obj.config_operation
+        value = obj.value
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        config_operation = getattr(obj, "config_operation", 0)
+        value = getattr(obj, "value", "")
     if name is None:
         raise _InvalidValueError("may not be null", path="alterable_config.name")
     else:
@@ -192,10 +197,14 @@ def _decode_alter_configs_resource(buf, pos, end, opts):
 
 def _encode_alter_configs_resource(obj, out, index):
     """Append one alter_configs_resource to out."""
-    own_ = type(obj) is AlterConfigsResource
-    resource_type = obj.resource_type if own_ else getattr(obj, "resource_type", 0)
-    resource_name = obj.resource_name if own_ else getattr(obj, "resource_name", "")
-    configs = obj.configs if own_ else getattr(obj, "configs", None)
+    if type(obj) is AlterConfigsResource:
+        resource_type = obj.resource_type
+        resource_name = obj.resource_name
+        configs = obj.configs
+    else:  # another class: its fields by name, a missing one at its default
+        resource_type = getattr(obj, "resource_type", 0)
+        resource_name = getattr(obj, "resource_name", "")
+        configs = getattr(obj, "configs", None)
     if -128 <= resource_type <= 127:
         out.append(resource_type & 0xFF)
     else:
@@ -421,9 +430,12 @@ def _encode_incremental_alter_configs_request(obj, out, index, api_version):
             f"IncrementalAlterConfigsRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="incremental_alter_configs_request",
         )
-    own_ = type(obj) is IncrementalAlterConfigsRequest
-    resources = obj.resources if own_ else getattr(obj, "resources", None)
-    validate_only = obj.validate_only if own_ else getattr(obj, "validate_only", False)
+    if type(obj) is IncrementalAlterConfigsRequest:
+        resources = obj.resources
+        validate_only = obj.validate_only
+    else:  # another class: its fields by name, a missing one at its default
+        resources = getattr(obj, "resources", None)
+        validate_only = getattr(obj, "validate_only", False)
     out += _S3.pack(len(resources))
     index_ = 0
     try:
@@ -445,21 +457,22 @@ def _fencode_incremental_alter_configs_request(obj, out, index, api_version):
             f"IncrementalAlterConfigsRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="incremental_alter_configs_request",
         )
-    own_ = type(obj) is IncrementalAlterConfigsRequest
-    resources = obj.resources if own_ else getattr(obj, "resources", None)
-    validate_only = obj.validate_only if own_ else getattr(obj, "validate_only", False)
+    if type(obj) is IncrementalAlterConfigsRequest:
+        resources = obj.resources
+        validate_only = obj.validate_only
+    else:
+        resources = getattr(obj, "resources", None)
+        validate_only = getattr(obj, "validate_only", False)
     out += _S3.pack(len(resources))
     for item_ in resources:
-        own__alter_configs_resource_ = type(item_) is AlterConfigsResource
-        resource_type_alter_configs_resource_ = (
-            item_.resource_type if own__alter_configs_resource_ else getattr(item_, "resource_type", 0)
-        )
-        resource_name_alter_configs_resource_ = (
-            item_.resource_name if own__alter_configs_resource_ else getattr(item_, "resource_name", "")
-        )
-        configs_alter_configs_resource_ = (
-            item_.configs if own__alter_configs_resource_ else getattr(item_, "configs", None)
-        )
+        if type(item_) is AlterConfigsResource:
+            resource_type_alter_configs_resource_ = item_.resource_type
+            resource_name_alter_configs_resource_ = item_.resource_name
+            configs_alter_configs_resource_ = item_.configs
+        else:
+            resource_type_alter_configs_resource_ = getattr(item_, "resource_type", 0)
+            resource_name_alter_configs_resource_ = getattr(item_, "resource_name", "")
+            configs_alter_configs_resource_ = getattr(item_, "configs", None)
         if -128 <= resource_type_alter_configs_resource_ <= 127:
             out.append(resource_type_alter_configs_resource_ & 255)
         else:
@@ -477,22 +490,18 @@ def _fencode_incremental_alter_configs_request(obj, out, index, api_version):
         out += resource_name_alter_configs_resource_
         out += _S3.pack(len(configs_alter_configs_resource_))
         for item__alter_configs_resource_ in configs_alter_configs_resource_:
-            own__alterable_config__alter_configs_resource_ = type(item__alter_configs_resource_) is AlterableConfig
-            name_alterable_config__alter_configs_resource_ = (
-                item__alter_configs_resource_.name
-                if own__alterable_config__alter_configs_resource_
-                else getattr(item__alter_configs_resource_, "name", "")
-            )
-            config_operation_alterable_config__alter_configs_resource_ = (
-                item__alter_configs_resource_.config_operation
-                if own__alterable_config__alter_configs_resource_
-                else getattr(item__alter_configs_resource_, "config_operation", 0)
-            )
-            value_alterable_config__alter_configs_resource_ = (
-                item__alter_configs_resource_.value
-                if own__alterable_config__alter_configs_resource_
-                else getattr(item__alter_configs_resource_, "value", "")
-            )
+            if type(item__alter_configs_resource_) is AlterableConfig:
+                name_alterable_config__alter_configs_resource_ = item__alter_configs_resource_.name
+                config_operation_alterable_config__alter_configs_resource_ = (
+                    item__alter_configs_resource_.config_operation
+                )
+                value_alterable_config__alter_configs_resource_ = item__alter_configs_resource_.value
+            else:
+                name_alterable_config__alter_configs_resource_ = getattr(item__alter_configs_resource_, "name", "")
+                config_operation_alterable_config__alter_configs_resource_ = getattr(
+                    item__alter_configs_resource_, "config_operation", 0
+                )
+                value_alterable_config__alter_configs_resource_ = getattr(item__alter_configs_resource_, "value", "")
             b__alterable_config__alter_configs_resource_ = _STR_ENCODED.get(
                 name_alterable_config__alter_configs_resource_
             )
@@ -587,46 +596,54 @@ def _decode_alterable_config_flexible(buf, pos, end, opts):
         value = str(buf[pos : pos + n_value], "utf-8", "surrogateescape")
         pos += n_value
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "alterable_config_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="alterable_config_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "alterable_config_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "alterable_config_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "alterable_config_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="alterable_config_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "alterable_config_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "alterable_config_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="alterable_config_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return AlterableConfigFlexible(name, config_operation, value, tagged_fields), pos
 
 
 def _encode_alterable_config_flexible(obj, out, index):
     """Append one alterable_config_flexible to out."""
-    own_ = type(obj) is AlterableConfigFlexible
-    name = obj.name if own_ else getattr(obj, "name", "")
-    config_operation = obj.config_operation if own_ else getattr(obj, "config_operation", 0)
-    value = obj.value if own_ else getattr(obj, "value", "")
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AlterableConfigFlexible:
+        name = obj.name
+        config_operation = obj.config_operation
+        value = obj.value
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        config_operation = getattr(obj, "config_operation", 0)
+        value = getattr(obj, "value", "")
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="alterable_config_flexible.name")
     else:
@@ -657,9 +674,10 @@ def _encode_alterable_config_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "alterable_config_flexible.value")
 
         out += value
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "alterable_config_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "alterable_config_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_alter_configs_resource_flexible(buf, pos, end, opts):
@@ -740,46 +758,54 @@ def _decode_alter_configs_resource_flexible(buf, pos, end, opts):
             ) from None
         append_configs(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_configs_resource_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="alter_configs_resource_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "alter_configs_resource_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "alter_configs_resource_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_configs_resource_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="alter_configs_resource_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "alter_configs_resource_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "alter_configs_resource_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="alter_configs_resource_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return AlterConfigsResourceFlexible(resource_type, resource_name, configs, tagged_fields), pos
 
 
 def _encode_alter_configs_resource_flexible(obj, out, index):
     """Append one alter_configs_resource_flexible to out."""
-    own_ = type(obj) is AlterConfigsResourceFlexible
-    resource_type = obj.resource_type if own_ else getattr(obj, "resource_type", 0)
-    resource_name = obj.resource_name if own_ else getattr(obj, "resource_name", "")
-    configs = obj.configs if own_ else getattr(obj, "configs", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AlterConfigsResourceFlexible:
+        resource_type = obj.resource_type
+        resource_name = obj.resource_name
+        configs = obj.configs
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        resource_type = getattr(obj, "resource_type", 0)
+        resource_name = getattr(obj, "resource_name", "")
+        configs = getattr(obj, "configs", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if -128 <= resource_type <= 127:
         out.append(resource_type & 0xFF)
     else:
@@ -814,9 +840,10 @@ def _encode_alter_configs_resource_flexible(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"alter_configs_resource_flexible.configs[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "alter_configs_resource_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "alter_configs_resource_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_incremental_alter_configs_request_flexible(buf, pos, end, opts, api_version):
@@ -892,36 +919,39 @@ def _decode_incremental_alter_configs_request_flexible(buf, pos, end, opts, api_
     (validate_only,) = _S4.unpack_from(buf, pos)
     pos += 1
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "incremental_alter_configs_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="incremental_alter_configs_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "incremental_alter_configs_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "incremental_alter_configs_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "incremental_alter_configs_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="incremental_alter_configs_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "incremental_alter_configs_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "incremental_alter_configs_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="incremental_alter_configs_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return IncrementalAlterConfigsRequestFlexible(resources, validate_only, tagged_fields), pos
 
 
@@ -1091,63 +1121,66 @@ def _fdecode_incremental_alter_configs_request_flexible(buf, pos, end, opts, api
                     )
                 pos += n_value_alterable_config_flexible__alter_configs_resource_flexible_
             tagged_fields_alterable_config_flexible__alter_configs_resource_flexible_ = []
-            sec__alterable_config_flexible__alter_configs_resource_flexible_ = pos
-            (
-                prev__alterable_config_flexible__alter_configs_resource_flexible_,
-                odd__alterable_config_flexible__alter_configs_resource_flexible_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__alterable_config_flexible__alter_configs_resource_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__alterable_config_flexible__alter_configs_resource_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "alterable_config_flexible.tagged_fields"
-                )
-            if n_tags__alterable_config_flexible__alter_configs_resource_flexible_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__alterable_config_flexible__alter_configs_resource_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="alterable_config_flexible.tagged_fields",
-                )
-            for __alterable_config_flexible__alter_configs_resource_flexible_ in range(
-                n_tags__alterable_config_flexible__alter_configs_resource_flexible_
-            ):
-                tag__alterable_config_flexible__alter_configs_resource_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "alterable_config_flexible.tagged_fields"
-                )
-                size__alterable_config_flexible__alter_configs_resource_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "alterable_config_flexible.tagged_fields"
-                )
-                if size__alterable_config_flexible__alter_configs_resource_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__alterable_config_flexible__alter_configs_resource_flexible_} declares {size__alterable_config_flexible__alter_configs_resource_flexible_} bytes, {end - pos} left",
+                sec__alterable_config_flexible__alter_configs_resource_flexible_ = pos
+                (
+                    prev__alterable_config_flexible__alter_configs_resource_flexible_,
+                    odd__alterable_config_flexible__alter_configs_resource_flexible_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__alterable_config_flexible__alter_configs_resource_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__alterable_config_flexible__alter_configs_resource_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "alterable_config_flexible.tagged_fields"
+                    )
+                if n_tags__alterable_config_flexible__alter_configs_resource_flexible_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__alterable_config_flexible__alter_configs_resource_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="alterable_config_flexible.tagged_fields",
                     )
-                stop__alterable_config_flexible__alter_configs_resource_flexible_ = (
-                    pos + size__alterable_config_flexible__alter_configs_resource_flexible_
-                )
-                if (
-                    tag__alterable_config_flexible__alter_configs_resource_flexible_
-                    <= prev__alterable_config_flexible__alter_configs_resource_flexible_
+                for __alterable_config_flexible__alter_configs_resource_flexible_ in range(
+                    n_tags__alterable_config_flexible__alter_configs_resource_flexible_
                 ):
-                    odd__alterable_config_flexible__alter_configs_resource_flexible_ = True
-                prev__alterable_config_flexible__alter_configs_resource_flexible_ = (
-                    tag__alterable_config_flexible__alter_configs_resource_flexible_
-                )
-                tagged_fields_alterable_config_flexible__alter_configs_resource_flexible_.append(
-                    (
-                        tag__alterable_config_flexible__alter_configs_resource_flexible_,
-                        bytes(buf[pos:stop__alterable_config_flexible__alter_configs_resource_flexible_]),
+                    tag__alterable_config_flexible__alter_configs_resource_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "alterable_config_flexible.tagged_fields"
                     )
-                )
-                pos = stop__alterable_config_flexible__alter_configs_resource_flexible_
-            if odd__alterable_config_flexible__alter_configs_resource_flexible_:
-                tagged_fields_alterable_config_flexible__alter_configs_resource_flexible_ = _keep_tags(
-                    tagged_fields_alterable_config_flexible__alter_configs_resource_flexible_,
-                    buf[sec__alterable_config_flexible__alter_configs_resource_flexible_:pos],
-                    (),
-                )
+                    size__alterable_config_flexible__alter_configs_resource_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "alterable_config_flexible.tagged_fields"
+                    )
+                    if size__alterable_config_flexible__alter_configs_resource_flexible_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__alterable_config_flexible__alter_configs_resource_flexible_} declares {size__alterable_config_flexible__alter_configs_resource_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="alterable_config_flexible.tagged_fields",
+                        )
+                    stop__alterable_config_flexible__alter_configs_resource_flexible_ = (
+                        pos + size__alterable_config_flexible__alter_configs_resource_flexible_
+                    )
+                    if (
+                        tag__alterable_config_flexible__alter_configs_resource_flexible_
+                        <= prev__alterable_config_flexible__alter_configs_resource_flexible_
+                    ):
+                        odd__alterable_config_flexible__alter_configs_resource_flexible_ = True
+                    prev__alterable_config_flexible__alter_configs_resource_flexible_ = (
+                        tag__alterable_config_flexible__alter_configs_resource_flexible_
+                    )
+                    tagged_fields_alterable_config_flexible__alter_configs_resource_flexible_.append(
+                        (
+                            tag__alterable_config_flexible__alter_configs_resource_flexible_,
+                            bytes(buf[pos:stop__alterable_config_flexible__alter_configs_resource_flexible_]),
+                        )
+                    )
+                    pos = stop__alterable_config_flexible__alter_configs_resource_flexible_
+                if odd__alterable_config_flexible__alter_configs_resource_flexible_:
+                    tagged_fields_alterable_config_flexible__alter_configs_resource_flexible_ = _keep_tags(
+                        tagged_fields_alterable_config_flexible__alter_configs_resource_flexible_,
+                        buf[sec__alterable_config_flexible__alter_configs_resource_flexible_:pos],
+                        (),
+                    )
             value__alterable_config_flexible__alter_configs_resource_flexible_ = _new_object(AlterableConfigFlexible)
             value__alterable_config_flexible__alter_configs_resource_flexible_.name = (
                 name_alterable_config_flexible__alter_configs_resource_flexible_
@@ -1164,46 +1197,49 @@ def _fdecode_incremental_alter_configs_request_flexible(buf, pos, end, opts, api
             item__alter_configs_resource_flexible_ = value__alterable_config_flexible__alter_configs_resource_flexible_
             append_configs_alter_configs_resource_flexible_(item__alter_configs_resource_flexible_)
         tagged_fields_alter_configs_resource_flexible_ = []
-        sec__alter_configs_resource_flexible_ = pos
-        prev__alter_configs_resource_flexible_, odd__alter_configs_resource_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__alter_configs_resource_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__alter_configs_resource_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "alter_configs_resource_flexible.tagged_fields"
-            )
-        if n_tags__alter_configs_resource_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__alter_configs_resource_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="alter_configs_resource_flexible.tagged_fields",
-            )
-        for __alter_configs_resource_flexible_ in range(n_tags__alter_configs_resource_flexible_):
-            tag__alter_configs_resource_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "alter_configs_resource_flexible.tagged_fields"
-            )
-            size__alter_configs_resource_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "alter_configs_resource_flexible.tagged_fields"
-            )
-            if size__alter_configs_resource_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__alter_configs_resource_flexible_} declares {size__alter_configs_resource_flexible_} bytes, {end - pos} left",
+            sec__alter_configs_resource_flexible_ = pos
+            prev__alter_configs_resource_flexible_, odd__alter_configs_resource_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__alter_configs_resource_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__alter_configs_resource_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "alter_configs_resource_flexible.tagged_fields"
+                )
+            if n_tags__alter_configs_resource_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__alter_configs_resource_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="alter_configs_resource_flexible.tagged_fields",
                 )
-            stop__alter_configs_resource_flexible_ = pos + size__alter_configs_resource_flexible_
-            if tag__alter_configs_resource_flexible_ <= prev__alter_configs_resource_flexible_:
-                odd__alter_configs_resource_flexible_ = True
-            prev__alter_configs_resource_flexible_ = tag__alter_configs_resource_flexible_
-            tagged_fields_alter_configs_resource_flexible_.append(
-                (tag__alter_configs_resource_flexible_, bytes(buf[pos:stop__alter_configs_resource_flexible_]))
-            )
-            pos = stop__alter_configs_resource_flexible_
-        if odd__alter_configs_resource_flexible_:
-            tagged_fields_alter_configs_resource_flexible_ = _keep_tags(
-                tagged_fields_alter_configs_resource_flexible_, buf[sec__alter_configs_resource_flexible_:pos], ()
-            )
+            for __alter_configs_resource_flexible_ in range(n_tags__alter_configs_resource_flexible_):
+                tag__alter_configs_resource_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "alter_configs_resource_flexible.tagged_fields"
+                )
+                size__alter_configs_resource_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "alter_configs_resource_flexible.tagged_fields"
+                )
+                if size__alter_configs_resource_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__alter_configs_resource_flexible_} declares {size__alter_configs_resource_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="alter_configs_resource_flexible.tagged_fields",
+                    )
+                stop__alter_configs_resource_flexible_ = pos + size__alter_configs_resource_flexible_
+                if tag__alter_configs_resource_flexible_ <= prev__alter_configs_resource_flexible_:
+                    odd__alter_configs_resource_flexible_ = True
+                prev__alter_configs_resource_flexible_ = tag__alter_configs_resource_flexible_
+                tagged_fields_alter_configs_resource_flexible_.append(
+                    (tag__alter_configs_resource_flexible_, bytes(buf[pos:stop__alter_configs_resource_flexible_]))
+                )
+                pos = stop__alter_configs_resource_flexible_
+            if odd__alter_configs_resource_flexible_:
+                tagged_fields_alter_configs_resource_flexible_ = _keep_tags(
+                    tagged_fields_alter_configs_resource_flexible_, buf[sec__alter_configs_resource_flexible_:pos], ()
+                )
         value__alter_configs_resource_flexible_ = _new_object(AlterConfigsResourceFlexible)
         value__alter_configs_resource_flexible_.resource_type = resource_type_alter_configs_resource_flexible_
         value__alter_configs_resource_flexible_.resource_name = resource_name_alter_configs_resource_flexible_
@@ -1218,36 +1254,39 @@ def _fdecode_incremental_alter_configs_request_flexible(buf, pos, end, opts, api
     (validate_only,) = _S4.unpack_from(buf, pos)
     pos += 1
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "incremental_alter_configs_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="incremental_alter_configs_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "incremental_alter_configs_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "incremental_alter_configs_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "incremental_alter_configs_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="incremental_alter_configs_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "incremental_alter_configs_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "incremental_alter_configs_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="incremental_alter_configs_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(IncrementalAlterConfigsRequestFlexible)
     value_.resources = resources
     value_.validate_only = validate_only
@@ -1262,10 +1301,14 @@ def _encode_incremental_alter_configs_request_flexible(obj, out, index, api_vers
             f"IncrementalAlterConfigsRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 1) and (<params>.api_version <= 1)))",
             path="incremental_alter_configs_request_flexible",
         )
-    own_ = type(obj) is IncrementalAlterConfigsRequestFlexible
-    resources = obj.resources if own_ else getattr(obj, "resources", None)
-    validate_only = obj.validate_only if own_ else getattr(obj, "validate_only", False)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is IncrementalAlterConfigsRequestFlexible:
+        resources = obj.resources
+        validate_only = obj.validate_only
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        resources = getattr(obj, "resources", None)
+        validate_only = getattr(obj, "validate_only", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(resources)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -1286,9 +1329,10 @@ def _encode_incremental_alter_configs_request_flexible(obj, out, index, api_vers
             path=f"incremental_alter_configs_request_flexible.resources[{index_}]",
         ) from None
     out += _S4.pack(validate_only)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "incremental_alter_configs_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "incremental_alter_configs_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_incremental_alter_configs_request_flexible(obj, out, index, api_version):
@@ -1298,29 +1342,30 @@ def _fencode_incremental_alter_configs_request_flexible(obj, out, index, api_ver
             f"IncrementalAlterConfigsRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 1) and (<params>.api_version <= 1)))",
             path="incremental_alter_configs_request_flexible",
         )
-    own_ = type(obj) is IncrementalAlterConfigsRequestFlexible
-    resources = obj.resources if own_ else getattr(obj, "resources", None)
-    validate_only = obj.validate_only if own_ else getattr(obj, "validate_only", False)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is IncrementalAlterConfigsRequestFlexible:
+        resources = obj.resources
+        validate_only = obj.validate_only
+        tagged_fields = obj.tagged_fields
+    else:
+        resources = getattr(obj, "resources", None)
+        validate_only = getattr(obj, "validate_only", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(resources)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "incremental_alter_configs_request_flexible.resources")
     for item_ in resources:
-        own__alter_configs_resource_flexible_ = type(item_) is AlterConfigsResourceFlexible
-        resource_type_alter_configs_resource_flexible_ = (
-            item_.resource_type if own__alter_configs_resource_flexible_ else getattr(item_, "resource_type", 0)
-        )
-        resource_name_alter_configs_resource_flexible_ = (
-            item_.resource_name if own__alter_configs_resource_flexible_ else getattr(item_, "resource_name", "")
-        )
-        configs_alter_configs_resource_flexible_ = (
-            item_.configs if own__alter_configs_resource_flexible_ else getattr(item_, "configs", None)
-        )
-        tagged_fields_alter_configs_resource_flexible_ = (
-            item_.tagged_fields if own__alter_configs_resource_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is AlterConfigsResourceFlexible:
+            resource_type_alter_configs_resource_flexible_ = item_.resource_type
+            resource_name_alter_configs_resource_flexible_ = item_.resource_name
+            configs_alter_configs_resource_flexible_ = item_.configs
+            tagged_fields_alter_configs_resource_flexible_ = item_.tagged_fields
+        else:
+            resource_type_alter_configs_resource_flexible_ = getattr(item_, "resource_type", 0)
+            resource_name_alter_configs_resource_flexible_ = getattr(item_, "resource_name", "")
+            configs_alter_configs_resource_flexible_ = getattr(item_, "configs", None)
+            tagged_fields_alter_configs_resource_flexible_ = getattr(item_, "tagged_fields", None)
         if -128 <= resource_type_alter_configs_resource_flexible_ <= 127:
             out.append(resource_type_alter_configs_resource_flexible_ & 255)
         else:
@@ -1348,29 +1393,32 @@ def _fencode_incremental_alter_configs_request_flexible(obj, out, index, api_ver
         else:
             _write_uvarint(out, n__alter_configs_resource_flexible_ + 1, "alter_configs_resource_flexible.configs")
         for item__alter_configs_resource_flexible_ in configs_alter_configs_resource_flexible_:
-            own__alterable_config_flexible__alter_configs_resource_flexible_ = (
-                type(item__alter_configs_resource_flexible_) is AlterableConfigFlexible
-            )
-            name_alterable_config_flexible__alter_configs_resource_flexible_ = (
-                item__alter_configs_resource_flexible_.name
-                if own__alterable_config_flexible__alter_configs_resource_flexible_
-                else getattr(item__alter_configs_resource_flexible_, "name", "")
-            )
-            config_operation_alterable_config_flexible__alter_configs_resource_flexible_ = (
-                item__alter_configs_resource_flexible_.config_operation
-                if own__alterable_config_flexible__alter_configs_resource_flexible_
-                else getattr(item__alter_configs_resource_flexible_, "config_operation", 0)
-            )
-            value_alterable_config_flexible__alter_configs_resource_flexible_ = (
-                item__alter_configs_resource_flexible_.value
-                if own__alterable_config_flexible__alter_configs_resource_flexible_
-                else getattr(item__alter_configs_resource_flexible_, "value", "")
-            )
-            tagged_fields_alterable_config_flexible__alter_configs_resource_flexible_ = (
-                item__alter_configs_resource_flexible_.tagged_fields
-                if own__alterable_config_flexible__alter_configs_resource_flexible_
-                else getattr(item__alter_configs_resource_flexible_, "tagged_fields", None)
-            )
+            if type(item__alter_configs_resource_flexible_) is AlterableConfigFlexible:
+                name_alterable_config_flexible__alter_configs_resource_flexible_ = (
+                    item__alter_configs_resource_flexible_.name
+                )
+                config_operation_alterable_config_flexible__alter_configs_resource_flexible_ = (
+                    item__alter_configs_resource_flexible_.config_operation
+                )
+                value_alterable_config_flexible__alter_configs_resource_flexible_ = (
+                    item__alter_configs_resource_flexible_.value
+                )
+                tagged_fields_alterable_config_flexible__alter_configs_resource_flexible_ = (
+                    item__alter_configs_resource_flexible_.tagged_fields
+                )
+            else:
+                name_alterable_config_flexible__alter_configs_resource_flexible_ = getattr(
+                    item__alter_configs_resource_flexible_, "name", ""
+                )
+                config_operation_alterable_config_flexible__alter_configs_resource_flexible_ = getattr(
+                    item__alter_configs_resource_flexible_, "config_operation", 0
+                )
+                value_alterable_config_flexible__alter_configs_resource_flexible_ = getattr(
+                    item__alter_configs_resource_flexible_, "value", ""
+                )
+                tagged_fields_alterable_config_flexible__alter_configs_resource_flexible_ = getattr(
+                    item__alter_configs_resource_flexible_, "tagged_fields", None
+                )
             b__alterable_config_flexible__alter_configs_resource_flexible_ = _STR_ENCODED.get(
                 name_alterable_config_flexible__alter_configs_resource_flexible_
             )
@@ -1421,28 +1469,37 @@ def _fencode_incremental_alter_configs_request_flexible(obj, out, index, api_ver
                         "alterable_config_flexible.value",
                     )
                 out += value_alterable_config_flexible__alter_configs_resource_flexible_
-            tags__alterable_config_flexible__alter_configs_resource_flexible_ = []
-            valid__alterable_config_flexible__alter_configs_resource_flexible_ = None
+            if (
+                tagged_fields_alterable_config_flexible__alter_configs_resource_flexible_
+                or tagged_fields_alterable_config_flexible__alter_configs_resource_flexible_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_alterable_config_flexible__alter_configs_resource_flexible_,
+                    "alterable_config_flexible.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if (
+            tagged_fields_alter_configs_resource_flexible_
+            or tagged_fields_alter_configs_resource_flexible_.__class__ is _TagSection
+        ):
             _write_tagged(
                 out,
-                tags__alterable_config_flexible__alter_configs_resource_flexible_,
-                tagged_fields_alterable_config_flexible__alter_configs_resource_flexible_,
-                "alterable_config_flexible.tagged_fields",
-                valid__alterable_config_flexible__alter_configs_resource_flexible_,
+                [],
+                tagged_fields_alter_configs_resource_flexible_,
+                "alter_configs_resource_flexible.tagged_fields",
+                None,
             )
-        tags__alter_configs_resource_flexible_ = []
-        valid__alter_configs_resource_flexible_ = None
-        _write_tagged(
-            out,
-            tags__alter_configs_resource_flexible_,
-            tagged_fields_alter_configs_resource_flexible_,
-            "alter_configs_resource_flexible.tagged_fields",
-            valid__alter_configs_resource_flexible_,
-        )
+        else:
+            out.append(0)
     out += _S4.pack(validate_only)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "incremental_alter_configs_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "incremental_alter_configs_request_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_incremental_alter_configs_request_by_version(buf, pos, end, opts, api_version):

@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -132,9 +133,12 @@ def _encode_init_producer_id_request(obj, out, index, api_version):
             f"InitProducerIdRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="init_producer_id_request",
         )
-    own_ = type(obj) is InitProducerIdRequest
-    transactional_id = obj.transactional_id if own_ else getattr(obj, "transactional_id", "")
-    transaction_timeout_ms = obj.transaction_timeout_ms if own_ else getattr(obj, "transaction_timeout_ms", 0)
+    if type(obj) is InitProducerIdRequest:
+        transactional_id = obj.transactional_id
+        transaction_timeout_ms = obj.transaction_timeout_ms
+    else:  # another class: its fields by name, a missing one at its default
+        transactional_id = getattr(obj, "transactional_id", "")
+        transaction_timeout_ms = getattr(obj, "transaction_timeout_ms", 0)
     if transactional_id is None:
         out += _S0.pack(-1)
     else:
@@ -152,9 +156,12 @@ def _fencode_init_producer_id_request(obj, out, index, api_version):
             f"InitProducerIdRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="init_producer_id_request",
         )
-    own_ = type(obj) is InitProducerIdRequest
-    transactional_id = obj.transactional_id if own_ else getattr(obj, "transactional_id", "")
-    transaction_timeout_ms = obj.transaction_timeout_ms if own_ else getattr(obj, "transaction_timeout_ms", 0)
+    if type(obj) is InitProducerIdRequest:
+        transactional_id = obj.transactional_id
+        transaction_timeout_ms = obj.transaction_timeout_ms
+    else:  # another class: its fields by name, a missing one at its default
+        transactional_id = getattr(obj, "transactional_id", "")
+        transaction_timeout_ms = getattr(obj, "transaction_timeout_ms", 0)
     if transactional_id is None:
         out += _S0.pack(-1)
     else:
@@ -227,36 +234,39 @@ def _decode_init_producer_id_request_flexible(buf, pos, end, opts, api_version):
     else:
         producer_epoch = -1
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "init_producer_id_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="init_producer_id_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "init_producer_id_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "init_producer_id_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "init_producer_id_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="init_producer_id_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "init_producer_id_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "init_producer_id_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="init_producer_id_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return InitProducerIdRequestFlexible(
         transactional_id, transaction_timeout_ms, producer_id, producer_epoch, tagged_fields
     ), pos
@@ -307,36 +317,39 @@ def _fdecode_init_producer_id_request_flexible(buf, pos, end, opts, api_version)
     else:
         producer_epoch = -1
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "init_producer_id_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="init_producer_id_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "init_producer_id_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "init_producer_id_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "init_producer_id_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="init_producer_id_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "init_producer_id_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "init_producer_id_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="init_producer_id_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(InitProducerIdRequestFlexible)  # slots set directly: a third of the cost of calling __init__
     value_.transactional_id = transactional_id
     value_.transaction_timeout_ms = transaction_timeout_ms
@@ -353,12 +366,18 @@ def _encode_init_producer_id_request_flexible(obj, out, index, api_version):
             f"InitProducerIdRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 5)))",
             path="init_producer_id_request_flexible",
         )
-    own_ = type(obj) is InitProducerIdRequestFlexible
-    transactional_id = obj.transactional_id if own_ else getattr(obj, "transactional_id", "")
-    transaction_timeout_ms = obj.transaction_timeout_ms if own_ else getattr(obj, "transaction_timeout_ms", 0)
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", -1)
-    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", -1)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is InitProducerIdRequestFlexible:
+        transactional_id = obj.transactional_id
+        transaction_timeout_ms = obj.transaction_timeout_ms
+        producer_id = obj.producer_id
+        producer_epoch = obj.producer_epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        transactional_id = getattr(obj, "transactional_id", "")
+        transaction_timeout_ms = getattr(obj, "transaction_timeout_ms", 0)
+        producer_id = getattr(obj, "producer_id", -1)
+        producer_epoch = getattr(obj, "producer_epoch", -1)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if transactional_id is None:
         out.append(0)
     else:
@@ -376,9 +395,10 @@ def _encode_init_producer_id_request_flexible(obj, out, index, api_version):
         out += _S2.pack(producer_id)
     if api_version >= 3:
         out += _S0.pack(producer_epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "init_producer_id_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "init_producer_id_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_init_producer_id_request_flexible(obj, out, index, api_version):
@@ -388,12 +408,18 @@ def _fencode_init_producer_id_request_flexible(obj, out, index, api_version):
             f"InitProducerIdRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 5)))",
             path="init_producer_id_request_flexible",
         )
-    own_ = type(obj) is InitProducerIdRequestFlexible
-    transactional_id = obj.transactional_id if own_ else getattr(obj, "transactional_id", "")
-    transaction_timeout_ms = obj.transaction_timeout_ms if own_ else getattr(obj, "transaction_timeout_ms", 0)
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", -1)
-    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", -1)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is InitProducerIdRequestFlexible:
+        transactional_id = obj.transactional_id
+        transaction_timeout_ms = obj.transaction_timeout_ms
+        producer_id = obj.producer_id
+        producer_epoch = obj.producer_epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        transactional_id = getattr(obj, "transactional_id", "")
+        transaction_timeout_ms = getattr(obj, "transaction_timeout_ms", 0)
+        producer_id = getattr(obj, "producer_id", -1)
+        producer_epoch = getattr(obj, "producer_epoch", -1)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if transactional_id is None:
         out.append(0)
     else:
@@ -411,9 +437,10 @@ def _fencode_init_producer_id_request_flexible(obj, out, index, api_version):
         out += _S2.pack(producer_id)
     if api_version >= 3:
         out += _S0.pack(producer_epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "init_producer_id_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "init_producer_id_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_init_producer_id_request_v6(buf, pos, end, opts, api_version):
@@ -466,36 +493,39 @@ def _decode_init_producer_id_request_v6(buf, pos, end, opts, api_version):
     ) = _S3.unpack_from(buf, pos)
     pos += 16
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "init_producer_id_request_v6.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="init_producer_id_request_v6.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "init_producer_id_request_v6.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "init_producer_id_request_v6.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "init_producer_id_request_v6.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="init_producer_id_request_v6.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "init_producer_id_request_v6.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "init_producer_id_request_v6.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="init_producer_id_request_v6.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return InitProducerIdRequestV6(
         transactional_id,
         transaction_timeout_ms,
@@ -546,36 +576,39 @@ def _fdecode_init_producer_id_request_v6(buf, pos, end, opts, api_version):
     ) = _S3.unpack_from(buf, pos)
     pos += 16
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "init_producer_id_request_v6.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="init_producer_id_request_v6.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "init_producer_id_request_v6.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "init_producer_id_request_v6.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "init_producer_id_request_v6.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="init_producer_id_request_v6.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "init_producer_id_request_v6.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "init_producer_id_request_v6.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="init_producer_id_request_v6.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(InitProducerIdRequestV6)  # slots set directly: a third of the cost of calling __init__
     value_.transactional_id = transactional_id
     value_.transaction_timeout_ms = transaction_timeout_ms
@@ -594,14 +627,22 @@ def _encode_init_producer_id_request_v6(obj, out, index, api_version):
             f"InitProducerIdRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 6) and (<params>.api_version <= 6)))",
             path="init_producer_id_request_v6",
         )
-    own_ = type(obj) is InitProducerIdRequestV6
-    transactional_id = obj.transactional_id if own_ else getattr(obj, "transactional_id", "")
-    transaction_timeout_ms = obj.transaction_timeout_ms if own_ else getattr(obj, "transaction_timeout_ms", 0)
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", -1)
-    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", -1)
-    enable2_pc = obj.enable2_pc if own_ else getattr(obj, "enable2_pc", False)
-    keep_prepared_txn = obj.keep_prepared_txn if own_ else getattr(obj, "keep_prepared_txn", False)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is InitProducerIdRequestV6:
+        transactional_id = obj.transactional_id
+        transaction_timeout_ms = obj.transaction_timeout_ms
+        producer_id = obj.producer_id
+        producer_epoch = obj.producer_epoch
+        enable2_pc = obj.enable2_pc
+        keep_prepared_txn = obj.keep_prepared_txn
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        transactional_id = getattr(obj, "transactional_id", "")
+        transaction_timeout_ms = getattr(obj, "transaction_timeout_ms", 0)
+        producer_id = getattr(obj, "producer_id", -1)
+        producer_epoch = getattr(obj, "producer_epoch", -1)
+        enable2_pc = getattr(obj, "enable2_pc", False)
+        keep_prepared_txn = getattr(obj, "keep_prepared_txn", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if transactional_id is None:
         out.append(0)
     else:
@@ -615,9 +656,10 @@ def _encode_init_producer_id_request_v6(obj, out, index, api_version):
 
         out += transactional_id
     out += _S3.pack(transaction_timeout_ms, producer_id, producer_epoch, enable2_pc, keep_prepared_txn)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "init_producer_id_request_v6.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "init_producer_id_request_v6.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_init_producer_id_request_v6(obj, out, index, api_version):
@@ -627,14 +669,22 @@ def _fencode_init_producer_id_request_v6(obj, out, index, api_version):
             f"InitProducerIdRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 6) and (<params>.api_version <= 6)))",
             path="init_producer_id_request_v6",
         )
-    own_ = type(obj) is InitProducerIdRequestV6
-    transactional_id = obj.transactional_id if own_ else getattr(obj, "transactional_id", "")
-    transaction_timeout_ms = obj.transaction_timeout_ms if own_ else getattr(obj, "transaction_timeout_ms", 0)
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", -1)
-    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", -1)
-    enable2_pc = obj.enable2_pc if own_ else getattr(obj, "enable2_pc", False)
-    keep_prepared_txn = obj.keep_prepared_txn if own_ else getattr(obj, "keep_prepared_txn", False)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is InitProducerIdRequestV6:
+        transactional_id = obj.transactional_id
+        transaction_timeout_ms = obj.transaction_timeout_ms
+        producer_id = obj.producer_id
+        producer_epoch = obj.producer_epoch
+        enable2_pc = obj.enable2_pc
+        keep_prepared_txn = obj.keep_prepared_txn
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        transactional_id = getattr(obj, "transactional_id", "")
+        transaction_timeout_ms = getattr(obj, "transaction_timeout_ms", 0)
+        producer_id = getattr(obj, "producer_id", -1)
+        producer_epoch = getattr(obj, "producer_epoch", -1)
+        enable2_pc = getattr(obj, "enable2_pc", False)
+        keep_prepared_txn = getattr(obj, "keep_prepared_txn", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if transactional_id is None:
         out.append(0)
     else:
@@ -648,9 +698,10 @@ def _fencode_init_producer_id_request_v6(obj, out, index, api_version):
 
         out += transactional_id
     out += _S3.pack(transaction_timeout_ms, producer_id, producer_epoch, enable2_pc, keep_prepared_txn)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "init_producer_id_request_v6.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "init_producer_id_request_v6.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_init_producer_id_request_by_version(buf, pos, end, opts, api_version):

@@ -26,6 +26,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -65,46 +66,59 @@ def _decode_partition_data(buf, pos, end, opts):
     ) = _S0.unpack_from(buf, pos)
     pos += 16
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="partition_data.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="partition_data.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="partition_data.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="partition_data.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return PartitionData(partition, state_epoch, start_offset, tagged_fields), pos
 
 
 def _encode_partition_data(obj, out, index):
     """Append one partition_data to out."""
-    own_ = type(obj) is PartitionData
-    partition = obj.partition if own_ else getattr(obj, "partition", 0)
-    state_epoch = obj.state_epoch if own_ else getattr(obj, "state_epoch", 0)
-    start_offset = obj.start_offset if own_ else getattr(obj, "start_offset", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is PartitionData:
+        partition = obj.partition
+        state_epoch = obj.state_epoch
+        start_offset = obj.start_offset
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition = getattr(obj, "partition", 0)
+        state_epoch = getattr(obj, "state_epoch", 0)
+        start_offset = getattr(obj, "start_offset", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition, state_epoch, start_offset)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "partition_data.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "partition_data.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_initialize_state_data(buf, pos, end, opts):
@@ -148,45 +162,52 @@ def _decode_initialize_state_data(buf, pos, end, opts):
             raise exc.within("initialize_state_data.partitions", i_partitions, "partition_data") from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "initialize_state_data.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="initialize_state_data.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "initialize_state_data.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "initialize_state_data.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "initialize_state_data.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="initialize_state_data.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "initialize_state_data.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "initialize_state_data.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="initialize_state_data.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return InitializeStateData(topic_id, partitions, tagged_fields), pos
 
 
 def _encode_initialize_state_data(obj, out, index):
     """Append one initialize_state_data to out."""
-    own_ = type(obj) is InitializeStateData
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is InitializeStateData:
+        topic_id = obj.topic_id
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_id = getattr(obj, "topic_id", None)
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(_uuid16(topic_id))
     n_ = len(partitions)
     if -1 <= n_ < 0x3FFF:
@@ -204,9 +225,10 @@ def _encode_initialize_state_data(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"initialize_state_data.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "initialize_state_data.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "initialize_state_data.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_initialize_share_group_state_request(buf, pos, end, opts, api_version):
@@ -307,36 +329,39 @@ def _decode_initialize_share_group_state_request(buf, pos, end, opts, api_versio
                     path="initialize_share_group_state_request.topics",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "initialize_share_group_state_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="initialize_share_group_state_request.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "initialize_share_group_state_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "initialize_share_group_state_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "initialize_share_group_state_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="initialize_share_group_state_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "initialize_share_group_state_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "initialize_share_group_state_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="initialize_share_group_state_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return InitializeShareGroupStateRequest(group_id, topics, tagged_fields), pos
 
 
@@ -437,51 +462,54 @@ def _fdecode_initialize_share_group_state_request(buf, pos, end, opts, api_versi
             ) = _S0.unpack_from(buf, pos)
             pos += 16
             tagged_fields_partition_data__initialize_state_data_ = []
-            sec__partition_data__initialize_state_data_ = pos
-            prev__partition_data__initialize_state_data_, odd__partition_data__initialize_state_data_ = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__partition_data__initialize_state_data_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__partition_data__initialize_state_data_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_data.tagged_fields"
-                )
-            if n_tags__partition_data__initialize_state_data_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__partition_data__initialize_state_data_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="partition_data.tagged_fields",
-                )
-            for __partition_data__initialize_state_data_ in range(n_tags__partition_data__initialize_state_data_):
-                tag__partition_data__initialize_state_data_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_data.tagged_fields"
-                )
-                size__partition_data__initialize_state_data_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_data.tagged_fields"
-                )
-                if size__partition_data__initialize_state_data_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__partition_data__initialize_state_data_} declares {size__partition_data__initialize_state_data_} bytes, {end - pos} left",
+                sec__partition_data__initialize_state_data_ = pos
+                prev__partition_data__initialize_state_data_, odd__partition_data__initialize_state_data_ = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__partition_data__initialize_state_data_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__partition_data__initialize_state_data_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_data.tagged_fields"
+                    )
+                if n_tags__partition_data__initialize_state_data_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__partition_data__initialize_state_data_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="partition_data.tagged_fields",
                     )
-                stop__partition_data__initialize_state_data_ = pos + size__partition_data__initialize_state_data_
-                if tag__partition_data__initialize_state_data_ <= prev__partition_data__initialize_state_data_:
-                    odd__partition_data__initialize_state_data_ = True
-                prev__partition_data__initialize_state_data_ = tag__partition_data__initialize_state_data_
-                tagged_fields_partition_data__initialize_state_data_.append(
-                    (
-                        tag__partition_data__initialize_state_data_,
-                        bytes(buf[pos:stop__partition_data__initialize_state_data_]),
+                for __partition_data__initialize_state_data_ in range(n_tags__partition_data__initialize_state_data_):
+                    tag__partition_data__initialize_state_data_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_data.tagged_fields"
                     )
-                )
-                pos = stop__partition_data__initialize_state_data_
-            if odd__partition_data__initialize_state_data_:
-                tagged_fields_partition_data__initialize_state_data_ = _keep_tags(
-                    tagged_fields_partition_data__initialize_state_data_,
-                    buf[sec__partition_data__initialize_state_data_:pos],
-                    (),
-                )
+                    size__partition_data__initialize_state_data_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_data.tagged_fields"
+                    )
+                    if size__partition_data__initialize_state_data_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__partition_data__initialize_state_data_} declares {size__partition_data__initialize_state_data_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="partition_data.tagged_fields",
+                        )
+                    stop__partition_data__initialize_state_data_ = pos + size__partition_data__initialize_state_data_
+                    if tag__partition_data__initialize_state_data_ <= prev__partition_data__initialize_state_data_:
+                        odd__partition_data__initialize_state_data_ = True
+                    prev__partition_data__initialize_state_data_ = tag__partition_data__initialize_state_data_
+                    tagged_fields_partition_data__initialize_state_data_.append(
+                        (
+                            tag__partition_data__initialize_state_data_,
+                            bytes(buf[pos:stop__partition_data__initialize_state_data_]),
+                        )
+                    )
+                    pos = stop__partition_data__initialize_state_data_
+                if odd__partition_data__initialize_state_data_:
+                    tagged_fields_partition_data__initialize_state_data_ = _keep_tags(
+                        tagged_fields_partition_data__initialize_state_data_,
+                        buf[sec__partition_data__initialize_state_data_:pos],
+                        (),
+                    )
             value__partition_data__initialize_state_data_ = _new_object(PartitionData)
             value__partition_data__initialize_state_data_.partition = partition_partition_data__initialize_state_data_
             value__partition_data__initialize_state_data_.state_epoch = (
@@ -496,40 +524,47 @@ def _fdecode_initialize_share_group_state_request(buf, pos, end, opts, api_versi
             item__initialize_state_data_ = value__partition_data__initialize_state_data_
             append_partitions_initialize_state_data_(item__initialize_state_data_)
         tagged_fields_initialize_state_data_ = []
-        sec__initialize_state_data_ = pos
-        prev__initialize_state_data_, odd__initialize_state_data_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__initialize_state_data_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__initialize_state_data_, pos = _read_uvarint32(buf, pos, end, "initialize_state_data.tagged_fields")
-        if n_tags__initialize_state_data_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__initialize_state_data_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="initialize_state_data.tagged_fields",
-            )
-        for __initialize_state_data_ in range(n_tags__initialize_state_data_):
-            tag__initialize_state_data_, pos = _read_uvarint32(buf, pos, end, "initialize_state_data.tagged_fields")
-            size__initialize_state_data_, pos = _read_uvarint32(buf, pos, end, "initialize_state_data.tagged_fields")
-            if size__initialize_state_data_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__initialize_state_data_} declares {size__initialize_state_data_} bytes, {end - pos} left",
+            sec__initialize_state_data_ = pos
+            prev__initialize_state_data_, odd__initialize_state_data_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__initialize_state_data_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__initialize_state_data_, pos = _read_uvarint32(
+                    buf, pos, end, "initialize_state_data.tagged_fields"
+                )
+            if n_tags__initialize_state_data_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__initialize_state_data_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="initialize_state_data.tagged_fields",
                 )
-            stop__initialize_state_data_ = pos + size__initialize_state_data_
-            if tag__initialize_state_data_ <= prev__initialize_state_data_:
-                odd__initialize_state_data_ = True
-            prev__initialize_state_data_ = tag__initialize_state_data_
-            tagged_fields_initialize_state_data_.append(
-                (tag__initialize_state_data_, bytes(buf[pos:stop__initialize_state_data_]))
-            )
-            pos = stop__initialize_state_data_
-        if odd__initialize_state_data_:
-            tagged_fields_initialize_state_data_ = _keep_tags(
-                tagged_fields_initialize_state_data_, buf[sec__initialize_state_data_:pos], ()
-            )
+            for __initialize_state_data_ in range(n_tags__initialize_state_data_):
+                tag__initialize_state_data_, pos = _read_uvarint32(buf, pos, end, "initialize_state_data.tagged_fields")
+                size__initialize_state_data_, pos = _read_uvarint32(
+                    buf, pos, end, "initialize_state_data.tagged_fields"
+                )
+                if size__initialize_state_data_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__initialize_state_data_} declares {size__initialize_state_data_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="initialize_state_data.tagged_fields",
+                    )
+                stop__initialize_state_data_ = pos + size__initialize_state_data_
+                if tag__initialize_state_data_ <= prev__initialize_state_data_:
+                    odd__initialize_state_data_ = True
+                prev__initialize_state_data_ = tag__initialize_state_data_
+                tagged_fields_initialize_state_data_.append(
+                    (tag__initialize_state_data_, bytes(buf[pos:stop__initialize_state_data_]))
+                )
+                pos = stop__initialize_state_data_
+            if odd__initialize_state_data_:
+                tagged_fields_initialize_state_data_ = _keep_tags(
+                    tagged_fields_initialize_state_data_, buf[sec__initialize_state_data_:pos], ()
+                )
         value__initialize_state_data_ = _new_object(InitializeStateData)
         value__initialize_state_data_.topic_id = topic_id_initialize_state_data_
         value__initialize_state_data_.partitions = partitions_initialize_state_data_
@@ -541,36 +576,39 @@ def _fdecode_initialize_share_group_state_request(buf, pos, end, opts, api_versi
             if budget_topics < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "initialize_share_group_state_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="initialize_share_group_state_request.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "initialize_share_group_state_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "initialize_share_group_state_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "initialize_share_group_state_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="initialize_share_group_state_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "initialize_share_group_state_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "initialize_share_group_state_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="initialize_share_group_state_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(InitializeShareGroupStateRequest)
     value_.group_id = group_id
     value_.topics = topics
@@ -585,10 +623,14 @@ def _encode_initialize_share_group_state_request(obj, out, index, api_version):
             f"InitializeShareGroupStateRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="initialize_share_group_state_request",
         )
-    own_ = type(obj) is InitializeShareGroupStateRequest
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is InitializeShareGroupStateRequest:
+        group_id = obj.group_id
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", "")
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if group_id is None:
         raise _InvalidValueError("may not be null", path="initialize_share_group_state_request.group_id")
     else:
@@ -617,9 +659,10 @@ def _encode_initialize_share_group_state_request(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"initialize_share_group_state_request.topics[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "initialize_share_group_state_request.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "initialize_share_group_state_request.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_initialize_share_group_state_request(obj, out, index, api_version):
@@ -629,10 +672,14 @@ def _fencode_initialize_share_group_state_request(obj, out, index, api_version):
             f"InitializeShareGroupStateRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="initialize_share_group_state_request",
         )
-    own_ = type(obj) is InitializeShareGroupStateRequest
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is InitializeShareGroupStateRequest:
+        group_id = obj.group_id
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:
+        group_id = getattr(obj, "group_id", "")
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     b_ = _STR_ENCODED.get(group_id)
     group_id = _encode_str(group_id) if b_ is None else b_
     n_ = len(group_id)
@@ -647,16 +694,14 @@ def _fencode_initialize_share_group_state_request(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "initialize_share_group_state_request.topics")
     for item_ in topics:
-        own__initialize_state_data_ = type(item_) is InitializeStateData
-        topic_id_initialize_state_data_ = (
-            item_.topic_id if own__initialize_state_data_ else getattr(item_, "topic_id", None)
-        )
-        partitions_initialize_state_data_ = (
-            item_.partitions if own__initialize_state_data_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_initialize_state_data_ = (
-            item_.tagged_fields if own__initialize_state_data_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is InitializeStateData:
+            topic_id_initialize_state_data_ = item_.topic_id
+            partitions_initialize_state_data_ = item_.partitions
+            tagged_fields_initialize_state_data_ = item_.tagged_fields
+        else:
+            topic_id_initialize_state_data_ = getattr(item_, "topic_id", None)
+            partitions_initialize_state_data_ = getattr(item_, "partitions", None)
+            tagged_fields_initialize_state_data_ = getattr(item_, "tagged_fields", None)
         out += _S1.pack(_uuid16(topic_id_initialize_state_data_))
         n__initialize_state_data_ = len(partitions_initialize_state_data_)
         if -1 <= n__initialize_state_data_ < 16383:
@@ -664,53 +709,44 @@ def _fencode_initialize_share_group_state_request(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__initialize_state_data_ + 1, "initialize_state_data.partitions")
         for item__initialize_state_data_ in partitions_initialize_state_data_:
-            own__partition_data__initialize_state_data_ = type(item__initialize_state_data_) is PartitionData
-            partition_partition_data__initialize_state_data_ = (
-                item__initialize_state_data_.partition
-                if own__partition_data__initialize_state_data_
-                else getattr(item__initialize_state_data_, "partition", 0)
-            )
-            state_epoch_partition_data__initialize_state_data_ = (
-                item__initialize_state_data_.state_epoch
-                if own__partition_data__initialize_state_data_
-                else getattr(item__initialize_state_data_, "state_epoch", 0)
-            )
-            start_offset_partition_data__initialize_state_data_ = (
-                item__initialize_state_data_.start_offset
-                if own__partition_data__initialize_state_data_
-                else getattr(item__initialize_state_data_, "start_offset", 0)
-            )
-            tagged_fields_partition_data__initialize_state_data_ = (
-                item__initialize_state_data_.tagged_fields
-                if own__partition_data__initialize_state_data_
-                else getattr(item__initialize_state_data_, "tagged_fields", None)
-            )
+            if type(item__initialize_state_data_) is PartitionData:
+                partition_partition_data__initialize_state_data_ = item__initialize_state_data_.partition
+                state_epoch_partition_data__initialize_state_data_ = item__initialize_state_data_.state_epoch
+                start_offset_partition_data__initialize_state_data_ = item__initialize_state_data_.start_offset
+                tagged_fields_partition_data__initialize_state_data_ = item__initialize_state_data_.tagged_fields
+            else:
+                partition_partition_data__initialize_state_data_ = getattr(item__initialize_state_data_, "partition", 0)
+                state_epoch_partition_data__initialize_state_data_ = getattr(
+                    item__initialize_state_data_, "state_epoch", 0
+                )
+                start_offset_partition_data__initialize_state_data_ = getattr(
+                    item__initialize_state_data_, "start_offset", 0
+                )
+                tagged_fields_partition_data__initialize_state_data_ = getattr(
+                    item__initialize_state_data_, "tagged_fields", None
+                )
             out += _S0.pack(
                 partition_partition_data__initialize_state_data_,
                 state_epoch_partition_data__initialize_state_data_,
                 start_offset_partition_data__initialize_state_data_,
             )
-            tags__partition_data__initialize_state_data_ = []
-            valid__partition_data__initialize_state_data_ = None
-            _write_tagged(
-                out,
-                tags__partition_data__initialize_state_data_,
-                tagged_fields_partition_data__initialize_state_data_,
-                "partition_data.tagged_fields",
-                valid__partition_data__initialize_state_data_,
-            )
-        tags__initialize_state_data_ = []
-        valid__initialize_state_data_ = None
-        _write_tagged(
-            out,
-            tags__initialize_state_data_,
-            tagged_fields_initialize_state_data_,
-            "initialize_state_data.tagged_fields",
-            valid__initialize_state_data_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "initialize_share_group_state_request.tagged_fields", valid_)
+            if (
+                tagged_fields_partition_data__initialize_state_data_
+                or tagged_fields_partition_data__initialize_state_data_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out, [], tagged_fields_partition_data__initialize_state_data_, "partition_data.tagged_fields", None
+                )
+            else:
+                out.append(0)
+        if tagged_fields_initialize_state_data_ or tagged_fields_initialize_state_data_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_initialize_state_data_, "initialize_state_data.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "initialize_share_group_state_request.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_initialize_share_group_state_request_by_version(buf, pos, end, opts, api_version):

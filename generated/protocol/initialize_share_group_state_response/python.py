@@ -26,6 +26,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -91,46 +92,54 @@ def _decode_partition_result(buf, pos, end, opts):
         error_message = str(buf[pos : pos + n_error_message], "utf-8", "surrogateescape")
         pos += n_error_message
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_result.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="partition_result.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "partition_result.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "partition_result.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_result.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="partition_result.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "partition_result.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "partition_result.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="partition_result.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return PartitionResult(partition, error_code, error_message, tagged_fields), pos
 
 
 def _encode_partition_result(obj, out, index):
     """Append one partition_result to out."""
-    own_ = type(obj) is PartitionResult
-    partition = obj.partition if own_ else getattr(obj, "partition", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is PartitionResult:
+        partition = obj.partition
+        error_code = obj.error_code
+        error_message = obj.error_message
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition = getattr(obj, "partition", 0)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition, error_code)
     if error_message is None:
         out.append(0)
@@ -144,9 +153,10 @@ def _encode_partition_result(obj, out, index):
             _write_uvarint(out, n_ + 1, "partition_result.error_message")
 
         out += error_message
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "partition_result.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "partition_result.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_initialize_state_result(buf, pos, end, opts):
@@ -192,45 +202,52 @@ def _decode_initialize_state_result(buf, pos, end, opts):
             raise exc.within("initialize_state_result.partitions", i_partitions, "partition_result") from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "initialize_state_result.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="initialize_state_result.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "initialize_state_result.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "initialize_state_result.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "initialize_state_result.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="initialize_state_result.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "initialize_state_result.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "initialize_state_result.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="initialize_state_result.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return InitializeStateResult(topic_id, partitions, tagged_fields), pos
 
 
 def _encode_initialize_state_result(obj, out, index):
     """Append one initialize_state_result to out."""
-    own_ = type(obj) is InitializeStateResult
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is InitializeStateResult:
+        topic_id = obj.topic_id
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_id = getattr(obj, "topic_id", None)
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(_uuid16(topic_id))
     n_ = len(partitions)
     if -1 <= n_ < 0x3FFF:
@@ -248,9 +265,10 @@ def _encode_initialize_state_result(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"initialize_state_result.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "initialize_state_result.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "initialize_state_result.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_initialize_share_group_state_response(buf, pos, end, opts, api_version):
@@ -320,36 +338,39 @@ def _decode_initialize_share_group_state_response(buf, pos, end, opts, api_versi
                     path="initialize_share_group_state_response.results",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "initialize_share_group_state_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="initialize_share_group_state_response.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "initialize_share_group_state_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "initialize_share_group_state_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "initialize_share_group_state_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="initialize_share_group_state_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "initialize_share_group_state_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "initialize_share_group_state_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="initialize_share_group_state_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return InitializeShareGroupStateResponse(results, tagged_fields), pos
 
 
@@ -461,58 +482,64 @@ def _fdecode_initialize_share_group_state_response(buf, pos, end, opts, api_vers
                     )
                 pos += n_error_message_partition_result__initialize_state_result_
             tagged_fields_partition_result__initialize_state_result_ = []
-            sec__partition_result__initialize_state_result_ = pos
-            prev__partition_result__initialize_state_result_, odd__partition_result__initialize_state_result_ = (
-                -1,
-                False,
-            )
-            if pos < end and buf[pos] < 128:
-                n_tags__partition_result__initialize_state_result_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__partition_result__initialize_state_result_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_result.tagged_fields"
+                sec__partition_result__initialize_state_result_ = pos
+                prev__partition_result__initialize_state_result_, odd__partition_result__initialize_state_result_ = (
+                    -1,
+                    False,
                 )
-            if n_tags__partition_result__initialize_state_result_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__partition_result__initialize_state_result_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="partition_result.tagged_fields",
-                )
-            for __partition_result__initialize_state_result_ in range(
-                n_tags__partition_result__initialize_state_result_
-            ):
-                tag__partition_result__initialize_state_result_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_result.tagged_fields"
-                )
-                size__partition_result__initialize_state_result_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_result.tagged_fields"
-                )
-                if size__partition_result__initialize_state_result_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__partition_result__initialize_state_result_} declares {size__partition_result__initialize_state_result_} bytes, {end - pos} left",
+                if pos < end and buf[pos] < 128:
+                    n_tags__partition_result__initialize_state_result_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__partition_result__initialize_state_result_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_result.tagged_fields"
+                    )
+                if n_tags__partition_result__initialize_state_result_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__partition_result__initialize_state_result_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="partition_result.tagged_fields",
                     )
-                stop__partition_result__initialize_state_result_ = (
-                    pos + size__partition_result__initialize_state_result_
-                )
-                if tag__partition_result__initialize_state_result_ <= prev__partition_result__initialize_state_result_:
-                    odd__partition_result__initialize_state_result_ = True
-                prev__partition_result__initialize_state_result_ = tag__partition_result__initialize_state_result_
-                tagged_fields_partition_result__initialize_state_result_.append(
-                    (
-                        tag__partition_result__initialize_state_result_,
-                        bytes(buf[pos:stop__partition_result__initialize_state_result_]),
+                for __partition_result__initialize_state_result_ in range(
+                    n_tags__partition_result__initialize_state_result_
+                ):
+                    tag__partition_result__initialize_state_result_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_result.tagged_fields"
                     )
-                )
-                pos = stop__partition_result__initialize_state_result_
-            if odd__partition_result__initialize_state_result_:
-                tagged_fields_partition_result__initialize_state_result_ = _keep_tags(
-                    tagged_fields_partition_result__initialize_state_result_,
-                    buf[sec__partition_result__initialize_state_result_:pos],
-                    (),
-                )
+                    size__partition_result__initialize_state_result_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_result.tagged_fields"
+                    )
+                    if size__partition_result__initialize_state_result_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__partition_result__initialize_state_result_} declares {size__partition_result__initialize_state_result_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="partition_result.tagged_fields",
+                        )
+                    stop__partition_result__initialize_state_result_ = (
+                        pos + size__partition_result__initialize_state_result_
+                    )
+                    if (
+                        tag__partition_result__initialize_state_result_
+                        <= prev__partition_result__initialize_state_result_
+                    ):
+                        odd__partition_result__initialize_state_result_ = True
+                    prev__partition_result__initialize_state_result_ = tag__partition_result__initialize_state_result_
+                    tagged_fields_partition_result__initialize_state_result_.append(
+                        (
+                            tag__partition_result__initialize_state_result_,
+                            bytes(buf[pos:stop__partition_result__initialize_state_result_]),
+                        )
+                    )
+                    pos = stop__partition_result__initialize_state_result_
+                if odd__partition_result__initialize_state_result_:
+                    tagged_fields_partition_result__initialize_state_result_ = _keep_tags(
+                        tagged_fields_partition_result__initialize_state_result_,
+                        buf[sec__partition_result__initialize_state_result_:pos],
+                        (),
+                    )
             value__partition_result__initialize_state_result_ = _new_object(PartitionResult)
             value__partition_result__initialize_state_result_.partition = (
                 partition_partition_result__initialize_state_result_
@@ -529,44 +556,49 @@ def _fdecode_initialize_share_group_state_response(buf, pos, end, opts, api_vers
             item__initialize_state_result_ = value__partition_result__initialize_state_result_
             append_partitions_initialize_state_result_(item__initialize_state_result_)
         tagged_fields_initialize_state_result_ = []
-        sec__initialize_state_result_ = pos
-        prev__initialize_state_result_, odd__initialize_state_result_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__initialize_state_result_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__initialize_state_result_, pos = _read_uvarint32(
-                buf, pos, end, "initialize_state_result.tagged_fields"
-            )
-        if n_tags__initialize_state_result_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__initialize_state_result_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="initialize_state_result.tagged_fields",
-            )
-        for __initialize_state_result_ in range(n_tags__initialize_state_result_):
-            tag__initialize_state_result_, pos = _read_uvarint32(buf, pos, end, "initialize_state_result.tagged_fields")
-            size__initialize_state_result_, pos = _read_uvarint32(
-                buf, pos, end, "initialize_state_result.tagged_fields"
-            )
-            if size__initialize_state_result_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__initialize_state_result_} declares {size__initialize_state_result_} bytes, {end - pos} left",
+            sec__initialize_state_result_ = pos
+            prev__initialize_state_result_, odd__initialize_state_result_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__initialize_state_result_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__initialize_state_result_, pos = _read_uvarint32(
+                    buf, pos, end, "initialize_state_result.tagged_fields"
+                )
+            if n_tags__initialize_state_result_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__initialize_state_result_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="initialize_state_result.tagged_fields",
                 )
-            stop__initialize_state_result_ = pos + size__initialize_state_result_
-            if tag__initialize_state_result_ <= prev__initialize_state_result_:
-                odd__initialize_state_result_ = True
-            prev__initialize_state_result_ = tag__initialize_state_result_
-            tagged_fields_initialize_state_result_.append(
-                (tag__initialize_state_result_, bytes(buf[pos:stop__initialize_state_result_]))
-            )
-            pos = stop__initialize_state_result_
-        if odd__initialize_state_result_:
-            tagged_fields_initialize_state_result_ = _keep_tags(
-                tagged_fields_initialize_state_result_, buf[sec__initialize_state_result_:pos], ()
-            )
+            for __initialize_state_result_ in range(n_tags__initialize_state_result_):
+                tag__initialize_state_result_, pos = _read_uvarint32(
+                    buf, pos, end, "initialize_state_result.tagged_fields"
+                )
+                size__initialize_state_result_, pos = _read_uvarint32(
+                    buf, pos, end, "initialize_state_result.tagged_fields"
+                )
+                if size__initialize_state_result_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__initialize_state_result_} declares {size__initialize_state_result_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="initialize_state_result.tagged_fields",
+                    )
+                stop__initialize_state_result_ = pos + size__initialize_state_result_
+                if tag__initialize_state_result_ <= prev__initialize_state_result_:
+                    odd__initialize_state_result_ = True
+                prev__initialize_state_result_ = tag__initialize_state_result_
+                tagged_fields_initialize_state_result_.append(
+                    (tag__initialize_state_result_, bytes(buf[pos:stop__initialize_state_result_]))
+                )
+                pos = stop__initialize_state_result_
+            if odd__initialize_state_result_:
+                tagged_fields_initialize_state_result_ = _keep_tags(
+                    tagged_fields_initialize_state_result_, buf[sec__initialize_state_result_:pos], ()
+                )
         value__initialize_state_result_ = _new_object(InitializeStateResult)
         value__initialize_state_result_.topic_id = topic_id_initialize_state_result_
         value__initialize_state_result_.partitions = partitions_initialize_state_result_
@@ -578,36 +610,39 @@ def _fdecode_initialize_share_group_state_response(buf, pos, end, opts, api_vers
             if budget_results < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "initialize_share_group_state_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="initialize_share_group_state_response.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "initialize_share_group_state_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "initialize_share_group_state_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "initialize_share_group_state_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="initialize_share_group_state_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "initialize_share_group_state_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "initialize_share_group_state_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="initialize_share_group_state_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(InitializeShareGroupStateResponse)
     value_.results = results
     value_.tagged_fields = tagged_fields
@@ -621,9 +656,12 @@ def _encode_initialize_share_group_state_response(obj, out, index, api_version):
             f"InitializeShareGroupStateResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="initialize_share_group_state_response",
         )
-    own_ = type(obj) is InitializeShareGroupStateResponse
-    results = obj.results if own_ else getattr(obj, "results", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is InitializeShareGroupStateResponse:
+        results = obj.results
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        results = getattr(obj, "results", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(results)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -641,9 +679,10 @@ def _encode_initialize_share_group_state_response(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"initialize_share_group_state_response.results[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "initialize_share_group_state_response.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "initialize_share_group_state_response.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_initialize_share_group_state_response(obj, out, index, api_version):
@@ -653,25 +692,26 @@ def _fencode_initialize_share_group_state_response(obj, out, index, api_version)
             f"InitializeShareGroupStateResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="initialize_share_group_state_response",
         )
-    own_ = type(obj) is InitializeShareGroupStateResponse
-    results = obj.results if own_ else getattr(obj, "results", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is InitializeShareGroupStateResponse:
+        results = obj.results
+        tagged_fields = obj.tagged_fields
+    else:
+        results = getattr(obj, "results", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(results)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "initialize_share_group_state_response.results")
     for item_ in results:
-        own__initialize_state_result_ = type(item_) is InitializeStateResult
-        topic_id_initialize_state_result_ = (
-            item_.topic_id if own__initialize_state_result_ else getattr(item_, "topic_id", None)
-        )
-        partitions_initialize_state_result_ = (
-            item_.partitions if own__initialize_state_result_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_initialize_state_result_ = (
-            item_.tagged_fields if own__initialize_state_result_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is InitializeStateResult:
+            topic_id_initialize_state_result_ = item_.topic_id
+            partitions_initialize_state_result_ = item_.partitions
+            tagged_fields_initialize_state_result_ = item_.tagged_fields
+        else:
+            topic_id_initialize_state_result_ = getattr(item_, "topic_id", None)
+            partitions_initialize_state_result_ = getattr(item_, "partitions", None)
+            tagged_fields_initialize_state_result_ = getattr(item_, "tagged_fields", None)
         out += _S1.pack(_uuid16(topic_id_initialize_state_result_))
         n__initialize_state_result_ = len(partitions_initialize_state_result_)
         if -1 <= n__initialize_state_result_ < 16383:
@@ -679,27 +719,24 @@ def _fencode_initialize_share_group_state_response(obj, out, index, api_version)
         else:
             _write_uvarint(out, n__initialize_state_result_ + 1, "initialize_state_result.partitions")
         for item__initialize_state_result_ in partitions_initialize_state_result_:
-            own__partition_result__initialize_state_result_ = type(item__initialize_state_result_) is PartitionResult
-            partition_partition_result__initialize_state_result_ = (
-                item__initialize_state_result_.partition
-                if own__partition_result__initialize_state_result_
-                else getattr(item__initialize_state_result_, "partition", 0)
-            )
-            error_code_partition_result__initialize_state_result_ = (
-                item__initialize_state_result_.error_code
-                if own__partition_result__initialize_state_result_
-                else getattr(item__initialize_state_result_, "error_code", 0)
-            )
-            error_message_partition_result__initialize_state_result_ = (
-                item__initialize_state_result_.error_message
-                if own__partition_result__initialize_state_result_
-                else getattr(item__initialize_state_result_, "error_message", None)
-            )
-            tagged_fields_partition_result__initialize_state_result_ = (
-                item__initialize_state_result_.tagged_fields
-                if own__partition_result__initialize_state_result_
-                else getattr(item__initialize_state_result_, "tagged_fields", None)
-            )
+            if type(item__initialize_state_result_) is PartitionResult:
+                partition_partition_result__initialize_state_result_ = item__initialize_state_result_.partition
+                error_code_partition_result__initialize_state_result_ = item__initialize_state_result_.error_code
+                error_message_partition_result__initialize_state_result_ = item__initialize_state_result_.error_message
+                tagged_fields_partition_result__initialize_state_result_ = item__initialize_state_result_.tagged_fields
+            else:
+                partition_partition_result__initialize_state_result_ = getattr(
+                    item__initialize_state_result_, "partition", 0
+                )
+                error_code_partition_result__initialize_state_result_ = getattr(
+                    item__initialize_state_result_, "error_code", 0
+                )
+                error_message_partition_result__initialize_state_result_ = getattr(
+                    item__initialize_state_result_, "error_message", None
+                )
+                tagged_fields_partition_result__initialize_state_result_ = getattr(
+                    item__initialize_state_result_, "tagged_fields", None
+                )
             out += _S0.pack(
                 partition_partition_result__initialize_state_result_,
                 error_code_partition_result__initialize_state_result_,
@@ -725,27 +762,29 @@ def _fencode_initialize_share_group_state_response(obj, out, index, api_version)
                         out, n__partition_result__initialize_state_result_ + 1, "partition_result.error_message"
                     )
                 out += error_message_partition_result__initialize_state_result_
-            tags__partition_result__initialize_state_result_ = []
-            valid__partition_result__initialize_state_result_ = None
+            if (
+                tagged_fields_partition_result__initialize_state_result_
+                or tagged_fields_partition_result__initialize_state_result_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_partition_result__initialize_state_result_,
+                    "partition_result.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if tagged_fields_initialize_state_result_ or tagged_fields_initialize_state_result_.__class__ is _TagSection:
             _write_tagged(
-                out,
-                tags__partition_result__initialize_state_result_,
-                tagged_fields_partition_result__initialize_state_result_,
-                "partition_result.tagged_fields",
-                valid__partition_result__initialize_state_result_,
+                out, [], tagged_fields_initialize_state_result_, "initialize_state_result.tagged_fields", None
             )
-        tags__initialize_state_result_ = []
-        valid__initialize_state_result_ = None
-        _write_tagged(
-            out,
-            tags__initialize_state_result_,
-            tagged_fields_initialize_state_result_,
-            "initialize_state_result.tagged_fields",
-            valid__initialize_state_result_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "initialize_share_group_state_response.tagged_fields", valid_)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "initialize_share_group_state_response.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_initialize_share_group_state_response_by_version(buf, pos, end, opts, api_version):

@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -108,9 +109,12 @@ def _decode_join_group_request_protocol(buf, pos, end, opts):
 
 def _encode_join_group_request_protocol(obj, out, index):
     """Append one join_group_request_protocol to out."""
-    own_ = type(obj) is JoinGroupRequestProtocol
-    name = obj.name if own_ else getattr(obj, "name", "")
-    metadata = obj.metadata if own_ else getattr(obj, "metadata", None)
+    if type(obj) is JoinGroupRequestProtocol:
+        name = obj.name
+        metadata = obj.metadata
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        metadata = getattr(obj, "metadata", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="join_group_request_protocol.name")
     else:
@@ -397,14 +401,22 @@ def _encode_join_group_request(obj, out, index, api_version):
             f"JoinGroupRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 5))",
             path="join_group_request",
         )
-    own_ = type(obj) is JoinGroupRequest
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    session_timeout_ms = obj.session_timeout_ms if own_ else getattr(obj, "session_timeout_ms", 0)
-    rebalance_timeout_ms = obj.rebalance_timeout_ms if own_ else getattr(obj, "rebalance_timeout_ms", -1)
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    group_instance_id = obj.group_instance_id if own_ else getattr(obj, "group_instance_id", None)
-    protocol_type = obj.protocol_type if own_ else getattr(obj, "protocol_type", "")
-    protocols = obj.protocols if own_ else getattr(obj, "protocols", None)
+    if type(obj) is JoinGroupRequest:
+        group_id = obj.group_id
+        session_timeout_ms = obj.session_timeout_ms
+        rebalance_timeout_ms = obj.rebalance_timeout_ms
+        member_id = obj.member_id
+        group_instance_id = obj.group_instance_id
+        protocol_type = obj.protocol_type
+        protocols = obj.protocols
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", "")
+        session_timeout_ms = getattr(obj, "session_timeout_ms", 0)
+        rebalance_timeout_ms = getattr(obj, "rebalance_timeout_ms", -1)
+        member_id = getattr(obj, "member_id", "")
+        group_instance_id = getattr(obj, "group_instance_id", None)
+        protocol_type = getattr(obj, "protocol_type", "")
+        protocols = getattr(obj, "protocols", None)
     if group_id is None:
         raise _InvalidValueError("may not be null", path="join_group_request.group_id")
     else:
@@ -457,14 +469,22 @@ def _fencode_join_group_request(obj, out, index, api_version):
             f"JoinGroupRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 5))",
             path="join_group_request",
         )
-    own_ = type(obj) is JoinGroupRequest
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    session_timeout_ms = obj.session_timeout_ms if own_ else getattr(obj, "session_timeout_ms", 0)
-    rebalance_timeout_ms = obj.rebalance_timeout_ms if own_ else getattr(obj, "rebalance_timeout_ms", -1)
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    group_instance_id = obj.group_instance_id if own_ else getattr(obj, "group_instance_id", None)
-    protocol_type = obj.protocol_type if own_ else getattr(obj, "protocol_type", "")
-    protocols = obj.protocols if own_ else getattr(obj, "protocols", None)
+    if type(obj) is JoinGroupRequest:
+        group_id = obj.group_id
+        session_timeout_ms = obj.session_timeout_ms
+        rebalance_timeout_ms = obj.rebalance_timeout_ms
+        member_id = obj.member_id
+        group_instance_id = obj.group_instance_id
+        protocol_type = obj.protocol_type
+        protocols = obj.protocols
+    else:
+        group_id = getattr(obj, "group_id", "")
+        session_timeout_ms = getattr(obj, "session_timeout_ms", 0)
+        rebalance_timeout_ms = getattr(obj, "rebalance_timeout_ms", -1)
+        member_id = getattr(obj, "member_id", "")
+        group_instance_id = getattr(obj, "group_instance_id", None)
+        protocol_type = getattr(obj, "protocol_type", "")
+        protocols = getattr(obj, "protocols", None)
     b_ = _STR_ENCODED.get(group_id)
     group_id = _encode_str(group_id) if b_ is None else b_
     out += _S0.pack(len(group_id))
@@ -490,13 +510,12 @@ def _fencode_join_group_request(obj, out, index, api_version):
     out += protocol_type
     out += _S1.pack(len(protocols))
     for item_ in protocols:
-        own__join_group_request_protocol_ = type(item_) is JoinGroupRequestProtocol
-        name_join_group_request_protocol_ = (
-            item_.name if own__join_group_request_protocol_ else getattr(item_, "name", "")
-        )
-        metadata_join_group_request_protocol_ = (
-            item_.metadata if own__join_group_request_protocol_ else getattr(item_, "metadata", None)
-        )
+        if type(item_) is JoinGroupRequestProtocol:
+            name_join_group_request_protocol_ = item_.name
+            metadata_join_group_request_protocol_ = item_.metadata
+        else:
+            name_join_group_request_protocol_ = getattr(item_, "name", "")
+            metadata_join_group_request_protocol_ = getattr(item_, "metadata", None)
         b__join_group_request_protocol_ = _STR_ENCODED.get(name_join_group_request_protocol_)
         name_join_group_request_protocol_ = (
             _encode_str(name_join_group_request_protocol_)
@@ -576,45 +595,52 @@ def _decode_join_group_request_protocol_flexible(buf, pos, end, opts):
         metadata = buf[pos : pos + n_metadata]
         pos += n_metadata
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "join_group_request_protocol_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="join_group_request_protocol_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "join_group_request_protocol_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "join_group_request_protocol_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "join_group_request_protocol_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="join_group_request_protocol_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "join_group_request_protocol_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "join_group_request_protocol_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="join_group_request_protocol_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return JoinGroupRequestProtocolFlexible(name, metadata, tagged_fields), pos
 
 
 def _encode_join_group_request_protocol_flexible(obj, out, index):
     """Append one join_group_request_protocol_flexible to out."""
-    own_ = type(obj) is JoinGroupRequestProtocolFlexible
-    name = obj.name if own_ else getattr(obj, "name", "")
-    metadata = obj.metadata if own_ else getattr(obj, "metadata", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is JoinGroupRequestProtocolFlexible:
+        name = obj.name
+        metadata = obj.metadata
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        metadata = getattr(obj, "metadata", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="join_group_request_protocol_flexible.name")
     else:
@@ -637,9 +663,10 @@ def _encode_join_group_request_protocol_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "join_group_request_protocol_flexible.metadata")
 
         out += metadata
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "join_group_request_protocol_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "join_group_request_protocol_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_join_group_request_flexible(buf, pos, end, opts, api_version):
@@ -856,36 +883,39 @@ def _decode_join_group_request_flexible(buf, pos, end, opts, api_version):
     else:
         reason = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "join_group_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="join_group_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "join_group_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "join_group_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "join_group_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="join_group_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "join_group_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "join_group_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="join_group_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return JoinGroupRequestFlexible(
         group_id,
         session_timeout_ms,
@@ -1072,51 +1102,54 @@ def _fdecode_join_group_request_flexible(buf, pos, end, opts, api_version):
             ]
             pos += n_metadata_join_group_request_protocol_flexible_
         tagged_fields_join_group_request_protocol_flexible_ = []
-        sec__join_group_request_protocol_flexible_ = pos
-        prev__join_group_request_protocol_flexible_, odd__join_group_request_protocol_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__join_group_request_protocol_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__join_group_request_protocol_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "join_group_request_protocol_flexible.tagged_fields"
-            )
-        if n_tags__join_group_request_protocol_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__join_group_request_protocol_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="join_group_request_protocol_flexible.tagged_fields",
-            )
-        for __join_group_request_protocol_flexible_ in range(n_tags__join_group_request_protocol_flexible_):
-            tag__join_group_request_protocol_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "join_group_request_protocol_flexible.tagged_fields"
-            )
-            size__join_group_request_protocol_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "join_group_request_protocol_flexible.tagged_fields"
-            )
-            if size__join_group_request_protocol_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__join_group_request_protocol_flexible_} declares {size__join_group_request_protocol_flexible_} bytes, {end - pos} left",
+            sec__join_group_request_protocol_flexible_ = pos
+            prev__join_group_request_protocol_flexible_, odd__join_group_request_protocol_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__join_group_request_protocol_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__join_group_request_protocol_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "join_group_request_protocol_flexible.tagged_fields"
+                )
+            if n_tags__join_group_request_protocol_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__join_group_request_protocol_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="join_group_request_protocol_flexible.tagged_fields",
                 )
-            stop__join_group_request_protocol_flexible_ = pos + size__join_group_request_protocol_flexible_
-            if tag__join_group_request_protocol_flexible_ <= prev__join_group_request_protocol_flexible_:
-                odd__join_group_request_protocol_flexible_ = True
-            prev__join_group_request_protocol_flexible_ = tag__join_group_request_protocol_flexible_
-            tagged_fields_join_group_request_protocol_flexible_.append(
-                (
-                    tag__join_group_request_protocol_flexible_,
-                    bytes(buf[pos:stop__join_group_request_protocol_flexible_]),
+            for __join_group_request_protocol_flexible_ in range(n_tags__join_group_request_protocol_flexible_):
+                tag__join_group_request_protocol_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "join_group_request_protocol_flexible.tagged_fields"
                 )
-            )
-            pos = stop__join_group_request_protocol_flexible_
-        if odd__join_group_request_protocol_flexible_:
-            tagged_fields_join_group_request_protocol_flexible_ = _keep_tags(
-                tagged_fields_join_group_request_protocol_flexible_,
-                buf[sec__join_group_request_protocol_flexible_:pos],
-                (),
-            )
+                size__join_group_request_protocol_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "join_group_request_protocol_flexible.tagged_fields"
+                )
+                if size__join_group_request_protocol_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__join_group_request_protocol_flexible_} declares {size__join_group_request_protocol_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="join_group_request_protocol_flexible.tagged_fields",
+                    )
+                stop__join_group_request_protocol_flexible_ = pos + size__join_group_request_protocol_flexible_
+                if tag__join_group_request_protocol_flexible_ <= prev__join_group_request_protocol_flexible_:
+                    odd__join_group_request_protocol_flexible_ = True
+                prev__join_group_request_protocol_flexible_ = tag__join_group_request_protocol_flexible_
+                tagged_fields_join_group_request_protocol_flexible_.append(
+                    (
+                        tag__join_group_request_protocol_flexible_,
+                        bytes(buf[pos:stop__join_group_request_protocol_flexible_]),
+                    )
+                )
+                pos = stop__join_group_request_protocol_flexible_
+            if odd__join_group_request_protocol_flexible_:
+                tagged_fields_join_group_request_protocol_flexible_ = _keep_tags(
+                    tagged_fields_join_group_request_protocol_flexible_,
+                    buf[sec__join_group_request_protocol_flexible_:pos],
+                    (),
+                )
         value__join_group_request_protocol_flexible_ = _new_object(JoinGroupRequestProtocolFlexible)
         value__join_group_request_protocol_flexible_.name = name_join_group_request_protocol_flexible_
         value__join_group_request_protocol_flexible_.metadata = metadata_join_group_request_protocol_flexible_
@@ -1148,36 +1181,39 @@ def _fdecode_join_group_request_flexible(buf, pos, end, opts, api_version):
     else:
         reason = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "join_group_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="join_group_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "join_group_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "join_group_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "join_group_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="join_group_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "join_group_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "join_group_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="join_group_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(JoinGroupRequestFlexible)
     value_.group_id = group_id
     value_.session_timeout_ms = session_timeout_ms
@@ -1198,16 +1234,26 @@ def _encode_join_group_request_flexible(obj, out, index, api_version):
             f"JoinGroupRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 6) and (<params>.api_version <= 9)))",
             path="join_group_request_flexible",
         )
-    own_ = type(obj) is JoinGroupRequestFlexible
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    session_timeout_ms = obj.session_timeout_ms if own_ else getattr(obj, "session_timeout_ms", 0)
-    rebalance_timeout_ms = obj.rebalance_timeout_ms if own_ else getattr(obj, "rebalance_timeout_ms", -1)
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    group_instance_id = obj.group_instance_id if own_ else getattr(obj, "group_instance_id", None)
-    protocol_type = obj.protocol_type if own_ else getattr(obj, "protocol_type", "")
-    protocols = obj.protocols if own_ else getattr(obj, "protocols", None)
-    reason = obj.reason if own_ else getattr(obj, "reason", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is JoinGroupRequestFlexible:
+        group_id = obj.group_id
+        session_timeout_ms = obj.session_timeout_ms
+        rebalance_timeout_ms = obj.rebalance_timeout_ms
+        member_id = obj.member_id
+        group_instance_id = obj.group_instance_id
+        protocol_type = obj.protocol_type
+        protocols = obj.protocols
+        reason = obj.reason
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", "")
+        session_timeout_ms = getattr(obj, "session_timeout_ms", 0)
+        rebalance_timeout_ms = getattr(obj, "rebalance_timeout_ms", -1)
+        member_id = getattr(obj, "member_id", "")
+        group_instance_id = getattr(obj, "group_instance_id", None)
+        protocol_type = getattr(obj, "protocol_type", "")
+        protocols = getattr(obj, "protocols", None)
+        reason = getattr(obj, "reason", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if group_id is None:
         raise _InvalidValueError("may not be null", path="join_group_request_flexible.group_id")
     else:
@@ -1288,9 +1334,10 @@ def _encode_join_group_request_flexible(obj, out, index, api_version):
                 _write_uvarint(out, n_ + 1, "join_group_request_flexible.reason")
 
             out += reason
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "join_group_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "join_group_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_join_group_request_flexible(obj, out, index, api_version):
@@ -1300,16 +1347,26 @@ def _fencode_join_group_request_flexible(obj, out, index, api_version):
             f"JoinGroupRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 6) and (<params>.api_version <= 9)))",
             path="join_group_request_flexible",
         )
-    own_ = type(obj) is JoinGroupRequestFlexible
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    session_timeout_ms = obj.session_timeout_ms if own_ else getattr(obj, "session_timeout_ms", 0)
-    rebalance_timeout_ms = obj.rebalance_timeout_ms if own_ else getattr(obj, "rebalance_timeout_ms", -1)
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    group_instance_id = obj.group_instance_id if own_ else getattr(obj, "group_instance_id", None)
-    protocol_type = obj.protocol_type if own_ else getattr(obj, "protocol_type", "")
-    protocols = obj.protocols if own_ else getattr(obj, "protocols", None)
-    reason = obj.reason if own_ else getattr(obj, "reason", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is JoinGroupRequestFlexible:
+        group_id = obj.group_id
+        session_timeout_ms = obj.session_timeout_ms
+        rebalance_timeout_ms = obj.rebalance_timeout_ms
+        member_id = obj.member_id
+        group_instance_id = obj.group_instance_id
+        protocol_type = obj.protocol_type
+        protocols = obj.protocols
+        reason = obj.reason
+        tagged_fields = obj.tagged_fields
+    else:
+        group_id = getattr(obj, "group_id", "")
+        session_timeout_ms = getattr(obj, "session_timeout_ms", 0)
+        rebalance_timeout_ms = getattr(obj, "rebalance_timeout_ms", -1)
+        member_id = getattr(obj, "member_id", "")
+        group_instance_id = getattr(obj, "group_instance_id", None)
+        protocol_type = getattr(obj, "protocol_type", "")
+        protocols = getattr(obj, "protocols", None)
+        reason = getattr(obj, "reason", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     b_ = _STR_ENCODED.get(group_id)
     group_id = _encode_str(group_id) if b_ is None else b_
     n_ = len(group_id)
@@ -1352,16 +1409,14 @@ def _fencode_join_group_request_flexible(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "join_group_request_flexible.protocols")
     for item_ in protocols:
-        own__join_group_request_protocol_flexible_ = type(item_) is JoinGroupRequestProtocolFlexible
-        name_join_group_request_protocol_flexible_ = (
-            item_.name if own__join_group_request_protocol_flexible_ else getattr(item_, "name", "")
-        )
-        metadata_join_group_request_protocol_flexible_ = (
-            item_.metadata if own__join_group_request_protocol_flexible_ else getattr(item_, "metadata", None)
-        )
-        tagged_fields_join_group_request_protocol_flexible_ = (
-            item_.tagged_fields if own__join_group_request_protocol_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is JoinGroupRequestProtocolFlexible:
+            name_join_group_request_protocol_flexible_ = item_.name
+            metadata_join_group_request_protocol_flexible_ = item_.metadata
+            tagged_fields_join_group_request_protocol_flexible_ = item_.tagged_fields
+        else:
+            name_join_group_request_protocol_flexible_ = getattr(item_, "name", "")
+            metadata_join_group_request_protocol_flexible_ = getattr(item_, "metadata", None)
+            tagged_fields_join_group_request_protocol_flexible_ = getattr(item_, "tagged_fields", None)
         b__join_group_request_protocol_flexible_ = _STR_ENCODED.get(name_join_group_request_protocol_flexible_)
         name_join_group_request_protocol_flexible_ = (
             _encode_str(name_join_group_request_protocol_flexible_)
@@ -1384,15 +1439,19 @@ def _fencode_join_group_request_flexible(obj, out, index, api_version):
                 out, n__join_group_request_protocol_flexible_ + 1, "join_group_request_protocol_flexible.metadata"
             )
         out += metadata_join_group_request_protocol_flexible_
-        tags__join_group_request_protocol_flexible_ = []
-        valid__join_group_request_protocol_flexible_ = None
-        _write_tagged(
-            out,
-            tags__join_group_request_protocol_flexible_,
-            tagged_fields_join_group_request_protocol_flexible_,
-            "join_group_request_protocol_flexible.tagged_fields",
-            valid__join_group_request_protocol_flexible_,
-        )
+        if (
+            tagged_fields_join_group_request_protocol_flexible_
+            or tagged_fields_join_group_request_protocol_flexible_.__class__ is _TagSection
+        ):
+            _write_tagged(
+                out,
+                [],
+                tagged_fields_join_group_request_protocol_flexible_,
+                "join_group_request_protocol_flexible.tagged_fields",
+                None,
+            )
+        else:
+            out.append(0)
     if api_version >= 8:
         if reason is None:
             out.append(0)
@@ -1405,9 +1464,10 @@ def _fencode_join_group_request_flexible(obj, out, index, api_version):
             else:
                 _write_uvarint(out, n_ + 1, "join_group_request_flexible.reason")
             out += reason
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "join_group_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "join_group_request_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_join_group_request_by_version(buf, pos, end, opts, api_version):

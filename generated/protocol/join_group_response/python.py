@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -141,10 +142,14 @@ def _decode_join_group_response_member(buf, pos, end, opts, api_version):
 
 def _encode_join_group_response_member(obj, out, index, api_version):
     """Append one join_group_response_member to out."""
-    own_ = type(obj) is JoinGroupResponseMember
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    group_instance_id = obj.group_instance_id if own_ else getattr(obj, "group_instance_id", None)
-    metadata = obj.metadata if own_ else getattr(obj, "metadata", None)
+    if type(obj) is JoinGroupResponseMember:
+        member_id = obj.member_id
+        group_instance_id = obj.group_instance_id
+        metadata = obj.metadata
+    else:  # another class: its fields by name, a missing one at its default
+        member_id = getattr(obj, "member_id", "")
+        group_instance_id = getattr(obj, "group_instance_id", None)
+        metadata = getattr(obj, "metadata", None)
     if member_id is None:
         raise _InvalidValueError("may not be null", path="join_group_response_member.member_id")
     else:
@@ -412,14 +417,22 @@ def _encode_join_group_response(obj, out, index, api_version):
             f"JoinGroupResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 5))",
             path="join_group_response",
         )
-    own_ = type(obj) is JoinGroupResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    generation_id = obj.generation_id if own_ else getattr(obj, "generation_id", -1)
-    protocol_name = obj.protocol_name if own_ else getattr(obj, "protocol_name", "")
-    leader = obj.leader if own_ else getattr(obj, "leader", "")
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    members = obj.members if own_ else getattr(obj, "members", None)
+    if type(obj) is JoinGroupResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        generation_id = obj.generation_id
+        protocol_name = obj.protocol_name
+        leader = obj.leader
+        member_id = obj.member_id
+        members = obj.members
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        generation_id = getattr(obj, "generation_id", -1)
+        protocol_name = getattr(obj, "protocol_name", "")
+        leader = getattr(obj, "leader", "")
+        member_id = getattr(obj, "member_id", "")
+        members = getattr(obj, "members", None)
     if api_version >= 2:
         out += _S1.pack(throttle_time_ms)
     out += _S2.pack(error_code, generation_id)
@@ -464,14 +477,22 @@ def _fencode_join_group_response(obj, out, index, api_version):
             f"JoinGroupResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 5))",
             path="join_group_response",
         )
-    own_ = type(obj) is JoinGroupResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    generation_id = obj.generation_id if own_ else getattr(obj, "generation_id", -1)
-    protocol_name = obj.protocol_name if own_ else getattr(obj, "protocol_name", "")
-    leader = obj.leader if own_ else getattr(obj, "leader", "")
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    members = obj.members if own_ else getattr(obj, "members", None)
+    if type(obj) is JoinGroupResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        generation_id = obj.generation_id
+        protocol_name = obj.protocol_name
+        leader = obj.leader
+        member_id = obj.member_id
+        members = obj.members
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        generation_id = getattr(obj, "generation_id", -1)
+        protocol_name = getattr(obj, "protocol_name", "")
+        leader = getattr(obj, "leader", "")
+        member_id = getattr(obj, "member_id", "")
+        members = getattr(obj, "members", None)
     if api_version >= 2:
         out += _S1.pack(throttle_time_ms)
     out += _S2.pack(error_code, generation_id)
@@ -489,16 +510,14 @@ def _fencode_join_group_response(obj, out, index, api_version):
     out += member_id
     out += _S1.pack(len(members))
     for item_ in members:
-        own__join_group_response_member_ = type(item_) is JoinGroupResponseMember
-        member_id_join_group_response_member_ = (
-            item_.member_id if own__join_group_response_member_ else getattr(item_, "member_id", "")
-        )
-        group_instance_id_join_group_response_member_ = (
-            item_.group_instance_id if own__join_group_response_member_ else getattr(item_, "group_instance_id", None)
-        )
-        metadata_join_group_response_member_ = (
-            item_.metadata if own__join_group_response_member_ else getattr(item_, "metadata", None)
-        )
+        if type(item_) is JoinGroupResponseMember:
+            member_id_join_group_response_member_ = item_.member_id
+            group_instance_id_join_group_response_member_ = item_.group_instance_id
+            metadata_join_group_response_member_ = item_.metadata
+        else:
+            member_id_join_group_response_member_ = getattr(item_, "member_id", "")
+            group_instance_id_join_group_response_member_ = getattr(item_, "group_instance_id", None)
+            metadata_join_group_response_member_ = getattr(item_, "metadata", None)
         b__join_group_response_member_ = _STR_ENCODED.get(member_id_join_group_response_member_)
         member_id_join_group_response_member_ = (
             _encode_str(member_id_join_group_response_member_)
@@ -625,46 +644,54 @@ def _decode_join_group_response_member_flexible(buf, pos, end, opts):
         metadata = buf[pos : pos + n_metadata]
         pos += n_metadata
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "join_group_response_member_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="join_group_response_member_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "join_group_response_member_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "join_group_response_member_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "join_group_response_member_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="join_group_response_member_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "join_group_response_member_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "join_group_response_member_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="join_group_response_member_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return JoinGroupResponseMemberFlexible(member_id, group_instance_id, metadata, tagged_fields), pos
 
 
 def _encode_join_group_response_member_flexible(obj, out, index):
     """Append one join_group_response_member_flexible to out."""
-    own_ = type(obj) is JoinGroupResponseMemberFlexible
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    group_instance_id = obj.group_instance_id if own_ else getattr(obj, "group_instance_id", None)
-    metadata = obj.metadata if own_ else getattr(obj, "metadata", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is JoinGroupResponseMemberFlexible:
+        member_id = obj.member_id
+        group_instance_id = obj.group_instance_id
+        metadata = obj.metadata
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        member_id = getattr(obj, "member_id", "")
+        group_instance_id = getattr(obj, "group_instance_id", None)
+        metadata = getattr(obj, "metadata", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if member_id is None:
         raise _InvalidValueError("may not be null", path="join_group_response_member_flexible.member_id")
     else:
@@ -699,9 +726,10 @@ def _encode_join_group_response_member_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "join_group_response_member_flexible.metadata")
 
         out += metadata
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "join_group_response_member_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "join_group_response_member_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_join_group_response_flexible(buf, pos, end, opts, api_version):
@@ -893,36 +921,39 @@ def _decode_join_group_response_flexible(buf, pos, end, opts, api_version):
             ) from None
         append_members(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "join_group_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="join_group_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "join_group_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "join_group_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "join_group_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="join_group_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "join_group_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "join_group_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="join_group_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return JoinGroupResponseFlexible(
         throttle_time_ms,
         error_code,
@@ -1148,48 +1179,54 @@ def _fdecode_join_group_response_flexible(buf, pos, end, opts, api_version):
             ]
             pos += n_metadata_join_group_response_member_flexible_
         tagged_fields_join_group_response_member_flexible_ = []
-        sec__join_group_response_member_flexible_ = pos
-        prev__join_group_response_member_flexible_, odd__join_group_response_member_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__join_group_response_member_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__join_group_response_member_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "join_group_response_member_flexible.tagged_fields"
-            )
-        if n_tags__join_group_response_member_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__join_group_response_member_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="join_group_response_member_flexible.tagged_fields",
-            )
-        for __join_group_response_member_flexible_ in range(n_tags__join_group_response_member_flexible_):
-            tag__join_group_response_member_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "join_group_response_member_flexible.tagged_fields"
-            )
-            size__join_group_response_member_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "join_group_response_member_flexible.tagged_fields"
-            )
-            if size__join_group_response_member_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__join_group_response_member_flexible_} declares {size__join_group_response_member_flexible_} bytes, {end - pos} left",
+            sec__join_group_response_member_flexible_ = pos
+            prev__join_group_response_member_flexible_, odd__join_group_response_member_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__join_group_response_member_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__join_group_response_member_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "join_group_response_member_flexible.tagged_fields"
+                )
+            if n_tags__join_group_response_member_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__join_group_response_member_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="join_group_response_member_flexible.tagged_fields",
                 )
-            stop__join_group_response_member_flexible_ = pos + size__join_group_response_member_flexible_
-            if tag__join_group_response_member_flexible_ <= prev__join_group_response_member_flexible_:
-                odd__join_group_response_member_flexible_ = True
-            prev__join_group_response_member_flexible_ = tag__join_group_response_member_flexible_
-            tagged_fields_join_group_response_member_flexible_.append(
-                (tag__join_group_response_member_flexible_, bytes(buf[pos:stop__join_group_response_member_flexible_]))
-            )
-            pos = stop__join_group_response_member_flexible_
-        if odd__join_group_response_member_flexible_:
-            tagged_fields_join_group_response_member_flexible_ = _keep_tags(
-                tagged_fields_join_group_response_member_flexible_,
-                buf[sec__join_group_response_member_flexible_:pos],
-                (),
-            )
+            for __join_group_response_member_flexible_ in range(n_tags__join_group_response_member_flexible_):
+                tag__join_group_response_member_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "join_group_response_member_flexible.tagged_fields"
+                )
+                size__join_group_response_member_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "join_group_response_member_flexible.tagged_fields"
+                )
+                if size__join_group_response_member_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__join_group_response_member_flexible_} declares {size__join_group_response_member_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="join_group_response_member_flexible.tagged_fields",
+                    )
+                stop__join_group_response_member_flexible_ = pos + size__join_group_response_member_flexible_
+                if tag__join_group_response_member_flexible_ <= prev__join_group_response_member_flexible_:
+                    odd__join_group_response_member_flexible_ = True
+                prev__join_group_response_member_flexible_ = tag__join_group_response_member_flexible_
+                tagged_fields_join_group_response_member_flexible_.append(
+                    (
+                        tag__join_group_response_member_flexible_,
+                        bytes(buf[pos:stop__join_group_response_member_flexible_]),
+                    )
+                )
+                pos = stop__join_group_response_member_flexible_
+            if odd__join_group_response_member_flexible_:
+                tagged_fields_join_group_response_member_flexible_ = _keep_tags(
+                    tagged_fields_join_group_response_member_flexible_,
+                    buf[sec__join_group_response_member_flexible_:pos],
+                    (),
+                )
         value__join_group_response_member_flexible_ = _new_object(JoinGroupResponseMemberFlexible)
         value__join_group_response_member_flexible_.member_id = member_id_join_group_response_member_flexible_
         value__join_group_response_member_flexible_.group_instance_id = (
@@ -1200,36 +1237,39 @@ def _fdecode_join_group_response_flexible(buf, pos, end, opts, api_version):
         item_ = value__join_group_response_member_flexible_
         append_members(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "join_group_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="join_group_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "join_group_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "join_group_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "join_group_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="join_group_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "join_group_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "join_group_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="join_group_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(JoinGroupResponseFlexible)
     value_.throttle_time_ms = throttle_time_ms
     value_.error_code = error_code
@@ -1251,17 +1291,28 @@ def _encode_join_group_response_flexible(obj, out, index, api_version):
             f"JoinGroupResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 6) and (<params>.api_version <= 9)))",
             path="join_group_response_flexible",
         )
-    own_ = type(obj) is JoinGroupResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    generation_id = obj.generation_id if own_ else getattr(obj, "generation_id", -1)
-    protocol_type = obj.protocol_type if own_ else getattr(obj, "protocol_type", None)
-    protocol_name = obj.protocol_name if own_ else getattr(obj, "protocol_name", "")
-    leader = obj.leader if own_ else getattr(obj, "leader", "")
-    skip_assignment = obj.skip_assignment if own_ else getattr(obj, "skip_assignment", False)
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    members = obj.members if own_ else getattr(obj, "members", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is JoinGroupResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        generation_id = obj.generation_id
+        protocol_type = obj.protocol_type
+        protocol_name = obj.protocol_name
+        leader = obj.leader
+        skip_assignment = obj.skip_assignment
+        member_id = obj.member_id
+        members = obj.members
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        generation_id = getattr(obj, "generation_id", -1)
+        protocol_type = getattr(obj, "protocol_type", None)
+        protocol_name = getattr(obj, "protocol_name", "")
+        leader = getattr(obj, "leader", "")
+        skip_assignment = getattr(obj, "skip_assignment", False)
+        member_id = getattr(obj, "member_id", "")
+        members = getattr(obj, "members", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S4.pack(throttle_time_ms, error_code, generation_id)
     if api_version >= 7:
         if protocol_type is None:
@@ -1332,9 +1383,10 @@ def _encode_join_group_response_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"join_group_response_flexible.members[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "join_group_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "join_group_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_join_group_response_flexible(obj, out, index, api_version):
@@ -1344,17 +1396,28 @@ def _fencode_join_group_response_flexible(obj, out, index, api_version):
             f"JoinGroupResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 6) and (<params>.api_version <= 9)))",
             path="join_group_response_flexible",
         )
-    own_ = type(obj) is JoinGroupResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    generation_id = obj.generation_id if own_ else getattr(obj, "generation_id", -1)
-    protocol_type = obj.protocol_type if own_ else getattr(obj, "protocol_type", None)
-    protocol_name = obj.protocol_name if own_ else getattr(obj, "protocol_name", "")
-    leader = obj.leader if own_ else getattr(obj, "leader", "")
-    skip_assignment = obj.skip_assignment if own_ else getattr(obj, "skip_assignment", False)
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    members = obj.members if own_ else getattr(obj, "members", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is JoinGroupResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        generation_id = obj.generation_id
+        protocol_type = obj.protocol_type
+        protocol_name = obj.protocol_name
+        leader = obj.leader
+        skip_assignment = obj.skip_assignment
+        member_id = obj.member_id
+        members = obj.members
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        generation_id = getattr(obj, "generation_id", -1)
+        protocol_type = getattr(obj, "protocol_type", None)
+        protocol_name = getattr(obj, "protocol_name", "")
+        leader = getattr(obj, "leader", "")
+        skip_assignment = getattr(obj, "skip_assignment", False)
+        member_id = getattr(obj, "member_id", "")
+        members = getattr(obj, "members", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S4.pack(throttle_time_ms, error_code, generation_id)
     if api_version >= 7:
         if protocol_type is None:
@@ -1403,21 +1466,16 @@ def _fencode_join_group_response_flexible(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "join_group_response_flexible.members")
     for item_ in members:
-        own__join_group_response_member_flexible_ = type(item_) is JoinGroupResponseMemberFlexible
-        member_id_join_group_response_member_flexible_ = (
-            item_.member_id if own__join_group_response_member_flexible_ else getattr(item_, "member_id", "")
-        )
-        group_instance_id_join_group_response_member_flexible_ = (
-            item_.group_instance_id
-            if own__join_group_response_member_flexible_
-            else getattr(item_, "group_instance_id", None)
-        )
-        metadata_join_group_response_member_flexible_ = (
-            item_.metadata if own__join_group_response_member_flexible_ else getattr(item_, "metadata", None)
-        )
-        tagged_fields_join_group_response_member_flexible_ = (
-            item_.tagged_fields if own__join_group_response_member_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is JoinGroupResponseMemberFlexible:
+            member_id_join_group_response_member_flexible_ = item_.member_id
+            group_instance_id_join_group_response_member_flexible_ = item_.group_instance_id
+            metadata_join_group_response_member_flexible_ = item_.metadata
+            tagged_fields_join_group_response_member_flexible_ = item_.tagged_fields
+        else:
+            member_id_join_group_response_member_flexible_ = getattr(item_, "member_id", "")
+            group_instance_id_join_group_response_member_flexible_ = getattr(item_, "group_instance_id", None)
+            metadata_join_group_response_member_flexible_ = getattr(item_, "metadata", None)
+            tagged_fields_join_group_response_member_flexible_ = getattr(item_, "tagged_fields", None)
         b__join_group_response_member_flexible_ = _STR_ENCODED.get(member_id_join_group_response_member_flexible_)
         member_id_join_group_response_member_flexible_ = (
             _encode_str(member_id_join_group_response_member_flexible_)
@@ -1461,18 +1519,23 @@ def _fencode_join_group_response_flexible(obj, out, index, api_version):
                 out, n__join_group_response_member_flexible_ + 1, "join_group_response_member_flexible.metadata"
             )
         out += metadata_join_group_response_member_flexible_
-        tags__join_group_response_member_flexible_ = []
-        valid__join_group_response_member_flexible_ = None
-        _write_tagged(
-            out,
-            tags__join_group_response_member_flexible_,
-            tagged_fields_join_group_response_member_flexible_,
-            "join_group_response_member_flexible.tagged_fields",
-            valid__join_group_response_member_flexible_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "join_group_response_flexible.tagged_fields", valid_)
+        if (
+            tagged_fields_join_group_response_member_flexible_
+            or tagged_fields_join_group_response_member_flexible_.__class__ is _TagSection
+        ):
+            _write_tagged(
+                out,
+                [],
+                tagged_fields_join_group_response_member_flexible_,
+                "join_group_response_member_flexible.tagged_fields",
+                None,
+            )
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "join_group_response_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_join_group_response_by_version(buf, pos, end, opts, api_version):

@@ -19,6 +19,8 @@ from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
 from kfmt.runtime.scalars import uuid16 as _uuid16
+from kfmt.runtime.scalars import PACKED as _PACKED
+from kfmt.runtime.scalars import PACKED_MAX as _PACKED_MAX
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -26,6 +28,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -222,16 +225,26 @@ def _decode_leader_and_isr_partition_state(buf, pos, end, opts, api_version):
 
 def _encode_leader_and_isr_partition_state(obj, out, index, api_version):
     """Append one leader_and_isr_partition_state to out."""
-    own_ = type(obj) is LeaderAndIsrPartitionState
-    topic_name = obj.topic_name if own_ else getattr(obj, "topic_name", "")
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    controller_epoch = obj.controller_epoch if own_ else getattr(obj, "controller_epoch", 0)
-    leader = obj.leader if own_ else getattr(obj, "leader", 0)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", 0)
-    isr = obj.isr if own_ else getattr(obj, "isr", None)
-    partition_epoch = obj.partition_epoch if own_ else getattr(obj, "partition_epoch", 0)
-    replicas = obj.replicas if own_ else getattr(obj, "replicas", None)
-    is_new = obj.is_new if own_ else getattr(obj, "is_new", False)
+    if type(obj) is LeaderAndIsrPartitionState:
+        topic_name = obj.topic_name
+        partition_index = obj.partition_index
+        controller_epoch = obj.controller_epoch
+        leader = obj.leader
+        leader_epoch = obj.leader_epoch
+        isr = obj.isr
+        partition_epoch = obj.partition_epoch
+        replicas = obj.replicas
+        is_new = obj.is_new
+    else:  # another class: its fields by name, a missing one at its default
+        topic_name = getattr(obj, "topic_name", "")
+        partition_index = getattr(obj, "partition_index", 0)
+        controller_epoch = getattr(obj, "controller_epoch", 0)
+        leader = getattr(obj, "leader", 0)
+        leader_epoch = getattr(obj, "leader_epoch", 0)
+        isr = getattr(obj, "isr", None)
+        partition_epoch = getattr(obj, "partition_epoch", 0)
+        replicas = getattr(obj, "replicas", None)
+        is_new = getattr(obj, "is_new", False)
     if topic_name is None:
         raise _InvalidValueError("may not be null", path="leader_and_isr_partition_state.topic_name")
     else:
@@ -552,17 +565,28 @@ def _decode_leader_and_isr_request_leader_and_isr_partition_state(buf, pos, end,
 
 def _encode_leader_and_isr_request_leader_and_isr_partition_state(obj, out, index, api_version):
     """Append one leader_and_isr_request_leader_and_isr_partition_state to out."""
-    own_ = type(obj) is LeaderAndIsrRequestLeaderAndIsrPartitionState
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    controller_epoch = obj.controller_epoch if own_ else getattr(obj, "controller_epoch", 0)
-    leader = obj.leader if own_ else getattr(obj, "leader", 0)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", 0)
-    isr = obj.isr if own_ else getattr(obj, "isr", None)
-    partition_epoch = obj.partition_epoch if own_ else getattr(obj, "partition_epoch", 0)
-    replicas = obj.replicas if own_ else getattr(obj, "replicas", None)
-    adding_replicas = obj.adding_replicas if own_ else getattr(obj, "adding_replicas", None)
-    removing_replicas = obj.removing_replicas if own_ else getattr(obj, "removing_replicas", None)
-    is_new = obj.is_new if own_ else getattr(obj, "is_new", False)
+    if type(obj) is LeaderAndIsrRequestLeaderAndIsrPartitionState:
+        partition_index = obj.partition_index
+        controller_epoch = obj.controller_epoch
+        leader = obj.leader
+        leader_epoch = obj.leader_epoch
+        isr = obj.isr
+        partition_epoch = obj.partition_epoch
+        replicas = obj.replicas
+        adding_replicas = obj.adding_replicas
+        removing_replicas = obj.removing_replicas
+        is_new = obj.is_new
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        controller_epoch = getattr(obj, "controller_epoch", 0)
+        leader = getattr(obj, "leader", 0)
+        leader_epoch = getattr(obj, "leader_epoch", 0)
+        isr = getattr(obj, "isr", None)
+        partition_epoch = getattr(obj, "partition_epoch", 0)
+        replicas = getattr(obj, "replicas", None)
+        adding_replicas = getattr(obj, "adding_replicas", None)
+        removing_replicas = getattr(obj, "removing_replicas", None)
+        is_new = getattr(obj, "is_new", False)
     out += _S2.pack(partition_index, controller_epoch, leader, leader_epoch)
     out += _S0.pack(len(isr))
     index_ = 0
@@ -698,9 +722,12 @@ def _decode_leader_and_isr_topic_state(buf, pos, end, opts, api_version):
 
 def _encode_leader_and_isr_topic_state(obj, out, index, api_version):
     """Append one leader_and_isr_topic_state to out."""
-    own_ = type(obj) is LeaderAndIsrTopicState
-    topic_name = obj.topic_name if own_ else getattr(obj, "topic_name", "")
-    partition_states = obj.partition_states if own_ else getattr(obj, "partition_states", None)
+    if type(obj) is LeaderAndIsrTopicState:
+        topic_name = obj.topic_name
+        partition_states = obj.partition_states
+    else:  # another class: its fields by name, a missing one at its default
+        topic_name = getattr(obj, "topic_name", "")
+        partition_states = getattr(obj, "partition_states", None)
     if topic_name is None:
         raise _InvalidValueError("may not be null", path="leader_and_isr_topic_state.topic_name")
     else:
@@ -763,10 +790,14 @@ def _decode_leader_and_isr_live_leader(buf, pos, end, opts):
 
 def _encode_leader_and_isr_live_leader(obj, out, index):
     """Append one leader_and_isr_live_leader to out."""
-    own_ = type(obj) is LeaderAndIsrLiveLeader
-    broker_id = obj.broker_id if own_ else getattr(obj, "broker_id", 0)
-    host_name = obj.host_name if own_ else getattr(obj, "host_name", "")
-    port = obj.port if own_ else getattr(obj, "port", 0)
+    if type(obj) is LeaderAndIsrLiveLeader:
+        broker_id = obj.broker_id
+        host_name = obj.host_name
+        port = obj.port
+    else:  # another class: its fields by name, a missing one at its default
+        broker_id = getattr(obj, "broker_id", 0)
+        host_name = getattr(obj, "host_name", "")
+        port = getattr(obj, "port", 0)
     out += _S0.pack(broker_id)
     if host_name is None:
         raise _InvalidValueError("may not be null", path="leader_and_isr_live_leader.host_name")
@@ -1436,15 +1467,20 @@ def _encode_leader_and_isr_request(obj, out, index, api_version):
             f"LeaderAndIsrRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 3))",
             path="leader_and_isr_request",
         )
-    own_ = type(obj) is LeaderAndIsrRequest
-    controller_id = obj.controller_id if own_ else getattr(obj, "controller_id", 0)
-    controller_epoch = obj.controller_epoch if own_ else getattr(obj, "controller_epoch", 0)
-    broker_epoch = obj.broker_epoch if own_ else getattr(obj, "broker_epoch", -1)
-    ungrouped_partition_states = (
-        obj.ungrouped_partition_states if own_ else getattr(obj, "ungrouped_partition_states", None)
-    )
-    topic_states = obj.topic_states if own_ else getattr(obj, "topic_states", None)
-    live_leaders = obj.live_leaders if own_ else getattr(obj, "live_leaders", None)
+    if type(obj) is LeaderAndIsrRequest:
+        controller_id = obj.controller_id
+        controller_epoch = obj.controller_epoch
+        broker_epoch = obj.broker_epoch
+        ungrouped_partition_states = obj.ungrouped_partition_states
+        topic_states = obj.topic_states
+        live_leaders = obj.live_leaders
+    else:  # another class: its fields by name, a missing one at its default
+        controller_id = getattr(obj, "controller_id", 0)
+        controller_epoch = getattr(obj, "controller_epoch", 0)
+        broker_epoch = getattr(obj, "broker_epoch", -1)
+        ungrouped_partition_states = getattr(obj, "ungrouped_partition_states", None)
+        topic_states = getattr(obj, "topic_states", None)
+        live_leaders = getattr(obj, "live_leaders", None)
     out += _S5.pack(controller_id, controller_epoch)
     if api_version >= 2:
         out += _S6.pack(broker_epoch)
@@ -1495,51 +1531,46 @@ def _fencode_leader_and_isr_request(obj, out, index, api_version):
             f"LeaderAndIsrRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 3))",
             path="leader_and_isr_request",
         )
-    own_ = type(obj) is LeaderAndIsrRequest
-    controller_id = obj.controller_id if own_ else getattr(obj, "controller_id", 0)
-    controller_epoch = obj.controller_epoch if own_ else getattr(obj, "controller_epoch", 0)
-    broker_epoch = obj.broker_epoch if own_ else getattr(obj, "broker_epoch", -1)
-    ungrouped_partition_states = (
-        obj.ungrouped_partition_states if own_ else getattr(obj, "ungrouped_partition_states", None)
-    )
-    topic_states = obj.topic_states if own_ else getattr(obj, "topic_states", None)
-    live_leaders = obj.live_leaders if own_ else getattr(obj, "live_leaders", None)
+    if type(obj) is LeaderAndIsrRequest:
+        controller_id = obj.controller_id
+        controller_epoch = obj.controller_epoch
+        broker_epoch = obj.broker_epoch
+        ungrouped_partition_states = obj.ungrouped_partition_states
+        topic_states = obj.topic_states
+        live_leaders = obj.live_leaders
+    else:
+        controller_id = getattr(obj, "controller_id", 0)
+        controller_epoch = getattr(obj, "controller_epoch", 0)
+        broker_epoch = getattr(obj, "broker_epoch", -1)
+        ungrouped_partition_states = getattr(obj, "ungrouped_partition_states", None)
+        topic_states = getattr(obj, "topic_states", None)
+        live_leaders = getattr(obj, "live_leaders", None)
     out += _S5.pack(controller_id, controller_epoch)
     if api_version >= 2:
         out += _S6.pack(broker_epoch)
     if api_version <= 1:
         out += _S0.pack(len(ungrouped_partition_states))
         for item_ in ungrouped_partition_states:
-            own__leader_and_isr_partition_state_ = type(item_) is LeaderAndIsrPartitionState
-            topic_name_leader_and_isr_partition_state_ = (
-                item_.topic_name if own__leader_and_isr_partition_state_ else getattr(item_, "topic_name", "")
-            )
-            partition_index_leader_and_isr_partition_state_ = (
-                item_.partition_index if own__leader_and_isr_partition_state_ else getattr(item_, "partition_index", 0)
-            )
-            controller_epoch_leader_and_isr_partition_state_ = (
-                item_.controller_epoch
-                if own__leader_and_isr_partition_state_
-                else getattr(item_, "controller_epoch", 0)
-            )
-            leader_leader_and_isr_partition_state_ = (
-                item_.leader if own__leader_and_isr_partition_state_ else getattr(item_, "leader", 0)
-            )
-            leader_epoch_leader_and_isr_partition_state_ = (
-                item_.leader_epoch if own__leader_and_isr_partition_state_ else getattr(item_, "leader_epoch", 0)
-            )
-            isr_leader_and_isr_partition_state_ = (
-                item_.isr if own__leader_and_isr_partition_state_ else getattr(item_, "isr", None)
-            )
-            partition_epoch_leader_and_isr_partition_state_ = (
-                item_.partition_epoch if own__leader_and_isr_partition_state_ else getattr(item_, "partition_epoch", 0)
-            )
-            replicas_leader_and_isr_partition_state_ = (
-                item_.replicas if own__leader_and_isr_partition_state_ else getattr(item_, "replicas", None)
-            )
-            is_new_leader_and_isr_partition_state_ = (
-                item_.is_new if own__leader_and_isr_partition_state_ else getattr(item_, "is_new", False)
-            )
+            if type(item_) is LeaderAndIsrPartitionState:
+                topic_name_leader_and_isr_partition_state_ = item_.topic_name
+                partition_index_leader_and_isr_partition_state_ = item_.partition_index
+                controller_epoch_leader_and_isr_partition_state_ = item_.controller_epoch
+                leader_leader_and_isr_partition_state_ = item_.leader
+                leader_epoch_leader_and_isr_partition_state_ = item_.leader_epoch
+                isr_leader_and_isr_partition_state_ = item_.isr
+                partition_epoch_leader_and_isr_partition_state_ = item_.partition_epoch
+                replicas_leader_and_isr_partition_state_ = item_.replicas
+                is_new_leader_and_isr_partition_state_ = item_.is_new
+            else:
+                topic_name_leader_and_isr_partition_state_ = getattr(item_, "topic_name", "")
+                partition_index_leader_and_isr_partition_state_ = getattr(item_, "partition_index", 0)
+                controller_epoch_leader_and_isr_partition_state_ = getattr(item_, "controller_epoch", 0)
+                leader_leader_and_isr_partition_state_ = getattr(item_, "leader", 0)
+                leader_epoch_leader_and_isr_partition_state_ = getattr(item_, "leader_epoch", 0)
+                isr_leader_and_isr_partition_state_ = getattr(item_, "isr", None)
+                partition_epoch_leader_and_isr_partition_state_ = getattr(item_, "partition_epoch", 0)
+                replicas_leader_and_isr_partition_state_ = getattr(item_, "replicas", None)
+                is_new_leader_and_isr_partition_state_ = getattr(item_, "is_new", False)
             b__leader_and_isr_partition_state_ = _STR_ENCODED.get(topic_name_leader_and_isr_partition_state_)
             topic_name_leader_and_isr_partition_state_ = (
                 _encode_str(topic_name_leader_and_isr_partition_state_)
@@ -1555,30 +1586,37 @@ def _fencode_leader_and_isr_request(obj, out, index, api_version):
                 leader_epoch_leader_and_isr_partition_state_,
             )
             out += _S0.pack(len(isr_leader_and_isr_partition_state_))
-            for item__leader_and_isr_partition_state_ in isr_leader_and_isr_partition_state_:
-                value_leader_and_isr_partition_state_isr_item__leader_and_isr_partition_state_ = (
-                    item__leader_and_isr_partition_state_
-                )
-                out += _S0.pack(value_leader_and_isr_partition_state_isr_item__leader_and_isr_partition_state_)
+            if len(isr_leader_and_isr_partition_state_) <= _PACKED_MAX:
+                out += _PACKED["i"][len(isr_leader_and_isr_partition_state_)].pack(*isr_leader_and_isr_partition_state_)
+            else:
+                for item__leader_and_isr_partition_state_ in isr_leader_and_isr_partition_state_:
+                    value_leader_and_isr_partition_state_isr_item__leader_and_isr_partition_state_ = (
+                        item__leader_and_isr_partition_state_
+                    )
+                    out += _S0.pack(value_leader_and_isr_partition_state_isr_item__leader_and_isr_partition_state_)
             out += _S0.pack(partition_epoch_leader_and_isr_partition_state_)
             out += _S0.pack(len(replicas_leader_and_isr_partition_state_))
-            for item__leader_and_isr_partition_state_ in replicas_leader_and_isr_partition_state_:
-                value_leader_and_isr_partition_state_replicas_item__leader_and_isr_partition_state_ = (
-                    item__leader_and_isr_partition_state_
+            if len(replicas_leader_and_isr_partition_state_) <= _PACKED_MAX:
+                out += _PACKED["i"][len(replicas_leader_and_isr_partition_state_)].pack(
+                    *replicas_leader_and_isr_partition_state_
                 )
-                out += _S0.pack(value_leader_and_isr_partition_state_replicas_item__leader_and_isr_partition_state_)
+            else:
+                for item__leader_and_isr_partition_state_ in replicas_leader_and_isr_partition_state_:
+                    value_leader_and_isr_partition_state_replicas_item__leader_and_isr_partition_state_ = (
+                        item__leader_and_isr_partition_state_
+                    )
+                    out += _S0.pack(value_leader_and_isr_partition_state_replicas_item__leader_and_isr_partition_state_)
             if api_version >= 1:
                 out += _S3.pack(is_new_leader_and_isr_partition_state_)
     if api_version >= 2:
         out += _S0.pack(len(topic_states))
         for item_ in topic_states:
-            own__leader_and_isr_topic_state_ = type(item_) is LeaderAndIsrTopicState
-            topic_name_leader_and_isr_topic_state_ = (
-                item_.topic_name if own__leader_and_isr_topic_state_ else getattr(item_, "topic_name", "")
-            )
-            partition_states_leader_and_isr_topic_state_ = (
-                item_.partition_states if own__leader_and_isr_topic_state_ else getattr(item_, "partition_states", None)
-            )
+            if type(item_) is LeaderAndIsrTopicState:
+                topic_name_leader_and_isr_topic_state_ = item_.topic_name
+                partition_states_leader_and_isr_topic_state_ = item_.partition_states
+            else:
+                topic_name_leader_and_isr_topic_state_ = getattr(item_, "topic_name", "")
+                partition_states_leader_and_isr_topic_state_ = getattr(item_, "partition_states", None)
             b__leader_and_isr_topic_state_ = _STR_ENCODED.get(topic_name_leader_and_isr_topic_state_)
             topic_name_leader_and_isr_topic_state_ = (
                 _encode_str(topic_name_leader_and_isr_topic_state_)
@@ -1589,59 +1627,58 @@ def _fencode_leader_and_isr_request(obj, out, index, api_version):
             out += topic_name_leader_and_isr_topic_state_
             out += _S0.pack(len(partition_states_leader_and_isr_topic_state_))
             for item__leader_and_isr_topic_state_ in partition_states_leader_and_isr_topic_state_:
-                own__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ = (
-                    type(item__leader_and_isr_topic_state_) is LeaderAndIsrRequestLeaderAndIsrPartitionState
-                )
-                partition_index_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ = (
-                    item__leader_and_isr_topic_state_.partition_index
-                    if own__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_
-                    else getattr(item__leader_and_isr_topic_state_, "partition_index", 0)
-                )
-                controller_epoch_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ = (
-                    item__leader_and_isr_topic_state_.controller_epoch
-                    if own__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_
-                    else getattr(item__leader_and_isr_topic_state_, "controller_epoch", 0)
-                )
-                leader_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ = (
-                    item__leader_and_isr_topic_state_.leader
-                    if own__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_
-                    else getattr(item__leader_and_isr_topic_state_, "leader", 0)
-                )
-                leader_epoch_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ = (
-                    item__leader_and_isr_topic_state_.leader_epoch
-                    if own__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_
-                    else getattr(item__leader_and_isr_topic_state_, "leader_epoch", 0)
-                )
-                isr_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ = (
-                    item__leader_and_isr_topic_state_.isr
-                    if own__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_
-                    else getattr(item__leader_and_isr_topic_state_, "isr", None)
-                )
-                partition_epoch_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ = (
-                    item__leader_and_isr_topic_state_.partition_epoch
-                    if own__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_
-                    else getattr(item__leader_and_isr_topic_state_, "partition_epoch", 0)
-                )
-                replicas_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ = (
-                    item__leader_and_isr_topic_state_.replicas
-                    if own__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_
-                    else getattr(item__leader_and_isr_topic_state_, "replicas", None)
-                )
-                adding_replicas_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ = (
-                    item__leader_and_isr_topic_state_.adding_replicas
-                    if own__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_
-                    else getattr(item__leader_and_isr_topic_state_, "adding_replicas", None)
-                )
-                removing_replicas_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ = (
-                    item__leader_and_isr_topic_state_.removing_replicas
-                    if own__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_
-                    else getattr(item__leader_and_isr_topic_state_, "removing_replicas", None)
-                )
-                is_new_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ = (
-                    item__leader_and_isr_topic_state_.is_new
-                    if own__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_
-                    else getattr(item__leader_and_isr_topic_state_, "is_new", False)
-                )
+                if type(item__leader_and_isr_topic_state_) is LeaderAndIsrRequestLeaderAndIsrPartitionState:
+                    partition_index_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ = item__leader_and_isr_topic_state_.partition_index
+                    controller_epoch_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ = item__leader_and_isr_topic_state_.controller_epoch
+                    leader_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ = (
+                        item__leader_and_isr_topic_state_.leader
+                    )
+                    leader_epoch_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ = (
+                        item__leader_and_isr_topic_state_.leader_epoch
+                    )
+                    isr_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ = (
+                        item__leader_and_isr_topic_state_.isr
+                    )
+                    partition_epoch_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ = item__leader_and_isr_topic_state_.partition_epoch
+                    replicas_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ = (
+                        item__leader_and_isr_topic_state_.replicas
+                    )
+                    adding_replicas_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ = item__leader_and_isr_topic_state_.adding_replicas
+                    removing_replicas_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ = item__leader_and_isr_topic_state_.removing_replicas
+                    is_new_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ = (
+                        item__leader_and_isr_topic_state_.is_new
+                    )
+                else:
+                    partition_index_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ = getattr(
+                        item__leader_and_isr_topic_state_, "partition_index", 0
+                    )
+                    controller_epoch_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ = getattr(
+                        item__leader_and_isr_topic_state_, "controller_epoch", 0
+                    )
+                    leader_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ = getattr(
+                        item__leader_and_isr_topic_state_, "leader", 0
+                    )
+                    leader_epoch_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ = (
+                        getattr(item__leader_and_isr_topic_state_, "leader_epoch", 0)
+                    )
+                    isr_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ = getattr(
+                        item__leader_and_isr_topic_state_, "isr", None
+                    )
+                    partition_epoch_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ = getattr(
+                        item__leader_and_isr_topic_state_, "partition_epoch", 0
+                    )
+                    replicas_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ = (
+                        getattr(item__leader_and_isr_topic_state_, "replicas", None)
+                    )
+                    adding_replicas_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ = getattr(
+                        item__leader_and_isr_topic_state_, "adding_replicas", None
+                    )
+                    removing_replicas_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ = getattr(
+                        item__leader_and_isr_topic_state_, "removing_replicas", None
+                    )
+                    is_new_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ = getattr(
+                        item__leader_and_isr_topic_state_, "is_new", False
+                    )
                 out += _S2.pack(
                     partition_index_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_,
                     controller_epoch_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_,
@@ -1651,61 +1688,105 @@ def _fencode_leader_and_isr_request(obj, out, index, api_version):
                 out += _S0.pack(
                     len(isr_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_)
                 )
-                for (
-                    item__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_
-                ) in isr_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_:
-                    value_leader_and_isr_request_leader_and_isr_partition_state_isr_item__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ = item__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_
-                    out += _S0.pack(
-                        value_leader_and_isr_request_leader_and_isr_partition_state_isr_item__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_
-                    )
+                if (
+                    len(isr_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_)
+                    <= _PACKED_MAX
+                ):
+                    out += _PACKED["i"][
+                        len(isr_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_)
+                    ].pack(*isr_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_)
+                else:
+                    for (
+                        item__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_
+                    ) in isr_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_:
+                        value_leader_and_isr_request_leader_and_isr_partition_state_isr_item__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ = item__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_
+                        out += _S0.pack(
+                            value_leader_and_isr_request_leader_and_isr_partition_state_isr_item__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_
+                        )
                 out += _S0.pack(
                     partition_epoch_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_
                 )
                 out += _S0.pack(
                     len(replicas_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_)
                 )
-                for (
-                    item__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_
-                ) in replicas_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_:
-                    value_leader_and_isr_request_leader_and_isr_partition_state_replicas_item__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ = item__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_
-                    out += _S0.pack(
-                        value_leader_and_isr_request_leader_and_isr_partition_state_replicas_item__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_
-                    )
+                if (
+                    len(replicas_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_)
+                    <= _PACKED_MAX
+                ):
+                    out += _PACKED["i"][
+                        len(replicas_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_)
+                    ].pack(*replicas_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_)
+                else:
+                    for (
+                        item__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_
+                    ) in replicas_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_:
+                        value_leader_and_isr_request_leader_and_isr_partition_state_replicas_item__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ = item__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_
+                        out += _S0.pack(
+                            value_leader_and_isr_request_leader_and_isr_partition_state_replicas_item__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_
+                        )
                 if api_version >= 3:
                     out += _S0.pack(
                         len(
                             adding_replicas_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_
                         )
                     )
-                    for item__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ in adding_replicas_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_:
-                        value_leader_and_isr_request_leader_and_isr_partition_state_adding_replicas_item__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ = item__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_
-                        out += _S0.pack(
-                            value_leader_and_isr_request_leader_and_isr_partition_state_adding_replicas_item__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_
+                    if (
+                        len(
+                            adding_replicas_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_
                         )
+                        <= _PACKED_MAX
+                    ):
+                        out += _PACKED["i"][
+                            len(
+                                adding_replicas_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_
+                            )
+                        ].pack(
+                            *adding_replicas_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_
+                        )
+                    else:
+                        for item__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ in adding_replicas_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_:
+                            value_leader_and_isr_request_leader_and_isr_partition_state_adding_replicas_item__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ = item__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_
+                            out += _S0.pack(
+                                value_leader_and_isr_request_leader_and_isr_partition_state_adding_replicas_item__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_
+                            )
                 if api_version >= 3:
                     out += _S0.pack(
                         len(
                             removing_replicas_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_
                         )
                     )
-                    for item__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ in removing_replicas_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_:
-                        value_leader_and_isr_request_leader_and_isr_partition_state_removing_replicas_item__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ = item__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_
-                        out += _S0.pack(
-                            value_leader_and_isr_request_leader_and_isr_partition_state_removing_replicas_item__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_
+                    if (
+                        len(
+                            removing_replicas_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_
                         )
+                        <= _PACKED_MAX
+                    ):
+                        out += _PACKED["i"][
+                            len(
+                                removing_replicas_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_
+                            )
+                        ].pack(
+                            *removing_replicas_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_
+                        )
+                    else:
+                        for item__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ in removing_replicas_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_:
+                            value_leader_and_isr_request_leader_and_isr_partition_state_removing_replicas_item__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_ = item__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_
+                            out += _S0.pack(
+                                value_leader_and_isr_request_leader_and_isr_partition_state_removing_replicas_item__leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_
+                            )
                 out += _S3.pack(
                     is_new_leader_and_isr_request_leader_and_isr_partition_state__leader_and_isr_topic_state_
                 )
     out += _S0.pack(len(live_leaders))
     for item_ in live_leaders:
-        own__leader_and_isr_live_leader_ = type(item_) is LeaderAndIsrLiveLeader
-        broker_id_leader_and_isr_live_leader_ = (
-            item_.broker_id if own__leader_and_isr_live_leader_ else getattr(item_, "broker_id", 0)
-        )
-        host_name_leader_and_isr_live_leader_ = (
-            item_.host_name if own__leader_and_isr_live_leader_ else getattr(item_, "host_name", "")
-        )
-        port_leader_and_isr_live_leader_ = item_.port if own__leader_and_isr_live_leader_ else getattr(item_, "port", 0)
+        if type(item_) is LeaderAndIsrLiveLeader:
+            broker_id_leader_and_isr_live_leader_ = item_.broker_id
+            host_name_leader_and_isr_live_leader_ = item_.host_name
+            port_leader_and_isr_live_leader_ = item_.port
+        else:
+            broker_id_leader_and_isr_live_leader_ = getattr(item_, "broker_id", 0)
+            host_name_leader_and_isr_live_leader_ = getattr(item_, "host_name", "")
+            port_leader_and_isr_live_leader_ = getattr(item_, "port", 0)
         out += _S0.pack(broker_id_leader_and_isr_live_leader_)
         b__leader_and_isr_live_leader_ = _STR_ENCODED.get(host_name_leader_and_isr_live_leader_)
         host_name_leader_and_isr_live_leader_ = (
@@ -1999,36 +2080,39 @@ def _decode_leader_and_isr_partition_state_flexible(buf, pos, end, opts, api_ver
     else:
         leader_recovery_state = 0
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_partition_state_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="leader_and_isr_partition_state_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_partition_state_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_partition_state_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_partition_state_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="leader_and_isr_partition_state_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_partition_state_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_partition_state_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="leader_and_isr_partition_state_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return LeaderAndIsrPartitionStateFlexible(
         partition_index,
         controller_epoch,
@@ -2047,19 +2131,32 @@ def _decode_leader_and_isr_partition_state_flexible(buf, pos, end, opts, api_ver
 
 def _encode_leader_and_isr_partition_state_flexible(obj, out, index, api_version):
     """Append one leader_and_isr_partition_state_flexible to out."""
-    own_ = type(obj) is LeaderAndIsrPartitionStateFlexible
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    controller_epoch = obj.controller_epoch if own_ else getattr(obj, "controller_epoch", 0)
-    leader = obj.leader if own_ else getattr(obj, "leader", 0)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", 0)
-    isr = obj.isr if own_ else getattr(obj, "isr", None)
-    partition_epoch = obj.partition_epoch if own_ else getattr(obj, "partition_epoch", 0)
-    replicas = obj.replicas if own_ else getattr(obj, "replicas", None)
-    adding_replicas = obj.adding_replicas if own_ else getattr(obj, "adding_replicas", None)
-    removing_replicas = obj.removing_replicas if own_ else getattr(obj, "removing_replicas", None)
-    is_new = obj.is_new if own_ else getattr(obj, "is_new", False)
-    leader_recovery_state = obj.leader_recovery_state if own_ else getattr(obj, "leader_recovery_state", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is LeaderAndIsrPartitionStateFlexible:
+        partition_index = obj.partition_index
+        controller_epoch = obj.controller_epoch
+        leader = obj.leader
+        leader_epoch = obj.leader_epoch
+        isr = obj.isr
+        partition_epoch = obj.partition_epoch
+        replicas = obj.replicas
+        adding_replicas = obj.adding_replicas
+        removing_replicas = obj.removing_replicas
+        is_new = obj.is_new
+        leader_recovery_state = obj.leader_recovery_state
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        controller_epoch = getattr(obj, "controller_epoch", 0)
+        leader = getattr(obj, "leader", 0)
+        leader_epoch = getattr(obj, "leader_epoch", 0)
+        isr = getattr(obj, "isr", None)
+        partition_epoch = getattr(obj, "partition_epoch", 0)
+        replicas = getattr(obj, "replicas", None)
+        adding_replicas = getattr(obj, "adding_replicas", None)
+        removing_replicas = getattr(obj, "removing_replicas", None)
+        is_new = getattr(obj, "is_new", False)
+        leader_recovery_state = getattr(obj, "leader_recovery_state", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(partition_index, controller_epoch, leader, leader_epoch)
     n_ = len(isr)
     if -1 <= n_ < 0x3FFF:
@@ -2152,9 +2249,10 @@ def _encode_leader_and_isr_partition_state_flexible(obj, out, index, api_version
                 f"{leader_recovery_state} does not fit int8",
                 path="leader_and_isr_partition_state_flexible.leader_recovery_state",
             )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "leader_and_isr_partition_state_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "leader_and_isr_partition_state_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_leader_and_isr_topic_state_flexible(buf, pos, end, opts, api_version):
@@ -2246,46 +2344,54 @@ def _decode_leader_and_isr_topic_state_flexible(buf, pos, end, opts, api_version
             ) from None
         append_partition_states(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_topic_state_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="leader_and_isr_topic_state_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_topic_state_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_topic_state_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_topic_state_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="leader_and_isr_topic_state_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_topic_state_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_topic_state_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="leader_and_isr_topic_state_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return LeaderAndIsrTopicStateFlexible(topic_name, topic_id, partition_states, tagged_fields), pos
 
 
 def _encode_leader_and_isr_topic_state_flexible(obj, out, index, api_version):
     """Append one leader_and_isr_topic_state_flexible to out."""
-    own_ = type(obj) is LeaderAndIsrTopicStateFlexible
-    topic_name = obj.topic_name if own_ else getattr(obj, "topic_name", "")
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    partition_states = obj.partition_states if own_ else getattr(obj, "partition_states", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is LeaderAndIsrTopicStateFlexible:
+        topic_name = obj.topic_name
+        topic_id = obj.topic_id
+        partition_states = obj.partition_states
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_name = getattr(obj, "topic_name", "")
+        topic_id = getattr(obj, "topic_id", None)
+        partition_states = getattr(obj, "partition_states", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if topic_name is None:
         raise _InvalidValueError("may not be null", path="leader_and_isr_topic_state_flexible.topic_name")
     else:
@@ -2319,9 +2425,10 @@ def _encode_leader_and_isr_topic_state_flexible(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"leader_and_isr_topic_state_flexible.partition_states[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "leader_and_isr_topic_state_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "leader_and_isr_topic_state_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_leader_and_isr_live_leader_flexible(buf, pos, end, opts):
@@ -2372,46 +2479,54 @@ def _decode_leader_and_isr_live_leader_flexible(buf, pos, end, opts):
     (port,) = _S0.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_live_leader_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="leader_and_isr_live_leader_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_live_leader_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_live_leader_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_live_leader_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="leader_and_isr_live_leader_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_live_leader_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_live_leader_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="leader_and_isr_live_leader_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return LeaderAndIsrLiveLeaderFlexible(broker_id, host_name, port, tagged_fields), pos
 
 
 def _encode_leader_and_isr_live_leader_flexible(obj, out, index):
     """Append one leader_and_isr_live_leader_flexible to out."""
-    own_ = type(obj) is LeaderAndIsrLiveLeaderFlexible
-    broker_id = obj.broker_id if own_ else getattr(obj, "broker_id", 0)
-    host_name = obj.host_name if own_ else getattr(obj, "host_name", "")
-    port = obj.port if own_ else getattr(obj, "port", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is LeaderAndIsrLiveLeaderFlexible:
+        broker_id = obj.broker_id
+        host_name = obj.host_name
+        port = obj.port
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        broker_id = getattr(obj, "broker_id", 0)
+        host_name = getattr(obj, "host_name", "")
+        port = getattr(obj, "port", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(broker_id)
     if host_name is None:
         raise _InvalidValueError("may not be null", path="leader_and_isr_live_leader_flexible.host_name")
@@ -2426,9 +2541,10 @@ def _encode_leader_and_isr_live_leader_flexible(obj, out, index):
 
         out += host_name
     out += _S0.pack(port)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "leader_and_isr_live_leader_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "leader_and_isr_live_leader_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_leader_and_isr_request_flexible(buf, pos, end, opts, api_version):
@@ -2575,36 +2691,39 @@ def _decode_leader_and_isr_request_flexible(buf, pos, end, opts, api_version):
             ) from None
         append_live_leaders(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="leader_and_isr_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="leader_and_isr_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="leader_and_isr_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return LeaderAndIsrRequestFlexible(
         controller_id,
         is_k_raft_controller,
@@ -2948,67 +3067,75 @@ def _fdecode_leader_and_isr_request_flexible(buf, pos, end, opts, api_version):
             else:
                 leader_recovery_state_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = 0
             tagged_fields_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = []
-            sec__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = pos
-            (
-                prev__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_,
-                odd__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_, pos = (
-                    _read_uvarint32(buf, pos, end, "leader_and_isr_partition_state_flexible.tagged_fields")
-                )
-            if n_tags__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="leader_and_isr_partition_state_flexible.tagged_fields",
-                )
-            for __leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ in range(
-                n_tags__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
-            ):
-                tag__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_, pos = (
-                    _read_uvarint32(buf, pos, end, "leader_and_isr_partition_state_flexible.tagged_fields")
-                )
-                size__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_, pos = (
-                    _read_uvarint32(buf, pos, end, "leader_and_isr_partition_state_flexible.tagged_fields")
-                )
-                if size__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_} declares {size__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_} bytes, {end - pos} left",
+                sec__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = pos
+                (
+                    prev__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_,
+                    odd__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_, pos = (
+                        _read_uvarint32(buf, pos, end, "leader_and_isr_partition_state_flexible.tagged_fields")
+                    )
+                if (
+                    n_tags__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
+                    > (end - pos) // 2
+                ):
+                    raise _InvalidValueError(
+                        f"{n_tags__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="leader_and_isr_partition_state_flexible.tagged_fields",
                     )
-                stop__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = (
-                    pos + size__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
-                )
-                if (
-                    tag__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
-                    <= prev__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
+                for __leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ in range(
+                    n_tags__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
                 ):
-                    odd__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = True
-                prev__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = (
-                    tag__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
-                )
-                tagged_fields_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_.append(
-                    (
-                        tag__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_,
-                        bytes(
-                            buf[pos:stop__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_]
-                        ),
+                    tag__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_, pos = (
+                        _read_uvarint32(buf, pos, end, "leader_and_isr_partition_state_flexible.tagged_fields")
                     )
-                )
-                pos = stop__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
-            if odd__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_:
-                tagged_fields_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = (
-                    _keep_tags(
-                        tagged_fields_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_,
-                        buf[sec__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_:pos],
-                        (),
+                    size__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_, pos = (
+                        _read_uvarint32(buf, pos, end, "leader_and_isr_partition_state_flexible.tagged_fields")
                     )
-                )
+                    if size__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_} declares {size__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="leader_and_isr_partition_state_flexible.tagged_fields",
+                        )
+                    stop__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = (
+                        pos + size__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
+                    )
+                    if (
+                        tag__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
+                        <= prev__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
+                    ):
+                        odd__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = True
+                    prev__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = (
+                        tag__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
+                    )
+                    tagged_fields_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_.append(
+                        (
+                            tag__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_,
+                            bytes(
+                                buf[
+                                    pos:stop__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
+                                ]
+                            ),
+                        )
+                    )
+                    pos = stop__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
+                if odd__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_:
+                    tagged_fields_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = (
+                        _keep_tags(
+                            tagged_fields_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_,
+                            buf[sec__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_:pos],
+                            (),
+                        )
+                    )
             value__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = _new_object(
                 LeaderAndIsrPartitionStateFlexible
             )
@@ -3051,48 +3178,54 @@ def _fdecode_leader_and_isr_request_flexible(buf, pos, end, opts, api_version):
             )
             append_partition_states_leader_and_isr_topic_state_flexible_(item__leader_and_isr_topic_state_flexible_)
         tagged_fields_leader_and_isr_topic_state_flexible_ = []
-        sec__leader_and_isr_topic_state_flexible_ = pos
-        prev__leader_and_isr_topic_state_flexible_, odd__leader_and_isr_topic_state_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__leader_and_isr_topic_state_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__leader_and_isr_topic_state_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "leader_and_isr_topic_state_flexible.tagged_fields"
-            )
-        if n_tags__leader_and_isr_topic_state_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__leader_and_isr_topic_state_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="leader_and_isr_topic_state_flexible.tagged_fields",
-            )
-        for __leader_and_isr_topic_state_flexible_ in range(n_tags__leader_and_isr_topic_state_flexible_):
-            tag__leader_and_isr_topic_state_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "leader_and_isr_topic_state_flexible.tagged_fields"
-            )
-            size__leader_and_isr_topic_state_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "leader_and_isr_topic_state_flexible.tagged_fields"
-            )
-            if size__leader_and_isr_topic_state_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__leader_and_isr_topic_state_flexible_} declares {size__leader_and_isr_topic_state_flexible_} bytes, {end - pos} left",
+            sec__leader_and_isr_topic_state_flexible_ = pos
+            prev__leader_and_isr_topic_state_flexible_, odd__leader_and_isr_topic_state_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__leader_and_isr_topic_state_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__leader_and_isr_topic_state_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "leader_and_isr_topic_state_flexible.tagged_fields"
+                )
+            if n_tags__leader_and_isr_topic_state_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__leader_and_isr_topic_state_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="leader_and_isr_topic_state_flexible.tagged_fields",
                 )
-            stop__leader_and_isr_topic_state_flexible_ = pos + size__leader_and_isr_topic_state_flexible_
-            if tag__leader_and_isr_topic_state_flexible_ <= prev__leader_and_isr_topic_state_flexible_:
-                odd__leader_and_isr_topic_state_flexible_ = True
-            prev__leader_and_isr_topic_state_flexible_ = tag__leader_and_isr_topic_state_flexible_
-            tagged_fields_leader_and_isr_topic_state_flexible_.append(
-                (tag__leader_and_isr_topic_state_flexible_, bytes(buf[pos:stop__leader_and_isr_topic_state_flexible_]))
-            )
-            pos = stop__leader_and_isr_topic_state_flexible_
-        if odd__leader_and_isr_topic_state_flexible_:
-            tagged_fields_leader_and_isr_topic_state_flexible_ = _keep_tags(
-                tagged_fields_leader_and_isr_topic_state_flexible_,
-                buf[sec__leader_and_isr_topic_state_flexible_:pos],
-                (),
-            )
+            for __leader_and_isr_topic_state_flexible_ in range(n_tags__leader_and_isr_topic_state_flexible_):
+                tag__leader_and_isr_topic_state_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "leader_and_isr_topic_state_flexible.tagged_fields"
+                )
+                size__leader_and_isr_topic_state_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "leader_and_isr_topic_state_flexible.tagged_fields"
+                )
+                if size__leader_and_isr_topic_state_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__leader_and_isr_topic_state_flexible_} declares {size__leader_and_isr_topic_state_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="leader_and_isr_topic_state_flexible.tagged_fields",
+                    )
+                stop__leader_and_isr_topic_state_flexible_ = pos + size__leader_and_isr_topic_state_flexible_
+                if tag__leader_and_isr_topic_state_flexible_ <= prev__leader_and_isr_topic_state_flexible_:
+                    odd__leader_and_isr_topic_state_flexible_ = True
+                prev__leader_and_isr_topic_state_flexible_ = tag__leader_and_isr_topic_state_flexible_
+                tagged_fields_leader_and_isr_topic_state_flexible_.append(
+                    (
+                        tag__leader_and_isr_topic_state_flexible_,
+                        bytes(buf[pos:stop__leader_and_isr_topic_state_flexible_]),
+                    )
+                )
+                pos = stop__leader_and_isr_topic_state_flexible_
+            if odd__leader_and_isr_topic_state_flexible_:
+                tagged_fields_leader_and_isr_topic_state_flexible_ = _keep_tags(
+                    tagged_fields_leader_and_isr_topic_state_flexible_,
+                    buf[sec__leader_and_isr_topic_state_flexible_:pos],
+                    (),
+                )
         value__leader_and_isr_topic_state_flexible_ = _new_object(LeaderAndIsrTopicStateFlexible)
         value__leader_and_isr_topic_state_flexible_.topic_name = topic_name_leader_and_isr_topic_state_flexible_
         value__leader_and_isr_topic_state_flexible_.topic_id = topic_id_leader_and_isr_topic_state_flexible_
@@ -3164,48 +3297,54 @@ def _fdecode_leader_and_isr_request_flexible(buf, pos, end, opts, api_version):
         (port_leader_and_isr_live_leader_flexible_,) = _S0.unpack_from(buf, pos)
         pos += 4
         tagged_fields_leader_and_isr_live_leader_flexible_ = []
-        sec__leader_and_isr_live_leader_flexible_ = pos
-        prev__leader_and_isr_live_leader_flexible_, odd__leader_and_isr_live_leader_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__leader_and_isr_live_leader_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__leader_and_isr_live_leader_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "leader_and_isr_live_leader_flexible.tagged_fields"
-            )
-        if n_tags__leader_and_isr_live_leader_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__leader_and_isr_live_leader_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="leader_and_isr_live_leader_flexible.tagged_fields",
-            )
-        for __leader_and_isr_live_leader_flexible_ in range(n_tags__leader_and_isr_live_leader_flexible_):
-            tag__leader_and_isr_live_leader_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "leader_and_isr_live_leader_flexible.tagged_fields"
-            )
-            size__leader_and_isr_live_leader_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "leader_and_isr_live_leader_flexible.tagged_fields"
-            )
-            if size__leader_and_isr_live_leader_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__leader_and_isr_live_leader_flexible_} declares {size__leader_and_isr_live_leader_flexible_} bytes, {end - pos} left",
+            sec__leader_and_isr_live_leader_flexible_ = pos
+            prev__leader_and_isr_live_leader_flexible_, odd__leader_and_isr_live_leader_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__leader_and_isr_live_leader_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__leader_and_isr_live_leader_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "leader_and_isr_live_leader_flexible.tagged_fields"
+                )
+            if n_tags__leader_and_isr_live_leader_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__leader_and_isr_live_leader_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="leader_and_isr_live_leader_flexible.tagged_fields",
                 )
-            stop__leader_and_isr_live_leader_flexible_ = pos + size__leader_and_isr_live_leader_flexible_
-            if tag__leader_and_isr_live_leader_flexible_ <= prev__leader_and_isr_live_leader_flexible_:
-                odd__leader_and_isr_live_leader_flexible_ = True
-            prev__leader_and_isr_live_leader_flexible_ = tag__leader_and_isr_live_leader_flexible_
-            tagged_fields_leader_and_isr_live_leader_flexible_.append(
-                (tag__leader_and_isr_live_leader_flexible_, bytes(buf[pos:stop__leader_and_isr_live_leader_flexible_]))
-            )
-            pos = stop__leader_and_isr_live_leader_flexible_
-        if odd__leader_and_isr_live_leader_flexible_:
-            tagged_fields_leader_and_isr_live_leader_flexible_ = _keep_tags(
-                tagged_fields_leader_and_isr_live_leader_flexible_,
-                buf[sec__leader_and_isr_live_leader_flexible_:pos],
-                (),
-            )
+            for __leader_and_isr_live_leader_flexible_ in range(n_tags__leader_and_isr_live_leader_flexible_):
+                tag__leader_and_isr_live_leader_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "leader_and_isr_live_leader_flexible.tagged_fields"
+                )
+                size__leader_and_isr_live_leader_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "leader_and_isr_live_leader_flexible.tagged_fields"
+                )
+                if size__leader_and_isr_live_leader_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__leader_and_isr_live_leader_flexible_} declares {size__leader_and_isr_live_leader_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="leader_and_isr_live_leader_flexible.tagged_fields",
+                    )
+                stop__leader_and_isr_live_leader_flexible_ = pos + size__leader_and_isr_live_leader_flexible_
+                if tag__leader_and_isr_live_leader_flexible_ <= prev__leader_and_isr_live_leader_flexible_:
+                    odd__leader_and_isr_live_leader_flexible_ = True
+                prev__leader_and_isr_live_leader_flexible_ = tag__leader_and_isr_live_leader_flexible_
+                tagged_fields_leader_and_isr_live_leader_flexible_.append(
+                    (
+                        tag__leader_and_isr_live_leader_flexible_,
+                        bytes(buf[pos:stop__leader_and_isr_live_leader_flexible_]),
+                    )
+                )
+                pos = stop__leader_and_isr_live_leader_flexible_
+            if odd__leader_and_isr_live_leader_flexible_:
+                tagged_fields_leader_and_isr_live_leader_flexible_ = _keep_tags(
+                    tagged_fields_leader_and_isr_live_leader_flexible_,
+                    buf[sec__leader_and_isr_live_leader_flexible_:pos],
+                    (),
+                )
         value__leader_and_isr_live_leader_flexible_ = _new_object(LeaderAndIsrLiveLeaderFlexible)
         value__leader_and_isr_live_leader_flexible_.broker_id = broker_id_leader_and_isr_live_leader_flexible_
         value__leader_and_isr_live_leader_flexible_.host_name = host_name_leader_and_isr_live_leader_flexible_
@@ -3214,36 +3353,39 @@ def _fdecode_leader_and_isr_request_flexible(buf, pos, end, opts, api_version):
         item_ = value__leader_and_isr_live_leader_flexible_
         append_live_leaders(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="leader_and_isr_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="leader_and_isr_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="leader_and_isr_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(LeaderAndIsrRequestFlexible)
     value_.controller_id = controller_id
     value_.is_k_raft_controller = is_k_raft_controller
@@ -3263,15 +3405,24 @@ def _encode_leader_and_isr_request_flexible(obj, out, index, api_version):
             f"LeaderAndIsrRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 4) and (<params>.api_version <= 7)))",
             path="leader_and_isr_request_flexible",
         )
-    own_ = type(obj) is LeaderAndIsrRequestFlexible
-    controller_id = obj.controller_id if own_ else getattr(obj, "controller_id", 0)
-    is_k_raft_controller = obj.is_k_raft_controller if own_ else getattr(obj, "is_k_raft_controller", False)
-    controller_epoch = obj.controller_epoch if own_ else getattr(obj, "controller_epoch", 0)
-    broker_epoch = obj.broker_epoch if own_ else getattr(obj, "broker_epoch", -1)
-    type_field = obj.type_field if own_ else getattr(obj, "type_field", 0)
-    topic_states = obj.topic_states if own_ else getattr(obj, "topic_states", None)
-    live_leaders = obj.live_leaders if own_ else getattr(obj, "live_leaders", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is LeaderAndIsrRequestFlexible:
+        controller_id = obj.controller_id
+        is_k_raft_controller = obj.is_k_raft_controller
+        controller_epoch = obj.controller_epoch
+        broker_epoch = obj.broker_epoch
+        type_field = obj.type_field
+        topic_states = obj.topic_states
+        live_leaders = obj.live_leaders
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        controller_id = getattr(obj, "controller_id", 0)
+        is_k_raft_controller = getattr(obj, "is_k_raft_controller", False)
+        controller_epoch = getattr(obj, "controller_epoch", 0)
+        broker_epoch = getattr(obj, "broker_epoch", -1)
+        type_field = getattr(obj, "type_field", 0)
+        topic_states = getattr(obj, "topic_states", None)
+        live_leaders = getattr(obj, "live_leaders", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(controller_id)
     if api_version >= 7:
         out += _S3.pack(is_k_raft_controller)
@@ -3321,9 +3472,10 @@ def _encode_leader_and_isr_request_flexible(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"leader_and_isr_request_flexible.live_leaders[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "leader_and_isr_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "leader_and_isr_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_leader_and_isr_request_flexible(obj, out, index, api_version):
@@ -3333,15 +3485,24 @@ def _fencode_leader_and_isr_request_flexible(obj, out, index, api_version):
             f"LeaderAndIsrRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 4) and (<params>.api_version <= 7)))",
             path="leader_and_isr_request_flexible",
         )
-    own_ = type(obj) is LeaderAndIsrRequestFlexible
-    controller_id = obj.controller_id if own_ else getattr(obj, "controller_id", 0)
-    is_k_raft_controller = obj.is_k_raft_controller if own_ else getattr(obj, "is_k_raft_controller", False)
-    controller_epoch = obj.controller_epoch if own_ else getattr(obj, "controller_epoch", 0)
-    broker_epoch = obj.broker_epoch if own_ else getattr(obj, "broker_epoch", -1)
-    type_field = obj.type_field if own_ else getattr(obj, "type_field", 0)
-    topic_states = obj.topic_states if own_ else getattr(obj, "topic_states", None)
-    live_leaders = obj.live_leaders if own_ else getattr(obj, "live_leaders", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is LeaderAndIsrRequestFlexible:
+        controller_id = obj.controller_id
+        is_k_raft_controller = obj.is_k_raft_controller
+        controller_epoch = obj.controller_epoch
+        broker_epoch = obj.broker_epoch
+        type_field = obj.type_field
+        topic_states = obj.topic_states
+        live_leaders = obj.live_leaders
+        tagged_fields = obj.tagged_fields
+    else:
+        controller_id = getattr(obj, "controller_id", 0)
+        is_k_raft_controller = getattr(obj, "is_k_raft_controller", False)
+        controller_epoch = getattr(obj, "controller_epoch", 0)
+        broker_epoch = getattr(obj, "broker_epoch", -1)
+        type_field = getattr(obj, "type_field", 0)
+        topic_states = getattr(obj, "topic_states", None)
+        live_leaders = getattr(obj, "live_leaders", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(controller_id)
     if api_version >= 7:
         out += _S3.pack(is_k_raft_controller)
@@ -3359,21 +3520,16 @@ def _fencode_leader_and_isr_request_flexible(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "leader_and_isr_request_flexible.topic_states")
     for item_ in topic_states:
-        own__leader_and_isr_topic_state_flexible_ = type(item_) is LeaderAndIsrTopicStateFlexible
-        topic_name_leader_and_isr_topic_state_flexible_ = (
-            item_.topic_name if own__leader_and_isr_topic_state_flexible_ else getattr(item_, "topic_name", "")
-        )
-        topic_id_leader_and_isr_topic_state_flexible_ = (
-            item_.topic_id if own__leader_and_isr_topic_state_flexible_ else getattr(item_, "topic_id", None)
-        )
-        partition_states_leader_and_isr_topic_state_flexible_ = (
-            item_.partition_states
-            if own__leader_and_isr_topic_state_flexible_
-            else getattr(item_, "partition_states", None)
-        )
-        tagged_fields_leader_and_isr_topic_state_flexible_ = (
-            item_.tagged_fields if own__leader_and_isr_topic_state_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is LeaderAndIsrTopicStateFlexible:
+            topic_name_leader_and_isr_topic_state_flexible_ = item_.topic_name
+            topic_id_leader_and_isr_topic_state_flexible_ = item_.topic_id
+            partition_states_leader_and_isr_topic_state_flexible_ = item_.partition_states
+            tagged_fields_leader_and_isr_topic_state_flexible_ = item_.tagged_fields
+        else:
+            topic_name_leader_and_isr_topic_state_flexible_ = getattr(item_, "topic_name", "")
+            topic_id_leader_and_isr_topic_state_flexible_ = getattr(item_, "topic_id", None)
+            partition_states_leader_and_isr_topic_state_flexible_ = getattr(item_, "partition_states", None)
+            tagged_fields_leader_and_isr_topic_state_flexible_ = getattr(item_, "tagged_fields", None)
         b__leader_and_isr_topic_state_flexible_ = _STR_ENCODED.get(topic_name_leader_and_isr_topic_state_flexible_)
         topic_name_leader_and_isr_topic_state_flexible_ = (
             _encode_str(topic_name_leader_and_isr_topic_state_flexible_)
@@ -3398,69 +3554,80 @@ def _fencode_leader_and_isr_request_flexible(obj, out, index, api_version):
                 out, n__leader_and_isr_topic_state_flexible_ + 1, "leader_and_isr_topic_state_flexible.partition_states"
             )
         for item__leader_and_isr_topic_state_flexible_ in partition_states_leader_and_isr_topic_state_flexible_:
-            own__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = (
-                type(item__leader_and_isr_topic_state_flexible_) is LeaderAndIsrPartitionStateFlexible
-            )
-            partition_index_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = (
-                item__leader_and_isr_topic_state_flexible_.partition_index
-                if own__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
-                else getattr(item__leader_and_isr_topic_state_flexible_, "partition_index", 0)
-            )
-            controller_epoch_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = (
-                item__leader_and_isr_topic_state_flexible_.controller_epoch
-                if own__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
-                else getattr(item__leader_and_isr_topic_state_flexible_, "controller_epoch", 0)
-            )
-            leader_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = (
-                item__leader_and_isr_topic_state_flexible_.leader
-                if own__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
-                else getattr(item__leader_and_isr_topic_state_flexible_, "leader", 0)
-            )
-            leader_epoch_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = (
-                item__leader_and_isr_topic_state_flexible_.leader_epoch
-                if own__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
-                else getattr(item__leader_and_isr_topic_state_flexible_, "leader_epoch", 0)
-            )
-            isr_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = (
-                item__leader_and_isr_topic_state_flexible_.isr
-                if own__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
-                else getattr(item__leader_and_isr_topic_state_flexible_, "isr", None)
-            )
-            partition_epoch_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = (
-                item__leader_and_isr_topic_state_flexible_.partition_epoch
-                if own__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
-                else getattr(item__leader_and_isr_topic_state_flexible_, "partition_epoch", 0)
-            )
-            replicas_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = (
-                item__leader_and_isr_topic_state_flexible_.replicas
-                if own__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
-                else getattr(item__leader_and_isr_topic_state_flexible_, "replicas", None)
-            )
-            adding_replicas_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = (
-                item__leader_and_isr_topic_state_flexible_.adding_replicas
-                if own__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
-                else getattr(item__leader_and_isr_topic_state_flexible_, "adding_replicas", None)
-            )
-            removing_replicas_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = (
-                item__leader_and_isr_topic_state_flexible_.removing_replicas
-                if own__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
-                else getattr(item__leader_and_isr_topic_state_flexible_, "removing_replicas", None)
-            )
-            is_new_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = (
-                item__leader_and_isr_topic_state_flexible_.is_new
-                if own__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
-                else getattr(item__leader_and_isr_topic_state_flexible_, "is_new", False)
-            )
-            leader_recovery_state_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = (
-                item__leader_and_isr_topic_state_flexible_.leader_recovery_state
-                if own__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
-                else getattr(item__leader_and_isr_topic_state_flexible_, "leader_recovery_state", 0)
-            )
-            tagged_fields_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = (
-                item__leader_and_isr_topic_state_flexible_.tagged_fields
-                if own__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
-                else getattr(item__leader_and_isr_topic_state_flexible_, "tagged_fields", None)
-            )
+            if type(item__leader_and_isr_topic_state_flexible_) is LeaderAndIsrPartitionStateFlexible:
+                partition_index_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = (
+                    item__leader_and_isr_topic_state_flexible_.partition_index
+                )
+                controller_epoch_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = (
+                    item__leader_and_isr_topic_state_flexible_.controller_epoch
+                )
+                leader_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = (
+                    item__leader_and_isr_topic_state_flexible_.leader
+                )
+                leader_epoch_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = (
+                    item__leader_and_isr_topic_state_flexible_.leader_epoch
+                )
+                isr_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = (
+                    item__leader_and_isr_topic_state_flexible_.isr
+                )
+                partition_epoch_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = (
+                    item__leader_and_isr_topic_state_flexible_.partition_epoch
+                )
+                replicas_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = (
+                    item__leader_and_isr_topic_state_flexible_.replicas
+                )
+                adding_replicas_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = (
+                    item__leader_and_isr_topic_state_flexible_.adding_replicas
+                )
+                removing_replicas_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = (
+                    item__leader_and_isr_topic_state_flexible_.removing_replicas
+                )
+                is_new_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = (
+                    item__leader_and_isr_topic_state_flexible_.is_new
+                )
+                leader_recovery_state_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = (
+                    item__leader_and_isr_topic_state_flexible_.leader_recovery_state
+                )
+                tagged_fields_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = (
+                    item__leader_and_isr_topic_state_flexible_.tagged_fields
+                )
+            else:
+                partition_index_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = getattr(
+                    item__leader_and_isr_topic_state_flexible_, "partition_index", 0
+                )
+                controller_epoch_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = (
+                    getattr(item__leader_and_isr_topic_state_flexible_, "controller_epoch", 0)
+                )
+                leader_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = getattr(
+                    item__leader_and_isr_topic_state_flexible_, "leader", 0
+                )
+                leader_epoch_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = getattr(
+                    item__leader_and_isr_topic_state_flexible_, "leader_epoch", 0
+                )
+                isr_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = getattr(
+                    item__leader_and_isr_topic_state_flexible_, "isr", None
+                )
+                partition_epoch_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = getattr(
+                    item__leader_and_isr_topic_state_flexible_, "partition_epoch", 0
+                )
+                replicas_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = getattr(
+                    item__leader_and_isr_topic_state_flexible_, "replicas", None
+                )
+                adding_replicas_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = getattr(
+                    item__leader_and_isr_topic_state_flexible_, "adding_replicas", None
+                )
+                removing_replicas_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = (
+                    getattr(item__leader_and_isr_topic_state_flexible_, "removing_replicas", None)
+                )
+                is_new_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = getattr(
+                    item__leader_and_isr_topic_state_flexible_, "is_new", False
+                )
+                leader_recovery_state_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = (
+                    getattr(item__leader_and_isr_topic_state_flexible_, "leader_recovery_state", 0)
+                )
+                tagged_fields_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = getattr(
+                    item__leader_and_isr_topic_state_flexible_, "tagged_fields", None
+                )
             out += _S2.pack(
                 partition_index_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_,
                 controller_epoch_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_,
@@ -3478,13 +3645,18 @@ def _fencode_leader_and_isr_request_flexible(obj, out, index, api_version):
                     n__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ + 1,
                     "leader_and_isr_partition_state_flexible.isr",
                 )
-            for (
-                item__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
-            ) in isr_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_:
-                value_leader_and_isr_partition_state_flexible_isr_item__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = item__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
-                out += _S0.pack(
-                    value_leader_and_isr_partition_state_flexible_isr_item__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
-                )
+            if n__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ <= _PACKED_MAX:
+                out += _PACKED["i"][
+                    n__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
+                ].pack(*isr_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_)
+            else:
+                for (
+                    item__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
+                ) in isr_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_:
+                    value_leader_and_isr_partition_state_flexible_isr_item__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = item__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
+                    out += _S0.pack(
+                        value_leader_and_isr_partition_state_flexible_isr_item__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
+                    )
             out += _S0.pack(
                 partition_epoch_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
             )
@@ -3499,13 +3671,18 @@ def _fencode_leader_and_isr_request_flexible(obj, out, index, api_version):
                     n__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ + 1,
                     "leader_and_isr_partition_state_flexible.replicas",
                 )
-            for (
-                item__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
-            ) in replicas_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_:
-                value_leader_and_isr_partition_state_flexible_replicas_item__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = item__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
-                out += _S0.pack(
-                    value_leader_and_isr_partition_state_flexible_replicas_item__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
-                )
+            if n__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ <= _PACKED_MAX:
+                out += _PACKED["i"][
+                    n__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
+                ].pack(*replicas_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_)
+            else:
+                for (
+                    item__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
+                ) in replicas_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_:
+                    value_leader_and_isr_partition_state_flexible_replicas_item__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = item__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
+                    out += _S0.pack(
+                        value_leader_and_isr_partition_state_flexible_replicas_item__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
+                    )
             n__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = len(
                 adding_replicas_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
             )
@@ -3517,13 +3694,18 @@ def _fencode_leader_and_isr_request_flexible(obj, out, index, api_version):
                     n__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ + 1,
                     "leader_and_isr_partition_state_flexible.adding_replicas",
                 )
-            for (
-                item__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
-            ) in adding_replicas_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_:
-                value_leader_and_isr_partition_state_flexible_adding_replicas_item__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = item__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
-                out += _S0.pack(
-                    value_leader_and_isr_partition_state_flexible_adding_replicas_item__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
-                )
+            if n__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ <= _PACKED_MAX:
+                out += _PACKED["i"][
+                    n__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
+                ].pack(*adding_replicas_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_)
+            else:
+                for (
+                    item__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
+                ) in adding_replicas_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_:
+                    value_leader_and_isr_partition_state_flexible_adding_replicas_item__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = item__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
+                    out += _S0.pack(
+                        value_leader_and_isr_partition_state_flexible_adding_replicas_item__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
+                    )
             n__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = len(
                 removing_replicas_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
             )
@@ -3535,13 +3717,18 @@ def _fencode_leader_and_isr_request_flexible(obj, out, index, api_version):
                     n__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ + 1,
                     "leader_and_isr_partition_state_flexible.removing_replicas",
                 )
-            for (
-                item__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
-            ) in removing_replicas_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_:
-                value_leader_and_isr_partition_state_flexible_removing_replicas_item__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = item__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
-                out += _S0.pack(
-                    value_leader_and_isr_partition_state_flexible_removing_replicas_item__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
-                )
+            if n__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ <= _PACKED_MAX:
+                out += _PACKED["i"][
+                    n__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
+                ].pack(*removing_replicas_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_)
+            else:
+                for (
+                    item__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
+                ) in removing_replicas_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_:
+                    value_leader_and_isr_partition_state_flexible_removing_replicas_item__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = item__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
+                    out += _S0.pack(
+                        value_leader_and_isr_partition_state_flexible_removing_replicas_item__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
+                    )
             out += _S3.pack(is_new_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_)
             if api_version >= 6:
                 if (
@@ -3558,43 +3745,49 @@ def _fencode_leader_and_isr_request_flexible(obj, out, index, api_version):
                         f"{leader_recovery_state_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_} does not fit int8",
                         path="leader_and_isr_partition_state_flexible.leader_recovery_state",
                     )
-            tags__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = []
-            valid__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = None
+            if (
+                tagged_fields_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_
+                or tagged_fields_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_.__class__
+                is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_,
+                    "leader_and_isr_partition_state_flexible.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if (
+            tagged_fields_leader_and_isr_topic_state_flexible_
+            or tagged_fields_leader_and_isr_topic_state_flexible_.__class__ is _TagSection
+        ):
             _write_tagged(
                 out,
-                tags__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_,
-                tagged_fields_leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_,
-                "leader_and_isr_partition_state_flexible.tagged_fields",
-                valid__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_,
+                [],
+                tagged_fields_leader_and_isr_topic_state_flexible_,
+                "leader_and_isr_topic_state_flexible.tagged_fields",
+                None,
             )
-        tags__leader_and_isr_topic_state_flexible_ = []
-        valid__leader_and_isr_topic_state_flexible_ = None
-        _write_tagged(
-            out,
-            tags__leader_and_isr_topic_state_flexible_,
-            tagged_fields_leader_and_isr_topic_state_flexible_,
-            "leader_and_isr_topic_state_flexible.tagged_fields",
-            valid__leader_and_isr_topic_state_flexible_,
-        )
+        else:
+            out.append(0)
     n_ = len(live_leaders)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "leader_and_isr_request_flexible.live_leaders")
     for item_ in live_leaders:
-        own__leader_and_isr_live_leader_flexible_ = type(item_) is LeaderAndIsrLiveLeaderFlexible
-        broker_id_leader_and_isr_live_leader_flexible_ = (
-            item_.broker_id if own__leader_and_isr_live_leader_flexible_ else getattr(item_, "broker_id", 0)
-        )
-        host_name_leader_and_isr_live_leader_flexible_ = (
-            item_.host_name if own__leader_and_isr_live_leader_flexible_ else getattr(item_, "host_name", "")
-        )
-        port_leader_and_isr_live_leader_flexible_ = (
-            item_.port if own__leader_and_isr_live_leader_flexible_ else getattr(item_, "port", 0)
-        )
-        tagged_fields_leader_and_isr_live_leader_flexible_ = (
-            item_.tagged_fields if own__leader_and_isr_live_leader_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is LeaderAndIsrLiveLeaderFlexible:
+            broker_id_leader_and_isr_live_leader_flexible_ = item_.broker_id
+            host_name_leader_and_isr_live_leader_flexible_ = item_.host_name
+            port_leader_and_isr_live_leader_flexible_ = item_.port
+            tagged_fields_leader_and_isr_live_leader_flexible_ = item_.tagged_fields
+        else:
+            broker_id_leader_and_isr_live_leader_flexible_ = getattr(item_, "broker_id", 0)
+            host_name_leader_and_isr_live_leader_flexible_ = getattr(item_, "host_name", "")
+            port_leader_and_isr_live_leader_flexible_ = getattr(item_, "port", 0)
+            tagged_fields_leader_and_isr_live_leader_flexible_ = getattr(item_, "tagged_fields", None)
         out += _S0.pack(broker_id_leader_and_isr_live_leader_flexible_)
         b__leader_and_isr_live_leader_flexible_ = _STR_ENCODED.get(host_name_leader_and_isr_live_leader_flexible_)
         host_name_leader_and_isr_live_leader_flexible_ = (
@@ -3611,18 +3804,23 @@ def _fencode_leader_and_isr_request_flexible(obj, out, index, api_version):
             )
         out += host_name_leader_and_isr_live_leader_flexible_
         out += _S0.pack(port_leader_and_isr_live_leader_flexible_)
-        tags__leader_and_isr_live_leader_flexible_ = []
-        valid__leader_and_isr_live_leader_flexible_ = None
-        _write_tagged(
-            out,
-            tags__leader_and_isr_live_leader_flexible_,
-            tagged_fields_leader_and_isr_live_leader_flexible_,
-            "leader_and_isr_live_leader_flexible.tagged_fields",
-            valid__leader_and_isr_live_leader_flexible_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "leader_and_isr_request_flexible.tagged_fields", valid_)
+        if (
+            tagged_fields_leader_and_isr_live_leader_flexible_
+            or tagged_fields_leader_and_isr_live_leader_flexible_.__class__ is _TagSection
+        ):
+            _write_tagged(
+                out,
+                [],
+                tagged_fields_leader_and_isr_live_leader_flexible_,
+                "leader_and_isr_live_leader_flexible.tagged_fields",
+                None,
+            )
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "leader_and_isr_request_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_leader_and_isr_request_by_version(buf, pos, end, opts, api_version):

@@ -26,6 +26,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -102,10 +103,14 @@ def _decode_leader_and_isr_partition_error(buf, pos, end, opts):
 
 def _encode_leader_and_isr_partition_error(obj, out, index):
     """Append one leader_and_isr_partition_error to out."""
-    own_ = type(obj) is LeaderAndIsrPartitionError
-    topic_name = obj.topic_name if own_ else getattr(obj, "topic_name", "")
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
+    if type(obj) is LeaderAndIsrPartitionError:
+        topic_name = obj.topic_name
+        partition_index = obj.partition_index
+        error_code = obj.error_code
+    else:  # another class: its fields by name, a missing one at its default
+        topic_name = getattr(obj, "topic_name", "")
+        partition_index = getattr(obj, "partition_index", 0)
+        error_code = getattr(obj, "error_code", 0)
     if topic_name is None:
         raise _InvalidValueError("may not be null", path="leader_and_isr_partition_error.topic_name")
     else:
@@ -239,9 +244,12 @@ def _encode_leader_and_isr_response(obj, out, index, api_version):
             f"LeaderAndIsrResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 3))",
             path="leader_and_isr_response",
         )
-    own_ = type(obj) is LeaderAndIsrResponse
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    partition_errors = obj.partition_errors if own_ else getattr(obj, "partition_errors", None)
+    if type(obj) is LeaderAndIsrResponse:
+        error_code = obj.error_code
+        partition_errors = obj.partition_errors
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        partition_errors = getattr(obj, "partition_errors", None)
     out += _S0.pack(error_code)
     out += _S2.pack(len(partition_errors))
     index_ = 0
@@ -263,22 +271,23 @@ def _fencode_leader_and_isr_response(obj, out, index, api_version):
             f"LeaderAndIsrResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 3))",
             path="leader_and_isr_response",
         )
-    own_ = type(obj) is LeaderAndIsrResponse
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    partition_errors = obj.partition_errors if own_ else getattr(obj, "partition_errors", None)
+    if type(obj) is LeaderAndIsrResponse:
+        error_code = obj.error_code
+        partition_errors = obj.partition_errors
+    else:
+        error_code = getattr(obj, "error_code", 0)
+        partition_errors = getattr(obj, "partition_errors", None)
     out += _S0.pack(error_code)
     out += _S2.pack(len(partition_errors))
     for item_ in partition_errors:
-        own__leader_and_isr_partition_error_ = type(item_) is LeaderAndIsrPartitionError
-        topic_name_leader_and_isr_partition_error_ = (
-            item_.topic_name if own__leader_and_isr_partition_error_ else getattr(item_, "topic_name", "")
-        )
-        partition_index_leader_and_isr_partition_error_ = (
-            item_.partition_index if own__leader_and_isr_partition_error_ else getattr(item_, "partition_index", 0)
-        )
-        error_code_leader_and_isr_partition_error_ = (
-            item_.error_code if own__leader_and_isr_partition_error_ else getattr(item_, "error_code", 0)
-        )
+        if type(item_) is LeaderAndIsrPartitionError:
+            topic_name_leader_and_isr_partition_error_ = item_.topic_name
+            partition_index_leader_and_isr_partition_error_ = item_.partition_index
+            error_code_leader_and_isr_partition_error_ = item_.error_code
+        else:
+            topic_name_leader_and_isr_partition_error_ = getattr(item_, "topic_name", "")
+            partition_index_leader_and_isr_partition_error_ = getattr(item_, "partition_index", 0)
+            error_code_leader_and_isr_partition_error_ = getattr(item_, "error_code", 0)
         b__leader_and_isr_partition_error_ = _STR_ENCODED.get(topic_name_leader_and_isr_partition_error_)
         topic_name_leader_and_isr_partition_error_ = (
             _encode_str(topic_name_leader_and_isr_partition_error_)
@@ -335,46 +344,54 @@ def _decode_leader_and_isr_partition_error_flexible(buf, pos, end, opts):
     ) = _S1.unpack_from(buf, pos)
     pos += 6
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_partition_error_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="leader_and_isr_partition_error_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_partition_error_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_partition_error_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_partition_error_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="leader_and_isr_partition_error_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_partition_error_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_partition_error_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="leader_and_isr_partition_error_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return LeaderAndIsrPartitionErrorFlexible(topic_name, partition_index, error_code, tagged_fields), pos
 
 
 def _encode_leader_and_isr_partition_error_flexible(obj, out, index):
     """Append one leader_and_isr_partition_error_flexible to out."""
-    own_ = type(obj) is LeaderAndIsrPartitionErrorFlexible
-    topic_name = obj.topic_name if own_ else getattr(obj, "topic_name", "")
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is LeaderAndIsrPartitionErrorFlexible:
+        topic_name = obj.topic_name
+        partition_index = obj.partition_index
+        error_code = obj.error_code
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_name = getattr(obj, "topic_name", "")
+        partition_index = getattr(obj, "partition_index", 0)
+        error_code = getattr(obj, "error_code", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if topic_name is None:
         raise _InvalidValueError("may not be null", path="leader_and_isr_partition_error_flexible.topic_name")
     else:
@@ -388,9 +405,10 @@ def _encode_leader_and_isr_partition_error_flexible(obj, out, index):
 
         out += topic_name
     out += _S1.pack(partition_index, error_code)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "leader_and_isr_partition_error_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "leader_and_isr_partition_error_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_leader_and_isr_response_leader_and_isr_partition_error_flexible(buf, pos, end, opts):
@@ -407,61 +425,69 @@ def _decode_leader_and_isr_response_leader_and_isr_partition_error_flexible(buf,
     ) = _S1.unpack_from(buf, pos)
     pos += 6
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(
-            buf, pos, end, "leader_and_isr_response_leader_and_isr_partition_error_flexible.tagged_fields"
-        )
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="leader_and_isr_response_leader_and_isr_partition_error_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(
-            buf, pos, end, "leader_and_isr_response_leader_and_isr_partition_error_flexible.tagged_fields"
-        )
-        size_, pos = _read_uvarint32(
-            buf, pos, end, "leader_and_isr_response_leader_and_isr_partition_error_flexible.tagged_fields"
-        )
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(
+                buf, pos, end, "leader_and_isr_response_leader_and_isr_partition_error_flexible.tagged_fields"
+            )
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="leader_and_isr_response_leader_and_isr_partition_error_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(
+                buf, pos, end, "leader_and_isr_response_leader_and_isr_partition_error_flexible.tagged_fields"
+            )
+            size_, pos = _read_uvarint32(
+                buf, pos, end, "leader_and_isr_response_leader_and_isr_partition_error_flexible.tagged_fields"
+            )
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="leader_and_isr_response_leader_and_isr_partition_error_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return LeaderAndIsrResponseLeaderAndIsrPartitionErrorFlexible(partition_index, error_code, tagged_fields), pos
 
 
 def _encode_leader_and_isr_response_leader_and_isr_partition_error_flexible(obj, out, index):
     """Append one leader_and_isr_response_leader_and_isr_partition_error_flexible to out."""
-    own_ = type(obj) is LeaderAndIsrResponseLeaderAndIsrPartitionErrorFlexible
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is LeaderAndIsrResponseLeaderAndIsrPartitionErrorFlexible:
+        partition_index = obj.partition_index
+        error_code = obj.error_code
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        error_code = getattr(obj, "error_code", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(partition_index, error_code)
-    tags_ = []
-    valid_ = None
-    _write_tagged(
-        out,
-        tags_,
-        tagged_fields,
-        "leader_and_isr_response_leader_and_isr_partition_error_flexible.tagged_fields",
-        valid_,
-    )
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(
+            out,
+            [],
+            tagged_fields,
+            "leader_and_isr_response_leader_and_isr_partition_error_flexible.tagged_fields",
+            None,
+        )
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_leader_and_isr_topic_error(buf, pos, end, opts):
@@ -513,45 +539,52 @@ def _decode_leader_and_isr_topic_error(buf, pos, end, opts):
             ) from None
         append_partition_errors(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_topic_error.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="leader_and_isr_topic_error.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_topic_error.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_topic_error.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_topic_error.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="leader_and_isr_topic_error.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_topic_error.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_topic_error.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="leader_and_isr_topic_error.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return LeaderAndIsrTopicError(topic_id, partition_errors, tagged_fields), pos
 
 
 def _encode_leader_and_isr_topic_error(obj, out, index):
     """Append one leader_and_isr_topic_error to out."""
-    own_ = type(obj) is LeaderAndIsrTopicError
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    partition_errors = obj.partition_errors if own_ else getattr(obj, "partition_errors", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is LeaderAndIsrTopicError:
+        topic_id = obj.topic_id
+        partition_errors = obj.partition_errors
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_id = getattr(obj, "topic_id", None)
+        partition_errors = getattr(obj, "partition_errors", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S3.pack(_uuid16(topic_id))
     n_ = len(partition_errors)
     if -1 <= n_ < 0x3FFF:
@@ -573,9 +606,10 @@ def _encode_leader_and_isr_topic_error(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"leader_and_isr_topic_error.partition_errors[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "leader_and_isr_topic_error.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "leader_and_isr_topic_error.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_leader_and_isr_response_flexible(buf, pos, end, opts, api_version):
@@ -709,36 +743,39 @@ def _decode_leader_and_isr_response_flexible(buf, pos, end, opts, api_version):
     else:
         topics = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="leader_and_isr_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="leader_and_isr_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="leader_and_isr_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return LeaderAndIsrResponseFlexible(error_code, partition_errors, topics, tagged_fields), pos
 
 
@@ -824,51 +861,61 @@ def _fdecode_leader_and_isr_response_flexible(buf, pos, end, opts, api_version):
             ) = _S1.unpack_from(buf, pos)
             pos += 6
             tagged_fields_leader_and_isr_partition_error_flexible_ = []
-            sec__leader_and_isr_partition_error_flexible_ = pos
-            prev__leader_and_isr_partition_error_flexible_, odd__leader_and_isr_partition_error_flexible_ = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__leader_and_isr_partition_error_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__leader_and_isr_partition_error_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "leader_and_isr_partition_error_flexible.tagged_fields"
+                sec__leader_and_isr_partition_error_flexible_ = pos
+                prev__leader_and_isr_partition_error_flexible_, odd__leader_and_isr_partition_error_flexible_ = (
+                    -1,
+                    False,
                 )
-            if n_tags__leader_and_isr_partition_error_flexible_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__leader_and_isr_partition_error_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="leader_and_isr_partition_error_flexible.tagged_fields",
-                )
-            for __leader_and_isr_partition_error_flexible_ in range(n_tags__leader_and_isr_partition_error_flexible_):
-                tag__leader_and_isr_partition_error_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "leader_and_isr_partition_error_flexible.tagged_fields"
-                )
-                size__leader_and_isr_partition_error_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "leader_and_isr_partition_error_flexible.tagged_fields"
-                )
-                if size__leader_and_isr_partition_error_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__leader_and_isr_partition_error_flexible_} declares {size__leader_and_isr_partition_error_flexible_} bytes, {end - pos} left",
+                if pos < end and buf[pos] < 128:
+                    n_tags__leader_and_isr_partition_error_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__leader_and_isr_partition_error_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "leader_and_isr_partition_error_flexible.tagged_fields"
+                    )
+                if n_tags__leader_and_isr_partition_error_flexible_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__leader_and_isr_partition_error_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="leader_and_isr_partition_error_flexible.tagged_fields",
                     )
-                stop__leader_and_isr_partition_error_flexible_ = pos + size__leader_and_isr_partition_error_flexible_
-                if tag__leader_and_isr_partition_error_flexible_ <= prev__leader_and_isr_partition_error_flexible_:
-                    odd__leader_and_isr_partition_error_flexible_ = True
-                prev__leader_and_isr_partition_error_flexible_ = tag__leader_and_isr_partition_error_flexible_
-                tagged_fields_leader_and_isr_partition_error_flexible_.append(
-                    (
-                        tag__leader_and_isr_partition_error_flexible_,
-                        bytes(buf[pos:stop__leader_and_isr_partition_error_flexible_]),
+                for __leader_and_isr_partition_error_flexible_ in range(
+                    n_tags__leader_and_isr_partition_error_flexible_
+                ):
+                    tag__leader_and_isr_partition_error_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "leader_and_isr_partition_error_flexible.tagged_fields"
                     )
-                )
-                pos = stop__leader_and_isr_partition_error_flexible_
-            if odd__leader_and_isr_partition_error_flexible_:
-                tagged_fields_leader_and_isr_partition_error_flexible_ = _keep_tags(
-                    tagged_fields_leader_and_isr_partition_error_flexible_,
-                    buf[sec__leader_and_isr_partition_error_flexible_:pos],
-                    (),
-                )
+                    size__leader_and_isr_partition_error_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "leader_and_isr_partition_error_flexible.tagged_fields"
+                    )
+                    if size__leader_and_isr_partition_error_flexible_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__leader_and_isr_partition_error_flexible_} declares {size__leader_and_isr_partition_error_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="leader_and_isr_partition_error_flexible.tagged_fields",
+                        )
+                    stop__leader_and_isr_partition_error_flexible_ = (
+                        pos + size__leader_and_isr_partition_error_flexible_
+                    )
+                    if tag__leader_and_isr_partition_error_flexible_ <= prev__leader_and_isr_partition_error_flexible_:
+                        odd__leader_and_isr_partition_error_flexible_ = True
+                    prev__leader_and_isr_partition_error_flexible_ = tag__leader_and_isr_partition_error_flexible_
+                    tagged_fields_leader_and_isr_partition_error_flexible_.append(
+                        (
+                            tag__leader_and_isr_partition_error_flexible_,
+                            bytes(buf[pos:stop__leader_and_isr_partition_error_flexible_]),
+                        )
+                    )
+                    pos = stop__leader_and_isr_partition_error_flexible_
+                if odd__leader_and_isr_partition_error_flexible_:
+                    tagged_fields_leader_and_isr_partition_error_flexible_ = _keep_tags(
+                        tagged_fields_leader_and_isr_partition_error_flexible_,
+                        buf[sec__leader_and_isr_partition_error_flexible_:pos],
+                        (),
+                    )
             value__leader_and_isr_partition_error_flexible_ = _new_object(LeaderAndIsrPartitionErrorFlexible)
             value__leader_and_isr_partition_error_flexible_.topic_name = (
                 topic_name_leader_and_isr_partition_error_flexible_
@@ -953,87 +1000,99 @@ def _fdecode_leader_and_isr_response_flexible(buf, pos, end, opts, api_version):
                 ) = _S1.unpack_from(buf, pos)
                 pos += 6
                 tagged_fields_leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_ = []
-                sec__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_ = pos
-                (
-                    prev__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_,
-                    odd__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_,
-                ) = (-1, False)
-                if pos < end and buf[pos] < 128:
-                    n_tags__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_ = buf[
-                        pos
-                    ]
+                if pos < end and buf[pos] == 0:
                     pos += 1
                 else:
+                    sec__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_ = pos
                     (
-                        n_tags__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_,
-                        pos,
-                    ) = _read_uvarint32(
-                        buf, pos, end, "leader_and_isr_response_leader_and_isr_partition_error_flexible.tagged_fields"
-                    )
-                if (
-                    n_tags__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_
-                    > (end - pos) // 2
-                ):
-                    raise _InvalidValueError(
-                        f"{n_tags__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_} tagged fields cannot fit in {end - pos} bytes",
-                        offset=pos,
-                        path="leader_and_isr_response_leader_and_isr_partition_error_flexible.tagged_fields",
-                    )
-                for (
-                    __leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_
-                ) in range(
-                    n_tags__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_
-                ):
-                    (
-                        tag__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_,
-                        pos,
-                    ) = _read_uvarint32(
-                        buf, pos, end, "leader_and_isr_response_leader_and_isr_partition_error_flexible.tagged_fields"
-                    )
-                    (
-                        size__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_,
-                        pos,
-                    ) = _read_uvarint32(
-                        buf, pos, end, "leader_and_isr_response_leader_and_isr_partition_error_flexible.tagged_fields"
-                    )
+                        prev__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_,
+                        odd__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_,
+                    ) = (-1, False)
+                    if pos < end and buf[pos] < 128:
+                        n_tags__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_ = buf[
+                            pos
+                        ]
+                        pos += 1
+                    else:
+                        (
+                            n_tags__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_,
+                            pos,
+                        ) = _read_uvarint32(
+                            buf,
+                            pos,
+                            end,
+                            "leader_and_isr_response_leader_and_isr_partition_error_flexible.tagged_fields",
+                        )
                     if (
-                        size__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_
-                        > end - pos
+                        n_tags__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_
+                        > (end - pos) // 2
                     ):
-                        raise _TruncatedError(
-                            f"tag {tag__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_} declares {size__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_} bytes, {end - pos} left",
+                        raise _InvalidValueError(
+                            f"{n_tags__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_} tagged fields cannot fit in {end - pos} bytes",
                             offset=pos,
                             path="leader_and_isr_response_leader_and_isr_partition_error_flexible.tagged_fields",
                         )
-                    stop__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_ = (
-                        pos
-                        + size__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_
-                    )
-                    if (
-                        tag__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_
-                        <= prev__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_
+                    for (
+                        __leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_
+                    ) in range(
+                        n_tags__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_
                     ):
-                        odd__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_ = True
-                    prev__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_ = tag__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_
-                    tagged_fields_leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_.append(
                         (
                             tag__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_,
-                            bytes(
-                                buf[
-                                    pos:stop__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_
-                                ]
-                            ),
+                            pos,
+                        ) = _read_uvarint32(
+                            buf,
+                            pos,
+                            end,
+                            "leader_and_isr_response_leader_and_isr_partition_error_flexible.tagged_fields",
                         )
-                    )
-                    pos = stop__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_
-                if odd__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_:
-                    tagged_fields_leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_ = _keep_tags(
-                        tagged_fields_leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_,
-                        buf[
-                            sec__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_:pos
-                        ],
-                        (),
-                    )
+                        (
+                            size__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_,
+                            pos,
+                        ) = _read_uvarint32(
+                            buf,
+                            pos,
+                            end,
+                            "leader_and_isr_response_leader_and_isr_partition_error_flexible.tagged_fields",
+                        )
+                        if (
+                            size__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_
+                            > end - pos
+                        ):
+                            raise _TruncatedError(
+                                f"tag {tag__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_} declares {size__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_} bytes, {end - pos} left",
+                                offset=pos,
+                                path="leader_and_isr_response_leader_and_isr_partition_error_flexible.tagged_fields",
+                            )
+                        stop__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_ = (
+                            pos
+                            + size__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_
+                        )
+                        if (
+                            tag__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_
+                            <= prev__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_
+                        ):
+                            odd__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_ = True
+                        prev__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_ = tag__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_
+                        tagged_fields_leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_.append(
+                            (
+                                tag__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_,
+                                bytes(
+                                    buf[
+                                        pos:stop__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_
+                                    ]
+                                ),
+                            )
+                        )
+                        pos = stop__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_
+                    if odd__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_:
+                        tagged_fields_leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_ = _keep_tags(
+                            tagged_fields_leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_,
+                            buf[
+                                sec__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_:pos
+                            ],
+                            (),
+                        )
                 value__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_ = (
                     _new_object(LeaderAndIsrResponseLeaderAndIsrPartitionErrorFlexible)
                 )
@@ -1045,46 +1104,49 @@ def _fdecode_leader_and_isr_response_flexible(buf, pos, end, opts, api_version):
                 )
                 append_partition_errors_leader_and_isr_topic_error_(item__leader_and_isr_topic_error_)
             tagged_fields_leader_and_isr_topic_error_ = []
-            sec__leader_and_isr_topic_error_ = pos
-            prev__leader_and_isr_topic_error_, odd__leader_and_isr_topic_error_ = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__leader_and_isr_topic_error_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__leader_and_isr_topic_error_, pos = _read_uvarint32(
-                    buf, pos, end, "leader_and_isr_topic_error.tagged_fields"
-                )
-            if n_tags__leader_and_isr_topic_error_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__leader_and_isr_topic_error_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="leader_and_isr_topic_error.tagged_fields",
-                )
-            for __leader_and_isr_topic_error_ in range(n_tags__leader_and_isr_topic_error_):
-                tag__leader_and_isr_topic_error_, pos = _read_uvarint32(
-                    buf, pos, end, "leader_and_isr_topic_error.tagged_fields"
-                )
-                size__leader_and_isr_topic_error_, pos = _read_uvarint32(
-                    buf, pos, end, "leader_and_isr_topic_error.tagged_fields"
-                )
-                if size__leader_and_isr_topic_error_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__leader_and_isr_topic_error_} declares {size__leader_and_isr_topic_error_} bytes, {end - pos} left",
+                sec__leader_and_isr_topic_error_ = pos
+                prev__leader_and_isr_topic_error_, odd__leader_and_isr_topic_error_ = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__leader_and_isr_topic_error_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__leader_and_isr_topic_error_, pos = _read_uvarint32(
+                        buf, pos, end, "leader_and_isr_topic_error.tagged_fields"
+                    )
+                if n_tags__leader_and_isr_topic_error_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__leader_and_isr_topic_error_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="leader_and_isr_topic_error.tagged_fields",
                     )
-                stop__leader_and_isr_topic_error_ = pos + size__leader_and_isr_topic_error_
-                if tag__leader_and_isr_topic_error_ <= prev__leader_and_isr_topic_error_:
-                    odd__leader_and_isr_topic_error_ = True
-                prev__leader_and_isr_topic_error_ = tag__leader_and_isr_topic_error_
-                tagged_fields_leader_and_isr_topic_error_.append(
-                    (tag__leader_and_isr_topic_error_, bytes(buf[pos:stop__leader_and_isr_topic_error_]))
-                )
-                pos = stop__leader_and_isr_topic_error_
-            if odd__leader_and_isr_topic_error_:
-                tagged_fields_leader_and_isr_topic_error_ = _keep_tags(
-                    tagged_fields_leader_and_isr_topic_error_, buf[sec__leader_and_isr_topic_error_:pos], ()
-                )
+                for __leader_and_isr_topic_error_ in range(n_tags__leader_and_isr_topic_error_):
+                    tag__leader_and_isr_topic_error_, pos = _read_uvarint32(
+                        buf, pos, end, "leader_and_isr_topic_error.tagged_fields"
+                    )
+                    size__leader_and_isr_topic_error_, pos = _read_uvarint32(
+                        buf, pos, end, "leader_and_isr_topic_error.tagged_fields"
+                    )
+                    if size__leader_and_isr_topic_error_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__leader_and_isr_topic_error_} declares {size__leader_and_isr_topic_error_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="leader_and_isr_topic_error.tagged_fields",
+                        )
+                    stop__leader_and_isr_topic_error_ = pos + size__leader_and_isr_topic_error_
+                    if tag__leader_and_isr_topic_error_ <= prev__leader_and_isr_topic_error_:
+                        odd__leader_and_isr_topic_error_ = True
+                    prev__leader_and_isr_topic_error_ = tag__leader_and_isr_topic_error_
+                    tagged_fields_leader_and_isr_topic_error_.append(
+                        (tag__leader_and_isr_topic_error_, bytes(buf[pos:stop__leader_and_isr_topic_error_]))
+                    )
+                    pos = stop__leader_and_isr_topic_error_
+                if odd__leader_and_isr_topic_error_:
+                    tagged_fields_leader_and_isr_topic_error_ = _keep_tags(
+                        tagged_fields_leader_and_isr_topic_error_, buf[sec__leader_and_isr_topic_error_:pos], ()
+                    )
             value__leader_and_isr_topic_error_ = _new_object(LeaderAndIsrTopicError)
             value__leader_and_isr_topic_error_.topic_id = topic_id_leader_and_isr_topic_error_
             value__leader_and_isr_topic_error_.partition_errors = partition_errors_leader_and_isr_topic_error_
@@ -1098,36 +1160,39 @@ def _fdecode_leader_and_isr_response_flexible(buf, pos, end, opts, api_version):
     else:
         topics = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="leader_and_isr_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="leader_and_isr_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="leader_and_isr_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(LeaderAndIsrResponseFlexible)
     value_.error_code = error_code
     value_.partition_errors = partition_errors
@@ -1143,11 +1208,16 @@ def _encode_leader_and_isr_response_flexible(obj, out, index, api_version):
             f"LeaderAndIsrResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 4) and (<params>.api_version <= 7)))",
             path="leader_and_isr_response_flexible",
         )
-    own_ = type(obj) is LeaderAndIsrResponseFlexible
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    partition_errors = obj.partition_errors if own_ else getattr(obj, "partition_errors", None)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is LeaderAndIsrResponseFlexible:
+        error_code = obj.error_code
+        partition_errors = obj.partition_errors
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        partition_errors = getattr(obj, "partition_errors", None)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(error_code)
     if api_version <= 4:
         n_ = len(partition_errors)
@@ -1186,9 +1256,10 @@ def _encode_leader_and_isr_response_flexible(obj, out, index, api_version):
             raise _InvalidValueError(
                 f"cannot encode: {type(exc).__name__}: {exc}", path=f"leader_and_isr_response_flexible.topics[{index_}]"
             ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "leader_and_isr_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "leader_and_isr_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_leader_and_isr_response_flexible(obj, out, index, api_version):
@@ -1198,11 +1269,16 @@ def _fencode_leader_and_isr_response_flexible(obj, out, index, api_version):
             f"LeaderAndIsrResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 4) and (<params>.api_version <= 7)))",
             path="leader_and_isr_response_flexible",
         )
-    own_ = type(obj) is LeaderAndIsrResponseFlexible
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    partition_errors = obj.partition_errors if own_ else getattr(obj, "partition_errors", None)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is LeaderAndIsrResponseFlexible:
+        error_code = obj.error_code
+        partition_errors = obj.partition_errors
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:
+        error_code = getattr(obj, "error_code", 0)
+        partition_errors = getattr(obj, "partition_errors", None)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(error_code)
     if api_version <= 4:
         n_ = len(partition_errors)
@@ -1211,23 +1287,16 @@ def _fencode_leader_and_isr_response_flexible(obj, out, index, api_version):
         else:
             _write_uvarint(out, n_ + 1, "leader_and_isr_response_flexible.partition_errors")
         for item_ in partition_errors:
-            own__leader_and_isr_partition_error_flexible_ = type(item_) is LeaderAndIsrPartitionErrorFlexible
-            topic_name_leader_and_isr_partition_error_flexible_ = (
-                item_.topic_name if own__leader_and_isr_partition_error_flexible_ else getattr(item_, "topic_name", "")
-            )
-            partition_index_leader_and_isr_partition_error_flexible_ = (
-                item_.partition_index
-                if own__leader_and_isr_partition_error_flexible_
-                else getattr(item_, "partition_index", 0)
-            )
-            error_code_leader_and_isr_partition_error_flexible_ = (
-                item_.error_code if own__leader_and_isr_partition_error_flexible_ else getattr(item_, "error_code", 0)
-            )
-            tagged_fields_leader_and_isr_partition_error_flexible_ = (
-                item_.tagged_fields
-                if own__leader_and_isr_partition_error_flexible_
-                else getattr(item_, "tagged_fields", None)
-            )
+            if type(item_) is LeaderAndIsrPartitionErrorFlexible:
+                topic_name_leader_and_isr_partition_error_flexible_ = item_.topic_name
+                partition_index_leader_and_isr_partition_error_flexible_ = item_.partition_index
+                error_code_leader_and_isr_partition_error_flexible_ = item_.error_code
+                tagged_fields_leader_and_isr_partition_error_flexible_ = item_.tagged_fields
+            else:
+                topic_name_leader_and_isr_partition_error_flexible_ = getattr(item_, "topic_name", "")
+                partition_index_leader_and_isr_partition_error_flexible_ = getattr(item_, "partition_index", 0)
+                error_code_leader_and_isr_partition_error_flexible_ = getattr(item_, "error_code", 0)
+                tagged_fields_leader_and_isr_partition_error_flexible_ = getattr(item_, "tagged_fields", None)
             b__leader_and_isr_partition_error_flexible_ = _STR_ENCODED.get(
                 topic_name_leader_and_isr_partition_error_flexible_
             )
@@ -1250,15 +1319,19 @@ def _fencode_leader_and_isr_response_flexible(obj, out, index, api_version):
                 partition_index_leader_and_isr_partition_error_flexible_,
                 error_code_leader_and_isr_partition_error_flexible_,
             )
-            tags__leader_and_isr_partition_error_flexible_ = []
-            valid__leader_and_isr_partition_error_flexible_ = None
-            _write_tagged(
-                out,
-                tags__leader_and_isr_partition_error_flexible_,
-                tagged_fields_leader_and_isr_partition_error_flexible_,
-                "leader_and_isr_partition_error_flexible.tagged_fields",
-                valid__leader_and_isr_partition_error_flexible_,
-            )
+            if (
+                tagged_fields_leader_and_isr_partition_error_flexible_
+                or tagged_fields_leader_and_isr_partition_error_flexible_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_leader_and_isr_partition_error_flexible_,
+                    "leader_and_isr_partition_error_flexible.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
     if api_version >= 5:
         n_ = len(topics)
         if -1 <= n_ < 16383:
@@ -1266,16 +1339,14 @@ def _fencode_leader_and_isr_response_flexible(obj, out, index, api_version):
         else:
             _write_uvarint(out, n_ + 1, "leader_and_isr_response_flexible.topics")
         for item_ in topics:
-            own__leader_and_isr_topic_error_ = type(item_) is LeaderAndIsrTopicError
-            topic_id_leader_and_isr_topic_error_ = (
-                item_.topic_id if own__leader_and_isr_topic_error_ else getattr(item_, "topic_id", None)
-            )
-            partition_errors_leader_and_isr_topic_error_ = (
-                item_.partition_errors if own__leader_and_isr_topic_error_ else getattr(item_, "partition_errors", None)
-            )
-            tagged_fields_leader_and_isr_topic_error_ = (
-                item_.tagged_fields if own__leader_and_isr_topic_error_ else getattr(item_, "tagged_fields", None)
-            )
+            if type(item_) is LeaderAndIsrTopicError:
+                topic_id_leader_and_isr_topic_error_ = item_.topic_id
+                partition_errors_leader_and_isr_topic_error_ = item_.partition_errors
+                tagged_fields_leader_and_isr_topic_error_ = item_.tagged_fields
+            else:
+                topic_id_leader_and_isr_topic_error_ = getattr(item_, "topic_id", None)
+                partition_errors_leader_and_isr_topic_error_ = getattr(item_, "partition_errors", None)
+                tagged_fields_leader_and_isr_topic_error_ = getattr(item_, "tagged_fields", None)
             out += _S3.pack(_uuid16(topic_id_leader_and_isr_topic_error_))
             n__leader_and_isr_topic_error_ = len(partition_errors_leader_and_isr_topic_error_)
             if -1 <= n__leader_and_isr_topic_error_ < 16383:
@@ -1283,51 +1354,51 @@ def _fencode_leader_and_isr_response_flexible(obj, out, index, api_version):
             else:
                 _write_uvarint(out, n__leader_and_isr_topic_error_ + 1, "leader_and_isr_topic_error.partition_errors")
             for item__leader_and_isr_topic_error_ in partition_errors_leader_and_isr_topic_error_:
-                own__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_ = (
-                    type(item__leader_and_isr_topic_error_) is LeaderAndIsrResponseLeaderAndIsrPartitionErrorFlexible
-                )
-                partition_index_leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_ = (
-                    item__leader_and_isr_topic_error_.partition_index
-                    if own__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_
-                    else getattr(item__leader_and_isr_topic_error_, "partition_index", 0)
-                )
-                error_code_leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_ = (
-                    item__leader_and_isr_topic_error_.error_code
-                    if own__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_
-                    else getattr(item__leader_and_isr_topic_error_, "error_code", 0)
-                )
-                tagged_fields_leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_ = (
-                    item__leader_and_isr_topic_error_.tagged_fields
-                    if own__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_
-                    else getattr(item__leader_and_isr_topic_error_, "tagged_fields", None)
-                )
+                if type(item__leader_and_isr_topic_error_) is LeaderAndIsrResponseLeaderAndIsrPartitionErrorFlexible:
+                    partition_index_leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_ = item__leader_and_isr_topic_error_.partition_index
+                    error_code_leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_ = item__leader_and_isr_topic_error_.error_code
+                    tagged_fields_leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_ = item__leader_and_isr_topic_error_.tagged_fields
+                else:
+                    partition_index_leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_ = getattr(
+                        item__leader_and_isr_topic_error_, "partition_index", 0
+                    )
+                    error_code_leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_ = getattr(
+                        item__leader_and_isr_topic_error_, "error_code", 0
+                    )
+                    tagged_fields_leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_ = getattr(
+                        item__leader_and_isr_topic_error_, "tagged_fields", None
+                    )
                 out += _S1.pack(
                     partition_index_leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_,
                     error_code_leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_,
                 )
-                tags__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_ = []
-                valid__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_ = (
-                    None
-                )
+                if (
+                    tagged_fields_leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_
+                    or tagged_fields_leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_.__class__
+                    is _TagSection
+                ):
+                    _write_tagged(
+                        out,
+                        [],
+                        tagged_fields_leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_,
+                        "leader_and_isr_response_leader_and_isr_partition_error_flexible.tagged_fields",
+                        None,
+                    )
+                else:
+                    out.append(0)
+            if (
+                tagged_fields_leader_and_isr_topic_error_
+                or tagged_fields_leader_and_isr_topic_error_.__class__ is _TagSection
+            ):
                 _write_tagged(
-                    out,
-                    tags__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_,
-                    tagged_fields_leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_,
-                    "leader_and_isr_response_leader_and_isr_partition_error_flexible.tagged_fields",
-                    valid__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_,
+                    out, [], tagged_fields_leader_and_isr_topic_error_, "leader_and_isr_topic_error.tagged_fields", None
                 )
-            tags__leader_and_isr_topic_error_ = []
-            valid__leader_and_isr_topic_error_ = None
-            _write_tagged(
-                out,
-                tags__leader_and_isr_topic_error_,
-                tagged_fields_leader_and_isr_topic_error_,
-                "leader_and_isr_topic_error.tagged_fields",
-                valid__leader_and_isr_topic_error_,
-            )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "leader_and_isr_response_flexible.tagged_fields", valid_)
+            else:
+                out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "leader_and_isr_response_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_leader_and_isr_response_by_version(buf, pos, end, opts, api_version):

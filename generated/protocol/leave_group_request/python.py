@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -98,9 +99,12 @@ def _decode_member_identity(buf, pos, end, opts):
 
 def _encode_member_identity(obj, out, index):
     """Append one member_identity to out."""
-    own_ = type(obj) is MemberIdentity
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    group_instance_id = obj.group_instance_id if own_ else getattr(obj, "group_instance_id", None)
+    if type(obj) is MemberIdentity:
+        member_id = obj.member_id
+        group_instance_id = obj.group_instance_id
+    else:  # another class: its fields by name, a missing one at its default
+        member_id = getattr(obj, "member_id", "")
+        group_instance_id = getattr(obj, "group_instance_id", None)
     if member_id is None:
         raise _InvalidValueError("may not be null", path="member_identity.member_id")
     else:
@@ -306,10 +310,14 @@ def _encode_leave_group_request(obj, out, index, api_version):
             f"LeaveGroupRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 3))",
             path="leave_group_request",
         )
-    own_ = type(obj) is LeaveGroupRequest
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    members = obj.members if own_ else getattr(obj, "members", None)
+    if type(obj) is LeaveGroupRequest:
+        group_id = obj.group_id
+        member_id = obj.member_id
+        members = obj.members
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", "")
+        member_id = getattr(obj, "member_id", "")
+        members = getattr(obj, "members", None)
     if group_id is None:
         raise _InvalidValueError("may not be null", path="leave_group_request.group_id")
     else:
@@ -346,10 +354,14 @@ def _fencode_leave_group_request(obj, out, index, api_version):
             f"LeaveGroupRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 3))",
             path="leave_group_request",
         )
-    own_ = type(obj) is LeaveGroupRequest
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    members = obj.members if own_ else getattr(obj, "members", None)
+    if type(obj) is LeaveGroupRequest:
+        group_id = obj.group_id
+        member_id = obj.member_id
+        members = obj.members
+    else:
+        group_id = getattr(obj, "group_id", "")
+        member_id = getattr(obj, "member_id", "")
+        members = getattr(obj, "members", None)
     b_ = _STR_ENCODED.get(group_id)
     group_id = _encode_str(group_id) if b_ is None else b_
     out += _S0.pack(len(group_id))
@@ -362,11 +374,12 @@ def _fencode_leave_group_request(obj, out, index, api_version):
     if api_version >= 3:
         out += _S1.pack(len(members))
         for item_ in members:
-            own__member_identity_ = type(item_) is MemberIdentity
-            member_id_member_identity_ = item_.member_id if own__member_identity_ else getattr(item_, "member_id", "")
-            group_instance_id_member_identity_ = (
-                item_.group_instance_id if own__member_identity_ else getattr(item_, "group_instance_id", None)
-            )
+            if type(item_) is MemberIdentity:
+                member_id_member_identity_ = item_.member_id
+                group_instance_id_member_identity_ = item_.group_instance_id
+            else:
+                member_id_member_identity_ = getattr(item_, "member_id", "")
+                group_instance_id_member_identity_ = getattr(item_, "group_instance_id", None)
             b__member_identity_ = _STR_ENCODED.get(member_id_member_identity_)
             member_id_member_identity_ = (
                 _encode_str(member_id_member_identity_) if b__member_identity_ is None else b__member_identity_
@@ -479,46 +492,54 @@ def _decode_member_identity_flexible(buf, pos, end, opts, api_version):
     else:
         reason = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "member_identity_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="member_identity_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "member_identity_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "member_identity_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "member_identity_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="member_identity_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "member_identity_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "member_identity_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="member_identity_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return MemberIdentityFlexible(member_id, group_instance_id, reason, tagged_fields), pos
 
 
 def _encode_member_identity_flexible(obj, out, index, api_version):
     """Append one member_identity_flexible to out."""
-    own_ = type(obj) is MemberIdentityFlexible
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    group_instance_id = obj.group_instance_id if own_ else getattr(obj, "group_instance_id", None)
-    reason = obj.reason if own_ else getattr(obj, "reason", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is MemberIdentityFlexible:
+        member_id = obj.member_id
+        group_instance_id = obj.group_instance_id
+        reason = obj.reason
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        member_id = getattr(obj, "member_id", "")
+        group_instance_id = getattr(obj, "group_instance_id", None)
+        reason = getattr(obj, "reason", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if member_id is None:
         raise _InvalidValueError("may not be null", path="member_identity_flexible.member_id")
     else:
@@ -556,9 +577,10 @@ def _encode_member_identity_flexible(obj, out, index, api_version):
                 _write_uvarint(out, n_ + 1, "member_identity_flexible.reason")
 
             out += reason
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "member_identity_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "member_identity_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_leave_group_request_flexible(buf, pos, end, opts, api_version):
@@ -641,36 +663,39 @@ def _decode_leave_group_request_flexible(buf, pos, end, opts, api_version):
             raise exc.within("leave_group_request_flexible.members", i_members, "member_identity_flexible") from None
         append_members(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "leave_group_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="leave_group_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "leave_group_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "leave_group_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "leave_group_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="leave_group_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "leave_group_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "leave_group_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="leave_group_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return LeaveGroupRequestFlexible(group_id, members, tagged_fields), pos
 
 
@@ -808,46 +833,49 @@ def _fdecode_leave_group_request_flexible(buf, pos, end, opts, api_version):
         else:
             reason_member_identity_flexible_ = None
         tagged_fields_member_identity_flexible_ = []
-        sec__member_identity_flexible_ = pos
-        prev__member_identity_flexible_, odd__member_identity_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__member_identity_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__member_identity_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "member_identity_flexible.tagged_fields"
-            )
-        if n_tags__member_identity_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__member_identity_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="member_identity_flexible.tagged_fields",
-            )
-        for __member_identity_flexible_ in range(n_tags__member_identity_flexible_):
-            tag__member_identity_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "member_identity_flexible.tagged_fields"
-            )
-            size__member_identity_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "member_identity_flexible.tagged_fields"
-            )
-            if size__member_identity_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__member_identity_flexible_} declares {size__member_identity_flexible_} bytes, {end - pos} left",
+            sec__member_identity_flexible_ = pos
+            prev__member_identity_flexible_, odd__member_identity_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__member_identity_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__member_identity_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "member_identity_flexible.tagged_fields"
+                )
+            if n_tags__member_identity_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__member_identity_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="member_identity_flexible.tagged_fields",
                 )
-            stop__member_identity_flexible_ = pos + size__member_identity_flexible_
-            if tag__member_identity_flexible_ <= prev__member_identity_flexible_:
-                odd__member_identity_flexible_ = True
-            prev__member_identity_flexible_ = tag__member_identity_flexible_
-            tagged_fields_member_identity_flexible_.append(
-                (tag__member_identity_flexible_, bytes(buf[pos:stop__member_identity_flexible_]))
-            )
-            pos = stop__member_identity_flexible_
-        if odd__member_identity_flexible_:
-            tagged_fields_member_identity_flexible_ = _keep_tags(
-                tagged_fields_member_identity_flexible_, buf[sec__member_identity_flexible_:pos], ()
-            )
+            for __member_identity_flexible_ in range(n_tags__member_identity_flexible_):
+                tag__member_identity_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "member_identity_flexible.tagged_fields"
+                )
+                size__member_identity_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "member_identity_flexible.tagged_fields"
+                )
+                if size__member_identity_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__member_identity_flexible_} declares {size__member_identity_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="member_identity_flexible.tagged_fields",
+                    )
+                stop__member_identity_flexible_ = pos + size__member_identity_flexible_
+                if tag__member_identity_flexible_ <= prev__member_identity_flexible_:
+                    odd__member_identity_flexible_ = True
+                prev__member_identity_flexible_ = tag__member_identity_flexible_
+                tagged_fields_member_identity_flexible_.append(
+                    (tag__member_identity_flexible_, bytes(buf[pos:stop__member_identity_flexible_]))
+                )
+                pos = stop__member_identity_flexible_
+            if odd__member_identity_flexible_:
+                tagged_fields_member_identity_flexible_ = _keep_tags(
+                    tagged_fields_member_identity_flexible_, buf[sec__member_identity_flexible_:pos], ()
+                )
         value__member_identity_flexible_ = _new_object(MemberIdentityFlexible)
         value__member_identity_flexible_.member_id = member_id_member_identity_flexible_
         value__member_identity_flexible_.group_instance_id = group_instance_id_member_identity_flexible_
@@ -856,36 +884,39 @@ def _fdecode_leave_group_request_flexible(buf, pos, end, opts, api_version):
         item_ = value__member_identity_flexible_
         append_members(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "leave_group_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="leave_group_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "leave_group_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "leave_group_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "leave_group_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="leave_group_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "leave_group_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "leave_group_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="leave_group_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(LeaveGroupRequestFlexible)
     value_.group_id = group_id
     value_.members = members
@@ -900,10 +931,14 @@ def _encode_leave_group_request_flexible(obj, out, index, api_version):
             f"LeaveGroupRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 4) and (<params>.api_version <= 5)))",
             path="leave_group_request_flexible",
         )
-    own_ = type(obj) is LeaveGroupRequestFlexible
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    members = obj.members if own_ else getattr(obj, "members", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is LeaveGroupRequestFlexible:
+        group_id = obj.group_id
+        members = obj.members
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", "")
+        members = getattr(obj, "members", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if group_id is None:
         raise _InvalidValueError("may not be null", path="leave_group_request_flexible.group_id")
     else:
@@ -932,9 +967,10 @@ def _encode_leave_group_request_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"leave_group_request_flexible.members[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "leave_group_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "leave_group_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_leave_group_request_flexible(obj, out, index, api_version):
@@ -944,10 +980,14 @@ def _fencode_leave_group_request_flexible(obj, out, index, api_version):
             f"LeaveGroupRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 4) and (<params>.api_version <= 5)))",
             path="leave_group_request_flexible",
         )
-    own_ = type(obj) is LeaveGroupRequestFlexible
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    members = obj.members if own_ else getattr(obj, "members", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is LeaveGroupRequestFlexible:
+        group_id = obj.group_id
+        members = obj.members
+        tagged_fields = obj.tagged_fields
+    else:
+        group_id = getattr(obj, "group_id", "")
+        members = getattr(obj, "members", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     b_ = _STR_ENCODED.get(group_id)
     group_id = _encode_str(group_id) if b_ is None else b_
     n_ = len(group_id)
@@ -962,19 +1002,16 @@ def _fencode_leave_group_request_flexible(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "leave_group_request_flexible.members")
     for item_ in members:
-        own__member_identity_flexible_ = type(item_) is MemberIdentityFlexible
-        member_id_member_identity_flexible_ = (
-            item_.member_id if own__member_identity_flexible_ else getattr(item_, "member_id", "")
-        )
-        group_instance_id_member_identity_flexible_ = (
-            item_.group_instance_id if own__member_identity_flexible_ else getattr(item_, "group_instance_id", None)
-        )
-        reason_member_identity_flexible_ = (
-            item_.reason if own__member_identity_flexible_ else getattr(item_, "reason", None)
-        )
-        tagged_fields_member_identity_flexible_ = (
-            item_.tagged_fields if own__member_identity_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is MemberIdentityFlexible:
+            member_id_member_identity_flexible_ = item_.member_id
+            group_instance_id_member_identity_flexible_ = item_.group_instance_id
+            reason_member_identity_flexible_ = item_.reason
+            tagged_fields_member_identity_flexible_ = item_.tagged_fields
+        else:
+            member_id_member_identity_flexible_ = getattr(item_, "member_id", "")
+            group_instance_id_member_identity_flexible_ = getattr(item_, "group_instance_id", None)
+            reason_member_identity_flexible_ = getattr(item_, "reason", None)
+            tagged_fields_member_identity_flexible_ = getattr(item_, "tagged_fields", None)
         b__member_identity_flexible_ = _STR_ENCODED.get(member_id_member_identity_flexible_)
         member_id_member_identity_flexible_ = (
             _encode_str(member_id_member_identity_flexible_)
@@ -1018,18 +1055,16 @@ def _fencode_leave_group_request_flexible(obj, out, index, api_version):
                 else:
                     _write_uvarint(out, n__member_identity_flexible_ + 1, "member_identity_flexible.reason")
                 out += reason_member_identity_flexible_
-        tags__member_identity_flexible_ = []
-        valid__member_identity_flexible_ = None
-        _write_tagged(
-            out,
-            tags__member_identity_flexible_,
-            tagged_fields_member_identity_flexible_,
-            "member_identity_flexible.tagged_fields",
-            valid__member_identity_flexible_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "leave_group_request_flexible.tagged_fields", valid_)
+        if tagged_fields_member_identity_flexible_ or tagged_fields_member_identity_flexible_.__class__ is _TagSection:
+            _write_tagged(
+                out, [], tagged_fields_member_identity_flexible_, "member_identity_flexible.tagged_fields", None
+            )
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "leave_group_request_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_leave_group_request_by_version(buf, pos, end, opts, api_version):

@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -103,10 +104,14 @@ def _decode_member_response(buf, pos, end, opts):
 
 def _encode_member_response(obj, out, index):
     """Append one member_response to out."""
-    own_ = type(obj) is MemberResponse
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    group_instance_id = obj.group_instance_id if own_ else getattr(obj, "group_instance_id", "")
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
+    if type(obj) is MemberResponse:
+        member_id = obj.member_id
+        group_instance_id = obj.group_instance_id
+        error_code = obj.error_code
+    else:  # another class: its fields by name, a missing one at its default
+        member_id = getattr(obj, "member_id", "")
+        group_instance_id = getattr(obj, "group_instance_id", "")
+        error_code = getattr(obj, "error_code", 0)
     if member_id is None:
         raise _InvalidValueError("may not be null", path="member_response.member_id")
     else:
@@ -266,10 +271,14 @@ def _encode_leave_group_response(obj, out, index, api_version):
             f"LeaveGroupResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 3))",
             path="leave_group_response",
         )
-    own_ = type(obj) is LeaveGroupResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    members = obj.members if own_ else getattr(obj, "members", None)
+    if type(obj) is LeaveGroupResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        members = obj.members
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        members = getattr(obj, "members", None)
     if api_version >= 1:
         out += _S1.pack(throttle_time_ms)
     out += _S0.pack(error_code)
@@ -294,22 +303,28 @@ def _fencode_leave_group_response(obj, out, index, api_version):
             f"LeaveGroupResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 3))",
             path="leave_group_response",
         )
-    own_ = type(obj) is LeaveGroupResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    members = obj.members if own_ else getattr(obj, "members", None)
+    if type(obj) is LeaveGroupResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        members = obj.members
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        members = getattr(obj, "members", None)
     if api_version >= 1:
         out += _S1.pack(throttle_time_ms)
     out += _S0.pack(error_code)
     if api_version >= 3:
         out += _S1.pack(len(members))
         for item_ in members:
-            own__member_response_ = type(item_) is MemberResponse
-            member_id_member_response_ = item_.member_id if own__member_response_ else getattr(item_, "member_id", "")
-            group_instance_id_member_response_ = (
-                item_.group_instance_id if own__member_response_ else getattr(item_, "group_instance_id", "")
-            )
-            error_code_member_response_ = item_.error_code if own__member_response_ else getattr(item_, "error_code", 0)
+            if type(item_) is MemberResponse:
+                member_id_member_response_ = item_.member_id
+                group_instance_id_member_response_ = item_.group_instance_id
+                error_code_member_response_ = item_.error_code
+            else:
+                member_id_member_response_ = getattr(item_, "member_id", "")
+                group_instance_id_member_response_ = getattr(item_, "group_instance_id", "")
+                error_code_member_response_ = getattr(item_, "error_code", 0)
             b__member_response_ = _STR_ENCODED.get(member_id_member_response_)
             member_id_member_response_ = (
                 _encode_str(member_id_member_response_) if b__member_response_ is None else b__member_response_
@@ -397,46 +412,54 @@ def _decode_member_response_flexible(buf, pos, end, opts):
     (error_code,) = _S0.unpack_from(buf, pos)
     pos += 2
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "member_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="member_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "member_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "member_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "member_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="member_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "member_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "member_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="member_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return MemberResponseFlexible(member_id, group_instance_id, error_code, tagged_fields), pos
 
 
 def _encode_member_response_flexible(obj, out, index):
     """Append one member_response_flexible to out."""
-    own_ = type(obj) is MemberResponseFlexible
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    group_instance_id = obj.group_instance_id if own_ else getattr(obj, "group_instance_id", "")
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is MemberResponseFlexible:
+        member_id = obj.member_id
+        group_instance_id = obj.group_instance_id
+        error_code = obj.error_code
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        member_id = getattr(obj, "member_id", "")
+        group_instance_id = getattr(obj, "group_instance_id", "")
+        error_code = getattr(obj, "error_code", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if member_id is None:
         raise _InvalidValueError("may not be null", path="member_response_flexible.member_id")
     else:
@@ -462,9 +485,10 @@ def _encode_member_response_flexible(obj, out, index):
 
         out += group_instance_id
     out += _S0.pack(error_code)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "member_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "member_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_leave_group_response_flexible(buf, pos, end, opts, api_version):
@@ -527,36 +551,39 @@ def _decode_leave_group_response_flexible(buf, pos, end, opts, api_version):
             raise exc.within("leave_group_response_flexible.members", i_members, "member_response_flexible") from None
         append_members(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "leave_group_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="leave_group_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "leave_group_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "leave_group_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "leave_group_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="leave_group_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "leave_group_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "leave_group_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="leave_group_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return LeaveGroupResponseFlexible(throttle_time_ms, error_code, members, tagged_fields), pos
 
 
@@ -651,46 +678,49 @@ def _fdecode_leave_group_response_flexible(buf, pos, end, opts, api_version):
         (error_code_member_response_flexible_,) = _S0.unpack_from(buf, pos)
         pos += 2
         tagged_fields_member_response_flexible_ = []
-        sec__member_response_flexible_ = pos
-        prev__member_response_flexible_, odd__member_response_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__member_response_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__member_response_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "member_response_flexible.tagged_fields"
-            )
-        if n_tags__member_response_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__member_response_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="member_response_flexible.tagged_fields",
-            )
-        for __member_response_flexible_ in range(n_tags__member_response_flexible_):
-            tag__member_response_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "member_response_flexible.tagged_fields"
-            )
-            size__member_response_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "member_response_flexible.tagged_fields"
-            )
-            if size__member_response_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__member_response_flexible_} declares {size__member_response_flexible_} bytes, {end - pos} left",
+            sec__member_response_flexible_ = pos
+            prev__member_response_flexible_, odd__member_response_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__member_response_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__member_response_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "member_response_flexible.tagged_fields"
+                )
+            if n_tags__member_response_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__member_response_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="member_response_flexible.tagged_fields",
                 )
-            stop__member_response_flexible_ = pos + size__member_response_flexible_
-            if tag__member_response_flexible_ <= prev__member_response_flexible_:
-                odd__member_response_flexible_ = True
-            prev__member_response_flexible_ = tag__member_response_flexible_
-            tagged_fields_member_response_flexible_.append(
-                (tag__member_response_flexible_, bytes(buf[pos:stop__member_response_flexible_]))
-            )
-            pos = stop__member_response_flexible_
-        if odd__member_response_flexible_:
-            tagged_fields_member_response_flexible_ = _keep_tags(
-                tagged_fields_member_response_flexible_, buf[sec__member_response_flexible_:pos], ()
-            )
+            for __member_response_flexible_ in range(n_tags__member_response_flexible_):
+                tag__member_response_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "member_response_flexible.tagged_fields"
+                )
+                size__member_response_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "member_response_flexible.tagged_fields"
+                )
+                if size__member_response_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__member_response_flexible_} declares {size__member_response_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="member_response_flexible.tagged_fields",
+                    )
+                stop__member_response_flexible_ = pos + size__member_response_flexible_
+                if tag__member_response_flexible_ <= prev__member_response_flexible_:
+                    odd__member_response_flexible_ = True
+                prev__member_response_flexible_ = tag__member_response_flexible_
+                tagged_fields_member_response_flexible_.append(
+                    (tag__member_response_flexible_, bytes(buf[pos:stop__member_response_flexible_]))
+                )
+                pos = stop__member_response_flexible_
+            if odd__member_response_flexible_:
+                tagged_fields_member_response_flexible_ = _keep_tags(
+                    tagged_fields_member_response_flexible_, buf[sec__member_response_flexible_:pos], ()
+                )
         value__member_response_flexible_ = _new_object(MemberResponseFlexible)
         value__member_response_flexible_.member_id = member_id_member_response_flexible_
         value__member_response_flexible_.group_instance_id = group_instance_id_member_response_flexible_
@@ -699,36 +729,39 @@ def _fdecode_leave_group_response_flexible(buf, pos, end, opts, api_version):
         item_ = value__member_response_flexible_
         append_members(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "leave_group_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="leave_group_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "leave_group_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "leave_group_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "leave_group_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="leave_group_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "leave_group_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "leave_group_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="leave_group_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(LeaveGroupResponseFlexible)
     value_.throttle_time_ms = throttle_time_ms
     value_.error_code = error_code
@@ -744,11 +777,16 @@ def _encode_leave_group_response_flexible(obj, out, index, api_version):
             f"LeaveGroupResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 4) and (<params>.api_version <= 5)))",
             path="leave_group_response_flexible",
         )
-    own_ = type(obj) is LeaveGroupResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    members = obj.members if own_ else getattr(obj, "members", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is LeaveGroupResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        members = obj.members
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        members = getattr(obj, "members", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(throttle_time_ms, error_code)
     n_ = len(members)
     if -1 <= n_ < 0x3FFF:
@@ -766,9 +804,10 @@ def _encode_leave_group_response_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"leave_group_response_flexible.members[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "leave_group_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "leave_group_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_leave_group_response_flexible(obj, out, index, api_version):
@@ -778,11 +817,16 @@ def _fencode_leave_group_response_flexible(obj, out, index, api_version):
             f"LeaveGroupResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 4) and (<params>.api_version <= 5)))",
             path="leave_group_response_flexible",
         )
-    own_ = type(obj) is LeaveGroupResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    members = obj.members if own_ else getattr(obj, "members", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is LeaveGroupResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        members = obj.members
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        members = getattr(obj, "members", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(throttle_time_ms, error_code)
     n_ = len(members)
     if -1 <= n_ < 16383:
@@ -790,19 +834,16 @@ def _fencode_leave_group_response_flexible(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "leave_group_response_flexible.members")
     for item_ in members:
-        own__member_response_flexible_ = type(item_) is MemberResponseFlexible
-        member_id_member_response_flexible_ = (
-            item_.member_id if own__member_response_flexible_ else getattr(item_, "member_id", "")
-        )
-        group_instance_id_member_response_flexible_ = (
-            item_.group_instance_id if own__member_response_flexible_ else getattr(item_, "group_instance_id", "")
-        )
-        error_code_member_response_flexible_ = (
-            item_.error_code if own__member_response_flexible_ else getattr(item_, "error_code", 0)
-        )
-        tagged_fields_member_response_flexible_ = (
-            item_.tagged_fields if own__member_response_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is MemberResponseFlexible:
+            member_id_member_response_flexible_ = item_.member_id
+            group_instance_id_member_response_flexible_ = item_.group_instance_id
+            error_code_member_response_flexible_ = item_.error_code
+            tagged_fields_member_response_flexible_ = item_.tagged_fields
+        else:
+            member_id_member_response_flexible_ = getattr(item_, "member_id", "")
+            group_instance_id_member_response_flexible_ = getattr(item_, "group_instance_id", "")
+            error_code_member_response_flexible_ = getattr(item_, "error_code", 0)
+            tagged_fields_member_response_flexible_ = getattr(item_, "tagged_fields", None)
         b__member_response_flexible_ = _STR_ENCODED.get(member_id_member_response_flexible_)
         member_id_member_response_flexible_ = (
             _encode_str(member_id_member_response_flexible_)
@@ -831,18 +872,16 @@ def _fencode_leave_group_response_flexible(obj, out, index, api_version):
                 _write_uvarint(out, n__member_response_flexible_ + 1, "member_response_flexible.group_instance_id")
             out += group_instance_id_member_response_flexible_
         out += _S0.pack(error_code_member_response_flexible_)
-        tags__member_response_flexible_ = []
-        valid__member_response_flexible_ = None
-        _write_tagged(
-            out,
-            tags__member_response_flexible_,
-            tagged_fields_member_response_flexible_,
-            "member_response_flexible.tagged_fields",
-            valid__member_response_flexible_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "leave_group_response_flexible.tagged_fields", valid_)
+        if tagged_fields_member_response_flexible_ or tagged_fields_member_response_flexible_.__class__ is _TagSection:
+            _write_tagged(
+                out, [], tagged_fields_member_response_flexible_, "member_response_flexible.tagged_fields", None
+            )
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "leave_group_response_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_leave_group_response_by_version(buf, pos, end, opts, api_version):

@@ -18,9 +18,12 @@ from kfmt.runtime.errors import LimitExceededError as _LimitExceededError
 from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
+from kfmt.runtime.scalars import PACKED as _PACKED
+from kfmt.runtime.scalars import PACKED_MAX as _PACKED_MAX
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -59,36 +62,39 @@ def _decode_list_client_metrics_resources_request(buf, pos, end, opts, api_versi
             path="list_client_metrics_resources_request",
         )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_client_metrics_resources_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_client_metrics_resources_request.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_client_metrics_resources_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_client_metrics_resources_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_client_metrics_resources_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_client_metrics_resources_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_client_metrics_resources_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_client_metrics_resources_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_client_metrics_resources_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ListClientMetricsResourcesRequest(tagged_fields), pos
 
 
@@ -101,36 +107,39 @@ def _fdecode_list_client_metrics_resources_request(buf, pos, end, opts, api_vers
             path="list_client_metrics_resources_request",
         )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_client_metrics_resources_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_client_metrics_resources_request.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_client_metrics_resources_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_client_metrics_resources_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_client_metrics_resources_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_client_metrics_resources_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_client_metrics_resources_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_client_metrics_resources_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_client_metrics_resources_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(
         ListClientMetricsResourcesRequest
     )  # slots set directly: a third of the cost of calling __init__
@@ -146,9 +155,10 @@ def _encode_list_client_metrics_resources_request(obj, out, index, api_version):
             path="list_client_metrics_resources_request",
         )
     tagged_fields = getattr(obj, "tagged_fields", None)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_client_metrics_resources_request.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "list_client_metrics_resources_request.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_list_client_metrics_resources_request(obj, out, index, api_version):
@@ -159,9 +169,10 @@ def _fencode_list_client_metrics_resources_request(obj, out, index, api_version)
             path="list_client_metrics_resources_request",
         )
     tagged_fields = getattr(obj, "tagged_fields", None)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_client_metrics_resources_request.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "list_client_metrics_resources_request.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_list_config_resources_request_v1_resource_types_item(buf, pos, end, opts):
@@ -245,36 +256,39 @@ def _decode_list_config_resources_request_v1(buf, pos, end, opts, api_version):
             ) from None
         append_resource_types(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_config_resources_request_v1.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_config_resources_request_v1.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_config_resources_request_v1.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_config_resources_request_v1.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_config_resources_request_v1.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_config_resources_request_v1.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_config_resources_request_v1.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_config_resources_request_v1.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_config_resources_request_v1.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ListConfigResourcesRequestV1(resource_types, tagged_fields), pos
 
 
@@ -320,36 +334,39 @@ def _fdecode_list_config_resources_request_v1(buf, pos, end, opts, api_version):
         item_ = value_list_config_resources_request_v1_resource_types_item_
         append_resource_types(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_config_resources_request_v1.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_config_resources_request_v1.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_config_resources_request_v1.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_config_resources_request_v1.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_config_resources_request_v1.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_config_resources_request_v1.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_config_resources_request_v1.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_config_resources_request_v1.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_config_resources_request_v1.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ListConfigResourcesRequestV1)
     value_.resource_types = resource_types
     value_.tagged_fields = tagged_fields
@@ -363,9 +380,12 @@ def _encode_list_config_resources_request_v1(obj, out, index, api_version):
             f"ListConfigResourcesRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 1) and (<params>.api_version <= 1)))",
             path="list_config_resources_request_v1",
         )
-    own_ = type(obj) is ListConfigResourcesRequestV1
-    resource_types = obj.resource_types if own_ else getattr(obj, "resource_types", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ListConfigResourcesRequestV1:
+        resource_types = obj.resource_types
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        resource_types = getattr(obj, "resource_types", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(resource_types)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -387,9 +407,10 @@ def _encode_list_config_resources_request_v1(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"list_config_resources_request_v1.resource_types[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_config_resources_request_v1.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "list_config_resources_request_v1.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_list_config_resources_request_v1(obj, out, index, api_version):
@@ -399,26 +420,33 @@ def _fencode_list_config_resources_request_v1(obj, out, index, api_version):
             f"ListConfigResourcesRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 1) and (<params>.api_version <= 1)))",
             path="list_config_resources_request_v1",
         )
-    own_ = type(obj) is ListConfigResourcesRequestV1
-    resource_types = obj.resource_types if own_ else getattr(obj, "resource_types", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ListConfigResourcesRequestV1:
+        resource_types = obj.resource_types
+        tagged_fields = obj.tagged_fields
+    else:
+        resource_types = getattr(obj, "resource_types", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(resource_types)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "list_config_resources_request_v1.resource_types")
-    for item_ in resource_types:
-        value_list_config_resources_request_v1_resource_types_item_ = item_
-        if -128 <= value_list_config_resources_request_v1_resource_types_item_ <= 127:
-            out.append(value_list_config_resources_request_v1_resource_types_item_ & 255)
-        else:
-            raise _InvalidValueError(
-                f"{value_list_config_resources_request_v1_resource_types_item_} does not fit int8",
-                path="list_config_resources_request_v1_resource_types_item.value",
-            )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_config_resources_request_v1.tagged_fields", valid_)
+    if n_ <= _PACKED_MAX:
+        out += _PACKED["b"][n_].pack(*resource_types)
+    else:
+        for item_ in resource_types:
+            value_list_config_resources_request_v1_resource_types_item_ = item_
+            if -128 <= value_list_config_resources_request_v1_resource_types_item_ <= 127:
+                out.append(value_list_config_resources_request_v1_resource_types_item_ & 255)
+            else:
+                raise _InvalidValueError(
+                    f"{value_list_config_resources_request_v1_resource_types_item_} does not fit int8",
+                    path="list_config_resources_request_v1_resource_types_item.value",
+                )
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "list_config_resources_request_v1.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_list_config_resources_request_by_version(buf, pos, end, opts, api_version):

@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -90,44 +91,50 @@ def _decode_client_metrics_resource(buf, pos, end, opts):
         name = str(buf[pos : pos + n_name], "utf-8", "surrogateescape")
         pos += n_name
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "client_metrics_resource.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="client_metrics_resource.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "client_metrics_resource.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "client_metrics_resource.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "client_metrics_resource.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="client_metrics_resource.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "client_metrics_resource.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "client_metrics_resource.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="client_metrics_resource.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ClientMetricsResource(name, tagged_fields), pos
 
 
 def _encode_client_metrics_resource(obj, out, index):
     """Append one client_metrics_resource to out."""
-    own_ = type(obj) is ClientMetricsResource
-    name = obj.name if own_ else getattr(obj, "name", "")
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ClientMetricsResource:
+        name = obj.name
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="client_metrics_resource.name")
     else:
@@ -140,9 +147,10 @@ def _encode_client_metrics_resource(obj, out, index):
             _write_uvarint(out, n_ + 1, "client_metrics_resource.name")
 
         out += name
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "client_metrics_resource.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "client_metrics_resource.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_list_client_metrics_resources_response(buf, pos, end, opts, api_version):
@@ -219,36 +227,39 @@ def _decode_list_client_metrics_resources_response(buf, pos, end, opts, api_vers
             ) from None
         append_client_metrics_resources(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_client_metrics_resources_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_client_metrics_resources_response.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_client_metrics_resources_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_client_metrics_resources_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_client_metrics_resources_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_client_metrics_resources_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_client_metrics_resources_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_client_metrics_resources_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_client_metrics_resources_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ListClientMetricsResourcesResponse(
         throttle_time_ms, error_code, client_metrics_resources, tagged_fields
     ), pos
@@ -320,80 +331,88 @@ def _fdecode_list_client_metrics_resources_response(buf, pos, end, opts, api_ver
                 name_client_metrics_resource_ = _decode_str(r__client_metrics_resource_)
             pos += n_name_client_metrics_resource_
         tagged_fields_client_metrics_resource_ = []
-        sec__client_metrics_resource_ = pos
-        prev__client_metrics_resource_, odd__client_metrics_resource_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__client_metrics_resource_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__client_metrics_resource_, pos = _read_uvarint32(
-                buf, pos, end, "client_metrics_resource.tagged_fields"
-            )
-        if n_tags__client_metrics_resource_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__client_metrics_resource_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="client_metrics_resource.tagged_fields",
-            )
-        for __client_metrics_resource_ in range(n_tags__client_metrics_resource_):
-            tag__client_metrics_resource_, pos = _read_uvarint32(buf, pos, end, "client_metrics_resource.tagged_fields")
-            size__client_metrics_resource_, pos = _read_uvarint32(
-                buf, pos, end, "client_metrics_resource.tagged_fields"
-            )
-            if size__client_metrics_resource_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__client_metrics_resource_} declares {size__client_metrics_resource_} bytes, {end - pos} left",
+            sec__client_metrics_resource_ = pos
+            prev__client_metrics_resource_, odd__client_metrics_resource_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__client_metrics_resource_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__client_metrics_resource_, pos = _read_uvarint32(
+                    buf, pos, end, "client_metrics_resource.tagged_fields"
+                )
+            if n_tags__client_metrics_resource_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__client_metrics_resource_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="client_metrics_resource.tagged_fields",
                 )
-            stop__client_metrics_resource_ = pos + size__client_metrics_resource_
-            if tag__client_metrics_resource_ <= prev__client_metrics_resource_:
-                odd__client_metrics_resource_ = True
-            prev__client_metrics_resource_ = tag__client_metrics_resource_
-            tagged_fields_client_metrics_resource_.append(
-                (tag__client_metrics_resource_, bytes(buf[pos:stop__client_metrics_resource_]))
-            )
-            pos = stop__client_metrics_resource_
-        if odd__client_metrics_resource_:
-            tagged_fields_client_metrics_resource_ = _keep_tags(
-                tagged_fields_client_metrics_resource_, buf[sec__client_metrics_resource_:pos], ()
-            )
+            for __client_metrics_resource_ in range(n_tags__client_metrics_resource_):
+                tag__client_metrics_resource_, pos = _read_uvarint32(
+                    buf, pos, end, "client_metrics_resource.tagged_fields"
+                )
+                size__client_metrics_resource_, pos = _read_uvarint32(
+                    buf, pos, end, "client_metrics_resource.tagged_fields"
+                )
+                if size__client_metrics_resource_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__client_metrics_resource_} declares {size__client_metrics_resource_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="client_metrics_resource.tagged_fields",
+                    )
+                stop__client_metrics_resource_ = pos + size__client_metrics_resource_
+                if tag__client_metrics_resource_ <= prev__client_metrics_resource_:
+                    odd__client_metrics_resource_ = True
+                prev__client_metrics_resource_ = tag__client_metrics_resource_
+                tagged_fields_client_metrics_resource_.append(
+                    (tag__client_metrics_resource_, bytes(buf[pos:stop__client_metrics_resource_]))
+                )
+                pos = stop__client_metrics_resource_
+            if odd__client_metrics_resource_:
+                tagged_fields_client_metrics_resource_ = _keep_tags(
+                    tagged_fields_client_metrics_resource_, buf[sec__client_metrics_resource_:pos], ()
+                )
         value__client_metrics_resource_ = _new_object(ClientMetricsResource)
         value__client_metrics_resource_.name = name_client_metrics_resource_
         value__client_metrics_resource_.tagged_fields = tagged_fields_client_metrics_resource_
         item_ = value__client_metrics_resource_
         append_client_metrics_resources(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_client_metrics_resources_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_client_metrics_resources_response.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_client_metrics_resources_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_client_metrics_resources_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_client_metrics_resources_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_client_metrics_resources_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_client_metrics_resources_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_client_metrics_resources_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_client_metrics_resources_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ListClientMetricsResourcesResponse)
     value_.throttle_time_ms = throttle_time_ms
     value_.error_code = error_code
@@ -409,11 +428,16 @@ def _encode_list_client_metrics_resources_response(obj, out, index, api_version)
             f"ListClientMetricsResourcesResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="list_client_metrics_resources_response",
         )
-    own_ = type(obj) is ListClientMetricsResourcesResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    client_metrics_resources = obj.client_metrics_resources if own_ else getattr(obj, "client_metrics_resources", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ListClientMetricsResourcesResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        client_metrics_resources = obj.client_metrics_resources
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        client_metrics_resources = getattr(obj, "client_metrics_resources", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(throttle_time_ms, error_code)
     n_ = len(client_metrics_resources)
     if -1 <= n_ < 0x3FFF:
@@ -434,9 +458,10 @@ def _encode_list_client_metrics_resources_response(obj, out, index, api_version)
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"list_client_metrics_resources_response.client_metrics_resources[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_client_metrics_resources_response.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "list_client_metrics_resources_response.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_list_client_metrics_resources_response(obj, out, index, api_version):
@@ -446,11 +471,16 @@ def _fencode_list_client_metrics_resources_response(obj, out, index, api_version
             f"ListClientMetricsResourcesResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="list_client_metrics_resources_response",
         )
-    own_ = type(obj) is ListClientMetricsResourcesResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    client_metrics_resources = obj.client_metrics_resources if own_ else getattr(obj, "client_metrics_resources", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ListClientMetricsResourcesResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        client_metrics_resources = obj.client_metrics_resources
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        client_metrics_resources = getattr(obj, "client_metrics_resources", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(throttle_time_ms, error_code)
     n_ = len(client_metrics_resources)
     if -1 <= n_ < 16383:
@@ -458,11 +488,12 @@ def _fencode_list_client_metrics_resources_response(obj, out, index, api_version
     else:
         _write_uvarint(out, n_ + 1, "list_client_metrics_resources_response.client_metrics_resources")
     for item_ in client_metrics_resources:
-        own__client_metrics_resource_ = type(item_) is ClientMetricsResource
-        name_client_metrics_resource_ = item_.name if own__client_metrics_resource_ else getattr(item_, "name", "")
-        tagged_fields_client_metrics_resource_ = (
-            item_.tagged_fields if own__client_metrics_resource_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is ClientMetricsResource:
+            name_client_metrics_resource_ = item_.name
+            tagged_fields_client_metrics_resource_ = item_.tagged_fields
+        else:
+            name_client_metrics_resource_ = getattr(item_, "name", "")
+            tagged_fields_client_metrics_resource_ = getattr(item_, "tagged_fields", None)
         b__client_metrics_resource_ = _STR_ENCODED.get(name_client_metrics_resource_)
         name_client_metrics_resource_ = (
             _encode_str(name_client_metrics_resource_)
@@ -475,18 +506,16 @@ def _fencode_list_client_metrics_resources_response(obj, out, index, api_version
         else:
             _write_uvarint(out, n__client_metrics_resource_ + 1, "client_metrics_resource.name")
         out += name_client_metrics_resource_
-        tags__client_metrics_resource_ = []
-        valid__client_metrics_resource_ = None
-        _write_tagged(
-            out,
-            tags__client_metrics_resource_,
-            tagged_fields_client_metrics_resource_,
-            "client_metrics_resource.tagged_fields",
-            valid__client_metrics_resource_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_client_metrics_resources_response.tagged_fields", valid_)
+        if tagged_fields_client_metrics_resource_ or tagged_fields_client_metrics_resource_.__class__ is _TagSection:
+            _write_tagged(
+                out, [], tagged_fields_client_metrics_resource_, "client_metrics_resource.tagged_fields", None
+            )
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "list_client_metrics_resources_response.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_config_resource(buf, pos, end, opts):
@@ -523,41 +552,52 @@ def _decode_config_resource(buf, pos, end, opts):
     (resource_type,) = _S1.unpack_from(buf, pos)
     pos += 1
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "config_resource.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="config_resource.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "config_resource.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "config_resource.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="config_resource.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "config_resource.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="config_resource.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "config_resource.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "config_resource.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="config_resource.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ConfigResource(resource_name, resource_type, tagged_fields), pos
 
 
 def _encode_config_resource(obj, out, index):
     """Append one config_resource to out."""
-    own_ = type(obj) is ConfigResource
-    resource_name = obj.resource_name if own_ else getattr(obj, "resource_name", "")
-    resource_type = obj.resource_type if own_ else getattr(obj, "resource_type", 16)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ConfigResource:
+        resource_name = obj.resource_name
+        resource_type = obj.resource_type
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        resource_name = getattr(obj, "resource_name", "")
+        resource_type = getattr(obj, "resource_type", 16)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if resource_name is None:
         raise _InvalidValueError("may not be null", path="config_resource.resource_name")
     else:
@@ -574,9 +614,10 @@ def _encode_config_resource(obj, out, index):
         out.append(resource_type & 0xFF)
     else:
         raise _InvalidValueError(f"{resource_type} does not fit int8", path="config_resource.resource_type")
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "config_resource.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "config_resource.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_list_config_resources_response_v1(buf, pos, end, opts, api_version):
@@ -645,36 +686,39 @@ def _decode_list_config_resources_response_v1(buf, pos, end, opts, api_version):
             ) from None
         append_config_resources(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_config_resources_response_v1.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_config_resources_response_v1.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_config_resources_response_v1.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_config_resources_response_v1.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_config_resources_response_v1.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_config_resources_response_v1.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_config_resources_response_v1.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_config_resources_response_v1.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_config_resources_response_v1.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ListConfigResourcesResponseV1(throttle_time_ms, error_code, config_resources, tagged_fields), pos
 
 
@@ -746,38 +790,41 @@ def _fdecode_list_config_resources_response_v1(buf, pos, end, opts, api_version)
             resource_type_config_resource_ -= 256
         pos += 1
         tagged_fields_config_resource_ = []
-        sec__config_resource_ = pos
-        prev__config_resource_, odd__config_resource_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__config_resource_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__config_resource_, pos = _read_uvarint32(buf, pos, end, "config_resource.tagged_fields")
-        if n_tags__config_resource_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__config_resource_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="config_resource.tagged_fields",
-            )
-        for __config_resource_ in range(n_tags__config_resource_):
-            tag__config_resource_, pos = _read_uvarint32(buf, pos, end, "config_resource.tagged_fields")
-            size__config_resource_, pos = _read_uvarint32(buf, pos, end, "config_resource.tagged_fields")
-            if size__config_resource_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__config_resource_} declares {size__config_resource_} bytes, {end - pos} left",
+            sec__config_resource_ = pos
+            prev__config_resource_, odd__config_resource_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__config_resource_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__config_resource_, pos = _read_uvarint32(buf, pos, end, "config_resource.tagged_fields")
+            if n_tags__config_resource_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__config_resource_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="config_resource.tagged_fields",
                 )
-            stop__config_resource_ = pos + size__config_resource_
-            if tag__config_resource_ <= prev__config_resource_:
-                odd__config_resource_ = True
-            prev__config_resource_ = tag__config_resource_
-            tagged_fields_config_resource_.append((tag__config_resource_, bytes(buf[pos:stop__config_resource_])))
-            pos = stop__config_resource_
-        if odd__config_resource_:
-            tagged_fields_config_resource_ = _keep_tags(
-                tagged_fields_config_resource_, buf[sec__config_resource_:pos], ()
-            )
+            for __config_resource_ in range(n_tags__config_resource_):
+                tag__config_resource_, pos = _read_uvarint32(buf, pos, end, "config_resource.tagged_fields")
+                size__config_resource_, pos = _read_uvarint32(buf, pos, end, "config_resource.tagged_fields")
+                if size__config_resource_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__config_resource_} declares {size__config_resource_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="config_resource.tagged_fields",
+                    )
+                stop__config_resource_ = pos + size__config_resource_
+                if tag__config_resource_ <= prev__config_resource_:
+                    odd__config_resource_ = True
+                prev__config_resource_ = tag__config_resource_
+                tagged_fields_config_resource_.append((tag__config_resource_, bytes(buf[pos:stop__config_resource_])))
+                pos = stop__config_resource_
+            if odd__config_resource_:
+                tagged_fields_config_resource_ = _keep_tags(
+                    tagged_fields_config_resource_, buf[sec__config_resource_:pos], ()
+                )
         value__config_resource_ = _new_object(ConfigResource)
         value__config_resource_.resource_name = resource_name_config_resource_
         value__config_resource_.resource_type = resource_type_config_resource_
@@ -785,36 +832,39 @@ def _fdecode_list_config_resources_response_v1(buf, pos, end, opts, api_version)
         item_ = value__config_resource_
         append_config_resources(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_config_resources_response_v1.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_config_resources_response_v1.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_config_resources_response_v1.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_config_resources_response_v1.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_config_resources_response_v1.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_config_resources_response_v1.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_config_resources_response_v1.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_config_resources_response_v1.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_config_resources_response_v1.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ListConfigResourcesResponseV1)
     value_.throttle_time_ms = throttle_time_ms
     value_.error_code = error_code
@@ -830,11 +880,16 @@ def _encode_list_config_resources_response_v1(obj, out, index, api_version):
             f"ListConfigResourcesResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 1) and (<params>.api_version <= 1)))",
             path="list_config_resources_response_v1",
         )
-    own_ = type(obj) is ListConfigResourcesResponseV1
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    config_resources = obj.config_resources if own_ else getattr(obj, "config_resources", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ListConfigResourcesResponseV1:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        config_resources = obj.config_resources
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        config_resources = getattr(obj, "config_resources", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(throttle_time_ms, error_code)
     n_ = len(config_resources)
     if -1 <= n_ < 0x3FFF:
@@ -853,9 +908,10 @@ def _encode_list_config_resources_response_v1(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"list_config_resources_response_v1.config_resources[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_config_resources_response_v1.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "list_config_resources_response_v1.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_list_config_resources_response_v1(obj, out, index, api_version):
@@ -865,11 +921,16 @@ def _fencode_list_config_resources_response_v1(obj, out, index, api_version):
             f"ListConfigResourcesResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 1) and (<params>.api_version <= 1)))",
             path="list_config_resources_response_v1",
         )
-    own_ = type(obj) is ListConfigResourcesResponseV1
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    config_resources = obj.config_resources if own_ else getattr(obj, "config_resources", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ListConfigResourcesResponseV1:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        config_resources = obj.config_resources
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        config_resources = getattr(obj, "config_resources", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(throttle_time_ms, error_code)
     n_ = len(config_resources)
     if -1 <= n_ < 16383:
@@ -877,16 +938,14 @@ def _fencode_list_config_resources_response_v1(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "list_config_resources_response_v1.config_resources")
     for item_ in config_resources:
-        own__config_resource_ = type(item_) is ConfigResource
-        resource_name_config_resource_ = (
-            item_.resource_name if own__config_resource_ else getattr(item_, "resource_name", "")
-        )
-        resource_type_config_resource_ = (
-            item_.resource_type if own__config_resource_ else getattr(item_, "resource_type", 16)
-        )
-        tagged_fields_config_resource_ = (
-            item_.tagged_fields if own__config_resource_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is ConfigResource:
+            resource_name_config_resource_ = item_.resource_name
+            resource_type_config_resource_ = item_.resource_type
+            tagged_fields_config_resource_ = item_.tagged_fields
+        else:
+            resource_name_config_resource_ = getattr(item_, "resource_name", "")
+            resource_type_config_resource_ = getattr(item_, "resource_type", 16)
+            tagged_fields_config_resource_ = getattr(item_, "tagged_fields", None)
         b__config_resource_ = _STR_ENCODED.get(resource_name_config_resource_)
         resource_name_config_resource_ = (
             _encode_str(resource_name_config_resource_) if b__config_resource_ is None else b__config_resource_
@@ -903,18 +962,14 @@ def _fencode_list_config_resources_response_v1(obj, out, index, api_version):
             raise _InvalidValueError(
                 f"{resource_type_config_resource_} does not fit int8", path="config_resource.resource_type"
             )
-        tags__config_resource_ = []
-        valid__config_resource_ = None
-        _write_tagged(
-            out,
-            tags__config_resource_,
-            tagged_fields_config_resource_,
-            "config_resource.tagged_fields",
-            valid__config_resource_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_config_resources_response_v1.tagged_fields", valid_)
+        if tagged_fields_config_resource_ or tagged_fields_config_resource_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_config_resource_, "config_resource.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "list_config_resources_response_v1.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_list_config_resources_response_by_version(buf, pos, end, opts, api_version):

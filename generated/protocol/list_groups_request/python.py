@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -315,36 +316,39 @@ def _decode_list_groups_request_flexible(buf, pos, end, opts, api_version):
     else:
         types_filter = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_groups_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_groups_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_groups_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_groups_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_groups_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_groups_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_groups_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_groups_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_groups_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ListGroupsRequestFlexible(states_filter, types_filter, tagged_fields), pos
 
 
@@ -486,36 +490,39 @@ def _fdecode_list_groups_request_flexible(buf, pos, end, opts, api_version):
     else:
         types_filter = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_groups_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_groups_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_groups_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_groups_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_groups_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_groups_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_groups_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_groups_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_groups_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ListGroupsRequestFlexible)
     value_.states_filter = states_filter
     value_.types_filter = types_filter
@@ -530,10 +537,14 @@ def _encode_list_groups_request_flexible(obj, out, index, api_version):
             f"ListGroupsRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 3) and (<params>.api_version <= 5)))",
             path="list_groups_request_flexible",
         )
-    own_ = type(obj) is ListGroupsRequestFlexible
-    states_filter = obj.states_filter if own_ else getattr(obj, "states_filter", None)
-    types_filter = obj.types_filter if own_ else getattr(obj, "types_filter", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ListGroupsRequestFlexible:
+        states_filter = obj.states_filter
+        types_filter = obj.types_filter
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        states_filter = getattr(obj, "states_filter", None)
+        types_filter = getattr(obj, "types_filter", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if api_version >= 4:
         n_ = len(states_filter)
         if -1 <= n_ < 0x3FFF:
@@ -574,9 +585,10 @@ def _encode_list_groups_request_flexible(obj, out, index, api_version):
                 f"cannot encode: {type(exc).__name__}: {exc}",
                 path=f"list_groups_request_flexible.types_filter[{index_}]",
             ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_groups_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "list_groups_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_list_groups_request_flexible(obj, out, index, api_version):
@@ -586,10 +598,14 @@ def _fencode_list_groups_request_flexible(obj, out, index, api_version):
             f"ListGroupsRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 3) and (<params>.api_version <= 5)))",
             path="list_groups_request_flexible",
         )
-    own_ = type(obj) is ListGroupsRequestFlexible
-    states_filter = obj.states_filter if own_ else getattr(obj, "states_filter", None)
-    types_filter = obj.types_filter if own_ else getattr(obj, "types_filter", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ListGroupsRequestFlexible:
+        states_filter = obj.states_filter
+        types_filter = obj.types_filter
+        tagged_fields = obj.tagged_fields
+    else:
+        states_filter = getattr(obj, "states_filter", None)
+        types_filter = getattr(obj, "types_filter", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if api_version >= 4:
         n_ = len(states_filter)
         if -1 <= n_ < 16383:
@@ -646,9 +662,10 @@ def _fencode_list_groups_request_flexible(obj, out, index, api_version):
                     "list_groups_request_flexible_types_filter_item.value",
                 )
             out += value_list_groups_request_flexible_types_filter_item_
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_groups_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "list_groups_request_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_list_groups_request_by_version(buf, pos, end, opts, api_version):

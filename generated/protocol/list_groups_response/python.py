@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -99,9 +100,12 @@ def _decode_listed_group(buf, pos, end, opts):
 
 def _encode_listed_group(obj, out, index):
     """Append one listed_group to out."""
-    own_ = type(obj) is ListedGroup
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    protocol_type = obj.protocol_type if own_ else getattr(obj, "protocol_type", "")
+    if type(obj) is ListedGroup:
+        group_id = obj.group_id
+        protocol_type = obj.protocol_type
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", "")
+        protocol_type = getattr(obj, "protocol_type", "")
     if group_id is None:
         raise _InvalidValueError("may not be null", path="listed_group.group_id")
     else:
@@ -247,10 +251,14 @@ def _encode_list_groups_response(obj, out, index, api_version):
             f"ListGroupsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 2))",
             path="list_groups_response",
         )
-    own_ = type(obj) is ListGroupsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    groups = obj.groups if own_ else getattr(obj, "groups", None)
+    if type(obj) is ListGroupsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        groups = obj.groups
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        groups = getattr(obj, "groups", None)
     if api_version >= 1:
         out += _S1.pack(throttle_time_ms)
     out += _S0.pack(error_code)
@@ -274,18 +282,25 @@ def _fencode_list_groups_response(obj, out, index, api_version):
             f"ListGroupsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 2))",
             path="list_groups_response",
         )
-    own_ = type(obj) is ListGroupsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    groups = obj.groups if own_ else getattr(obj, "groups", None)
+    if type(obj) is ListGroupsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        groups = obj.groups
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        groups = getattr(obj, "groups", None)
     if api_version >= 1:
         out += _S1.pack(throttle_time_ms)
     out += _S0.pack(error_code)
     out += _S1.pack(len(groups))
     for item_ in groups:
-        own__listed_group_ = type(item_) is ListedGroup
-        group_id_listed_group_ = item_.group_id if own__listed_group_ else getattr(item_, "group_id", "")
-        protocol_type_listed_group_ = item_.protocol_type if own__listed_group_ else getattr(item_, "protocol_type", "")
+        if type(item_) is ListedGroup:
+            group_id_listed_group_ = item_.group_id
+            protocol_type_listed_group_ = item_.protocol_type
+        else:
+            group_id_listed_group_ = getattr(item_, "group_id", "")
+            protocol_type_listed_group_ = getattr(item_, "protocol_type", "")
         b__listed_group_ = _STR_ENCODED.get(group_id_listed_group_)
         group_id_listed_group_ = _encode_str(group_id_listed_group_) if b__listed_group_ is None else b__listed_group_
         out += _S0.pack(len(group_id_listed_group_))
@@ -421,47 +436,56 @@ def _decode_listed_group_flexible(buf, pos, end, opts, api_version):
     else:
         group_type = ""
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "listed_group_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="listed_group_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "listed_group_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "listed_group_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "listed_group_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="listed_group_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "listed_group_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "listed_group_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="listed_group_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ListedGroupFlexible(group_id, protocol_type, group_state, group_type, tagged_fields), pos
 
 
 def _encode_listed_group_flexible(obj, out, index, api_version):
     """Append one listed_group_flexible to out."""
-    own_ = type(obj) is ListedGroupFlexible
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    protocol_type = obj.protocol_type if own_ else getattr(obj, "protocol_type", "")
-    group_state = obj.group_state if own_ else getattr(obj, "group_state", "")
-    group_type = obj.group_type if own_ else getattr(obj, "group_type", "")
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ListedGroupFlexible:
+        group_id = obj.group_id
+        protocol_type = obj.protocol_type
+        group_state = obj.group_state
+        group_type = obj.group_type
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", "")
+        protocol_type = getattr(obj, "protocol_type", "")
+        group_state = getattr(obj, "group_state", "")
+        group_type = getattr(obj, "group_type", "")
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if group_id is None:
         raise _InvalidValueError("may not be null", path="listed_group_flexible.group_id")
     else:
@@ -512,9 +536,10 @@ def _encode_listed_group_flexible(obj, out, index, api_version):
                 _write_uvarint(out, n_ + 1, "listed_group_flexible.group_type")
 
             out += group_type
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "listed_group_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "listed_group_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_list_groups_response_flexible(buf, pos, end, opts, api_version):
@@ -575,36 +600,39 @@ def _decode_list_groups_response_flexible(buf, pos, end, opts, api_version):
             raise exc.within("list_groups_response_flexible.groups", i_groups, "listed_group_flexible") from None
         append_groups(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_groups_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_groups_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_groups_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_groups_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_groups_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_groups_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_groups_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_groups_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_groups_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ListGroupsResponseFlexible(throttle_time_ms, error_code, groups, tagged_fields), pos
 
 
@@ -751,40 +779,47 @@ def _fdecode_list_groups_response_flexible(buf, pos, end, opts, api_version):
         else:
             group_type_listed_group_flexible_ = ""
         tagged_fields_listed_group_flexible_ = []
-        sec__listed_group_flexible_ = pos
-        prev__listed_group_flexible_, odd__listed_group_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__listed_group_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__listed_group_flexible_, pos = _read_uvarint32(buf, pos, end, "listed_group_flexible.tagged_fields")
-        if n_tags__listed_group_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__listed_group_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="listed_group_flexible.tagged_fields",
-            )
-        for __listed_group_flexible_ in range(n_tags__listed_group_flexible_):
-            tag__listed_group_flexible_, pos = _read_uvarint32(buf, pos, end, "listed_group_flexible.tagged_fields")
-            size__listed_group_flexible_, pos = _read_uvarint32(buf, pos, end, "listed_group_flexible.tagged_fields")
-            if size__listed_group_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__listed_group_flexible_} declares {size__listed_group_flexible_} bytes, {end - pos} left",
+            sec__listed_group_flexible_ = pos
+            prev__listed_group_flexible_, odd__listed_group_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__listed_group_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__listed_group_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "listed_group_flexible.tagged_fields"
+                )
+            if n_tags__listed_group_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__listed_group_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="listed_group_flexible.tagged_fields",
                 )
-            stop__listed_group_flexible_ = pos + size__listed_group_flexible_
-            if tag__listed_group_flexible_ <= prev__listed_group_flexible_:
-                odd__listed_group_flexible_ = True
-            prev__listed_group_flexible_ = tag__listed_group_flexible_
-            tagged_fields_listed_group_flexible_.append(
-                (tag__listed_group_flexible_, bytes(buf[pos:stop__listed_group_flexible_]))
-            )
-            pos = stop__listed_group_flexible_
-        if odd__listed_group_flexible_:
-            tagged_fields_listed_group_flexible_ = _keep_tags(
-                tagged_fields_listed_group_flexible_, buf[sec__listed_group_flexible_:pos], ()
-            )
+            for __listed_group_flexible_ in range(n_tags__listed_group_flexible_):
+                tag__listed_group_flexible_, pos = _read_uvarint32(buf, pos, end, "listed_group_flexible.tagged_fields")
+                size__listed_group_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "listed_group_flexible.tagged_fields"
+                )
+                if size__listed_group_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__listed_group_flexible_} declares {size__listed_group_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="listed_group_flexible.tagged_fields",
+                    )
+                stop__listed_group_flexible_ = pos + size__listed_group_flexible_
+                if tag__listed_group_flexible_ <= prev__listed_group_flexible_:
+                    odd__listed_group_flexible_ = True
+                prev__listed_group_flexible_ = tag__listed_group_flexible_
+                tagged_fields_listed_group_flexible_.append(
+                    (tag__listed_group_flexible_, bytes(buf[pos:stop__listed_group_flexible_]))
+                )
+                pos = stop__listed_group_flexible_
+            if odd__listed_group_flexible_:
+                tagged_fields_listed_group_flexible_ = _keep_tags(
+                    tagged_fields_listed_group_flexible_, buf[sec__listed_group_flexible_:pos], ()
+                )
         value__listed_group_flexible_ = _new_object(ListedGroupFlexible)
         value__listed_group_flexible_.group_id = group_id_listed_group_flexible_
         value__listed_group_flexible_.protocol_type = protocol_type_listed_group_flexible_
@@ -794,36 +829,39 @@ def _fdecode_list_groups_response_flexible(buf, pos, end, opts, api_version):
         item_ = value__listed_group_flexible_
         append_groups(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_groups_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_groups_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_groups_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_groups_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_groups_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_groups_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_groups_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_groups_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_groups_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ListGroupsResponseFlexible)
     value_.throttle_time_ms = throttle_time_ms
     value_.error_code = error_code
@@ -839,11 +877,16 @@ def _encode_list_groups_response_flexible(obj, out, index, api_version):
             f"ListGroupsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 3) and (<params>.api_version <= 5)))",
             path="list_groups_response_flexible",
         )
-    own_ = type(obj) is ListGroupsResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    groups = obj.groups if own_ else getattr(obj, "groups", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ListGroupsResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        groups = obj.groups
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        groups = getattr(obj, "groups", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(throttle_time_ms, error_code)
     n_ = len(groups)
     if -1 <= n_ < 0x3FFF:
@@ -861,9 +904,10 @@ def _encode_list_groups_response_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"list_groups_response_flexible.groups[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_groups_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "list_groups_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_list_groups_response_flexible(obj, out, index, api_version):
@@ -873,11 +917,16 @@ def _fencode_list_groups_response_flexible(obj, out, index, api_version):
             f"ListGroupsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 3) and (<params>.api_version <= 5)))",
             path="list_groups_response_flexible",
         )
-    own_ = type(obj) is ListGroupsResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    groups = obj.groups if own_ else getattr(obj, "groups", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ListGroupsResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        groups = obj.groups
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        groups = getattr(obj, "groups", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(throttle_time_ms, error_code)
     n_ = len(groups)
     if -1 <= n_ < 16383:
@@ -885,22 +934,18 @@ def _fencode_list_groups_response_flexible(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "list_groups_response_flexible.groups")
     for item_ in groups:
-        own__listed_group_flexible_ = type(item_) is ListedGroupFlexible
-        group_id_listed_group_flexible_ = (
-            item_.group_id if own__listed_group_flexible_ else getattr(item_, "group_id", "")
-        )
-        protocol_type_listed_group_flexible_ = (
-            item_.protocol_type if own__listed_group_flexible_ else getattr(item_, "protocol_type", "")
-        )
-        group_state_listed_group_flexible_ = (
-            item_.group_state if own__listed_group_flexible_ else getattr(item_, "group_state", "")
-        )
-        group_type_listed_group_flexible_ = (
-            item_.group_type if own__listed_group_flexible_ else getattr(item_, "group_type", "")
-        )
-        tagged_fields_listed_group_flexible_ = (
-            item_.tagged_fields if own__listed_group_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is ListedGroupFlexible:
+            group_id_listed_group_flexible_ = item_.group_id
+            protocol_type_listed_group_flexible_ = item_.protocol_type
+            group_state_listed_group_flexible_ = item_.group_state
+            group_type_listed_group_flexible_ = item_.group_type
+            tagged_fields_listed_group_flexible_ = item_.tagged_fields
+        else:
+            group_id_listed_group_flexible_ = getattr(item_, "group_id", "")
+            protocol_type_listed_group_flexible_ = getattr(item_, "protocol_type", "")
+            group_state_listed_group_flexible_ = getattr(item_, "group_state", "")
+            group_type_listed_group_flexible_ = getattr(item_, "group_type", "")
+            tagged_fields_listed_group_flexible_ = getattr(item_, "tagged_fields", None)
         b__listed_group_flexible_ = _STR_ENCODED.get(group_id_listed_group_flexible_)
         group_id_listed_group_flexible_ = (
             _encode_str(group_id_listed_group_flexible_)
@@ -951,18 +996,14 @@ def _fencode_list_groups_response_flexible(obj, out, index, api_version):
             else:
                 _write_uvarint(out, n__listed_group_flexible_ + 1, "listed_group_flexible.group_type")
             out += group_type_listed_group_flexible_
-        tags__listed_group_flexible_ = []
-        valid__listed_group_flexible_ = None
-        _write_tagged(
-            out,
-            tags__listed_group_flexible_,
-            tagged_fields_listed_group_flexible_,
-            "listed_group_flexible.tagged_fields",
-            valid__listed_group_flexible_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_groups_response_flexible.tagged_fields", valid_)
+        if tagged_fields_listed_group_flexible_ or tagged_fields_listed_group_flexible_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_listed_group_flexible_, "listed_group_flexible.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "list_groups_response_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_list_groups_response_by_version(buf, pos, end, opts, api_version):

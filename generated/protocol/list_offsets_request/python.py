@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -96,11 +97,16 @@ def _decode_list_offsets_partition(buf, pos, end, opts, api_version):
 
 def _encode_list_offsets_partition(obj, out, index, api_version):
     """Append one list_offsets_partition to out."""
-    own_ = type(obj) is ListOffsetsPartition
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    current_leader_epoch = obj.current_leader_epoch if own_ else getattr(obj, "current_leader_epoch", -1)
-    timestamp = obj.timestamp if own_ else getattr(obj, "timestamp", 0)
-    max_num_offsets = obj.max_num_offsets if own_ else getattr(obj, "max_num_offsets", 1)
+    if type(obj) is ListOffsetsPartition:
+        partition_index = obj.partition_index
+        current_leader_epoch = obj.current_leader_epoch
+        timestamp = obj.timestamp
+        max_num_offsets = obj.max_num_offsets
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        current_leader_epoch = getattr(obj, "current_leader_epoch", -1)
+        timestamp = getattr(obj, "timestamp", 0)
+        max_num_offsets = getattr(obj, "max_num_offsets", 1)
     out += _S0.pack(partition_index)
     if api_version >= 4:
         out += _S0.pack(current_leader_epoch)
@@ -159,9 +165,12 @@ def _decode_list_offsets_topic(buf, pos, end, opts, api_version):
 
 def _encode_list_offsets_topic(obj, out, index, api_version):
     """Append one list_offsets_topic to out."""
-    own_ = type(obj) is ListOffsetsTopic
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
+    if type(obj) is ListOffsetsTopic:
+        name = obj.name
+        partitions = obj.partitions
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="list_offsets_topic.name")
     else:
@@ -363,10 +372,14 @@ def _encode_list_offsets_request(obj, out, index, api_version):
             f"ListOffsetsRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 5))",
             path="list_offsets_request",
         )
-    own_ = type(obj) is ListOffsetsRequest
-    replica_id = obj.replica_id if own_ else getattr(obj, "replica_id", 0)
-    isolation_level = obj.isolation_level if own_ else getattr(obj, "isolation_level", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
+    if type(obj) is ListOffsetsRequest:
+        replica_id = obj.replica_id
+        isolation_level = obj.isolation_level
+        topics = obj.topics
+    else:  # another class: its fields by name, a missing one at its default
+        replica_id = getattr(obj, "replica_id", 0)
+        isolation_level = getattr(obj, "isolation_level", 0)
+        topics = getattr(obj, "topics", None)
     out += _S0.pack(replica_id)
     if api_version >= 2:
         if -128 <= isolation_level <= 127:
@@ -395,10 +408,14 @@ def _fencode_list_offsets_request(obj, out, index, api_version):
             f"ListOffsetsRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 5))",
             path="list_offsets_request",
         )
-    own_ = type(obj) is ListOffsetsRequest
-    replica_id = obj.replica_id if own_ else getattr(obj, "replica_id", 0)
-    isolation_level = obj.isolation_level if own_ else getattr(obj, "isolation_level", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
+    if type(obj) is ListOffsetsRequest:
+        replica_id = obj.replica_id
+        isolation_level = obj.isolation_level
+        topics = obj.topics
+    else:
+        replica_id = getattr(obj, "replica_id", 0)
+        isolation_level = getattr(obj, "isolation_level", 0)
+        topics = getattr(obj, "topics", None)
     out += _S0.pack(replica_id)
     if api_version >= 2:
         if -128 <= isolation_level <= 127:
@@ -409,11 +426,12 @@ def _fencode_list_offsets_request(obj, out, index, api_version):
             )
     out += _S0.pack(len(topics))
     for item_ in topics:
-        own__list_offsets_topic_ = type(item_) is ListOffsetsTopic
-        name_list_offsets_topic_ = item_.name if own__list_offsets_topic_ else getattr(item_, "name", "")
-        partitions_list_offsets_topic_ = (
-            item_.partitions if own__list_offsets_topic_ else getattr(item_, "partitions", None)
-        )
+        if type(item_) is ListOffsetsTopic:
+            name_list_offsets_topic_ = item_.name
+            partitions_list_offsets_topic_ = item_.partitions
+        else:
+            name_list_offsets_topic_ = getattr(item_, "name", "")
+            partitions_list_offsets_topic_ = getattr(item_, "partitions", None)
         b__list_offsets_topic_ = _STR_ENCODED.get(name_list_offsets_topic_)
         name_list_offsets_topic_ = (
             _encode_str(name_list_offsets_topic_) if b__list_offsets_topic_ is None else b__list_offsets_topic_
@@ -422,27 +440,26 @@ def _fencode_list_offsets_request(obj, out, index, api_version):
         out += name_list_offsets_topic_
         out += _S0.pack(len(partitions_list_offsets_topic_))
         for item__list_offsets_topic_ in partitions_list_offsets_topic_:
-            own__list_offsets_partition__list_offsets_topic_ = type(item__list_offsets_topic_) is ListOffsetsPartition
-            partition_index_list_offsets_partition__list_offsets_topic_ = (
-                item__list_offsets_topic_.partition_index
-                if own__list_offsets_partition__list_offsets_topic_
-                else getattr(item__list_offsets_topic_, "partition_index", 0)
-            )
-            current_leader_epoch_list_offsets_partition__list_offsets_topic_ = (
-                item__list_offsets_topic_.current_leader_epoch
-                if own__list_offsets_partition__list_offsets_topic_
-                else getattr(item__list_offsets_topic_, "current_leader_epoch", -1)
-            )
-            timestamp_list_offsets_partition__list_offsets_topic_ = (
-                item__list_offsets_topic_.timestamp
-                if own__list_offsets_partition__list_offsets_topic_
-                else getattr(item__list_offsets_topic_, "timestamp", 0)
-            )
-            max_num_offsets_list_offsets_partition__list_offsets_topic_ = (
-                item__list_offsets_topic_.max_num_offsets
-                if own__list_offsets_partition__list_offsets_topic_
-                else getattr(item__list_offsets_topic_, "max_num_offsets", 1)
-            )
+            if type(item__list_offsets_topic_) is ListOffsetsPartition:
+                partition_index_list_offsets_partition__list_offsets_topic_ = item__list_offsets_topic_.partition_index
+                current_leader_epoch_list_offsets_partition__list_offsets_topic_ = (
+                    item__list_offsets_topic_.current_leader_epoch
+                )
+                timestamp_list_offsets_partition__list_offsets_topic_ = item__list_offsets_topic_.timestamp
+                max_num_offsets_list_offsets_partition__list_offsets_topic_ = item__list_offsets_topic_.max_num_offsets
+            else:
+                partition_index_list_offsets_partition__list_offsets_topic_ = getattr(
+                    item__list_offsets_topic_, "partition_index", 0
+                )
+                current_leader_epoch_list_offsets_partition__list_offsets_topic_ = getattr(
+                    item__list_offsets_topic_, "current_leader_epoch", -1
+                )
+                timestamp_list_offsets_partition__list_offsets_topic_ = getattr(
+                    item__list_offsets_topic_, "timestamp", 0
+                )
+                max_num_offsets_list_offsets_partition__list_offsets_topic_ = getattr(
+                    item__list_offsets_topic_, "max_num_offsets", 1
+                )
             out += _S0.pack(partition_index_list_offsets_partition__list_offsets_topic_)
             if api_version >= 4:
                 out += _S0.pack(current_leader_epoch_list_offsets_partition__list_offsets_topic_)
@@ -462,50 +479,59 @@ def _decode_list_offsets_partition_flexible(buf, pos, end, opts):
     ) = _S4.unpack_from(buf, pos)
     pos += 16
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_partition_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_offsets_partition_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_offsets_partition_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_offsets_partition_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_partition_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_offsets_partition_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_offsets_partition_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_offsets_partition_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_offsets_partition_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ListOffsetsPartitionFlexible(partition_index, current_leader_epoch, timestamp, tagged_fields), pos
 
 
 def _encode_list_offsets_partition_flexible(obj, out, index):
     """Append one list_offsets_partition_flexible to out."""
-    own_ = type(obj) is ListOffsetsPartitionFlexible
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    current_leader_epoch = obj.current_leader_epoch if own_ else getattr(obj, "current_leader_epoch", -1)
-    timestamp = obj.timestamp if own_ else getattr(obj, "timestamp", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ListOffsetsPartitionFlexible:
+        partition_index = obj.partition_index
+        current_leader_epoch = obj.current_leader_epoch
+        timestamp = obj.timestamp
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        current_leader_epoch = getattr(obj, "current_leader_epoch", -1)
+        timestamp = getattr(obj, "timestamp", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S4.pack(partition_index, current_leader_epoch, timestamp)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_offsets_partition_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "list_offsets_partition_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_list_offsets_topic_flexible(buf, pos, end, opts):
@@ -576,45 +602,52 @@ def _decode_list_offsets_topic_flexible(buf, pos, end, opts):
             ) from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_topic_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_offsets_topic_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_offsets_topic_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_offsets_topic_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_topic_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_offsets_topic_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_offsets_topic_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_offsets_topic_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_offsets_topic_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ListOffsetsTopicFlexible(name, partitions, tagged_fields), pos
 
 
 def _encode_list_offsets_topic_flexible(obj, out, index):
     """Append one list_offsets_topic_flexible to out."""
-    own_ = type(obj) is ListOffsetsTopicFlexible
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ListOffsetsTopicFlexible:
+        name = obj.name
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="list_offsets_topic_flexible.name")
     else:
@@ -643,9 +676,10 @@ def _encode_list_offsets_topic_flexible(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"list_offsets_topic_flexible.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_offsets_topic_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "list_offsets_topic_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_list_offsets_request_flexible(buf, pos, end, opts, api_version):
@@ -723,36 +757,39 @@ def _decode_list_offsets_request_flexible(buf, pos, end, opts, api_version):
     else:
         timeout_ms = 0
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_offsets_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_offsets_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_offsets_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_offsets_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_offsets_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_offsets_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_offsets_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ListOffsetsRequestFlexible(replica_id, isolation_level, topics, timeout_ms, tagged_fields), pos
 
 
@@ -856,63 +893,66 @@ def _fdecode_list_offsets_request_flexible(buf, pos, end, opts, api_version):
             ) = _S4.unpack_from(buf, pos)
             pos += 16
             tagged_fields_list_offsets_partition_flexible__list_offsets_topic_flexible_ = []
-            sec__list_offsets_partition_flexible__list_offsets_topic_flexible_ = pos
-            (
-                prev__list_offsets_partition_flexible__list_offsets_topic_flexible_,
-                odd__list_offsets_partition_flexible__list_offsets_topic_flexible_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__list_offsets_partition_flexible__list_offsets_topic_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__list_offsets_partition_flexible__list_offsets_topic_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "list_offsets_partition_flexible.tagged_fields"
-                )
-            if n_tags__list_offsets_partition_flexible__list_offsets_topic_flexible_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__list_offsets_partition_flexible__list_offsets_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="list_offsets_partition_flexible.tagged_fields",
-                )
-            for __list_offsets_partition_flexible__list_offsets_topic_flexible_ in range(
-                n_tags__list_offsets_partition_flexible__list_offsets_topic_flexible_
-            ):
-                tag__list_offsets_partition_flexible__list_offsets_topic_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "list_offsets_partition_flexible.tagged_fields"
-                )
-                size__list_offsets_partition_flexible__list_offsets_topic_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "list_offsets_partition_flexible.tagged_fields"
-                )
-                if size__list_offsets_partition_flexible__list_offsets_topic_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__list_offsets_partition_flexible__list_offsets_topic_flexible_} declares {size__list_offsets_partition_flexible__list_offsets_topic_flexible_} bytes, {end - pos} left",
+                sec__list_offsets_partition_flexible__list_offsets_topic_flexible_ = pos
+                (
+                    prev__list_offsets_partition_flexible__list_offsets_topic_flexible_,
+                    odd__list_offsets_partition_flexible__list_offsets_topic_flexible_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__list_offsets_partition_flexible__list_offsets_topic_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__list_offsets_partition_flexible__list_offsets_topic_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "list_offsets_partition_flexible.tagged_fields"
+                    )
+                if n_tags__list_offsets_partition_flexible__list_offsets_topic_flexible_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__list_offsets_partition_flexible__list_offsets_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="list_offsets_partition_flexible.tagged_fields",
                     )
-                stop__list_offsets_partition_flexible__list_offsets_topic_flexible_ = (
-                    pos + size__list_offsets_partition_flexible__list_offsets_topic_flexible_
-                )
-                if (
-                    tag__list_offsets_partition_flexible__list_offsets_topic_flexible_
-                    <= prev__list_offsets_partition_flexible__list_offsets_topic_flexible_
+                for __list_offsets_partition_flexible__list_offsets_topic_flexible_ in range(
+                    n_tags__list_offsets_partition_flexible__list_offsets_topic_flexible_
                 ):
-                    odd__list_offsets_partition_flexible__list_offsets_topic_flexible_ = True
-                prev__list_offsets_partition_flexible__list_offsets_topic_flexible_ = (
-                    tag__list_offsets_partition_flexible__list_offsets_topic_flexible_
-                )
-                tagged_fields_list_offsets_partition_flexible__list_offsets_topic_flexible_.append(
-                    (
-                        tag__list_offsets_partition_flexible__list_offsets_topic_flexible_,
-                        bytes(buf[pos:stop__list_offsets_partition_flexible__list_offsets_topic_flexible_]),
+                    tag__list_offsets_partition_flexible__list_offsets_topic_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "list_offsets_partition_flexible.tagged_fields"
                     )
-                )
-                pos = stop__list_offsets_partition_flexible__list_offsets_topic_flexible_
-            if odd__list_offsets_partition_flexible__list_offsets_topic_flexible_:
-                tagged_fields_list_offsets_partition_flexible__list_offsets_topic_flexible_ = _keep_tags(
-                    tagged_fields_list_offsets_partition_flexible__list_offsets_topic_flexible_,
-                    buf[sec__list_offsets_partition_flexible__list_offsets_topic_flexible_:pos],
-                    (),
-                )
+                    size__list_offsets_partition_flexible__list_offsets_topic_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "list_offsets_partition_flexible.tagged_fields"
+                    )
+                    if size__list_offsets_partition_flexible__list_offsets_topic_flexible_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__list_offsets_partition_flexible__list_offsets_topic_flexible_} declares {size__list_offsets_partition_flexible__list_offsets_topic_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="list_offsets_partition_flexible.tagged_fields",
+                        )
+                    stop__list_offsets_partition_flexible__list_offsets_topic_flexible_ = (
+                        pos + size__list_offsets_partition_flexible__list_offsets_topic_flexible_
+                    )
+                    if (
+                        tag__list_offsets_partition_flexible__list_offsets_topic_flexible_
+                        <= prev__list_offsets_partition_flexible__list_offsets_topic_flexible_
+                    ):
+                        odd__list_offsets_partition_flexible__list_offsets_topic_flexible_ = True
+                    prev__list_offsets_partition_flexible__list_offsets_topic_flexible_ = (
+                        tag__list_offsets_partition_flexible__list_offsets_topic_flexible_
+                    )
+                    tagged_fields_list_offsets_partition_flexible__list_offsets_topic_flexible_.append(
+                        (
+                            tag__list_offsets_partition_flexible__list_offsets_topic_flexible_,
+                            bytes(buf[pos:stop__list_offsets_partition_flexible__list_offsets_topic_flexible_]),
+                        )
+                    )
+                    pos = stop__list_offsets_partition_flexible__list_offsets_topic_flexible_
+                if odd__list_offsets_partition_flexible__list_offsets_topic_flexible_:
+                    tagged_fields_list_offsets_partition_flexible__list_offsets_topic_flexible_ = _keep_tags(
+                        tagged_fields_list_offsets_partition_flexible__list_offsets_topic_flexible_,
+                        buf[sec__list_offsets_partition_flexible__list_offsets_topic_flexible_:pos],
+                        (),
+                    )
             value__list_offsets_partition_flexible__list_offsets_topic_flexible_ = _new_object(
                 ListOffsetsPartitionFlexible
             )
@@ -931,46 +971,49 @@ def _fdecode_list_offsets_request_flexible(buf, pos, end, opts, api_version):
             item__list_offsets_topic_flexible_ = value__list_offsets_partition_flexible__list_offsets_topic_flexible_
             append_partitions_list_offsets_topic_flexible_(item__list_offsets_topic_flexible_)
         tagged_fields_list_offsets_topic_flexible_ = []
-        sec__list_offsets_topic_flexible_ = pos
-        prev__list_offsets_topic_flexible_, odd__list_offsets_topic_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__list_offsets_topic_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__list_offsets_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "list_offsets_topic_flexible.tagged_fields"
-            )
-        if n_tags__list_offsets_topic_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__list_offsets_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="list_offsets_topic_flexible.tagged_fields",
-            )
-        for __list_offsets_topic_flexible_ in range(n_tags__list_offsets_topic_flexible_):
-            tag__list_offsets_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "list_offsets_topic_flexible.tagged_fields"
-            )
-            size__list_offsets_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "list_offsets_topic_flexible.tagged_fields"
-            )
-            if size__list_offsets_topic_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__list_offsets_topic_flexible_} declares {size__list_offsets_topic_flexible_} bytes, {end - pos} left",
+            sec__list_offsets_topic_flexible_ = pos
+            prev__list_offsets_topic_flexible_, odd__list_offsets_topic_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__list_offsets_topic_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__list_offsets_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "list_offsets_topic_flexible.tagged_fields"
+                )
+            if n_tags__list_offsets_topic_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__list_offsets_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="list_offsets_topic_flexible.tagged_fields",
                 )
-            stop__list_offsets_topic_flexible_ = pos + size__list_offsets_topic_flexible_
-            if tag__list_offsets_topic_flexible_ <= prev__list_offsets_topic_flexible_:
-                odd__list_offsets_topic_flexible_ = True
-            prev__list_offsets_topic_flexible_ = tag__list_offsets_topic_flexible_
-            tagged_fields_list_offsets_topic_flexible_.append(
-                (tag__list_offsets_topic_flexible_, bytes(buf[pos:stop__list_offsets_topic_flexible_]))
-            )
-            pos = stop__list_offsets_topic_flexible_
-        if odd__list_offsets_topic_flexible_:
-            tagged_fields_list_offsets_topic_flexible_ = _keep_tags(
-                tagged_fields_list_offsets_topic_flexible_, buf[sec__list_offsets_topic_flexible_:pos], ()
-            )
+            for __list_offsets_topic_flexible_ in range(n_tags__list_offsets_topic_flexible_):
+                tag__list_offsets_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "list_offsets_topic_flexible.tagged_fields"
+                )
+                size__list_offsets_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "list_offsets_topic_flexible.tagged_fields"
+                )
+                if size__list_offsets_topic_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__list_offsets_topic_flexible_} declares {size__list_offsets_topic_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="list_offsets_topic_flexible.tagged_fields",
+                    )
+                stop__list_offsets_topic_flexible_ = pos + size__list_offsets_topic_flexible_
+                if tag__list_offsets_topic_flexible_ <= prev__list_offsets_topic_flexible_:
+                    odd__list_offsets_topic_flexible_ = True
+                prev__list_offsets_topic_flexible_ = tag__list_offsets_topic_flexible_
+                tagged_fields_list_offsets_topic_flexible_.append(
+                    (tag__list_offsets_topic_flexible_, bytes(buf[pos:stop__list_offsets_topic_flexible_]))
+                )
+                pos = stop__list_offsets_topic_flexible_
+            if odd__list_offsets_topic_flexible_:
+                tagged_fields_list_offsets_topic_flexible_ = _keep_tags(
+                    tagged_fields_list_offsets_topic_flexible_, buf[sec__list_offsets_topic_flexible_:pos], ()
+                )
         value__list_offsets_topic_flexible_ = _new_object(ListOffsetsTopicFlexible)
         value__list_offsets_topic_flexible_.name = name_list_offsets_topic_flexible_
         value__list_offsets_topic_flexible_.partitions = partitions_list_offsets_topic_flexible_
@@ -987,36 +1030,39 @@ def _fdecode_list_offsets_request_flexible(buf, pos, end, opts, api_version):
     else:
         timeout_ms = 0
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_offsets_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_offsets_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_offsets_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_offsets_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_offsets_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_offsets_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_offsets_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ListOffsetsRequestFlexible)
     value_.replica_id = replica_id
     value_.isolation_level = isolation_level
@@ -1033,12 +1079,18 @@ def _encode_list_offsets_request_flexible(obj, out, index, api_version):
             f"ListOffsetsRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 6) and (<params>.api_version <= 10)))",
             path="list_offsets_request_flexible",
         )
-    own_ = type(obj) is ListOffsetsRequestFlexible
-    replica_id = obj.replica_id if own_ else getattr(obj, "replica_id", 0)
-    isolation_level = obj.isolation_level if own_ else getattr(obj, "isolation_level", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    timeout_ms = obj.timeout_ms if own_ else getattr(obj, "timeout_ms", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ListOffsetsRequestFlexible:
+        replica_id = obj.replica_id
+        isolation_level = obj.isolation_level
+        topics = obj.topics
+        timeout_ms = obj.timeout_ms
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        replica_id = getattr(obj, "replica_id", 0)
+        isolation_level = getattr(obj, "isolation_level", 0)
+        topics = getattr(obj, "topics", None)
+        timeout_ms = getattr(obj, "timeout_ms", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S5.pack(replica_id, isolation_level)
     n_ = len(topics)
     if -1 <= n_ < 0x3FFF:
@@ -1058,9 +1110,10 @@ def _encode_list_offsets_request_flexible(obj, out, index, api_version):
         ) from None
     if api_version >= 10:
         out += _S0.pack(timeout_ms)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_offsets_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "list_offsets_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_list_offsets_request_flexible(obj, out, index, api_version):
@@ -1070,12 +1123,18 @@ def _fencode_list_offsets_request_flexible(obj, out, index, api_version):
             f"ListOffsetsRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 6) and (<params>.api_version <= 10)))",
             path="list_offsets_request_flexible",
         )
-    own_ = type(obj) is ListOffsetsRequestFlexible
-    replica_id = obj.replica_id if own_ else getattr(obj, "replica_id", 0)
-    isolation_level = obj.isolation_level if own_ else getattr(obj, "isolation_level", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    timeout_ms = obj.timeout_ms if own_ else getattr(obj, "timeout_ms", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ListOffsetsRequestFlexible:
+        replica_id = obj.replica_id
+        isolation_level = obj.isolation_level
+        topics = obj.topics
+        timeout_ms = obj.timeout_ms
+        tagged_fields = obj.tagged_fields
+    else:
+        replica_id = getattr(obj, "replica_id", 0)
+        isolation_level = getattr(obj, "isolation_level", 0)
+        topics = getattr(obj, "topics", None)
+        timeout_ms = getattr(obj, "timeout_ms", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S5.pack(replica_id, isolation_level)
     n_ = len(topics)
     if -1 <= n_ < 16383:
@@ -1083,16 +1142,14 @@ def _fencode_list_offsets_request_flexible(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "list_offsets_request_flexible.topics")
     for item_ in topics:
-        own__list_offsets_topic_flexible_ = type(item_) is ListOffsetsTopicFlexible
-        name_list_offsets_topic_flexible_ = (
-            item_.name if own__list_offsets_topic_flexible_ else getattr(item_, "name", "")
-        )
-        partitions_list_offsets_topic_flexible_ = (
-            item_.partitions if own__list_offsets_topic_flexible_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_list_offsets_topic_flexible_ = (
-            item_.tagged_fields if own__list_offsets_topic_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is ListOffsetsTopicFlexible:
+            name_list_offsets_topic_flexible_ = item_.name
+            partitions_list_offsets_topic_flexible_ = item_.partitions
+            tagged_fields_list_offsets_topic_flexible_ = item_.tagged_fields
+        else:
+            name_list_offsets_topic_flexible_ = getattr(item_, "name", "")
+            partitions_list_offsets_topic_flexible_ = getattr(item_, "partitions", None)
+            tagged_fields_list_offsets_topic_flexible_ = getattr(item_, "tagged_fields", None)
         b__list_offsets_topic_flexible_ = _STR_ENCODED.get(name_list_offsets_topic_flexible_)
         name_list_offsets_topic_flexible_ = (
             _encode_str(name_list_offsets_topic_flexible_)
@@ -1111,57 +1168,65 @@ def _fencode_list_offsets_request_flexible(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__list_offsets_topic_flexible_ + 1, "list_offsets_topic_flexible.partitions")
         for item__list_offsets_topic_flexible_ in partitions_list_offsets_topic_flexible_:
-            own__list_offsets_partition_flexible__list_offsets_topic_flexible_ = (
-                type(item__list_offsets_topic_flexible_) is ListOffsetsPartitionFlexible
-            )
-            partition_index_list_offsets_partition_flexible__list_offsets_topic_flexible_ = (
-                item__list_offsets_topic_flexible_.partition_index
-                if own__list_offsets_partition_flexible__list_offsets_topic_flexible_
-                else getattr(item__list_offsets_topic_flexible_, "partition_index", 0)
-            )
-            current_leader_epoch_list_offsets_partition_flexible__list_offsets_topic_flexible_ = (
-                item__list_offsets_topic_flexible_.current_leader_epoch
-                if own__list_offsets_partition_flexible__list_offsets_topic_flexible_
-                else getattr(item__list_offsets_topic_flexible_, "current_leader_epoch", -1)
-            )
-            timestamp_list_offsets_partition_flexible__list_offsets_topic_flexible_ = (
-                item__list_offsets_topic_flexible_.timestamp
-                if own__list_offsets_partition_flexible__list_offsets_topic_flexible_
-                else getattr(item__list_offsets_topic_flexible_, "timestamp", 0)
-            )
-            tagged_fields_list_offsets_partition_flexible__list_offsets_topic_flexible_ = (
-                item__list_offsets_topic_flexible_.tagged_fields
-                if own__list_offsets_partition_flexible__list_offsets_topic_flexible_
-                else getattr(item__list_offsets_topic_flexible_, "tagged_fields", None)
-            )
+            if type(item__list_offsets_topic_flexible_) is ListOffsetsPartitionFlexible:
+                partition_index_list_offsets_partition_flexible__list_offsets_topic_flexible_ = (
+                    item__list_offsets_topic_flexible_.partition_index
+                )
+                current_leader_epoch_list_offsets_partition_flexible__list_offsets_topic_flexible_ = (
+                    item__list_offsets_topic_flexible_.current_leader_epoch
+                )
+                timestamp_list_offsets_partition_flexible__list_offsets_topic_flexible_ = (
+                    item__list_offsets_topic_flexible_.timestamp
+                )
+                tagged_fields_list_offsets_partition_flexible__list_offsets_topic_flexible_ = (
+                    item__list_offsets_topic_flexible_.tagged_fields
+                )
+            else:
+                partition_index_list_offsets_partition_flexible__list_offsets_topic_flexible_ = getattr(
+                    item__list_offsets_topic_flexible_, "partition_index", 0
+                )
+                current_leader_epoch_list_offsets_partition_flexible__list_offsets_topic_flexible_ = getattr(
+                    item__list_offsets_topic_flexible_, "current_leader_epoch", -1
+                )
+                timestamp_list_offsets_partition_flexible__list_offsets_topic_flexible_ = getattr(
+                    item__list_offsets_topic_flexible_, "timestamp", 0
+                )
+                tagged_fields_list_offsets_partition_flexible__list_offsets_topic_flexible_ = getattr(
+                    item__list_offsets_topic_flexible_, "tagged_fields", None
+                )
             out += _S4.pack(
                 partition_index_list_offsets_partition_flexible__list_offsets_topic_flexible_,
                 current_leader_epoch_list_offsets_partition_flexible__list_offsets_topic_flexible_,
                 timestamp_list_offsets_partition_flexible__list_offsets_topic_flexible_,
             )
-            tags__list_offsets_partition_flexible__list_offsets_topic_flexible_ = []
-            valid__list_offsets_partition_flexible__list_offsets_topic_flexible_ = None
+            if (
+                tagged_fields_list_offsets_partition_flexible__list_offsets_topic_flexible_
+                or tagged_fields_list_offsets_partition_flexible__list_offsets_topic_flexible_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_list_offsets_partition_flexible__list_offsets_topic_flexible_,
+                    "list_offsets_partition_flexible.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if (
+            tagged_fields_list_offsets_topic_flexible_
+            or tagged_fields_list_offsets_topic_flexible_.__class__ is _TagSection
+        ):
             _write_tagged(
-                out,
-                tags__list_offsets_partition_flexible__list_offsets_topic_flexible_,
-                tagged_fields_list_offsets_partition_flexible__list_offsets_topic_flexible_,
-                "list_offsets_partition_flexible.tagged_fields",
-                valid__list_offsets_partition_flexible__list_offsets_topic_flexible_,
+                out, [], tagged_fields_list_offsets_topic_flexible_, "list_offsets_topic_flexible.tagged_fields", None
             )
-        tags__list_offsets_topic_flexible_ = []
-        valid__list_offsets_topic_flexible_ = None
-        _write_tagged(
-            out,
-            tags__list_offsets_topic_flexible_,
-            tagged_fields_list_offsets_topic_flexible_,
-            "list_offsets_topic_flexible.tagged_fields",
-            valid__list_offsets_topic_flexible_,
-        )
+        else:
+            out.append(0)
     if api_version >= 10:
         out += _S0.pack(timeout_ms)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_offsets_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "list_offsets_request_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_list_offsets_partition_v11(buf, pos, end, opts):
@@ -1175,50 +1240,59 @@ def _decode_list_offsets_partition_v11(buf, pos, end, opts):
     ) = _S4.unpack_from(buf, pos)
     pos += 16
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_partition_v11.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_offsets_partition_v11.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_offsets_partition_v11.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_offsets_partition_v11.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_partition_v11.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_offsets_partition_v11.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_offsets_partition_v11.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_offsets_partition_v11.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_offsets_partition_v11.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ListOffsetsPartitionV11(partition_index, current_leader_epoch, timestamp, tagged_fields), pos
 
 
 def _encode_list_offsets_partition_v11(obj, out, index):
     """Append one list_offsets_partition_v11 to out."""
-    own_ = type(obj) is ListOffsetsPartitionV11
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    current_leader_epoch = obj.current_leader_epoch if own_ else getattr(obj, "current_leader_epoch", -1)
-    timestamp = obj.timestamp if own_ else getattr(obj, "timestamp", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ListOffsetsPartitionV11:
+        partition_index = obj.partition_index
+        current_leader_epoch = obj.current_leader_epoch
+        timestamp = obj.timestamp
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        current_leader_epoch = getattr(obj, "current_leader_epoch", -1)
+        timestamp = getattr(obj, "timestamp", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S4.pack(partition_index, current_leader_epoch, timestamp)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_offsets_partition_v11.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "list_offsets_partition_v11.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_list_offsets_topic_v11(buf, pos, end, opts):
@@ -1285,45 +1359,52 @@ def _decode_list_offsets_topic_v11(buf, pos, end, opts):
             raise exc.within("list_offsets_topic_v11.partitions", i_partitions, "list_offsets_partition_v11") from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_topic_v11.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_offsets_topic_v11.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_offsets_topic_v11.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_offsets_topic_v11.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_topic_v11.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_offsets_topic_v11.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_offsets_topic_v11.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_offsets_topic_v11.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_offsets_topic_v11.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ListOffsetsTopicV11(name, partitions, tagged_fields), pos
 
 
 def _encode_list_offsets_topic_v11(obj, out, index):
     """Append one list_offsets_topic_v11 to out."""
-    own_ = type(obj) is ListOffsetsTopicV11
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ListOffsetsTopicV11:
+        name = obj.name
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="list_offsets_topic_v11.name")
     else:
@@ -1352,9 +1433,10 @@ def _encode_list_offsets_topic_v11(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"list_offsets_topic_v11.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_offsets_topic_v11.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "list_offsets_topic_v11.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_list_offsets_request_v11(buf, pos, end, opts, api_version):
@@ -1429,36 +1511,39 @@ def _decode_list_offsets_request_v11(buf, pos, end, opts, api_version):
     (timeout_ms,) = _S0.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_request_v11.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_offsets_request_v11.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_offsets_request_v11.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_offsets_request_v11.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_request_v11.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_offsets_request_v11.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_offsets_request_v11.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_offsets_request_v11.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_offsets_request_v11.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ListOffsetsRequestV11(replica_id, isolation_level, topics, timeout_ms, tagged_fields), pos
 
 
@@ -1558,63 +1643,66 @@ def _fdecode_list_offsets_request_v11(buf, pos, end, opts, api_version):
             ) = _S4.unpack_from(buf, pos)
             pos += 16
             tagged_fields_list_offsets_partition_v11__list_offsets_topic_v11_ = []
-            sec__list_offsets_partition_v11__list_offsets_topic_v11_ = pos
-            (
-                prev__list_offsets_partition_v11__list_offsets_topic_v11_,
-                odd__list_offsets_partition_v11__list_offsets_topic_v11_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__list_offsets_partition_v11__list_offsets_topic_v11_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__list_offsets_partition_v11__list_offsets_topic_v11_, pos = _read_uvarint32(
-                    buf, pos, end, "list_offsets_partition_v11.tagged_fields"
-                )
-            if n_tags__list_offsets_partition_v11__list_offsets_topic_v11_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__list_offsets_partition_v11__list_offsets_topic_v11_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="list_offsets_partition_v11.tagged_fields",
-                )
-            for __list_offsets_partition_v11__list_offsets_topic_v11_ in range(
-                n_tags__list_offsets_partition_v11__list_offsets_topic_v11_
-            ):
-                tag__list_offsets_partition_v11__list_offsets_topic_v11_, pos = _read_uvarint32(
-                    buf, pos, end, "list_offsets_partition_v11.tagged_fields"
-                )
-                size__list_offsets_partition_v11__list_offsets_topic_v11_, pos = _read_uvarint32(
-                    buf, pos, end, "list_offsets_partition_v11.tagged_fields"
-                )
-                if size__list_offsets_partition_v11__list_offsets_topic_v11_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__list_offsets_partition_v11__list_offsets_topic_v11_} declares {size__list_offsets_partition_v11__list_offsets_topic_v11_} bytes, {end - pos} left",
+                sec__list_offsets_partition_v11__list_offsets_topic_v11_ = pos
+                (
+                    prev__list_offsets_partition_v11__list_offsets_topic_v11_,
+                    odd__list_offsets_partition_v11__list_offsets_topic_v11_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__list_offsets_partition_v11__list_offsets_topic_v11_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__list_offsets_partition_v11__list_offsets_topic_v11_, pos = _read_uvarint32(
+                        buf, pos, end, "list_offsets_partition_v11.tagged_fields"
+                    )
+                if n_tags__list_offsets_partition_v11__list_offsets_topic_v11_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__list_offsets_partition_v11__list_offsets_topic_v11_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="list_offsets_partition_v11.tagged_fields",
                     )
-                stop__list_offsets_partition_v11__list_offsets_topic_v11_ = (
-                    pos + size__list_offsets_partition_v11__list_offsets_topic_v11_
-                )
-                if (
-                    tag__list_offsets_partition_v11__list_offsets_topic_v11_
-                    <= prev__list_offsets_partition_v11__list_offsets_topic_v11_
+                for __list_offsets_partition_v11__list_offsets_topic_v11_ in range(
+                    n_tags__list_offsets_partition_v11__list_offsets_topic_v11_
                 ):
-                    odd__list_offsets_partition_v11__list_offsets_topic_v11_ = True
-                prev__list_offsets_partition_v11__list_offsets_topic_v11_ = (
-                    tag__list_offsets_partition_v11__list_offsets_topic_v11_
-                )
-                tagged_fields_list_offsets_partition_v11__list_offsets_topic_v11_.append(
-                    (
-                        tag__list_offsets_partition_v11__list_offsets_topic_v11_,
-                        bytes(buf[pos:stop__list_offsets_partition_v11__list_offsets_topic_v11_]),
+                    tag__list_offsets_partition_v11__list_offsets_topic_v11_, pos = _read_uvarint32(
+                        buf, pos, end, "list_offsets_partition_v11.tagged_fields"
                     )
-                )
-                pos = stop__list_offsets_partition_v11__list_offsets_topic_v11_
-            if odd__list_offsets_partition_v11__list_offsets_topic_v11_:
-                tagged_fields_list_offsets_partition_v11__list_offsets_topic_v11_ = _keep_tags(
-                    tagged_fields_list_offsets_partition_v11__list_offsets_topic_v11_,
-                    buf[sec__list_offsets_partition_v11__list_offsets_topic_v11_:pos],
-                    (),
-                )
+                    size__list_offsets_partition_v11__list_offsets_topic_v11_, pos = _read_uvarint32(
+                        buf, pos, end, "list_offsets_partition_v11.tagged_fields"
+                    )
+                    if size__list_offsets_partition_v11__list_offsets_topic_v11_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__list_offsets_partition_v11__list_offsets_topic_v11_} declares {size__list_offsets_partition_v11__list_offsets_topic_v11_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="list_offsets_partition_v11.tagged_fields",
+                        )
+                    stop__list_offsets_partition_v11__list_offsets_topic_v11_ = (
+                        pos + size__list_offsets_partition_v11__list_offsets_topic_v11_
+                    )
+                    if (
+                        tag__list_offsets_partition_v11__list_offsets_topic_v11_
+                        <= prev__list_offsets_partition_v11__list_offsets_topic_v11_
+                    ):
+                        odd__list_offsets_partition_v11__list_offsets_topic_v11_ = True
+                    prev__list_offsets_partition_v11__list_offsets_topic_v11_ = (
+                        tag__list_offsets_partition_v11__list_offsets_topic_v11_
+                    )
+                    tagged_fields_list_offsets_partition_v11__list_offsets_topic_v11_.append(
+                        (
+                            tag__list_offsets_partition_v11__list_offsets_topic_v11_,
+                            bytes(buf[pos:stop__list_offsets_partition_v11__list_offsets_topic_v11_]),
+                        )
+                    )
+                    pos = stop__list_offsets_partition_v11__list_offsets_topic_v11_
+                if odd__list_offsets_partition_v11__list_offsets_topic_v11_:
+                    tagged_fields_list_offsets_partition_v11__list_offsets_topic_v11_ = _keep_tags(
+                        tagged_fields_list_offsets_partition_v11__list_offsets_topic_v11_,
+                        buf[sec__list_offsets_partition_v11__list_offsets_topic_v11_:pos],
+                        (),
+                    )
             value__list_offsets_partition_v11__list_offsets_topic_v11_ = _new_object(ListOffsetsPartitionV11)
             value__list_offsets_partition_v11__list_offsets_topic_v11_.partition_index = (
                 partition_index_list_offsets_partition_v11__list_offsets_topic_v11_
@@ -1631,42 +1719,49 @@ def _fdecode_list_offsets_request_v11(buf, pos, end, opts, api_version):
             item__list_offsets_topic_v11_ = value__list_offsets_partition_v11__list_offsets_topic_v11_
             append_partitions_list_offsets_topic_v11_(item__list_offsets_topic_v11_)
         tagged_fields_list_offsets_topic_v11_ = []
-        sec__list_offsets_topic_v11_ = pos
-        prev__list_offsets_topic_v11_, odd__list_offsets_topic_v11_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__list_offsets_topic_v11_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__list_offsets_topic_v11_, pos = _read_uvarint32(
-                buf, pos, end, "list_offsets_topic_v11.tagged_fields"
-            )
-        if n_tags__list_offsets_topic_v11_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__list_offsets_topic_v11_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="list_offsets_topic_v11.tagged_fields",
-            )
-        for __list_offsets_topic_v11_ in range(n_tags__list_offsets_topic_v11_):
-            tag__list_offsets_topic_v11_, pos = _read_uvarint32(buf, pos, end, "list_offsets_topic_v11.tagged_fields")
-            size__list_offsets_topic_v11_, pos = _read_uvarint32(buf, pos, end, "list_offsets_topic_v11.tagged_fields")
-            if size__list_offsets_topic_v11_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__list_offsets_topic_v11_} declares {size__list_offsets_topic_v11_} bytes, {end - pos} left",
+            sec__list_offsets_topic_v11_ = pos
+            prev__list_offsets_topic_v11_, odd__list_offsets_topic_v11_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__list_offsets_topic_v11_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__list_offsets_topic_v11_, pos = _read_uvarint32(
+                    buf, pos, end, "list_offsets_topic_v11.tagged_fields"
+                )
+            if n_tags__list_offsets_topic_v11_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__list_offsets_topic_v11_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="list_offsets_topic_v11.tagged_fields",
                 )
-            stop__list_offsets_topic_v11_ = pos + size__list_offsets_topic_v11_
-            if tag__list_offsets_topic_v11_ <= prev__list_offsets_topic_v11_:
-                odd__list_offsets_topic_v11_ = True
-            prev__list_offsets_topic_v11_ = tag__list_offsets_topic_v11_
-            tagged_fields_list_offsets_topic_v11_.append(
-                (tag__list_offsets_topic_v11_, bytes(buf[pos:stop__list_offsets_topic_v11_]))
-            )
-            pos = stop__list_offsets_topic_v11_
-        if odd__list_offsets_topic_v11_:
-            tagged_fields_list_offsets_topic_v11_ = _keep_tags(
-                tagged_fields_list_offsets_topic_v11_, buf[sec__list_offsets_topic_v11_:pos], ()
-            )
+            for __list_offsets_topic_v11_ in range(n_tags__list_offsets_topic_v11_):
+                tag__list_offsets_topic_v11_, pos = _read_uvarint32(
+                    buf, pos, end, "list_offsets_topic_v11.tagged_fields"
+                )
+                size__list_offsets_topic_v11_, pos = _read_uvarint32(
+                    buf, pos, end, "list_offsets_topic_v11.tagged_fields"
+                )
+                if size__list_offsets_topic_v11_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__list_offsets_topic_v11_} declares {size__list_offsets_topic_v11_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="list_offsets_topic_v11.tagged_fields",
+                    )
+                stop__list_offsets_topic_v11_ = pos + size__list_offsets_topic_v11_
+                if tag__list_offsets_topic_v11_ <= prev__list_offsets_topic_v11_:
+                    odd__list_offsets_topic_v11_ = True
+                prev__list_offsets_topic_v11_ = tag__list_offsets_topic_v11_
+                tagged_fields_list_offsets_topic_v11_.append(
+                    (tag__list_offsets_topic_v11_, bytes(buf[pos:stop__list_offsets_topic_v11_]))
+                )
+                pos = stop__list_offsets_topic_v11_
+            if odd__list_offsets_topic_v11_:
+                tagged_fields_list_offsets_topic_v11_ = _keep_tags(
+                    tagged_fields_list_offsets_topic_v11_, buf[sec__list_offsets_topic_v11_:pos], ()
+                )
         value__list_offsets_topic_v11_ = _new_object(ListOffsetsTopicV11)
         value__list_offsets_topic_v11_.name = name_list_offsets_topic_v11_
         value__list_offsets_topic_v11_.partitions = partitions_list_offsets_topic_v11_
@@ -1680,36 +1775,39 @@ def _fdecode_list_offsets_request_v11(buf, pos, end, opts, api_version):
     (timeout_ms,) = _S0.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_request_v11.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_offsets_request_v11.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_offsets_request_v11.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_offsets_request_v11.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_request_v11.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_offsets_request_v11.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_offsets_request_v11.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_offsets_request_v11.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_offsets_request_v11.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ListOffsetsRequestV11)
     value_.replica_id = replica_id
     value_.isolation_level = isolation_level
@@ -1726,12 +1824,18 @@ def _encode_list_offsets_request_v11(obj, out, index, api_version):
             f"ListOffsetsRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 11) and (<params>.api_version <= 11)))",
             path="list_offsets_request_v11",
         )
-    own_ = type(obj) is ListOffsetsRequestV11
-    replica_id = obj.replica_id if own_ else getattr(obj, "replica_id", 0)
-    isolation_level = obj.isolation_level if own_ else getattr(obj, "isolation_level", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    timeout_ms = obj.timeout_ms if own_ else getattr(obj, "timeout_ms", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ListOffsetsRequestV11:
+        replica_id = obj.replica_id
+        isolation_level = obj.isolation_level
+        topics = obj.topics
+        timeout_ms = obj.timeout_ms
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        replica_id = getattr(obj, "replica_id", 0)
+        isolation_level = getattr(obj, "isolation_level", 0)
+        topics = getattr(obj, "topics", None)
+        timeout_ms = getattr(obj, "timeout_ms", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S5.pack(replica_id, isolation_level)
     n_ = len(topics)
     if -1 <= n_ < 0x3FFF:
@@ -1750,9 +1854,10 @@ def _encode_list_offsets_request_v11(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"list_offsets_request_v11.topics[{index_}]"
         ) from None
     out += _S0.pack(timeout_ms)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_offsets_request_v11.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "list_offsets_request_v11.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_list_offsets_request_v11(obj, out, index, api_version):
@@ -1762,12 +1867,18 @@ def _fencode_list_offsets_request_v11(obj, out, index, api_version):
             f"ListOffsetsRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 11) and (<params>.api_version <= 11)))",
             path="list_offsets_request_v11",
         )
-    own_ = type(obj) is ListOffsetsRequestV11
-    replica_id = obj.replica_id if own_ else getattr(obj, "replica_id", 0)
-    isolation_level = obj.isolation_level if own_ else getattr(obj, "isolation_level", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    timeout_ms = obj.timeout_ms if own_ else getattr(obj, "timeout_ms", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ListOffsetsRequestV11:
+        replica_id = obj.replica_id
+        isolation_level = obj.isolation_level
+        topics = obj.topics
+        timeout_ms = obj.timeout_ms
+        tagged_fields = obj.tagged_fields
+    else:
+        replica_id = getattr(obj, "replica_id", 0)
+        isolation_level = getattr(obj, "isolation_level", 0)
+        topics = getattr(obj, "topics", None)
+        timeout_ms = getattr(obj, "timeout_ms", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S5.pack(replica_id, isolation_level)
     n_ = len(topics)
     if -1 <= n_ < 16383:
@@ -1775,14 +1886,14 @@ def _fencode_list_offsets_request_v11(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "list_offsets_request_v11.topics")
     for item_ in topics:
-        own__list_offsets_topic_v11_ = type(item_) is ListOffsetsTopicV11
-        name_list_offsets_topic_v11_ = item_.name if own__list_offsets_topic_v11_ else getattr(item_, "name", "")
-        partitions_list_offsets_topic_v11_ = (
-            item_.partitions if own__list_offsets_topic_v11_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_list_offsets_topic_v11_ = (
-            item_.tagged_fields if own__list_offsets_topic_v11_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is ListOffsetsTopicV11:
+            name_list_offsets_topic_v11_ = item_.name
+            partitions_list_offsets_topic_v11_ = item_.partitions
+            tagged_fields_list_offsets_topic_v11_ = item_.tagged_fields
+        else:
+            name_list_offsets_topic_v11_ = getattr(item_, "name", "")
+            partitions_list_offsets_topic_v11_ = getattr(item_, "partitions", None)
+            tagged_fields_list_offsets_topic_v11_ = getattr(item_, "tagged_fields", None)
         b__list_offsets_topic_v11_ = _STR_ENCODED.get(name_list_offsets_topic_v11_)
         name_list_offsets_topic_v11_ = (
             _encode_str(name_list_offsets_topic_v11_)
@@ -1801,56 +1912,57 @@ def _fencode_list_offsets_request_v11(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__list_offsets_topic_v11_ + 1, "list_offsets_topic_v11.partitions")
         for item__list_offsets_topic_v11_ in partitions_list_offsets_topic_v11_:
-            own__list_offsets_partition_v11__list_offsets_topic_v11_ = (
-                type(item__list_offsets_topic_v11_) is ListOffsetsPartitionV11
-            )
-            partition_index_list_offsets_partition_v11__list_offsets_topic_v11_ = (
-                item__list_offsets_topic_v11_.partition_index
-                if own__list_offsets_partition_v11__list_offsets_topic_v11_
-                else getattr(item__list_offsets_topic_v11_, "partition_index", 0)
-            )
-            current_leader_epoch_list_offsets_partition_v11__list_offsets_topic_v11_ = (
-                item__list_offsets_topic_v11_.current_leader_epoch
-                if own__list_offsets_partition_v11__list_offsets_topic_v11_
-                else getattr(item__list_offsets_topic_v11_, "current_leader_epoch", -1)
-            )
-            timestamp_list_offsets_partition_v11__list_offsets_topic_v11_ = (
-                item__list_offsets_topic_v11_.timestamp
-                if own__list_offsets_partition_v11__list_offsets_topic_v11_
-                else getattr(item__list_offsets_topic_v11_, "timestamp", 0)
-            )
-            tagged_fields_list_offsets_partition_v11__list_offsets_topic_v11_ = (
-                item__list_offsets_topic_v11_.tagged_fields
-                if own__list_offsets_partition_v11__list_offsets_topic_v11_
-                else getattr(item__list_offsets_topic_v11_, "tagged_fields", None)
-            )
+            if type(item__list_offsets_topic_v11_) is ListOffsetsPartitionV11:
+                partition_index_list_offsets_partition_v11__list_offsets_topic_v11_ = (
+                    item__list_offsets_topic_v11_.partition_index
+                )
+                current_leader_epoch_list_offsets_partition_v11__list_offsets_topic_v11_ = (
+                    item__list_offsets_topic_v11_.current_leader_epoch
+                )
+                timestamp_list_offsets_partition_v11__list_offsets_topic_v11_ = item__list_offsets_topic_v11_.timestamp
+                tagged_fields_list_offsets_partition_v11__list_offsets_topic_v11_ = (
+                    item__list_offsets_topic_v11_.tagged_fields
+                )
+            else:
+                partition_index_list_offsets_partition_v11__list_offsets_topic_v11_ = getattr(
+                    item__list_offsets_topic_v11_, "partition_index", 0
+                )
+                current_leader_epoch_list_offsets_partition_v11__list_offsets_topic_v11_ = getattr(
+                    item__list_offsets_topic_v11_, "current_leader_epoch", -1
+                )
+                timestamp_list_offsets_partition_v11__list_offsets_topic_v11_ = getattr(
+                    item__list_offsets_topic_v11_, "timestamp", 0
+                )
+                tagged_fields_list_offsets_partition_v11__list_offsets_topic_v11_ = getattr(
+                    item__list_offsets_topic_v11_, "tagged_fields", None
+                )
             out += _S4.pack(
                 partition_index_list_offsets_partition_v11__list_offsets_topic_v11_,
                 current_leader_epoch_list_offsets_partition_v11__list_offsets_topic_v11_,
                 timestamp_list_offsets_partition_v11__list_offsets_topic_v11_,
             )
-            tags__list_offsets_partition_v11__list_offsets_topic_v11_ = []
-            valid__list_offsets_partition_v11__list_offsets_topic_v11_ = None
-            _write_tagged(
-                out,
-                tags__list_offsets_partition_v11__list_offsets_topic_v11_,
-                tagged_fields_list_offsets_partition_v11__list_offsets_topic_v11_,
-                "list_offsets_partition_v11.tagged_fields",
-                valid__list_offsets_partition_v11__list_offsets_topic_v11_,
-            )
-        tags__list_offsets_topic_v11_ = []
-        valid__list_offsets_topic_v11_ = None
-        _write_tagged(
-            out,
-            tags__list_offsets_topic_v11_,
-            tagged_fields_list_offsets_topic_v11_,
-            "list_offsets_topic_v11.tagged_fields",
-            valid__list_offsets_topic_v11_,
-        )
+            if (
+                tagged_fields_list_offsets_partition_v11__list_offsets_topic_v11_
+                or tagged_fields_list_offsets_partition_v11__list_offsets_topic_v11_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_list_offsets_partition_v11__list_offsets_topic_v11_,
+                    "list_offsets_partition_v11.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if tagged_fields_list_offsets_topic_v11_ or tagged_fields_list_offsets_topic_v11_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_list_offsets_topic_v11_, "list_offsets_topic_v11.tagged_fields", None)
+        else:
+            out.append(0)
     out += _S0.pack(timeout_ms)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_offsets_request_v11.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "list_offsets_request_v11.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_list_offsets_request_by_version(buf, pos, end, opts, api_version):

@@ -18,6 +18,8 @@ from kfmt.runtime.errors import LimitExceededError as _LimitExceededError
 from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
+from kfmt.runtime.scalars import PACKED as _PACKED
+from kfmt.runtime.scalars import PACKED_MAX as _PACKED_MAX
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -25,6 +27,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -169,13 +172,20 @@ def _decode_list_offsets_partition_response(buf, pos, end, opts, api_version):
 
 def _encode_list_offsets_partition_response(obj, out, index, api_version):
     """Append one list_offsets_partition_response to out."""
-    own_ = type(obj) is ListOffsetsPartitionResponse
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    old_style_offsets = obj.old_style_offsets if own_ else getattr(obj, "old_style_offsets", None)
-    timestamp = obj.timestamp if own_ else getattr(obj, "timestamp", -1)
-    offset = obj.offset if own_ else getattr(obj, "offset", -1)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", -1)
+    if type(obj) is ListOffsetsPartitionResponse:
+        partition_index = obj.partition_index
+        error_code = obj.error_code
+        old_style_offsets = obj.old_style_offsets
+        timestamp = obj.timestamp
+        offset = obj.offset
+        leader_epoch = obj.leader_epoch
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        error_code = getattr(obj, "error_code", 0)
+        old_style_offsets = getattr(obj, "old_style_offsets", None)
+        timestamp = getattr(obj, "timestamp", -1)
+        offset = getattr(obj, "offset", -1)
+        leader_epoch = getattr(obj, "leader_epoch", -1)
     out += _S1.pack(partition_index, error_code)
     if api_version <= 0:
         out += _S2.pack(len(old_style_offsets))
@@ -260,9 +270,12 @@ def _decode_list_offsets_topic_response(buf, pos, end, opts, api_version):
 
 def _encode_list_offsets_topic_response(obj, out, index, api_version):
     """Append one list_offsets_topic_response to out."""
-    own_ = type(obj) is ListOffsetsTopicResponse
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
+    if type(obj) is ListOffsetsTopicResponse:
+        name = obj.name
+        partitions = obj.partitions
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="list_offsets_topic_response.name")
     else:
@@ -518,9 +531,12 @@ def _encode_list_offsets_response(obj, out, index, api_version):
             f"ListOffsetsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 5))",
             path="list_offsets_response",
         )
-    own_ = type(obj) is ListOffsetsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
+    if type(obj) is ListOffsetsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        topics = obj.topics
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        topics = getattr(obj, "topics", None)
     if api_version >= 2:
         out += _S2.pack(throttle_time_ms)
     out += _S2.pack(len(topics))
@@ -543,20 +559,22 @@ def _fencode_list_offsets_response(obj, out, index, api_version):
             f"ListOffsetsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 5))",
             path="list_offsets_response",
         )
-    own_ = type(obj) is ListOffsetsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
+    if type(obj) is ListOffsetsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        topics = obj.topics
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        topics = getattr(obj, "topics", None)
     if api_version >= 2:
         out += _S2.pack(throttle_time_ms)
     out += _S2.pack(len(topics))
     for item_ in topics:
-        own__list_offsets_topic_response_ = type(item_) is ListOffsetsTopicResponse
-        name_list_offsets_topic_response_ = (
-            item_.name if own__list_offsets_topic_response_ else getattr(item_, "name", "")
-        )
-        partitions_list_offsets_topic_response_ = (
-            item_.partitions if own__list_offsets_topic_response_ else getattr(item_, "partitions", None)
-        )
+        if type(item_) is ListOffsetsTopicResponse:
+            name_list_offsets_topic_response_ = item_.name
+            partitions_list_offsets_topic_response_ = item_.partitions
+        else:
+            name_list_offsets_topic_response_ = getattr(item_, "name", "")
+            partitions_list_offsets_topic_response_ = getattr(item_, "partitions", None)
         b__list_offsets_topic_response_ = _STR_ENCODED.get(name_list_offsets_topic_response_)
         name_list_offsets_topic_response_ = (
             _encode_str(name_list_offsets_topic_response_)
@@ -567,52 +585,62 @@ def _fencode_list_offsets_response(obj, out, index, api_version):
         out += name_list_offsets_topic_response_
         out += _S2.pack(len(partitions_list_offsets_topic_response_))
         for item__list_offsets_topic_response_ in partitions_list_offsets_topic_response_:
-            own__list_offsets_partition_response__list_offsets_topic_response_ = (
-                type(item__list_offsets_topic_response_) is ListOffsetsPartitionResponse
-            )
-            partition_index_list_offsets_partition_response__list_offsets_topic_response_ = (
-                item__list_offsets_topic_response_.partition_index
-                if own__list_offsets_partition_response__list_offsets_topic_response_
-                else getattr(item__list_offsets_topic_response_, "partition_index", 0)
-            )
-            error_code_list_offsets_partition_response__list_offsets_topic_response_ = (
-                item__list_offsets_topic_response_.error_code
-                if own__list_offsets_partition_response__list_offsets_topic_response_
-                else getattr(item__list_offsets_topic_response_, "error_code", 0)
-            )
-            old_style_offsets_list_offsets_partition_response__list_offsets_topic_response_ = (
-                item__list_offsets_topic_response_.old_style_offsets
-                if own__list_offsets_partition_response__list_offsets_topic_response_
-                else getattr(item__list_offsets_topic_response_, "old_style_offsets", None)
-            )
-            timestamp_list_offsets_partition_response__list_offsets_topic_response_ = (
-                item__list_offsets_topic_response_.timestamp
-                if own__list_offsets_partition_response__list_offsets_topic_response_
-                else getattr(item__list_offsets_topic_response_, "timestamp", -1)
-            )
-            offset_list_offsets_partition_response__list_offsets_topic_response_ = (
-                item__list_offsets_topic_response_.offset
-                if own__list_offsets_partition_response__list_offsets_topic_response_
-                else getattr(item__list_offsets_topic_response_, "offset", -1)
-            )
-            leader_epoch_list_offsets_partition_response__list_offsets_topic_response_ = (
-                item__list_offsets_topic_response_.leader_epoch
-                if own__list_offsets_partition_response__list_offsets_topic_response_
-                else getattr(item__list_offsets_topic_response_, "leader_epoch", -1)
-            )
+            if type(item__list_offsets_topic_response_) is ListOffsetsPartitionResponse:
+                partition_index_list_offsets_partition_response__list_offsets_topic_response_ = (
+                    item__list_offsets_topic_response_.partition_index
+                )
+                error_code_list_offsets_partition_response__list_offsets_topic_response_ = (
+                    item__list_offsets_topic_response_.error_code
+                )
+                old_style_offsets_list_offsets_partition_response__list_offsets_topic_response_ = (
+                    item__list_offsets_topic_response_.old_style_offsets
+                )
+                timestamp_list_offsets_partition_response__list_offsets_topic_response_ = (
+                    item__list_offsets_topic_response_.timestamp
+                )
+                offset_list_offsets_partition_response__list_offsets_topic_response_ = (
+                    item__list_offsets_topic_response_.offset
+                )
+                leader_epoch_list_offsets_partition_response__list_offsets_topic_response_ = (
+                    item__list_offsets_topic_response_.leader_epoch
+                )
+            else:
+                partition_index_list_offsets_partition_response__list_offsets_topic_response_ = getattr(
+                    item__list_offsets_topic_response_, "partition_index", 0
+                )
+                error_code_list_offsets_partition_response__list_offsets_topic_response_ = getattr(
+                    item__list_offsets_topic_response_, "error_code", 0
+                )
+                old_style_offsets_list_offsets_partition_response__list_offsets_topic_response_ = getattr(
+                    item__list_offsets_topic_response_, "old_style_offsets", None
+                )
+                timestamp_list_offsets_partition_response__list_offsets_topic_response_ = getattr(
+                    item__list_offsets_topic_response_, "timestamp", -1
+                )
+                offset_list_offsets_partition_response__list_offsets_topic_response_ = getattr(
+                    item__list_offsets_topic_response_, "offset", -1
+                )
+                leader_epoch_list_offsets_partition_response__list_offsets_topic_response_ = getattr(
+                    item__list_offsets_topic_response_, "leader_epoch", -1
+                )
             out += _S1.pack(
                 partition_index_list_offsets_partition_response__list_offsets_topic_response_,
                 error_code_list_offsets_partition_response__list_offsets_topic_response_,
             )
             if api_version <= 0:
                 out += _S2.pack(len(old_style_offsets_list_offsets_partition_response__list_offsets_topic_response_))
-                for (
-                    item__list_offsets_partition_response__list_offsets_topic_response_
-                ) in old_style_offsets_list_offsets_partition_response__list_offsets_topic_response_:
-                    value_list_offsets_partition_response_old_style_offsets_item__list_offsets_partition_response__list_offsets_topic_response_ = item__list_offsets_partition_response__list_offsets_topic_response_
-                    out += _S0.pack(
-                        value_list_offsets_partition_response_old_style_offsets_item__list_offsets_partition_response__list_offsets_topic_response_
-                    )
+                if len(old_style_offsets_list_offsets_partition_response__list_offsets_topic_response_) <= _PACKED_MAX:
+                    out += _PACKED["q"][
+                        len(old_style_offsets_list_offsets_partition_response__list_offsets_topic_response_)
+                    ].pack(*old_style_offsets_list_offsets_partition_response__list_offsets_topic_response_)
+                else:
+                    for (
+                        item__list_offsets_partition_response__list_offsets_topic_response_
+                    ) in old_style_offsets_list_offsets_partition_response__list_offsets_topic_response_:
+                        value_list_offsets_partition_response_old_style_offsets_item__list_offsets_partition_response__list_offsets_topic_response_ = item__list_offsets_partition_response__list_offsets_topic_response_
+                        out += _S0.pack(
+                            value_list_offsets_partition_response_old_style_offsets_item__list_offsets_partition_response__list_offsets_topic_response_
+                        )
             if api_version >= 1:
                 out += _S0.pack(timestamp_list_offsets_partition_response__list_offsets_topic_response_)
             if api_version >= 1:
@@ -636,36 +664,39 @@ def _decode_list_offsets_partition_response_flexible(buf, pos, end, opts):
     ) = _S4.unpack_from(buf, pos)
     pos += 26
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_partition_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_offsets_partition_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_offsets_partition_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_offsets_partition_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_partition_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_offsets_partition_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_offsets_partition_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_offsets_partition_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_offsets_partition_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ListOffsetsPartitionResponseFlexible(
         partition_index, error_code, timestamp, offset, leader_epoch, tagged_fields
     ), pos
@@ -673,17 +704,25 @@ def _decode_list_offsets_partition_response_flexible(buf, pos, end, opts):
 
 def _encode_list_offsets_partition_response_flexible(obj, out, index):
     """Append one list_offsets_partition_response_flexible to out."""
-    own_ = type(obj) is ListOffsetsPartitionResponseFlexible
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    timestamp = obj.timestamp if own_ else getattr(obj, "timestamp", -1)
-    offset = obj.offset if own_ else getattr(obj, "offset", -1)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", -1)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ListOffsetsPartitionResponseFlexible:
+        partition_index = obj.partition_index
+        error_code = obj.error_code
+        timestamp = obj.timestamp
+        offset = obj.offset
+        leader_epoch = obj.leader_epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        error_code = getattr(obj, "error_code", 0)
+        timestamp = getattr(obj, "timestamp", -1)
+        offset = getattr(obj, "offset", -1)
+        leader_epoch = getattr(obj, "leader_epoch", -1)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S4.pack(partition_index, error_code, timestamp, offset, leader_epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_offsets_partition_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "list_offsets_partition_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_list_offsets_topic_response_flexible(buf, pos, end, opts):
@@ -762,45 +801,52 @@ def _decode_list_offsets_topic_response_flexible(buf, pos, end, opts):
             ) from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_topic_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_offsets_topic_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_offsets_topic_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_offsets_topic_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_topic_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_offsets_topic_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_offsets_topic_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_offsets_topic_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_offsets_topic_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ListOffsetsTopicResponseFlexible(name, partitions, tagged_fields), pos
 
 
 def _encode_list_offsets_topic_response_flexible(obj, out, index):
     """Append one list_offsets_topic_response_flexible to out."""
-    own_ = type(obj) is ListOffsetsTopicResponseFlexible
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ListOffsetsTopicResponseFlexible:
+        name = obj.name
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="list_offsets_topic_response_flexible.name")
     else:
@@ -832,9 +878,10 @@ def _encode_list_offsets_topic_response_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"list_offsets_topic_response_flexible.partitions[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_offsets_topic_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "list_offsets_topic_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_list_offsets_response_flexible(buf, pos, end, opts, api_version):
@@ -904,36 +951,39 @@ def _decode_list_offsets_response_flexible(buf, pos, end, opts, api_version):
                     path="list_offsets_response_flexible.topics",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_offsets_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_offsets_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_offsets_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_offsets_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_offsets_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_offsets_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_offsets_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ListOffsetsResponseFlexible(throttle_time_ms, topics, tagged_fields), pos
 
 
@@ -1042,72 +1092,76 @@ def _fdecode_list_offsets_response_flexible(buf, pos, end, opts, api_version):
             ) = _S4.unpack_from(buf, pos)
             pos += 26
             tagged_fields_list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_ = []
-            sec__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_ = pos
-            (
-                prev__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_,
-                odd__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_, pos = (
-                    _read_uvarint32(buf, pos, end, "list_offsets_partition_response_flexible.tagged_fields")
-                )
-            if (
-                n_tags__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_
-                > (end - pos) // 2
-            ):
-                raise _InvalidValueError(
-                    f"{n_tags__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="list_offsets_partition_response_flexible.tagged_fields",
-                )
-            for __list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_ in range(
-                n_tags__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_
-            ):
-                tag__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_, pos = (
-                    _read_uvarint32(buf, pos, end, "list_offsets_partition_response_flexible.tagged_fields")
-                )
-                size__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_, pos = (
-                    _read_uvarint32(buf, pos, end, "list_offsets_partition_response_flexible.tagged_fields")
-                )
-                if size__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_} declares {size__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_} bytes, {end - pos} left",
+                sec__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_ = pos
+                (
+                    prev__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_,
+                    odd__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_, pos = (
+                        _read_uvarint32(buf, pos, end, "list_offsets_partition_response_flexible.tagged_fields")
+                    )
+                if (
+                    n_tags__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_
+                    > (end - pos) // 2
+                ):
+                    raise _InvalidValueError(
+                        f"{n_tags__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="list_offsets_partition_response_flexible.tagged_fields",
                     )
-                stop__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_ = (
-                    pos + size__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_
-                )
-                if (
-                    tag__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_
-                    <= prev__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_
+                for __list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_ in range(
+                    n_tags__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_
                 ):
-                    odd__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_ = True
-                prev__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_ = (
-                    tag__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_
-                )
-                tagged_fields_list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_.append(
-                    (
-                        tag__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_,
-                        bytes(
-                            buf[
-                                pos:stop__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_
-                            ]
-                        ),
+                    tag__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_, pos = (
+                        _read_uvarint32(buf, pos, end, "list_offsets_partition_response_flexible.tagged_fields")
                     )
-                )
-                pos = stop__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_
-            if odd__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_:
-                tagged_fields_list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_ = (
-                    _keep_tags(
+                    size__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_, pos = (
+                        _read_uvarint32(buf, pos, end, "list_offsets_partition_response_flexible.tagged_fields")
+                    )
+                    if (
+                        size__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_
+                        > end - pos
+                    ):
+                        raise _TruncatedError(
+                            f"tag {tag__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_} declares {size__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="list_offsets_partition_response_flexible.tagged_fields",
+                        )
+                    stop__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_ = (
+                        pos + size__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_
+                    )
+                    if (
+                        tag__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_
+                        <= prev__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_
+                    ):
+                        odd__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_ = True
+                    prev__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_ = (
+                        tag__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_
+                    )
+                    tagged_fields_list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_.append(
+                        (
+                            tag__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_,
+                            bytes(
+                                buf[
+                                    pos:stop__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_
+                                ]
+                            ),
+                        )
+                    )
+                    pos = stop__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_
+                if odd__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_:
+                    tagged_fields_list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_ = _keep_tags(
                         tagged_fields_list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_,
                         buf[sec__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_:pos],
                         (),
                     )
-                )
             value__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_ = _new_object(
                 ListOffsetsPartitionResponseFlexible
             )
@@ -1134,51 +1188,54 @@ def _fdecode_list_offsets_response_flexible(buf, pos, end, opts, api_version):
             )
             append_partitions_list_offsets_topic_response_flexible_(item__list_offsets_topic_response_flexible_)
         tagged_fields_list_offsets_topic_response_flexible_ = []
-        sec__list_offsets_topic_response_flexible_ = pos
-        prev__list_offsets_topic_response_flexible_, odd__list_offsets_topic_response_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__list_offsets_topic_response_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__list_offsets_topic_response_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "list_offsets_topic_response_flexible.tagged_fields"
-            )
-        if n_tags__list_offsets_topic_response_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__list_offsets_topic_response_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="list_offsets_topic_response_flexible.tagged_fields",
-            )
-        for __list_offsets_topic_response_flexible_ in range(n_tags__list_offsets_topic_response_flexible_):
-            tag__list_offsets_topic_response_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "list_offsets_topic_response_flexible.tagged_fields"
-            )
-            size__list_offsets_topic_response_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "list_offsets_topic_response_flexible.tagged_fields"
-            )
-            if size__list_offsets_topic_response_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__list_offsets_topic_response_flexible_} declares {size__list_offsets_topic_response_flexible_} bytes, {end - pos} left",
+            sec__list_offsets_topic_response_flexible_ = pos
+            prev__list_offsets_topic_response_flexible_, odd__list_offsets_topic_response_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__list_offsets_topic_response_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__list_offsets_topic_response_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "list_offsets_topic_response_flexible.tagged_fields"
+                )
+            if n_tags__list_offsets_topic_response_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__list_offsets_topic_response_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="list_offsets_topic_response_flexible.tagged_fields",
                 )
-            stop__list_offsets_topic_response_flexible_ = pos + size__list_offsets_topic_response_flexible_
-            if tag__list_offsets_topic_response_flexible_ <= prev__list_offsets_topic_response_flexible_:
-                odd__list_offsets_topic_response_flexible_ = True
-            prev__list_offsets_topic_response_flexible_ = tag__list_offsets_topic_response_flexible_
-            tagged_fields_list_offsets_topic_response_flexible_.append(
-                (
-                    tag__list_offsets_topic_response_flexible_,
-                    bytes(buf[pos:stop__list_offsets_topic_response_flexible_]),
+            for __list_offsets_topic_response_flexible_ in range(n_tags__list_offsets_topic_response_flexible_):
+                tag__list_offsets_topic_response_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "list_offsets_topic_response_flexible.tagged_fields"
                 )
-            )
-            pos = stop__list_offsets_topic_response_flexible_
-        if odd__list_offsets_topic_response_flexible_:
-            tagged_fields_list_offsets_topic_response_flexible_ = _keep_tags(
-                tagged_fields_list_offsets_topic_response_flexible_,
-                buf[sec__list_offsets_topic_response_flexible_:pos],
-                (),
-            )
+                size__list_offsets_topic_response_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "list_offsets_topic_response_flexible.tagged_fields"
+                )
+                if size__list_offsets_topic_response_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__list_offsets_topic_response_flexible_} declares {size__list_offsets_topic_response_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="list_offsets_topic_response_flexible.tagged_fields",
+                    )
+                stop__list_offsets_topic_response_flexible_ = pos + size__list_offsets_topic_response_flexible_
+                if tag__list_offsets_topic_response_flexible_ <= prev__list_offsets_topic_response_flexible_:
+                    odd__list_offsets_topic_response_flexible_ = True
+                prev__list_offsets_topic_response_flexible_ = tag__list_offsets_topic_response_flexible_
+                tagged_fields_list_offsets_topic_response_flexible_.append(
+                    (
+                        tag__list_offsets_topic_response_flexible_,
+                        bytes(buf[pos:stop__list_offsets_topic_response_flexible_]),
+                    )
+                )
+                pos = stop__list_offsets_topic_response_flexible_
+            if odd__list_offsets_topic_response_flexible_:
+                tagged_fields_list_offsets_topic_response_flexible_ = _keep_tags(
+                    tagged_fields_list_offsets_topic_response_flexible_,
+                    buf[sec__list_offsets_topic_response_flexible_:pos],
+                    (),
+                )
         value__list_offsets_topic_response_flexible_ = _new_object(ListOffsetsTopicResponseFlexible)
         value__list_offsets_topic_response_flexible_.name = name_list_offsets_topic_response_flexible_
         value__list_offsets_topic_response_flexible_.partitions = partitions_list_offsets_topic_response_flexible_
@@ -1190,36 +1247,39 @@ def _fdecode_list_offsets_response_flexible(buf, pos, end, opts, api_version):
             if budget_topics < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_offsets_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_offsets_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_offsets_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_offsets_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_offsets_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_offsets_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_offsets_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ListOffsetsResponseFlexible)
     value_.throttle_time_ms = throttle_time_ms
     value_.topics = topics
@@ -1234,10 +1294,14 @@ def _encode_list_offsets_response_flexible(obj, out, index, api_version):
             f"ListOffsetsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 6) and (<params>.api_version <= 10)))",
             path="list_offsets_response_flexible",
         )
-    own_ = type(obj) is ListOffsetsResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ListOffsetsResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(throttle_time_ms)
     n_ = len(topics)
     if -1 <= n_ < 0x3FFF:
@@ -1257,9 +1321,10 @@ def _encode_list_offsets_response_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"list_offsets_response_flexible.topics[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_offsets_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "list_offsets_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_list_offsets_response_flexible(obj, out, index, api_version):
@@ -1269,10 +1334,14 @@ def _fencode_list_offsets_response_flexible(obj, out, index, api_version):
             f"ListOffsetsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 6) and (<params>.api_version <= 10)))",
             path="list_offsets_response_flexible",
         )
-    own_ = type(obj) is ListOffsetsResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ListOffsetsResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(throttle_time_ms)
     n_ = len(topics)
     if -1 <= n_ < 16383:
@@ -1280,16 +1349,14 @@ def _fencode_list_offsets_response_flexible(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "list_offsets_response_flexible.topics")
     for item_ in topics:
-        own__list_offsets_topic_response_flexible_ = type(item_) is ListOffsetsTopicResponseFlexible
-        name_list_offsets_topic_response_flexible_ = (
-            item_.name if own__list_offsets_topic_response_flexible_ else getattr(item_, "name", "")
-        )
-        partitions_list_offsets_topic_response_flexible_ = (
-            item_.partitions if own__list_offsets_topic_response_flexible_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_list_offsets_topic_response_flexible_ = (
-            item_.tagged_fields if own__list_offsets_topic_response_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is ListOffsetsTopicResponseFlexible:
+            name_list_offsets_topic_response_flexible_ = item_.name
+            partitions_list_offsets_topic_response_flexible_ = item_.partitions
+            tagged_fields_list_offsets_topic_response_flexible_ = item_.tagged_fields
+        else:
+            name_list_offsets_topic_response_flexible_ = getattr(item_, "name", "")
+            partitions_list_offsets_topic_response_flexible_ = getattr(item_, "partitions", None)
+            tagged_fields_list_offsets_topic_response_flexible_ = getattr(item_, "tagged_fields", None)
         b__list_offsets_topic_response_flexible_ = _STR_ENCODED.get(name_list_offsets_topic_response_flexible_)
         name_list_offsets_topic_response_flexible_ = (
             _encode_str(name_list_offsets_topic_response_flexible_)
@@ -1312,39 +1379,44 @@ def _fencode_list_offsets_response_flexible(obj, out, index, api_version):
                 out, n__list_offsets_topic_response_flexible_ + 1, "list_offsets_topic_response_flexible.partitions"
             )
         for item__list_offsets_topic_response_flexible_ in partitions_list_offsets_topic_response_flexible_:
-            own__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_ = (
-                type(item__list_offsets_topic_response_flexible_) is ListOffsetsPartitionResponseFlexible
-            )
-            partition_index_list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_ = (
-                item__list_offsets_topic_response_flexible_.partition_index
-                if own__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_
-                else getattr(item__list_offsets_topic_response_flexible_, "partition_index", 0)
-            )
-            error_code_list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_ = (
-                item__list_offsets_topic_response_flexible_.error_code
-                if own__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_
-                else getattr(item__list_offsets_topic_response_flexible_, "error_code", 0)
-            )
-            timestamp_list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_ = (
-                item__list_offsets_topic_response_flexible_.timestamp
-                if own__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_
-                else getattr(item__list_offsets_topic_response_flexible_, "timestamp", -1)
-            )
-            offset_list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_ = (
-                item__list_offsets_topic_response_flexible_.offset
-                if own__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_
-                else getattr(item__list_offsets_topic_response_flexible_, "offset", -1)
-            )
-            leader_epoch_list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_ = (
-                item__list_offsets_topic_response_flexible_.leader_epoch
-                if own__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_
-                else getattr(item__list_offsets_topic_response_flexible_, "leader_epoch", -1)
-            )
-            tagged_fields_list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_ = (
-                item__list_offsets_topic_response_flexible_.tagged_fields
-                if own__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_
-                else getattr(item__list_offsets_topic_response_flexible_, "tagged_fields", None)
-            )
+            if type(item__list_offsets_topic_response_flexible_) is ListOffsetsPartitionResponseFlexible:
+                partition_index_list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_ = (
+                    item__list_offsets_topic_response_flexible_.partition_index
+                )
+                error_code_list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_ = (
+                    item__list_offsets_topic_response_flexible_.error_code
+                )
+                timestamp_list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_ = (
+                    item__list_offsets_topic_response_flexible_.timestamp
+                )
+                offset_list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_ = (
+                    item__list_offsets_topic_response_flexible_.offset
+                )
+                leader_epoch_list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_ = (
+                    item__list_offsets_topic_response_flexible_.leader_epoch
+                )
+                tagged_fields_list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_ = (
+                    item__list_offsets_topic_response_flexible_.tagged_fields
+                )
+            else:
+                partition_index_list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_ = (
+                    getattr(item__list_offsets_topic_response_flexible_, "partition_index", 0)
+                )
+                error_code_list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_ = getattr(
+                    item__list_offsets_topic_response_flexible_, "error_code", 0
+                )
+                timestamp_list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_ = getattr(
+                    item__list_offsets_topic_response_flexible_, "timestamp", -1
+                )
+                offset_list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_ = getattr(
+                    item__list_offsets_topic_response_flexible_, "offset", -1
+                )
+                leader_epoch_list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_ = getattr(
+                    item__list_offsets_topic_response_flexible_, "leader_epoch", -1
+                )
+                tagged_fields_list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_ = getattr(
+                    item__list_offsets_topic_response_flexible_, "tagged_fields", None
+                )
             out += _S4.pack(
                 partition_index_list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_,
                 error_code_list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_,
@@ -1352,27 +1424,37 @@ def _fencode_list_offsets_response_flexible(obj, out, index, api_version):
                 offset_list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_,
                 leader_epoch_list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_,
             )
-            tags__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_ = []
-            valid__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_ = None
+            if (
+                tagged_fields_list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_
+                or tagged_fields_list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_.__class__
+                is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_,
+                    "list_offsets_partition_response_flexible.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if (
+            tagged_fields_list_offsets_topic_response_flexible_
+            or tagged_fields_list_offsets_topic_response_flexible_.__class__ is _TagSection
+        ):
             _write_tagged(
                 out,
-                tags__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_,
-                tagged_fields_list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_,
-                "list_offsets_partition_response_flexible.tagged_fields",
-                valid__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_,
+                [],
+                tagged_fields_list_offsets_topic_response_flexible_,
+                "list_offsets_topic_response_flexible.tagged_fields",
+                None,
             )
-        tags__list_offsets_topic_response_flexible_ = []
-        valid__list_offsets_topic_response_flexible_ = None
-        _write_tagged(
-            out,
-            tags__list_offsets_topic_response_flexible_,
-            tagged_fields_list_offsets_topic_response_flexible_,
-            "list_offsets_topic_response_flexible.tagged_fields",
-            valid__list_offsets_topic_response_flexible_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_offsets_response_flexible.tagged_fields", valid_)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "list_offsets_response_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_list_offsets_partition_response_v11(buf, pos, end, opts):
@@ -1390,36 +1472,39 @@ def _decode_list_offsets_partition_response_v11(buf, pos, end, opts):
     ) = _S4.unpack_from(buf, pos)
     pos += 26
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_partition_response_v11.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_offsets_partition_response_v11.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_offsets_partition_response_v11.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_offsets_partition_response_v11.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_partition_response_v11.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_offsets_partition_response_v11.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_offsets_partition_response_v11.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_offsets_partition_response_v11.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_offsets_partition_response_v11.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ListOffsetsPartitionResponseV11(
         partition_index, error_code, timestamp, offset, leader_epoch, tagged_fields
     ), pos
@@ -1427,17 +1512,25 @@ def _decode_list_offsets_partition_response_v11(buf, pos, end, opts):
 
 def _encode_list_offsets_partition_response_v11(obj, out, index):
     """Append one list_offsets_partition_response_v11 to out."""
-    own_ = type(obj) is ListOffsetsPartitionResponseV11
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    timestamp = obj.timestamp if own_ else getattr(obj, "timestamp", -1)
-    offset = obj.offset if own_ else getattr(obj, "offset", -1)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", -1)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ListOffsetsPartitionResponseV11:
+        partition_index = obj.partition_index
+        error_code = obj.error_code
+        timestamp = obj.timestamp
+        offset = obj.offset
+        leader_epoch = obj.leader_epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        error_code = getattr(obj, "error_code", 0)
+        timestamp = getattr(obj, "timestamp", -1)
+        offset = getattr(obj, "offset", -1)
+        leader_epoch = getattr(obj, "leader_epoch", -1)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S4.pack(partition_index, error_code, timestamp, offset, leader_epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_offsets_partition_response_v11.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "list_offsets_partition_response_v11.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_list_offsets_topic_response_v11(buf, pos, end, opts):
@@ -1510,45 +1603,52 @@ def _decode_list_offsets_topic_response_v11(buf, pos, end, opts):
             ) from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_topic_response_v11.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_offsets_topic_response_v11.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_offsets_topic_response_v11.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_offsets_topic_response_v11.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_topic_response_v11.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_offsets_topic_response_v11.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_offsets_topic_response_v11.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_offsets_topic_response_v11.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_offsets_topic_response_v11.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ListOffsetsTopicResponseV11(name, partitions, tagged_fields), pos
 
 
 def _encode_list_offsets_topic_response_v11(obj, out, index):
     """Append one list_offsets_topic_response_v11 to out."""
-    own_ = type(obj) is ListOffsetsTopicResponseV11
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ListOffsetsTopicResponseV11:
+        name = obj.name
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="list_offsets_topic_response_v11.name")
     else:
@@ -1579,9 +1679,10 @@ def _encode_list_offsets_topic_response_v11(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"list_offsets_topic_response_v11.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_offsets_topic_response_v11.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "list_offsets_topic_response_v11.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_list_offsets_response_v11(buf, pos, end, opts, api_version):
@@ -1649,36 +1750,39 @@ def _decode_list_offsets_response_v11(buf, pos, end, opts, api_version):
                     path="list_offsets_response_v11.topics",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_response_v11.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_offsets_response_v11.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_offsets_response_v11.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_offsets_response_v11.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_response_v11.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_offsets_response_v11.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_offsets_response_v11.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_offsets_response_v11.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_offsets_response_v11.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ListOffsetsResponseV11(throttle_time_ms, topics, tagged_fields), pos
 
 
@@ -1784,63 +1888,66 @@ def _fdecode_list_offsets_response_v11(buf, pos, end, opts, api_version):
             ) = _S4.unpack_from(buf, pos)
             pos += 26
             tagged_fields_list_offsets_partition_response_v11__list_offsets_topic_response_v11_ = []
-            sec__list_offsets_partition_response_v11__list_offsets_topic_response_v11_ = pos
-            (
-                prev__list_offsets_partition_response_v11__list_offsets_topic_response_v11_,
-                odd__list_offsets_partition_response_v11__list_offsets_topic_response_v11_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__list_offsets_partition_response_v11__list_offsets_topic_response_v11_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__list_offsets_partition_response_v11__list_offsets_topic_response_v11_, pos = _read_uvarint32(
-                    buf, pos, end, "list_offsets_partition_response_v11.tagged_fields"
-                )
-            if n_tags__list_offsets_partition_response_v11__list_offsets_topic_response_v11_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__list_offsets_partition_response_v11__list_offsets_topic_response_v11_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="list_offsets_partition_response_v11.tagged_fields",
-                )
-            for __list_offsets_partition_response_v11__list_offsets_topic_response_v11_ in range(
-                n_tags__list_offsets_partition_response_v11__list_offsets_topic_response_v11_
-            ):
-                tag__list_offsets_partition_response_v11__list_offsets_topic_response_v11_, pos = _read_uvarint32(
-                    buf, pos, end, "list_offsets_partition_response_v11.tagged_fields"
-                )
-                size__list_offsets_partition_response_v11__list_offsets_topic_response_v11_, pos = _read_uvarint32(
-                    buf, pos, end, "list_offsets_partition_response_v11.tagged_fields"
-                )
-                if size__list_offsets_partition_response_v11__list_offsets_topic_response_v11_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__list_offsets_partition_response_v11__list_offsets_topic_response_v11_} declares {size__list_offsets_partition_response_v11__list_offsets_topic_response_v11_} bytes, {end - pos} left",
+                sec__list_offsets_partition_response_v11__list_offsets_topic_response_v11_ = pos
+                (
+                    prev__list_offsets_partition_response_v11__list_offsets_topic_response_v11_,
+                    odd__list_offsets_partition_response_v11__list_offsets_topic_response_v11_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__list_offsets_partition_response_v11__list_offsets_topic_response_v11_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__list_offsets_partition_response_v11__list_offsets_topic_response_v11_, pos = (
+                        _read_uvarint32(buf, pos, end, "list_offsets_partition_response_v11.tagged_fields")
+                    )
+                if n_tags__list_offsets_partition_response_v11__list_offsets_topic_response_v11_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__list_offsets_partition_response_v11__list_offsets_topic_response_v11_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="list_offsets_partition_response_v11.tagged_fields",
                     )
-                stop__list_offsets_partition_response_v11__list_offsets_topic_response_v11_ = (
-                    pos + size__list_offsets_partition_response_v11__list_offsets_topic_response_v11_
-                )
-                if (
-                    tag__list_offsets_partition_response_v11__list_offsets_topic_response_v11_
-                    <= prev__list_offsets_partition_response_v11__list_offsets_topic_response_v11_
+                for __list_offsets_partition_response_v11__list_offsets_topic_response_v11_ in range(
+                    n_tags__list_offsets_partition_response_v11__list_offsets_topic_response_v11_
                 ):
-                    odd__list_offsets_partition_response_v11__list_offsets_topic_response_v11_ = True
-                prev__list_offsets_partition_response_v11__list_offsets_topic_response_v11_ = (
-                    tag__list_offsets_partition_response_v11__list_offsets_topic_response_v11_
-                )
-                tagged_fields_list_offsets_partition_response_v11__list_offsets_topic_response_v11_.append(
-                    (
-                        tag__list_offsets_partition_response_v11__list_offsets_topic_response_v11_,
-                        bytes(buf[pos:stop__list_offsets_partition_response_v11__list_offsets_topic_response_v11_]),
+                    tag__list_offsets_partition_response_v11__list_offsets_topic_response_v11_, pos = _read_uvarint32(
+                        buf, pos, end, "list_offsets_partition_response_v11.tagged_fields"
                     )
-                )
-                pos = stop__list_offsets_partition_response_v11__list_offsets_topic_response_v11_
-            if odd__list_offsets_partition_response_v11__list_offsets_topic_response_v11_:
-                tagged_fields_list_offsets_partition_response_v11__list_offsets_topic_response_v11_ = _keep_tags(
-                    tagged_fields_list_offsets_partition_response_v11__list_offsets_topic_response_v11_,
-                    buf[sec__list_offsets_partition_response_v11__list_offsets_topic_response_v11_:pos],
-                    (),
-                )
+                    size__list_offsets_partition_response_v11__list_offsets_topic_response_v11_, pos = _read_uvarint32(
+                        buf, pos, end, "list_offsets_partition_response_v11.tagged_fields"
+                    )
+                    if size__list_offsets_partition_response_v11__list_offsets_topic_response_v11_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__list_offsets_partition_response_v11__list_offsets_topic_response_v11_} declares {size__list_offsets_partition_response_v11__list_offsets_topic_response_v11_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="list_offsets_partition_response_v11.tagged_fields",
+                        )
+                    stop__list_offsets_partition_response_v11__list_offsets_topic_response_v11_ = (
+                        pos + size__list_offsets_partition_response_v11__list_offsets_topic_response_v11_
+                    )
+                    if (
+                        tag__list_offsets_partition_response_v11__list_offsets_topic_response_v11_
+                        <= prev__list_offsets_partition_response_v11__list_offsets_topic_response_v11_
+                    ):
+                        odd__list_offsets_partition_response_v11__list_offsets_topic_response_v11_ = True
+                    prev__list_offsets_partition_response_v11__list_offsets_topic_response_v11_ = (
+                        tag__list_offsets_partition_response_v11__list_offsets_topic_response_v11_
+                    )
+                    tagged_fields_list_offsets_partition_response_v11__list_offsets_topic_response_v11_.append(
+                        (
+                            tag__list_offsets_partition_response_v11__list_offsets_topic_response_v11_,
+                            bytes(buf[pos:stop__list_offsets_partition_response_v11__list_offsets_topic_response_v11_]),
+                        )
+                    )
+                    pos = stop__list_offsets_partition_response_v11__list_offsets_topic_response_v11_
+                if odd__list_offsets_partition_response_v11__list_offsets_topic_response_v11_:
+                    tagged_fields_list_offsets_partition_response_v11__list_offsets_topic_response_v11_ = _keep_tags(
+                        tagged_fields_list_offsets_partition_response_v11__list_offsets_topic_response_v11_,
+                        buf[sec__list_offsets_partition_response_v11__list_offsets_topic_response_v11_:pos],
+                        (),
+                    )
             value__list_offsets_partition_response_v11__list_offsets_topic_response_v11_ = _new_object(
                 ListOffsetsPartitionResponseV11
             )
@@ -1867,46 +1974,49 @@ def _fdecode_list_offsets_response_v11(buf, pos, end, opts, api_version):
             )
             append_partitions_list_offsets_topic_response_v11_(item__list_offsets_topic_response_v11_)
         tagged_fields_list_offsets_topic_response_v11_ = []
-        sec__list_offsets_topic_response_v11_ = pos
-        prev__list_offsets_topic_response_v11_, odd__list_offsets_topic_response_v11_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__list_offsets_topic_response_v11_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__list_offsets_topic_response_v11_, pos = _read_uvarint32(
-                buf, pos, end, "list_offsets_topic_response_v11.tagged_fields"
-            )
-        if n_tags__list_offsets_topic_response_v11_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__list_offsets_topic_response_v11_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="list_offsets_topic_response_v11.tagged_fields",
-            )
-        for __list_offsets_topic_response_v11_ in range(n_tags__list_offsets_topic_response_v11_):
-            tag__list_offsets_topic_response_v11_, pos = _read_uvarint32(
-                buf, pos, end, "list_offsets_topic_response_v11.tagged_fields"
-            )
-            size__list_offsets_topic_response_v11_, pos = _read_uvarint32(
-                buf, pos, end, "list_offsets_topic_response_v11.tagged_fields"
-            )
-            if size__list_offsets_topic_response_v11_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__list_offsets_topic_response_v11_} declares {size__list_offsets_topic_response_v11_} bytes, {end - pos} left",
+            sec__list_offsets_topic_response_v11_ = pos
+            prev__list_offsets_topic_response_v11_, odd__list_offsets_topic_response_v11_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__list_offsets_topic_response_v11_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__list_offsets_topic_response_v11_, pos = _read_uvarint32(
+                    buf, pos, end, "list_offsets_topic_response_v11.tagged_fields"
+                )
+            if n_tags__list_offsets_topic_response_v11_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__list_offsets_topic_response_v11_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="list_offsets_topic_response_v11.tagged_fields",
                 )
-            stop__list_offsets_topic_response_v11_ = pos + size__list_offsets_topic_response_v11_
-            if tag__list_offsets_topic_response_v11_ <= prev__list_offsets_topic_response_v11_:
-                odd__list_offsets_topic_response_v11_ = True
-            prev__list_offsets_topic_response_v11_ = tag__list_offsets_topic_response_v11_
-            tagged_fields_list_offsets_topic_response_v11_.append(
-                (tag__list_offsets_topic_response_v11_, bytes(buf[pos:stop__list_offsets_topic_response_v11_]))
-            )
-            pos = stop__list_offsets_topic_response_v11_
-        if odd__list_offsets_topic_response_v11_:
-            tagged_fields_list_offsets_topic_response_v11_ = _keep_tags(
-                tagged_fields_list_offsets_topic_response_v11_, buf[sec__list_offsets_topic_response_v11_:pos], ()
-            )
+            for __list_offsets_topic_response_v11_ in range(n_tags__list_offsets_topic_response_v11_):
+                tag__list_offsets_topic_response_v11_, pos = _read_uvarint32(
+                    buf, pos, end, "list_offsets_topic_response_v11.tagged_fields"
+                )
+                size__list_offsets_topic_response_v11_, pos = _read_uvarint32(
+                    buf, pos, end, "list_offsets_topic_response_v11.tagged_fields"
+                )
+                if size__list_offsets_topic_response_v11_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__list_offsets_topic_response_v11_} declares {size__list_offsets_topic_response_v11_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="list_offsets_topic_response_v11.tagged_fields",
+                    )
+                stop__list_offsets_topic_response_v11_ = pos + size__list_offsets_topic_response_v11_
+                if tag__list_offsets_topic_response_v11_ <= prev__list_offsets_topic_response_v11_:
+                    odd__list_offsets_topic_response_v11_ = True
+                prev__list_offsets_topic_response_v11_ = tag__list_offsets_topic_response_v11_
+                tagged_fields_list_offsets_topic_response_v11_.append(
+                    (tag__list_offsets_topic_response_v11_, bytes(buf[pos:stop__list_offsets_topic_response_v11_]))
+                )
+                pos = stop__list_offsets_topic_response_v11_
+            if odd__list_offsets_topic_response_v11_:
+                tagged_fields_list_offsets_topic_response_v11_ = _keep_tags(
+                    tagged_fields_list_offsets_topic_response_v11_, buf[sec__list_offsets_topic_response_v11_:pos], ()
+                )
         value__list_offsets_topic_response_v11_ = _new_object(ListOffsetsTopicResponseV11)
         value__list_offsets_topic_response_v11_.name = name_list_offsets_topic_response_v11_
         value__list_offsets_topic_response_v11_.partitions = partitions_list_offsets_topic_response_v11_
@@ -1918,36 +2028,39 @@ def _fdecode_list_offsets_response_v11(buf, pos, end, opts, api_version):
             if budget_topics < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_response_v11.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_offsets_response_v11.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_offsets_response_v11.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_offsets_response_v11.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_response_v11.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_offsets_response_v11.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_offsets_response_v11.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_offsets_response_v11.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_offsets_response_v11.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ListOffsetsResponseV11)
     value_.throttle_time_ms = throttle_time_ms
     value_.topics = topics
@@ -1962,10 +2075,14 @@ def _encode_list_offsets_response_v11(obj, out, index, api_version):
             f"ListOffsetsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 11) and (<params>.api_version <= 11)))",
             path="list_offsets_response_v11",
         )
-    own_ = type(obj) is ListOffsetsResponseV11
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ListOffsetsResponseV11:
+        throttle_time_ms = obj.throttle_time_ms
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(throttle_time_ms)
     n_ = len(topics)
     if -1 <= n_ < 0x3FFF:
@@ -1983,9 +2100,10 @@ def _encode_list_offsets_response_v11(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"list_offsets_response_v11.topics[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_offsets_response_v11.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "list_offsets_response_v11.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_list_offsets_response_v11(obj, out, index, api_version):
@@ -1995,10 +2113,14 @@ def _fencode_list_offsets_response_v11(obj, out, index, api_version):
             f"ListOffsetsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 11) and (<params>.api_version <= 11)))",
             path="list_offsets_response_v11",
         )
-    own_ = type(obj) is ListOffsetsResponseV11
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ListOffsetsResponseV11:
+        throttle_time_ms = obj.throttle_time_ms
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(throttle_time_ms)
     n_ = len(topics)
     if -1 <= n_ < 16383:
@@ -2006,16 +2128,14 @@ def _fencode_list_offsets_response_v11(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "list_offsets_response_v11.topics")
     for item_ in topics:
-        own__list_offsets_topic_response_v11_ = type(item_) is ListOffsetsTopicResponseV11
-        name_list_offsets_topic_response_v11_ = (
-            item_.name if own__list_offsets_topic_response_v11_ else getattr(item_, "name", "")
-        )
-        partitions_list_offsets_topic_response_v11_ = (
-            item_.partitions if own__list_offsets_topic_response_v11_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_list_offsets_topic_response_v11_ = (
-            item_.tagged_fields if own__list_offsets_topic_response_v11_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is ListOffsetsTopicResponseV11:
+            name_list_offsets_topic_response_v11_ = item_.name
+            partitions_list_offsets_topic_response_v11_ = item_.partitions
+            tagged_fields_list_offsets_topic_response_v11_ = item_.tagged_fields
+        else:
+            name_list_offsets_topic_response_v11_ = getattr(item_, "name", "")
+            partitions_list_offsets_topic_response_v11_ = getattr(item_, "partitions", None)
+            tagged_fields_list_offsets_topic_response_v11_ = getattr(item_, "tagged_fields", None)
         b__list_offsets_topic_response_v11_ = _STR_ENCODED.get(name_list_offsets_topic_response_v11_)
         name_list_offsets_topic_response_v11_ = (
             _encode_str(name_list_offsets_topic_response_v11_)
@@ -2034,39 +2154,44 @@ def _fencode_list_offsets_response_v11(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__list_offsets_topic_response_v11_ + 1, "list_offsets_topic_response_v11.partitions")
         for item__list_offsets_topic_response_v11_ in partitions_list_offsets_topic_response_v11_:
-            own__list_offsets_partition_response_v11__list_offsets_topic_response_v11_ = (
-                type(item__list_offsets_topic_response_v11_) is ListOffsetsPartitionResponseV11
-            )
-            partition_index_list_offsets_partition_response_v11__list_offsets_topic_response_v11_ = (
-                item__list_offsets_topic_response_v11_.partition_index
-                if own__list_offsets_partition_response_v11__list_offsets_topic_response_v11_
-                else getattr(item__list_offsets_topic_response_v11_, "partition_index", 0)
-            )
-            error_code_list_offsets_partition_response_v11__list_offsets_topic_response_v11_ = (
-                item__list_offsets_topic_response_v11_.error_code
-                if own__list_offsets_partition_response_v11__list_offsets_topic_response_v11_
-                else getattr(item__list_offsets_topic_response_v11_, "error_code", 0)
-            )
-            timestamp_list_offsets_partition_response_v11__list_offsets_topic_response_v11_ = (
-                item__list_offsets_topic_response_v11_.timestamp
-                if own__list_offsets_partition_response_v11__list_offsets_topic_response_v11_
-                else getattr(item__list_offsets_topic_response_v11_, "timestamp", -1)
-            )
-            offset_list_offsets_partition_response_v11__list_offsets_topic_response_v11_ = (
-                item__list_offsets_topic_response_v11_.offset
-                if own__list_offsets_partition_response_v11__list_offsets_topic_response_v11_
-                else getattr(item__list_offsets_topic_response_v11_, "offset", -1)
-            )
-            leader_epoch_list_offsets_partition_response_v11__list_offsets_topic_response_v11_ = (
-                item__list_offsets_topic_response_v11_.leader_epoch
-                if own__list_offsets_partition_response_v11__list_offsets_topic_response_v11_
-                else getattr(item__list_offsets_topic_response_v11_, "leader_epoch", -1)
-            )
-            tagged_fields_list_offsets_partition_response_v11__list_offsets_topic_response_v11_ = (
-                item__list_offsets_topic_response_v11_.tagged_fields
-                if own__list_offsets_partition_response_v11__list_offsets_topic_response_v11_
-                else getattr(item__list_offsets_topic_response_v11_, "tagged_fields", None)
-            )
+            if type(item__list_offsets_topic_response_v11_) is ListOffsetsPartitionResponseV11:
+                partition_index_list_offsets_partition_response_v11__list_offsets_topic_response_v11_ = (
+                    item__list_offsets_topic_response_v11_.partition_index
+                )
+                error_code_list_offsets_partition_response_v11__list_offsets_topic_response_v11_ = (
+                    item__list_offsets_topic_response_v11_.error_code
+                )
+                timestamp_list_offsets_partition_response_v11__list_offsets_topic_response_v11_ = (
+                    item__list_offsets_topic_response_v11_.timestamp
+                )
+                offset_list_offsets_partition_response_v11__list_offsets_topic_response_v11_ = (
+                    item__list_offsets_topic_response_v11_.offset
+                )
+                leader_epoch_list_offsets_partition_response_v11__list_offsets_topic_response_v11_ = (
+                    item__list_offsets_topic_response_v11_.leader_epoch
+                )
+                tagged_fields_list_offsets_partition_response_v11__list_offsets_topic_response_v11_ = (
+                    item__list_offsets_topic_response_v11_.tagged_fields
+                )
+            else:
+                partition_index_list_offsets_partition_response_v11__list_offsets_topic_response_v11_ = getattr(
+                    item__list_offsets_topic_response_v11_, "partition_index", 0
+                )
+                error_code_list_offsets_partition_response_v11__list_offsets_topic_response_v11_ = getattr(
+                    item__list_offsets_topic_response_v11_, "error_code", 0
+                )
+                timestamp_list_offsets_partition_response_v11__list_offsets_topic_response_v11_ = getattr(
+                    item__list_offsets_topic_response_v11_, "timestamp", -1
+                )
+                offset_list_offsets_partition_response_v11__list_offsets_topic_response_v11_ = getattr(
+                    item__list_offsets_topic_response_v11_, "offset", -1
+                )
+                leader_epoch_list_offsets_partition_response_v11__list_offsets_topic_response_v11_ = getattr(
+                    item__list_offsets_topic_response_v11_, "leader_epoch", -1
+                )
+                tagged_fields_list_offsets_partition_response_v11__list_offsets_topic_response_v11_ = getattr(
+                    item__list_offsets_topic_response_v11_, "tagged_fields", None
+                )
             out += _S4.pack(
                 partition_index_list_offsets_partition_response_v11__list_offsets_topic_response_v11_,
                 error_code_list_offsets_partition_response_v11__list_offsets_topic_response_v11_,
@@ -2074,27 +2199,37 @@ def _fencode_list_offsets_response_v11(obj, out, index, api_version):
                 offset_list_offsets_partition_response_v11__list_offsets_topic_response_v11_,
                 leader_epoch_list_offsets_partition_response_v11__list_offsets_topic_response_v11_,
             )
-            tags__list_offsets_partition_response_v11__list_offsets_topic_response_v11_ = []
-            valid__list_offsets_partition_response_v11__list_offsets_topic_response_v11_ = None
+            if (
+                tagged_fields_list_offsets_partition_response_v11__list_offsets_topic_response_v11_
+                or tagged_fields_list_offsets_partition_response_v11__list_offsets_topic_response_v11_.__class__
+                is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_list_offsets_partition_response_v11__list_offsets_topic_response_v11_,
+                    "list_offsets_partition_response_v11.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if (
+            tagged_fields_list_offsets_topic_response_v11_
+            or tagged_fields_list_offsets_topic_response_v11_.__class__ is _TagSection
+        ):
             _write_tagged(
                 out,
-                tags__list_offsets_partition_response_v11__list_offsets_topic_response_v11_,
-                tagged_fields_list_offsets_partition_response_v11__list_offsets_topic_response_v11_,
-                "list_offsets_partition_response_v11.tagged_fields",
-                valid__list_offsets_partition_response_v11__list_offsets_topic_response_v11_,
+                [],
+                tagged_fields_list_offsets_topic_response_v11_,
+                "list_offsets_topic_response_v11.tagged_fields",
+                None,
             )
-        tags__list_offsets_topic_response_v11_ = []
-        valid__list_offsets_topic_response_v11_ = None
-        _write_tagged(
-            out,
-            tags__list_offsets_topic_response_v11_,
-            tagged_fields_list_offsets_topic_response_v11_,
-            "list_offsets_topic_response_v11.tagged_fields",
-            valid__list_offsets_topic_response_v11_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_offsets_response_v11.tagged_fields", valid_)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "list_offsets_response_v11.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_list_offsets_response_by_version(buf, pos, end, opts, api_version):

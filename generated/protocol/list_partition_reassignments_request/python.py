@@ -18,6 +18,8 @@ from kfmt.runtime.errors import LimitExceededError as _LimitExceededError
 from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
+from kfmt.runtime.scalars import PACKED as _PACKED
+from kfmt.runtime.scalars import PACKED_MAX as _PACKED_MAX
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -25,6 +27,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -149,45 +152,52 @@ def _decode_list_partition_reassignments_topics(buf, pos, end, opts):
             ) from None
         append_partition_indexes(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_partition_reassignments_topics.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_partition_reassignments_topics.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_partition_reassignments_topics.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_partition_reassignments_topics.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_partition_reassignments_topics.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_partition_reassignments_topics.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_partition_reassignments_topics.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_partition_reassignments_topics.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_partition_reassignments_topics.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ListPartitionReassignmentsTopics(name, partition_indexes, tagged_fields), pos
 
 
 def _encode_list_partition_reassignments_topics(obj, out, index):
     """Append one list_partition_reassignments_topics to out."""
-    own_ = type(obj) is ListPartitionReassignmentsTopics
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partition_indexes = obj.partition_indexes if own_ else getattr(obj, "partition_indexes", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ListPartitionReassignmentsTopics:
+        name = obj.name
+        partition_indexes = obj.partition_indexes
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partition_indexes = getattr(obj, "partition_indexes", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="list_partition_reassignments_topics.name")
     else:
@@ -221,9 +231,10 @@ def _encode_list_partition_reassignments_topics(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"list_partition_reassignments_topics.partition_indexes[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_partition_reassignments_topics.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "list_partition_reassignments_topics.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_list_partition_reassignments_request(buf, pos, end, opts, api_version):
@@ -301,36 +312,39 @@ def _decode_list_partition_reassignments_request(buf, pos, end, opts, api_versio
     if null_topics:
         topics = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_partition_reassignments_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_partition_reassignments_request.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_partition_reassignments_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_partition_reassignments_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_partition_reassignments_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_partition_reassignments_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_partition_reassignments_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_partition_reassignments_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_partition_reassignments_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ListPartitionReassignmentsRequest(timeout_ms, topics, tagged_fields), pos
 
 
@@ -440,48 +454,54 @@ def _fdecode_list_partition_reassignments_request(buf, pos, end, opts, api_versi
             )
             append_partition_indexes_list_partition_reassignments_topics_(item__list_partition_reassignments_topics_)
         tagged_fields_list_partition_reassignments_topics_ = []
-        sec__list_partition_reassignments_topics_ = pos
-        prev__list_partition_reassignments_topics_, odd__list_partition_reassignments_topics_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__list_partition_reassignments_topics_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__list_partition_reassignments_topics_, pos = _read_uvarint32(
-                buf, pos, end, "list_partition_reassignments_topics.tagged_fields"
-            )
-        if n_tags__list_partition_reassignments_topics_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__list_partition_reassignments_topics_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="list_partition_reassignments_topics.tagged_fields",
-            )
-        for __list_partition_reassignments_topics_ in range(n_tags__list_partition_reassignments_topics_):
-            tag__list_partition_reassignments_topics_, pos = _read_uvarint32(
-                buf, pos, end, "list_partition_reassignments_topics.tagged_fields"
-            )
-            size__list_partition_reassignments_topics_, pos = _read_uvarint32(
-                buf, pos, end, "list_partition_reassignments_topics.tagged_fields"
-            )
-            if size__list_partition_reassignments_topics_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__list_partition_reassignments_topics_} declares {size__list_partition_reassignments_topics_} bytes, {end - pos} left",
+            sec__list_partition_reassignments_topics_ = pos
+            prev__list_partition_reassignments_topics_, odd__list_partition_reassignments_topics_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__list_partition_reassignments_topics_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__list_partition_reassignments_topics_, pos = _read_uvarint32(
+                    buf, pos, end, "list_partition_reassignments_topics.tagged_fields"
+                )
+            if n_tags__list_partition_reassignments_topics_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__list_partition_reassignments_topics_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="list_partition_reassignments_topics.tagged_fields",
                 )
-            stop__list_partition_reassignments_topics_ = pos + size__list_partition_reassignments_topics_
-            if tag__list_partition_reassignments_topics_ <= prev__list_partition_reassignments_topics_:
-                odd__list_partition_reassignments_topics_ = True
-            prev__list_partition_reassignments_topics_ = tag__list_partition_reassignments_topics_
-            tagged_fields_list_partition_reassignments_topics_.append(
-                (tag__list_partition_reassignments_topics_, bytes(buf[pos:stop__list_partition_reassignments_topics_]))
-            )
-            pos = stop__list_partition_reassignments_topics_
-        if odd__list_partition_reassignments_topics_:
-            tagged_fields_list_partition_reassignments_topics_ = _keep_tags(
-                tagged_fields_list_partition_reassignments_topics_,
-                buf[sec__list_partition_reassignments_topics_:pos],
-                (),
-            )
+            for __list_partition_reassignments_topics_ in range(n_tags__list_partition_reassignments_topics_):
+                tag__list_partition_reassignments_topics_, pos = _read_uvarint32(
+                    buf, pos, end, "list_partition_reassignments_topics.tagged_fields"
+                )
+                size__list_partition_reassignments_topics_, pos = _read_uvarint32(
+                    buf, pos, end, "list_partition_reassignments_topics.tagged_fields"
+                )
+                if size__list_partition_reassignments_topics_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__list_partition_reassignments_topics_} declares {size__list_partition_reassignments_topics_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="list_partition_reassignments_topics.tagged_fields",
+                    )
+                stop__list_partition_reassignments_topics_ = pos + size__list_partition_reassignments_topics_
+                if tag__list_partition_reassignments_topics_ <= prev__list_partition_reassignments_topics_:
+                    odd__list_partition_reassignments_topics_ = True
+                prev__list_partition_reassignments_topics_ = tag__list_partition_reassignments_topics_
+                tagged_fields_list_partition_reassignments_topics_.append(
+                    (
+                        tag__list_partition_reassignments_topics_,
+                        bytes(buf[pos:stop__list_partition_reassignments_topics_]),
+                    )
+                )
+                pos = stop__list_partition_reassignments_topics_
+            if odd__list_partition_reassignments_topics_:
+                tagged_fields_list_partition_reassignments_topics_ = _keep_tags(
+                    tagged_fields_list_partition_reassignments_topics_,
+                    buf[sec__list_partition_reassignments_topics_:pos],
+                    (),
+                )
         value__list_partition_reassignments_topics_ = _new_object(ListPartitionReassignmentsTopics)
         value__list_partition_reassignments_topics_.name = name_list_partition_reassignments_topics_
         value__list_partition_reassignments_topics_.partition_indexes = (
@@ -497,36 +517,39 @@ def _fdecode_list_partition_reassignments_request(buf, pos, end, opts, api_versi
     if null_topics:
         topics = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_partition_reassignments_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_partition_reassignments_request.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_partition_reassignments_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_partition_reassignments_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_partition_reassignments_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_partition_reassignments_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_partition_reassignments_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_partition_reassignments_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_partition_reassignments_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ListPartitionReassignmentsRequest)
     value_.timeout_ms = timeout_ms
     value_.topics = topics
@@ -541,10 +564,14 @@ def _encode_list_partition_reassignments_request(obj, out, index, api_version):
             f"ListPartitionReassignmentsRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="list_partition_reassignments_request",
         )
-    own_ = type(obj) is ListPartitionReassignmentsRequest
-    timeout_ms = obj.timeout_ms if own_ else getattr(obj, "timeout_ms", 60000)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ListPartitionReassignmentsRequest:
+        timeout_ms = obj.timeout_ms
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        timeout_ms = getattr(obj, "timeout_ms", 60000)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(timeout_ms)
     if topics is None:
         out.append(0)
@@ -568,9 +595,10 @@ def _encode_list_partition_reassignments_request(obj, out, index, api_version):
                 f"cannot encode: {type(exc).__name__}: {exc}",
                 path=f"list_partition_reassignments_request.topics[{index_}]",
             ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_partition_reassignments_request.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "list_partition_reassignments_request.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_list_partition_reassignments_request(obj, out, index, api_version):
@@ -580,10 +608,14 @@ def _fencode_list_partition_reassignments_request(obj, out, index, api_version):
             f"ListPartitionReassignmentsRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="list_partition_reassignments_request",
         )
-    own_ = type(obj) is ListPartitionReassignmentsRequest
-    timeout_ms = obj.timeout_ms if own_ else getattr(obj, "timeout_ms", 60000)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ListPartitionReassignmentsRequest:
+        timeout_ms = obj.timeout_ms
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:
+        timeout_ms = getattr(obj, "timeout_ms", 60000)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(timeout_ms)
     if topics is None:
         out.append(0)
@@ -594,20 +626,14 @@ def _fencode_list_partition_reassignments_request(obj, out, index, api_version):
         else:
             _write_uvarint(out, n_ + 1, "list_partition_reassignments_request.topics")
         for item_ in topics:
-            own__list_partition_reassignments_topics_ = type(item_) is ListPartitionReassignmentsTopics
-            name_list_partition_reassignments_topics_ = (
-                item_.name if own__list_partition_reassignments_topics_ else getattr(item_, "name", "")
-            )
-            partition_indexes_list_partition_reassignments_topics_ = (
-                item_.partition_indexes
-                if own__list_partition_reassignments_topics_
-                else getattr(item_, "partition_indexes", None)
-            )
-            tagged_fields_list_partition_reassignments_topics_ = (
-                item_.tagged_fields
-                if own__list_partition_reassignments_topics_
-                else getattr(item_, "tagged_fields", None)
-            )
+            if type(item_) is ListPartitionReassignmentsTopics:
+                name_list_partition_reassignments_topics_ = item_.name
+                partition_indexes_list_partition_reassignments_topics_ = item_.partition_indexes
+                tagged_fields_list_partition_reassignments_topics_ = item_.tagged_fields
+            else:
+                name_list_partition_reassignments_topics_ = getattr(item_, "name", "")
+                partition_indexes_list_partition_reassignments_topics_ = getattr(item_, "partition_indexes", None)
+                tagged_fields_list_partition_reassignments_topics_ = getattr(item_, "tagged_fields", None)
             b__list_partition_reassignments_topics_ = _STR_ENCODED.get(name_list_partition_reassignments_topics_)
             name_list_partition_reassignments_topics_ = (
                 _encode_str(name_list_partition_reassignments_topics_)
@@ -631,23 +657,35 @@ def _fencode_list_partition_reassignments_request(obj, out, index, api_version):
                     n__list_partition_reassignments_topics_ + 1,
                     "list_partition_reassignments_topics.partition_indexes",
                 )
-            for item__list_partition_reassignments_topics_ in partition_indexes_list_partition_reassignments_topics_:
-                value_list_partition_reassignments_topics_partition_indexes_item__list_partition_reassignments_topics_ = item__list_partition_reassignments_topics_
-                out += _S0.pack(
-                    value_list_partition_reassignments_topics_partition_indexes_item__list_partition_reassignments_topics_
+            if n__list_partition_reassignments_topics_ <= _PACKED_MAX:
+                out += _PACKED["i"][n__list_partition_reassignments_topics_].pack(
+                    *partition_indexes_list_partition_reassignments_topics_
                 )
-            tags__list_partition_reassignments_topics_ = []
-            valid__list_partition_reassignments_topics_ = None
-            _write_tagged(
-                out,
-                tags__list_partition_reassignments_topics_,
-                tagged_fields_list_partition_reassignments_topics_,
-                "list_partition_reassignments_topics.tagged_fields",
-                valid__list_partition_reassignments_topics_,
-            )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_partition_reassignments_request.tagged_fields", valid_)
+            else:
+                for (
+                    item__list_partition_reassignments_topics_
+                ) in partition_indexes_list_partition_reassignments_topics_:
+                    value_list_partition_reassignments_topics_partition_indexes_item__list_partition_reassignments_topics_ = item__list_partition_reassignments_topics_
+                    out += _S0.pack(
+                        value_list_partition_reassignments_topics_partition_indexes_item__list_partition_reassignments_topics_
+                    )
+            if (
+                tagged_fields_list_partition_reassignments_topics_
+                or tagged_fields_list_partition_reassignments_topics_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_list_partition_reassignments_topics_,
+                    "list_partition_reassignments_topics.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "list_partition_reassignments_request.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_list_partition_reassignments_request_by_version(buf, pos, end, opts, api_version):

@@ -18,6 +18,8 @@ from kfmt.runtime.errors import LimitExceededError as _LimitExceededError
 from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
+from kfmt.runtime.scalars import PACKED as _PACKED
+from kfmt.runtime.scalars import PACKED_MAX as _PACKED_MAX
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -25,6 +27,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -233,36 +236,39 @@ def _decode_ongoing_partition_reassignment(buf, pos, end, opts):
             ) from None
         append_removing_replicas(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "ongoing_partition_reassignment.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="ongoing_partition_reassignment.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "ongoing_partition_reassignment.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "ongoing_partition_reassignment.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "ongoing_partition_reassignment.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="ongoing_partition_reassignment.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "ongoing_partition_reassignment.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "ongoing_partition_reassignment.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="ongoing_partition_reassignment.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return OngoingPartitionReassignment(
         partition_index, replicas, adding_replicas, removing_replicas, tagged_fields
     ), pos
@@ -270,12 +276,18 @@ def _decode_ongoing_partition_reassignment(buf, pos, end, opts):
 
 def _encode_ongoing_partition_reassignment(obj, out, index):
     """Append one ongoing_partition_reassignment to out."""
-    own_ = type(obj) is OngoingPartitionReassignment
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    replicas = obj.replicas if own_ else getattr(obj, "replicas", None)
-    adding_replicas = obj.adding_replicas if own_ else getattr(obj, "adding_replicas", None)
-    removing_replicas = obj.removing_replicas if own_ else getattr(obj, "removing_replicas", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OngoingPartitionReassignment:
+        partition_index = obj.partition_index
+        replicas = obj.replicas
+        adding_replicas = obj.adding_replicas
+        removing_replicas = obj.removing_replicas
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        replicas = getattr(obj, "replicas", None)
+        adding_replicas = getattr(obj, "adding_replicas", None)
+        removing_replicas = getattr(obj, "removing_replicas", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition_index)
     n_ = len(replicas)
     if -1 <= n_ < 0x3FFF:
@@ -337,9 +349,10 @@ def _encode_ongoing_partition_reassignment(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"ongoing_partition_reassignment.removing_replicas[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "ongoing_partition_reassignment.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "ongoing_partition_reassignment.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_ongoing_topic_reassignment(buf, pos, end, opts):
@@ -410,45 +423,52 @@ def _decode_ongoing_topic_reassignment(buf, pos, end, opts):
             ) from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "ongoing_topic_reassignment.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="ongoing_topic_reassignment.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "ongoing_topic_reassignment.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "ongoing_topic_reassignment.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "ongoing_topic_reassignment.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="ongoing_topic_reassignment.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "ongoing_topic_reassignment.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "ongoing_topic_reassignment.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="ongoing_topic_reassignment.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return OngoingTopicReassignment(name, partitions, tagged_fields), pos
 
 
 def _encode_ongoing_topic_reassignment(obj, out, index):
     """Append one ongoing_topic_reassignment to out."""
-    own_ = type(obj) is OngoingTopicReassignment
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OngoingTopicReassignment:
+        name = obj.name
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="ongoing_topic_reassignment.name")
     else:
@@ -477,9 +497,10 @@ def _encode_ongoing_topic_reassignment(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"ongoing_topic_reassignment.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "ongoing_topic_reassignment.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "ongoing_topic_reassignment.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_list_partition_reassignments_response(buf, pos, end, opts, api_version):
@@ -589,36 +610,39 @@ def _decode_list_partition_reassignments_response(buf, pos, end, opts, api_versi
                     path="list_partition_reassignments_response.topics",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_partition_reassignments_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_partition_reassignments_response.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_partition_reassignments_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_partition_reassignments_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_partition_reassignments_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_partition_reassignments_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_partition_reassignments_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_partition_reassignments_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_partition_reassignments_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ListPartitionReassignmentsResponse(throttle_time_ms, error_code, error_message, topics, tagged_fields), pos
 
 
@@ -870,63 +894,66 @@ def _fdecode_list_partition_reassignments_response(buf, pos, end, opts, api_vers
                     item__ongoing_partition_reassignment__ongoing_topic_reassignment_
                 )
             tagged_fields_ongoing_partition_reassignment__ongoing_topic_reassignment_ = []
-            sec__ongoing_partition_reassignment__ongoing_topic_reassignment_ = pos
-            (
-                prev__ongoing_partition_reassignment__ongoing_topic_reassignment_,
-                odd__ongoing_partition_reassignment__ongoing_topic_reassignment_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__ongoing_partition_reassignment__ongoing_topic_reassignment_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__ongoing_partition_reassignment__ongoing_topic_reassignment_, pos = _read_uvarint32(
-                    buf, pos, end, "ongoing_partition_reassignment.tagged_fields"
-                )
-            if n_tags__ongoing_partition_reassignment__ongoing_topic_reassignment_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__ongoing_partition_reassignment__ongoing_topic_reassignment_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="ongoing_partition_reassignment.tagged_fields",
-                )
-            for __ongoing_partition_reassignment__ongoing_topic_reassignment_ in range(
-                n_tags__ongoing_partition_reassignment__ongoing_topic_reassignment_
-            ):
-                tag__ongoing_partition_reassignment__ongoing_topic_reassignment_, pos = _read_uvarint32(
-                    buf, pos, end, "ongoing_partition_reassignment.tagged_fields"
-                )
-                size__ongoing_partition_reassignment__ongoing_topic_reassignment_, pos = _read_uvarint32(
-                    buf, pos, end, "ongoing_partition_reassignment.tagged_fields"
-                )
-                if size__ongoing_partition_reassignment__ongoing_topic_reassignment_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__ongoing_partition_reassignment__ongoing_topic_reassignment_} declares {size__ongoing_partition_reassignment__ongoing_topic_reassignment_} bytes, {end - pos} left",
+                sec__ongoing_partition_reassignment__ongoing_topic_reassignment_ = pos
+                (
+                    prev__ongoing_partition_reassignment__ongoing_topic_reassignment_,
+                    odd__ongoing_partition_reassignment__ongoing_topic_reassignment_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__ongoing_partition_reassignment__ongoing_topic_reassignment_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__ongoing_partition_reassignment__ongoing_topic_reassignment_, pos = _read_uvarint32(
+                        buf, pos, end, "ongoing_partition_reassignment.tagged_fields"
+                    )
+                if n_tags__ongoing_partition_reassignment__ongoing_topic_reassignment_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__ongoing_partition_reassignment__ongoing_topic_reassignment_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="ongoing_partition_reassignment.tagged_fields",
                     )
-                stop__ongoing_partition_reassignment__ongoing_topic_reassignment_ = (
-                    pos + size__ongoing_partition_reassignment__ongoing_topic_reassignment_
-                )
-                if (
-                    tag__ongoing_partition_reassignment__ongoing_topic_reassignment_
-                    <= prev__ongoing_partition_reassignment__ongoing_topic_reassignment_
+                for __ongoing_partition_reassignment__ongoing_topic_reassignment_ in range(
+                    n_tags__ongoing_partition_reassignment__ongoing_topic_reassignment_
                 ):
-                    odd__ongoing_partition_reassignment__ongoing_topic_reassignment_ = True
-                prev__ongoing_partition_reassignment__ongoing_topic_reassignment_ = (
-                    tag__ongoing_partition_reassignment__ongoing_topic_reassignment_
-                )
-                tagged_fields_ongoing_partition_reassignment__ongoing_topic_reassignment_.append(
-                    (
-                        tag__ongoing_partition_reassignment__ongoing_topic_reassignment_,
-                        bytes(buf[pos:stop__ongoing_partition_reassignment__ongoing_topic_reassignment_]),
+                    tag__ongoing_partition_reassignment__ongoing_topic_reassignment_, pos = _read_uvarint32(
+                        buf, pos, end, "ongoing_partition_reassignment.tagged_fields"
                     )
-                )
-                pos = stop__ongoing_partition_reassignment__ongoing_topic_reassignment_
-            if odd__ongoing_partition_reassignment__ongoing_topic_reassignment_:
-                tagged_fields_ongoing_partition_reassignment__ongoing_topic_reassignment_ = _keep_tags(
-                    tagged_fields_ongoing_partition_reassignment__ongoing_topic_reassignment_,
-                    buf[sec__ongoing_partition_reassignment__ongoing_topic_reassignment_:pos],
-                    (),
-                )
+                    size__ongoing_partition_reassignment__ongoing_topic_reassignment_, pos = _read_uvarint32(
+                        buf, pos, end, "ongoing_partition_reassignment.tagged_fields"
+                    )
+                    if size__ongoing_partition_reassignment__ongoing_topic_reassignment_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__ongoing_partition_reassignment__ongoing_topic_reassignment_} declares {size__ongoing_partition_reassignment__ongoing_topic_reassignment_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="ongoing_partition_reassignment.tagged_fields",
+                        )
+                    stop__ongoing_partition_reassignment__ongoing_topic_reassignment_ = (
+                        pos + size__ongoing_partition_reassignment__ongoing_topic_reassignment_
+                    )
+                    if (
+                        tag__ongoing_partition_reassignment__ongoing_topic_reassignment_
+                        <= prev__ongoing_partition_reassignment__ongoing_topic_reassignment_
+                    ):
+                        odd__ongoing_partition_reassignment__ongoing_topic_reassignment_ = True
+                    prev__ongoing_partition_reassignment__ongoing_topic_reassignment_ = (
+                        tag__ongoing_partition_reassignment__ongoing_topic_reassignment_
+                    )
+                    tagged_fields_ongoing_partition_reassignment__ongoing_topic_reassignment_.append(
+                        (
+                            tag__ongoing_partition_reassignment__ongoing_topic_reassignment_,
+                            bytes(buf[pos:stop__ongoing_partition_reassignment__ongoing_topic_reassignment_]),
+                        )
+                    )
+                    pos = stop__ongoing_partition_reassignment__ongoing_topic_reassignment_
+                if odd__ongoing_partition_reassignment__ongoing_topic_reassignment_:
+                    tagged_fields_ongoing_partition_reassignment__ongoing_topic_reassignment_ = _keep_tags(
+                        tagged_fields_ongoing_partition_reassignment__ongoing_topic_reassignment_,
+                        buf[sec__ongoing_partition_reassignment__ongoing_topic_reassignment_:pos],
+                        (),
+                    )
             value__ongoing_partition_reassignment__ongoing_topic_reassignment_ = _new_object(
                 OngoingPartitionReassignment
             )
@@ -948,46 +975,49 @@ def _fdecode_list_partition_reassignments_response(buf, pos, end, opts, api_vers
             item__ongoing_topic_reassignment_ = value__ongoing_partition_reassignment__ongoing_topic_reassignment_
             append_partitions_ongoing_topic_reassignment_(item__ongoing_topic_reassignment_)
         tagged_fields_ongoing_topic_reassignment_ = []
-        sec__ongoing_topic_reassignment_ = pos
-        prev__ongoing_topic_reassignment_, odd__ongoing_topic_reassignment_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__ongoing_topic_reassignment_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__ongoing_topic_reassignment_, pos = _read_uvarint32(
-                buf, pos, end, "ongoing_topic_reassignment.tagged_fields"
-            )
-        if n_tags__ongoing_topic_reassignment_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__ongoing_topic_reassignment_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="ongoing_topic_reassignment.tagged_fields",
-            )
-        for __ongoing_topic_reassignment_ in range(n_tags__ongoing_topic_reassignment_):
-            tag__ongoing_topic_reassignment_, pos = _read_uvarint32(
-                buf, pos, end, "ongoing_topic_reassignment.tagged_fields"
-            )
-            size__ongoing_topic_reassignment_, pos = _read_uvarint32(
-                buf, pos, end, "ongoing_topic_reassignment.tagged_fields"
-            )
-            if size__ongoing_topic_reassignment_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__ongoing_topic_reassignment_} declares {size__ongoing_topic_reassignment_} bytes, {end - pos} left",
+            sec__ongoing_topic_reassignment_ = pos
+            prev__ongoing_topic_reassignment_, odd__ongoing_topic_reassignment_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__ongoing_topic_reassignment_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__ongoing_topic_reassignment_, pos = _read_uvarint32(
+                    buf, pos, end, "ongoing_topic_reassignment.tagged_fields"
+                )
+            if n_tags__ongoing_topic_reassignment_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__ongoing_topic_reassignment_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="ongoing_topic_reassignment.tagged_fields",
                 )
-            stop__ongoing_topic_reassignment_ = pos + size__ongoing_topic_reassignment_
-            if tag__ongoing_topic_reassignment_ <= prev__ongoing_topic_reassignment_:
-                odd__ongoing_topic_reassignment_ = True
-            prev__ongoing_topic_reassignment_ = tag__ongoing_topic_reassignment_
-            tagged_fields_ongoing_topic_reassignment_.append(
-                (tag__ongoing_topic_reassignment_, bytes(buf[pos:stop__ongoing_topic_reassignment_]))
-            )
-            pos = stop__ongoing_topic_reassignment_
-        if odd__ongoing_topic_reassignment_:
-            tagged_fields_ongoing_topic_reassignment_ = _keep_tags(
-                tagged_fields_ongoing_topic_reassignment_, buf[sec__ongoing_topic_reassignment_:pos], ()
-            )
+            for __ongoing_topic_reassignment_ in range(n_tags__ongoing_topic_reassignment_):
+                tag__ongoing_topic_reassignment_, pos = _read_uvarint32(
+                    buf, pos, end, "ongoing_topic_reassignment.tagged_fields"
+                )
+                size__ongoing_topic_reassignment_, pos = _read_uvarint32(
+                    buf, pos, end, "ongoing_topic_reassignment.tagged_fields"
+                )
+                if size__ongoing_topic_reassignment_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__ongoing_topic_reassignment_} declares {size__ongoing_topic_reassignment_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="ongoing_topic_reassignment.tagged_fields",
+                    )
+                stop__ongoing_topic_reassignment_ = pos + size__ongoing_topic_reassignment_
+                if tag__ongoing_topic_reassignment_ <= prev__ongoing_topic_reassignment_:
+                    odd__ongoing_topic_reassignment_ = True
+                prev__ongoing_topic_reassignment_ = tag__ongoing_topic_reassignment_
+                tagged_fields_ongoing_topic_reassignment_.append(
+                    (tag__ongoing_topic_reassignment_, bytes(buf[pos:stop__ongoing_topic_reassignment_]))
+                )
+                pos = stop__ongoing_topic_reassignment_
+            if odd__ongoing_topic_reassignment_:
+                tagged_fields_ongoing_topic_reassignment_ = _keep_tags(
+                    tagged_fields_ongoing_topic_reassignment_, buf[sec__ongoing_topic_reassignment_:pos], ()
+                )
         value__ongoing_topic_reassignment_ = _new_object(OngoingTopicReassignment)
         value__ongoing_topic_reassignment_.name = name_ongoing_topic_reassignment_
         value__ongoing_topic_reassignment_.partitions = partitions_ongoing_topic_reassignment_
@@ -999,36 +1029,39 @@ def _fdecode_list_partition_reassignments_response(buf, pos, end, opts, api_vers
             if budget_topics < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_partition_reassignments_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_partition_reassignments_response.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_partition_reassignments_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_partition_reassignments_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_partition_reassignments_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_partition_reassignments_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_partition_reassignments_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_partition_reassignments_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_partition_reassignments_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ListPartitionReassignmentsResponse)
     value_.throttle_time_ms = throttle_time_ms
     value_.error_code = error_code
@@ -1045,12 +1078,18 @@ def _encode_list_partition_reassignments_response(obj, out, index, api_version):
             f"ListPartitionReassignmentsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="list_partition_reassignments_response",
         )
-    own_ = type(obj) is ListPartitionReassignmentsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ListPartitionReassignmentsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        error_message = obj.error_message
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(throttle_time_ms, error_code)
     if error_message is None:
         out.append(0)
@@ -1081,9 +1120,10 @@ def _encode_list_partition_reassignments_response(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"list_partition_reassignments_response.topics[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_partition_reassignments_response.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "list_partition_reassignments_response.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_list_partition_reassignments_response(obj, out, index, api_version):
@@ -1093,12 +1133,18 @@ def _fencode_list_partition_reassignments_response(obj, out, index, api_version)
             f"ListPartitionReassignmentsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="list_partition_reassignments_response",
         )
-    own_ = type(obj) is ListPartitionReassignmentsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ListPartitionReassignmentsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        error_message = obj.error_message
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(throttle_time_ms, error_code)
     if error_message is None:
         out.append(0)
@@ -1117,16 +1163,14 @@ def _fencode_list_partition_reassignments_response(obj, out, index, api_version)
     else:
         _write_uvarint(out, n_ + 1, "list_partition_reassignments_response.topics")
     for item_ in topics:
-        own__ongoing_topic_reassignment_ = type(item_) is OngoingTopicReassignment
-        name_ongoing_topic_reassignment_ = (
-            item_.name if own__ongoing_topic_reassignment_ else getattr(item_, "name", "")
-        )
-        partitions_ongoing_topic_reassignment_ = (
-            item_.partitions if own__ongoing_topic_reassignment_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_ongoing_topic_reassignment_ = (
-            item_.tagged_fields if own__ongoing_topic_reassignment_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is OngoingTopicReassignment:
+            name_ongoing_topic_reassignment_ = item_.name
+            partitions_ongoing_topic_reassignment_ = item_.partitions
+            tagged_fields_ongoing_topic_reassignment_ = item_.tagged_fields
+        else:
+            name_ongoing_topic_reassignment_ = getattr(item_, "name", "")
+            partitions_ongoing_topic_reassignment_ = getattr(item_, "partitions", None)
+            tagged_fields_ongoing_topic_reassignment_ = getattr(item_, "tagged_fields", None)
         b__ongoing_topic_reassignment_ = _STR_ENCODED.get(name_ongoing_topic_reassignment_)
         name_ongoing_topic_reassignment_ = (
             _encode_str(name_ongoing_topic_reassignment_)
@@ -1145,34 +1189,38 @@ def _fencode_list_partition_reassignments_response(obj, out, index, api_version)
         else:
             _write_uvarint(out, n__ongoing_topic_reassignment_ + 1, "ongoing_topic_reassignment.partitions")
         for item__ongoing_topic_reassignment_ in partitions_ongoing_topic_reassignment_:
-            own__ongoing_partition_reassignment__ongoing_topic_reassignment_ = (
-                type(item__ongoing_topic_reassignment_) is OngoingPartitionReassignment
-            )
-            partition_index_ongoing_partition_reassignment__ongoing_topic_reassignment_ = (
-                item__ongoing_topic_reassignment_.partition_index
-                if own__ongoing_partition_reassignment__ongoing_topic_reassignment_
-                else getattr(item__ongoing_topic_reassignment_, "partition_index", 0)
-            )
-            replicas_ongoing_partition_reassignment__ongoing_topic_reassignment_ = (
-                item__ongoing_topic_reassignment_.replicas
-                if own__ongoing_partition_reassignment__ongoing_topic_reassignment_
-                else getattr(item__ongoing_topic_reassignment_, "replicas", None)
-            )
-            adding_replicas_ongoing_partition_reassignment__ongoing_topic_reassignment_ = (
-                item__ongoing_topic_reassignment_.adding_replicas
-                if own__ongoing_partition_reassignment__ongoing_topic_reassignment_
-                else getattr(item__ongoing_topic_reassignment_, "adding_replicas", None)
-            )
-            removing_replicas_ongoing_partition_reassignment__ongoing_topic_reassignment_ = (
-                item__ongoing_topic_reassignment_.removing_replicas
-                if own__ongoing_partition_reassignment__ongoing_topic_reassignment_
-                else getattr(item__ongoing_topic_reassignment_, "removing_replicas", None)
-            )
-            tagged_fields_ongoing_partition_reassignment__ongoing_topic_reassignment_ = (
-                item__ongoing_topic_reassignment_.tagged_fields
-                if own__ongoing_partition_reassignment__ongoing_topic_reassignment_
-                else getattr(item__ongoing_topic_reassignment_, "tagged_fields", None)
-            )
+            if type(item__ongoing_topic_reassignment_) is OngoingPartitionReassignment:
+                partition_index_ongoing_partition_reassignment__ongoing_topic_reassignment_ = (
+                    item__ongoing_topic_reassignment_.partition_index
+                )
+                replicas_ongoing_partition_reassignment__ongoing_topic_reassignment_ = (
+                    item__ongoing_topic_reassignment_.replicas
+                )
+                adding_replicas_ongoing_partition_reassignment__ongoing_topic_reassignment_ = (
+                    item__ongoing_topic_reassignment_.adding_replicas
+                )
+                removing_replicas_ongoing_partition_reassignment__ongoing_topic_reassignment_ = (
+                    item__ongoing_topic_reassignment_.removing_replicas
+                )
+                tagged_fields_ongoing_partition_reassignment__ongoing_topic_reassignment_ = (
+                    item__ongoing_topic_reassignment_.tagged_fields
+                )
+            else:
+                partition_index_ongoing_partition_reassignment__ongoing_topic_reassignment_ = getattr(
+                    item__ongoing_topic_reassignment_, "partition_index", 0
+                )
+                replicas_ongoing_partition_reassignment__ongoing_topic_reassignment_ = getattr(
+                    item__ongoing_topic_reassignment_, "replicas", None
+                )
+                adding_replicas_ongoing_partition_reassignment__ongoing_topic_reassignment_ = getattr(
+                    item__ongoing_topic_reassignment_, "adding_replicas", None
+                )
+                removing_replicas_ongoing_partition_reassignment__ongoing_topic_reassignment_ = getattr(
+                    item__ongoing_topic_reassignment_, "removing_replicas", None
+                )
+                tagged_fields_ongoing_partition_reassignment__ongoing_topic_reassignment_ = getattr(
+                    item__ongoing_topic_reassignment_, "tagged_fields", None
+                )
             out += _S0.pack(partition_index_ongoing_partition_reassignment__ongoing_topic_reassignment_)
             n__ongoing_partition_reassignment__ongoing_topic_reassignment_ = len(
                 replicas_ongoing_partition_reassignment__ongoing_topic_reassignment_
@@ -1185,13 +1233,18 @@ def _fencode_list_partition_reassignments_response(obj, out, index, api_version)
                     n__ongoing_partition_reassignment__ongoing_topic_reassignment_ + 1,
                     "ongoing_partition_reassignment.replicas",
                 )
-            for (
-                item__ongoing_partition_reassignment__ongoing_topic_reassignment_
-            ) in replicas_ongoing_partition_reassignment__ongoing_topic_reassignment_:
-                value_ongoing_partition_reassignment_replicas_item__ongoing_partition_reassignment__ongoing_topic_reassignment_ = item__ongoing_partition_reassignment__ongoing_topic_reassignment_
-                out += _S0.pack(
-                    value_ongoing_partition_reassignment_replicas_item__ongoing_partition_reassignment__ongoing_topic_reassignment_
+            if n__ongoing_partition_reassignment__ongoing_topic_reassignment_ <= _PACKED_MAX:
+                out += _PACKED["i"][n__ongoing_partition_reassignment__ongoing_topic_reassignment_].pack(
+                    *replicas_ongoing_partition_reassignment__ongoing_topic_reassignment_
                 )
+            else:
+                for (
+                    item__ongoing_partition_reassignment__ongoing_topic_reassignment_
+                ) in replicas_ongoing_partition_reassignment__ongoing_topic_reassignment_:
+                    value_ongoing_partition_reassignment_replicas_item__ongoing_partition_reassignment__ongoing_topic_reassignment_ = item__ongoing_partition_reassignment__ongoing_topic_reassignment_
+                    out += _S0.pack(
+                        value_ongoing_partition_reassignment_replicas_item__ongoing_partition_reassignment__ongoing_topic_reassignment_
+                    )
             n__ongoing_partition_reassignment__ongoing_topic_reassignment_ = len(
                 adding_replicas_ongoing_partition_reassignment__ongoing_topic_reassignment_
             )
@@ -1203,13 +1256,18 @@ def _fencode_list_partition_reassignments_response(obj, out, index, api_version)
                     n__ongoing_partition_reassignment__ongoing_topic_reassignment_ + 1,
                     "ongoing_partition_reassignment.adding_replicas",
                 )
-            for (
-                item__ongoing_partition_reassignment__ongoing_topic_reassignment_
-            ) in adding_replicas_ongoing_partition_reassignment__ongoing_topic_reassignment_:
-                value_ongoing_partition_reassignment_adding_replicas_item__ongoing_partition_reassignment__ongoing_topic_reassignment_ = item__ongoing_partition_reassignment__ongoing_topic_reassignment_
-                out += _S0.pack(
-                    value_ongoing_partition_reassignment_adding_replicas_item__ongoing_partition_reassignment__ongoing_topic_reassignment_
+            if n__ongoing_partition_reassignment__ongoing_topic_reassignment_ <= _PACKED_MAX:
+                out += _PACKED["i"][n__ongoing_partition_reassignment__ongoing_topic_reassignment_].pack(
+                    *adding_replicas_ongoing_partition_reassignment__ongoing_topic_reassignment_
                 )
+            else:
+                for (
+                    item__ongoing_partition_reassignment__ongoing_topic_reassignment_
+                ) in adding_replicas_ongoing_partition_reassignment__ongoing_topic_reassignment_:
+                    value_ongoing_partition_reassignment_adding_replicas_item__ongoing_partition_reassignment__ongoing_topic_reassignment_ = item__ongoing_partition_reassignment__ongoing_topic_reassignment_
+                    out += _S0.pack(
+                        value_ongoing_partition_reassignment_adding_replicas_item__ongoing_partition_reassignment__ongoing_topic_reassignment_
+                    )
             n__ongoing_partition_reassignment__ongoing_topic_reassignment_ = len(
                 removing_replicas_ongoing_partition_reassignment__ongoing_topic_reassignment_
             )
@@ -1221,34 +1279,44 @@ def _fencode_list_partition_reassignments_response(obj, out, index, api_version)
                     n__ongoing_partition_reassignment__ongoing_topic_reassignment_ + 1,
                     "ongoing_partition_reassignment.removing_replicas",
                 )
-            for (
-                item__ongoing_partition_reassignment__ongoing_topic_reassignment_
-            ) in removing_replicas_ongoing_partition_reassignment__ongoing_topic_reassignment_:
-                value_ongoing_partition_reassignment_removing_replicas_item__ongoing_partition_reassignment__ongoing_topic_reassignment_ = item__ongoing_partition_reassignment__ongoing_topic_reassignment_
-                out += _S0.pack(
-                    value_ongoing_partition_reassignment_removing_replicas_item__ongoing_partition_reassignment__ongoing_topic_reassignment_
+            if n__ongoing_partition_reassignment__ongoing_topic_reassignment_ <= _PACKED_MAX:
+                out += _PACKED["i"][n__ongoing_partition_reassignment__ongoing_topic_reassignment_].pack(
+                    *removing_replicas_ongoing_partition_reassignment__ongoing_topic_reassignment_
                 )
-            tags__ongoing_partition_reassignment__ongoing_topic_reassignment_ = []
-            valid__ongoing_partition_reassignment__ongoing_topic_reassignment_ = None
+            else:
+                for (
+                    item__ongoing_partition_reassignment__ongoing_topic_reassignment_
+                ) in removing_replicas_ongoing_partition_reassignment__ongoing_topic_reassignment_:
+                    value_ongoing_partition_reassignment_removing_replicas_item__ongoing_partition_reassignment__ongoing_topic_reassignment_ = item__ongoing_partition_reassignment__ongoing_topic_reassignment_
+                    out += _S0.pack(
+                        value_ongoing_partition_reassignment_removing_replicas_item__ongoing_partition_reassignment__ongoing_topic_reassignment_
+                    )
+            if (
+                tagged_fields_ongoing_partition_reassignment__ongoing_topic_reassignment_
+                or tagged_fields_ongoing_partition_reassignment__ongoing_topic_reassignment_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_ongoing_partition_reassignment__ongoing_topic_reassignment_,
+                    "ongoing_partition_reassignment.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if (
+            tagged_fields_ongoing_topic_reassignment_
+            or tagged_fields_ongoing_topic_reassignment_.__class__ is _TagSection
+        ):
             _write_tagged(
-                out,
-                tags__ongoing_partition_reassignment__ongoing_topic_reassignment_,
-                tagged_fields_ongoing_partition_reassignment__ongoing_topic_reassignment_,
-                "ongoing_partition_reassignment.tagged_fields",
-                valid__ongoing_partition_reassignment__ongoing_topic_reassignment_,
+                out, [], tagged_fields_ongoing_topic_reassignment_, "ongoing_topic_reassignment.tagged_fields", None
             )
-        tags__ongoing_topic_reassignment_ = []
-        valid__ongoing_topic_reassignment_ = None
-        _write_tagged(
-            out,
-            tags__ongoing_topic_reassignment_,
-            tagged_fields_ongoing_topic_reassignment_,
-            "ongoing_topic_reassignment.tagged_fields",
-            valid__ongoing_topic_reassignment_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_partition_reassignments_response.tagged_fields", valid_)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "list_partition_reassignments_response.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_list_partition_reassignments_response_by_version(buf, pos, end, opts, api_version):

@@ -18,6 +18,8 @@ from kfmt.runtime.errors import LimitExceededError as _LimitExceededError
 from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
+from kfmt.runtime.scalars import PACKED as _PACKED
+from kfmt.runtime.scalars import PACKED_MAX as _PACKED_MAX
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -25,6 +27,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -240,36 +243,39 @@ def _decode_list_transactions_request(buf, pos, end, opts, api_version):
     else:
         duration_filter = -1
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_transactions_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_transactions_request.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_transactions_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_transactions_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_transactions_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_transactions_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_transactions_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_transactions_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_transactions_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ListTransactionsRequest(state_filters, producer_id_filters, duration_filter, tagged_fields), pos
 
 
@@ -380,36 +386,39 @@ def _fdecode_list_transactions_request(buf, pos, end, opts, api_version):
     else:
         duration_filter = -1
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_transactions_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_transactions_request.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_transactions_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_transactions_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_transactions_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_transactions_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_transactions_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_transactions_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_transactions_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ListTransactionsRequest)
     value_.state_filters = state_filters
     value_.producer_id_filters = producer_id_filters
@@ -425,11 +434,16 @@ def _encode_list_transactions_request(obj, out, index, api_version):
             f"ListTransactionsRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="list_transactions_request",
         )
-    own_ = type(obj) is ListTransactionsRequest
-    state_filters = obj.state_filters if own_ else getattr(obj, "state_filters", None)
-    producer_id_filters = obj.producer_id_filters if own_ else getattr(obj, "producer_id_filters", None)
-    duration_filter = obj.duration_filter if own_ else getattr(obj, "duration_filter", -1)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ListTransactionsRequest:
+        state_filters = obj.state_filters
+        producer_id_filters = obj.producer_id_filters
+        duration_filter = obj.duration_filter
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        state_filters = getattr(obj, "state_filters", None)
+        producer_id_filters = getattr(obj, "producer_id_filters", None)
+        duration_filter = getattr(obj, "duration_filter", -1)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(state_filters)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -471,9 +485,10 @@ def _encode_list_transactions_request(obj, out, index, api_version):
         ) from None
     if api_version >= 1:
         out += _S0.pack(duration_filter)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_transactions_request.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "list_transactions_request.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_list_transactions_request(obj, out, index, api_version):
@@ -483,11 +498,16 @@ def _fencode_list_transactions_request(obj, out, index, api_version):
             f"ListTransactionsRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="list_transactions_request",
         )
-    own_ = type(obj) is ListTransactionsRequest
-    state_filters = obj.state_filters if own_ else getattr(obj, "state_filters", None)
-    producer_id_filters = obj.producer_id_filters if own_ else getattr(obj, "producer_id_filters", None)
-    duration_filter = obj.duration_filter if own_ else getattr(obj, "duration_filter", -1)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ListTransactionsRequest:
+        state_filters = obj.state_filters
+        producer_id_filters = obj.producer_id_filters
+        duration_filter = obj.duration_filter
+        tagged_fields = obj.tagged_fields
+    else:
+        state_filters = getattr(obj, "state_filters", None)
+        producer_id_filters = getattr(obj, "producer_id_filters", None)
+        duration_filter = getattr(obj, "duration_filter", -1)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(state_filters)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
@@ -518,14 +538,18 @@ def _fencode_list_transactions_request(obj, out, index, api_version):
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "list_transactions_request.producer_id_filters")
-    for item_ in producer_id_filters:
-        value_list_transactions_request_producer_id_filters_item_ = item_
-        out += _S0.pack(value_list_transactions_request_producer_id_filters_item_)
+    if n_ <= _PACKED_MAX:
+        out += _PACKED["q"][n_].pack(*producer_id_filters)
+    else:
+        for item_ in producer_id_filters:
+            value_list_transactions_request_producer_id_filters_item_ = item_
+            out += _S0.pack(value_list_transactions_request_producer_id_filters_item_)
     if api_version >= 1:
         out += _S0.pack(duration_filter)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_transactions_request.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "list_transactions_request.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_list_transactions_request_v2_state_filters_item(buf, pos, end, opts):
@@ -748,36 +772,39 @@ def _decode_list_transactions_request_v2(buf, pos, end, opts, api_version):
         transactional_id_pattern = str(buf[pos : pos + n_transactional_id_pattern], "utf-8", "surrogateescape")
         pos += n_transactional_id_pattern
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_transactions_request_v2.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_transactions_request_v2.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_transactions_request_v2.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_transactions_request_v2.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_transactions_request_v2.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_transactions_request_v2.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_transactions_request_v2.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_transactions_request_v2.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_transactions_request_v2.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ListTransactionsRequestV2(
         state_filters, producer_id_filters, duration_filter, transactional_id_pattern, tagged_fields
     ), pos
@@ -914,36 +941,39 @@ def _fdecode_list_transactions_request_v2(buf, pos, end, opts, api_version):
             transactional_id_pattern = _decode_str(r_)
         pos += n_transactional_id_pattern
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_transactions_request_v2.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_transactions_request_v2.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_transactions_request_v2.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_transactions_request_v2.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_transactions_request_v2.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_transactions_request_v2.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_transactions_request_v2.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_transactions_request_v2.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_transactions_request_v2.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ListTransactionsRequestV2)
     value_.state_filters = state_filters
     value_.producer_id_filters = producer_id_filters
@@ -960,12 +990,18 @@ def _encode_list_transactions_request_v2(obj, out, index, api_version):
             f"ListTransactionsRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 2)))",
             path="list_transactions_request_v2",
         )
-    own_ = type(obj) is ListTransactionsRequestV2
-    state_filters = obj.state_filters if own_ else getattr(obj, "state_filters", None)
-    producer_id_filters = obj.producer_id_filters if own_ else getattr(obj, "producer_id_filters", None)
-    duration_filter = obj.duration_filter if own_ else getattr(obj, "duration_filter", -1)
-    transactional_id_pattern = obj.transactional_id_pattern if own_ else getattr(obj, "transactional_id_pattern", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ListTransactionsRequestV2:
+        state_filters = obj.state_filters
+        producer_id_filters = obj.producer_id_filters
+        duration_filter = obj.duration_filter
+        transactional_id_pattern = obj.transactional_id_pattern
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        state_filters = getattr(obj, "state_filters", None)
+        producer_id_filters = getattr(obj, "producer_id_filters", None)
+        duration_filter = getattr(obj, "duration_filter", -1)
+        transactional_id_pattern = getattr(obj, "transactional_id_pattern", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(state_filters)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -1018,9 +1054,10 @@ def _encode_list_transactions_request_v2(obj, out, index, api_version):
             _write_uvarint(out, n_ + 1, "list_transactions_request_v2.transactional_id_pattern")
 
         out += transactional_id_pattern
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_transactions_request_v2.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "list_transactions_request_v2.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_list_transactions_request_v2(obj, out, index, api_version):
@@ -1030,12 +1067,18 @@ def _fencode_list_transactions_request_v2(obj, out, index, api_version):
             f"ListTransactionsRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 2)))",
             path="list_transactions_request_v2",
         )
-    own_ = type(obj) is ListTransactionsRequestV2
-    state_filters = obj.state_filters if own_ else getattr(obj, "state_filters", None)
-    producer_id_filters = obj.producer_id_filters if own_ else getattr(obj, "producer_id_filters", None)
-    duration_filter = obj.duration_filter if own_ else getattr(obj, "duration_filter", -1)
-    transactional_id_pattern = obj.transactional_id_pattern if own_ else getattr(obj, "transactional_id_pattern", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ListTransactionsRequestV2:
+        state_filters = obj.state_filters
+        producer_id_filters = obj.producer_id_filters
+        duration_filter = obj.duration_filter
+        transactional_id_pattern = obj.transactional_id_pattern
+        tagged_fields = obj.tagged_fields
+    else:
+        state_filters = getattr(obj, "state_filters", None)
+        producer_id_filters = getattr(obj, "producer_id_filters", None)
+        duration_filter = getattr(obj, "duration_filter", -1)
+        transactional_id_pattern = getattr(obj, "transactional_id_pattern", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(state_filters)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
@@ -1068,9 +1111,12 @@ def _fencode_list_transactions_request_v2(obj, out, index, api_version):
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "list_transactions_request_v2.producer_id_filters")
-    for item_ in producer_id_filters:
-        value_list_transactions_request_v2_producer_id_filters_item_ = item_
-        out += _S0.pack(value_list_transactions_request_v2_producer_id_filters_item_)
+    if n_ <= _PACKED_MAX:
+        out += _PACKED["q"][n_].pack(*producer_id_filters)
+    else:
+        for item_ in producer_id_filters:
+            value_list_transactions_request_v2_producer_id_filters_item_ = item_
+            out += _S0.pack(value_list_transactions_request_v2_producer_id_filters_item_)
     out += _S0.pack(duration_filter)
     if transactional_id_pattern is None:
         out.append(0)
@@ -1083,9 +1129,10 @@ def _fencode_list_transactions_request_v2(obj, out, index, api_version):
         else:
             _write_uvarint(out, n_ + 1, "list_transactions_request_v2.transactional_id_pattern")
         out += transactional_id_pattern
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_transactions_request_v2.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "list_transactions_request_v2.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_list_transactions_request_by_version(buf, pos, end, opts, api_version):

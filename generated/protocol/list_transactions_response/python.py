@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -177,46 +178,54 @@ def _decode_transaction_state(buf, pos, end, opts):
         transaction_state = str(buf[pos : pos + n_transaction_state], "utf-8", "surrogateescape")
         pos += n_transaction_state
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "transaction_state.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="transaction_state.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "transaction_state.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "transaction_state.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "transaction_state.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="transaction_state.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "transaction_state.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "transaction_state.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="transaction_state.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TransactionState(transactional_id, producer_id, transaction_state, tagged_fields), pos
 
 
 def _encode_transaction_state(obj, out, index):
     """Append one transaction_state to out."""
-    own_ = type(obj) is TransactionState
-    transactional_id = obj.transactional_id if own_ else getattr(obj, "transactional_id", "")
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", 0)
-    transaction_state = obj.transaction_state if own_ else getattr(obj, "transaction_state", "")
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TransactionState:
+        transactional_id = obj.transactional_id
+        producer_id = obj.producer_id
+        transaction_state = obj.transaction_state
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        transactional_id = getattr(obj, "transactional_id", "")
+        producer_id = getattr(obj, "producer_id", 0)
+        transaction_state = getattr(obj, "transaction_state", "")
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if transactional_id is None:
         raise _InvalidValueError("may not be null", path="transaction_state.transactional_id")
     else:
@@ -242,9 +251,10 @@ def _encode_transaction_state(obj, out, index):
             _write_uvarint(out, n_ + 1, "transaction_state.transaction_state")
 
         out += transaction_state
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "transaction_state.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "transaction_state.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_list_transactions_response(buf, pos, end, opts, api_version):
@@ -365,36 +375,39 @@ def _decode_list_transactions_response(buf, pos, end, opts, api_version):
             ) from None
         append_transaction_states(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_transactions_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_transactions_response.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_transactions_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_transactions_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_transactions_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_transactions_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_transactions_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_transactions_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_transactions_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ListTransactionsResponse(
         throttle_time_ms, error_code, unknown_state_filters, transaction_states, tagged_fields
     ), pos
@@ -556,38 +569,43 @@ def _fdecode_list_transactions_response(buf, pos, end, opts, api_version):
                 transaction_state_transaction_state_ = _decode_str(r__transaction_state_)
             pos += n_transaction_state_transaction_state_
         tagged_fields_transaction_state_ = []
-        sec__transaction_state_ = pos
-        prev__transaction_state_, odd__transaction_state_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__transaction_state_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__transaction_state_, pos = _read_uvarint32(buf, pos, end, "transaction_state.tagged_fields")
-        if n_tags__transaction_state_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__transaction_state_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="transaction_state.tagged_fields",
-            )
-        for __transaction_state_ in range(n_tags__transaction_state_):
-            tag__transaction_state_, pos = _read_uvarint32(buf, pos, end, "transaction_state.tagged_fields")
-            size__transaction_state_, pos = _read_uvarint32(buf, pos, end, "transaction_state.tagged_fields")
-            if size__transaction_state_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__transaction_state_} declares {size__transaction_state_} bytes, {end - pos} left",
+            sec__transaction_state_ = pos
+            prev__transaction_state_, odd__transaction_state_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__transaction_state_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__transaction_state_, pos = _read_uvarint32(buf, pos, end, "transaction_state.tagged_fields")
+            if n_tags__transaction_state_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__transaction_state_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="transaction_state.tagged_fields",
                 )
-            stop__transaction_state_ = pos + size__transaction_state_
-            if tag__transaction_state_ <= prev__transaction_state_:
-                odd__transaction_state_ = True
-            prev__transaction_state_ = tag__transaction_state_
-            tagged_fields_transaction_state_.append((tag__transaction_state_, bytes(buf[pos:stop__transaction_state_])))
-            pos = stop__transaction_state_
-        if odd__transaction_state_:
-            tagged_fields_transaction_state_ = _keep_tags(
-                tagged_fields_transaction_state_, buf[sec__transaction_state_:pos], ()
-            )
+            for __transaction_state_ in range(n_tags__transaction_state_):
+                tag__transaction_state_, pos = _read_uvarint32(buf, pos, end, "transaction_state.tagged_fields")
+                size__transaction_state_, pos = _read_uvarint32(buf, pos, end, "transaction_state.tagged_fields")
+                if size__transaction_state_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__transaction_state_} declares {size__transaction_state_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="transaction_state.tagged_fields",
+                    )
+                stop__transaction_state_ = pos + size__transaction_state_
+                if tag__transaction_state_ <= prev__transaction_state_:
+                    odd__transaction_state_ = True
+                prev__transaction_state_ = tag__transaction_state_
+                tagged_fields_transaction_state_.append(
+                    (tag__transaction_state_, bytes(buf[pos:stop__transaction_state_]))
+                )
+                pos = stop__transaction_state_
+            if odd__transaction_state_:
+                tagged_fields_transaction_state_ = _keep_tags(
+                    tagged_fields_transaction_state_, buf[sec__transaction_state_:pos], ()
+                )
         value__transaction_state_ = _new_object(TransactionState)
         value__transaction_state_.transactional_id = transactional_id_transaction_state_
         value__transaction_state_.producer_id = producer_id_transaction_state_
@@ -596,36 +614,39 @@ def _fdecode_list_transactions_response(buf, pos, end, opts, api_version):
         item_ = value__transaction_state_
         append_transaction_states(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_transactions_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_transactions_response.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_transactions_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_transactions_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_transactions_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_transactions_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_transactions_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_transactions_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_transactions_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ListTransactionsResponse)
     value_.throttle_time_ms = throttle_time_ms
     value_.error_code = error_code
@@ -642,12 +663,18 @@ def _encode_list_transactions_response(obj, out, index, api_version):
             f"ListTransactionsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="list_transactions_response",
         )
-    own_ = type(obj) is ListTransactionsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    unknown_state_filters = obj.unknown_state_filters if own_ else getattr(obj, "unknown_state_filters", None)
-    transaction_states = obj.transaction_states if own_ else getattr(obj, "transaction_states", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ListTransactionsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        unknown_state_filters = obj.unknown_state_filters
+        transaction_states = obj.transaction_states
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        unknown_state_filters = getattr(obj, "unknown_state_filters", None)
+        transaction_states = getattr(obj, "transaction_states", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(throttle_time_ms, error_code)
     n_ = len(unknown_state_filters)
     if -1 <= n_ < 0x3FFF:
@@ -687,9 +714,10 @@ def _encode_list_transactions_response(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"list_transactions_response.transaction_states[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_transactions_response.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "list_transactions_response.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_list_transactions_response(obj, out, index, api_version):
@@ -699,12 +727,18 @@ def _fencode_list_transactions_response(obj, out, index, api_version):
             f"ListTransactionsResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="list_transactions_response",
         )
-    own_ = type(obj) is ListTransactionsResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    unknown_state_filters = obj.unknown_state_filters if own_ else getattr(obj, "unknown_state_filters", None)
-    transaction_states = obj.transaction_states if own_ else getattr(obj, "transaction_states", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ListTransactionsResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        unknown_state_filters = obj.unknown_state_filters
+        transaction_states = obj.transaction_states
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        unknown_state_filters = getattr(obj, "unknown_state_filters", None)
+        transaction_states = getattr(obj, "transaction_states", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(throttle_time_ms, error_code)
     n_ = len(unknown_state_filters)
     if -1 <= n_ < 16383:
@@ -739,19 +773,16 @@ def _fencode_list_transactions_response(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "list_transactions_response.transaction_states")
     for item_ in transaction_states:
-        own__transaction_state_ = type(item_) is TransactionState
-        transactional_id_transaction_state_ = (
-            item_.transactional_id if own__transaction_state_ else getattr(item_, "transactional_id", "")
-        )
-        producer_id_transaction_state_ = (
-            item_.producer_id if own__transaction_state_ else getattr(item_, "producer_id", 0)
-        )
-        transaction_state_transaction_state_ = (
-            item_.transaction_state if own__transaction_state_ else getattr(item_, "transaction_state", "")
-        )
-        tagged_fields_transaction_state_ = (
-            item_.tagged_fields if own__transaction_state_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is TransactionState:
+            transactional_id_transaction_state_ = item_.transactional_id
+            producer_id_transaction_state_ = item_.producer_id
+            transaction_state_transaction_state_ = item_.transaction_state
+            tagged_fields_transaction_state_ = item_.tagged_fields
+        else:
+            transactional_id_transaction_state_ = getattr(item_, "transactional_id", "")
+            producer_id_transaction_state_ = getattr(item_, "producer_id", 0)
+            transaction_state_transaction_state_ = getattr(item_, "transaction_state", "")
+            tagged_fields_transaction_state_ = getattr(item_, "tagged_fields", None)
         b__transaction_state_ = _STR_ENCODED.get(transactional_id_transaction_state_)
         transactional_id_transaction_state_ = (
             _encode_str(transactional_id_transaction_state_) if b__transaction_state_ is None else b__transaction_state_
@@ -775,18 +806,14 @@ def _fencode_list_transactions_response(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__transaction_state_ + 1, "transaction_state.transaction_state")
         out += transaction_state_transaction_state_
-        tags__transaction_state_ = []
-        valid__transaction_state_ = None
-        _write_tagged(
-            out,
-            tags__transaction_state_,
-            tagged_fields_transaction_state_,
-            "transaction_state.tagged_fields",
-            valid__transaction_state_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_transactions_response.tagged_fields", valid_)
+        if tagged_fields_transaction_state_ or tagged_fields_transaction_state_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_transaction_state_, "transaction_state.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "list_transactions_response.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_list_transactions_response_v2_unknown_state_filters_item(buf, pos, end, opts):
@@ -970,36 +997,39 @@ def _decode_list_transactions_response_v2(buf, pos, end, opts, api_version):
             ) from None
         append_transaction_states(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_transactions_response_v2.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_transactions_response_v2.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_transactions_response_v2.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_transactions_response_v2.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_transactions_response_v2.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_transactions_response_v2.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_transactions_response_v2.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_transactions_response_v2.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_transactions_response_v2.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ListTransactionsResponseV2(
         throttle_time_ms, error_code, unknown_state_filters, transaction_states, tagged_fields
     ), pos
@@ -1165,38 +1195,43 @@ def _fdecode_list_transactions_response_v2(buf, pos, end, opts, api_version):
                 transaction_state_transaction_state_ = _decode_str(r__transaction_state_)
             pos += n_transaction_state_transaction_state_
         tagged_fields_transaction_state_ = []
-        sec__transaction_state_ = pos
-        prev__transaction_state_, odd__transaction_state_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__transaction_state_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__transaction_state_, pos = _read_uvarint32(buf, pos, end, "transaction_state.tagged_fields")
-        if n_tags__transaction_state_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__transaction_state_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="transaction_state.tagged_fields",
-            )
-        for __transaction_state_ in range(n_tags__transaction_state_):
-            tag__transaction_state_, pos = _read_uvarint32(buf, pos, end, "transaction_state.tagged_fields")
-            size__transaction_state_, pos = _read_uvarint32(buf, pos, end, "transaction_state.tagged_fields")
-            if size__transaction_state_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__transaction_state_} declares {size__transaction_state_} bytes, {end - pos} left",
+            sec__transaction_state_ = pos
+            prev__transaction_state_, odd__transaction_state_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__transaction_state_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__transaction_state_, pos = _read_uvarint32(buf, pos, end, "transaction_state.tagged_fields")
+            if n_tags__transaction_state_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__transaction_state_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="transaction_state.tagged_fields",
                 )
-            stop__transaction_state_ = pos + size__transaction_state_
-            if tag__transaction_state_ <= prev__transaction_state_:
-                odd__transaction_state_ = True
-            prev__transaction_state_ = tag__transaction_state_
-            tagged_fields_transaction_state_.append((tag__transaction_state_, bytes(buf[pos:stop__transaction_state_])))
-            pos = stop__transaction_state_
-        if odd__transaction_state_:
-            tagged_fields_transaction_state_ = _keep_tags(
-                tagged_fields_transaction_state_, buf[sec__transaction_state_:pos], ()
-            )
+            for __transaction_state_ in range(n_tags__transaction_state_):
+                tag__transaction_state_, pos = _read_uvarint32(buf, pos, end, "transaction_state.tagged_fields")
+                size__transaction_state_, pos = _read_uvarint32(buf, pos, end, "transaction_state.tagged_fields")
+                if size__transaction_state_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__transaction_state_} declares {size__transaction_state_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="transaction_state.tagged_fields",
+                    )
+                stop__transaction_state_ = pos + size__transaction_state_
+                if tag__transaction_state_ <= prev__transaction_state_:
+                    odd__transaction_state_ = True
+                prev__transaction_state_ = tag__transaction_state_
+                tagged_fields_transaction_state_.append(
+                    (tag__transaction_state_, bytes(buf[pos:stop__transaction_state_]))
+                )
+                pos = stop__transaction_state_
+            if odd__transaction_state_:
+                tagged_fields_transaction_state_ = _keep_tags(
+                    tagged_fields_transaction_state_, buf[sec__transaction_state_:pos], ()
+                )
         value__transaction_state_ = _new_object(TransactionState)
         value__transaction_state_.transactional_id = transactional_id_transaction_state_
         value__transaction_state_.producer_id = producer_id_transaction_state_
@@ -1205,36 +1240,39 @@ def _fdecode_list_transactions_response_v2(buf, pos, end, opts, api_version):
         item_ = value__transaction_state_
         append_transaction_states(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_transactions_response_v2.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="list_transactions_response_v2.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "list_transactions_response_v2.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "list_transactions_response_v2.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "list_transactions_response_v2.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="list_transactions_response_v2.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "list_transactions_response_v2.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "list_transactions_response_v2.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="list_transactions_response_v2.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ListTransactionsResponseV2)
     value_.throttle_time_ms = throttle_time_ms
     value_.error_code = error_code
@@ -1251,12 +1289,18 @@ def _encode_list_transactions_response_v2(obj, out, index, api_version):
             f"ListTransactionsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 2)))",
             path="list_transactions_response_v2",
         )
-    own_ = type(obj) is ListTransactionsResponseV2
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    unknown_state_filters = obj.unknown_state_filters if own_ else getattr(obj, "unknown_state_filters", None)
-    transaction_states = obj.transaction_states if own_ else getattr(obj, "transaction_states", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ListTransactionsResponseV2:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        unknown_state_filters = obj.unknown_state_filters
+        transaction_states = obj.transaction_states
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        unknown_state_filters = getattr(obj, "unknown_state_filters", None)
+        transaction_states = getattr(obj, "transaction_states", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(throttle_time_ms, error_code)
     n_ = len(unknown_state_filters)
     if -1 <= n_ < 0x3FFF:
@@ -1296,9 +1340,10 @@ def _encode_list_transactions_response_v2(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"list_transactions_response_v2.transaction_states[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_transactions_response_v2.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "list_transactions_response_v2.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_list_transactions_response_v2(obj, out, index, api_version):
@@ -1308,12 +1353,18 @@ def _fencode_list_transactions_response_v2(obj, out, index, api_version):
             f"ListTransactionsResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 2)))",
             path="list_transactions_response_v2",
         )
-    own_ = type(obj) is ListTransactionsResponseV2
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    unknown_state_filters = obj.unknown_state_filters if own_ else getattr(obj, "unknown_state_filters", None)
-    transaction_states = obj.transaction_states if own_ else getattr(obj, "transaction_states", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ListTransactionsResponseV2:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        unknown_state_filters = obj.unknown_state_filters
+        transaction_states = obj.transaction_states
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        unknown_state_filters = getattr(obj, "unknown_state_filters", None)
+        transaction_states = getattr(obj, "transaction_states", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(throttle_time_ms, error_code)
     n_ = len(unknown_state_filters)
     if -1 <= n_ < 16383:
@@ -1348,19 +1399,16 @@ def _fencode_list_transactions_response_v2(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "list_transactions_response_v2.transaction_states")
     for item_ in transaction_states:
-        own__transaction_state_ = type(item_) is TransactionState
-        transactional_id_transaction_state_ = (
-            item_.transactional_id if own__transaction_state_ else getattr(item_, "transactional_id", "")
-        )
-        producer_id_transaction_state_ = (
-            item_.producer_id if own__transaction_state_ else getattr(item_, "producer_id", 0)
-        )
-        transaction_state_transaction_state_ = (
-            item_.transaction_state if own__transaction_state_ else getattr(item_, "transaction_state", "")
-        )
-        tagged_fields_transaction_state_ = (
-            item_.tagged_fields if own__transaction_state_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is TransactionState:
+            transactional_id_transaction_state_ = item_.transactional_id
+            producer_id_transaction_state_ = item_.producer_id
+            transaction_state_transaction_state_ = item_.transaction_state
+            tagged_fields_transaction_state_ = item_.tagged_fields
+        else:
+            transactional_id_transaction_state_ = getattr(item_, "transactional_id", "")
+            producer_id_transaction_state_ = getattr(item_, "producer_id", 0)
+            transaction_state_transaction_state_ = getattr(item_, "transaction_state", "")
+            tagged_fields_transaction_state_ = getattr(item_, "tagged_fields", None)
         b__transaction_state_ = _STR_ENCODED.get(transactional_id_transaction_state_)
         transactional_id_transaction_state_ = (
             _encode_str(transactional_id_transaction_state_) if b__transaction_state_ is None else b__transaction_state_
@@ -1384,18 +1432,14 @@ def _fencode_list_transactions_response_v2(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__transaction_state_ + 1, "transaction_state.transaction_state")
         out += transaction_state_transaction_state_
-        tags__transaction_state_ = []
-        valid__transaction_state_ = None
-        _write_tagged(
-            out,
-            tags__transaction_state_,
-            tagged_fields_transaction_state_,
-            "transaction_state.tagged_fields",
-            valid__transaction_state_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "list_transactions_response_v2.tagged_fields", valid_)
+        if tagged_fields_transaction_state_ or tagged_fields_transaction_state_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_transaction_state_, "transaction_state.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "list_transactions_response_v2.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_list_transactions_response_by_version(buf, pos, end, opts, api_version):

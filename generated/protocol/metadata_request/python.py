@@ -26,6 +26,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -244,19 +245,16 @@ def _encode_metadata_request(obj, out, index, api_version):
             f"MetadataRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 8))",
             path="metadata_request",
         )
-    own_ = type(obj) is MetadataRequest
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    allow_auto_topic_creation = (
-        obj.allow_auto_topic_creation if own_ else getattr(obj, "allow_auto_topic_creation", True)
-    )
-    include_cluster_authorized_operations = (
-        obj.include_cluster_authorized_operations
-        if own_
-        else getattr(obj, "include_cluster_authorized_operations", False)
-    )
-    include_topic_authorized_operations = (
-        obj.include_topic_authorized_operations if own_ else getattr(obj, "include_topic_authorized_operations", False)
-    )
+    if type(obj) is MetadataRequest:
+        topics = obj.topics
+        allow_auto_topic_creation = obj.allow_auto_topic_creation
+        include_cluster_authorized_operations = obj.include_cluster_authorized_operations
+        include_topic_authorized_operations = obj.include_topic_authorized_operations
+    else:  # another class: its fields by name, a missing one at its default
+        topics = getattr(obj, "topics", None)
+        allow_auto_topic_creation = getattr(obj, "allow_auto_topic_creation", True)
+        include_cluster_authorized_operations = getattr(obj, "include_cluster_authorized_operations", False)
+        include_topic_authorized_operations = getattr(obj, "include_topic_authorized_operations", False)
     if topics is None:
         out += _S1.pack(-1)
     else:
@@ -286,19 +284,16 @@ def _fencode_metadata_request(obj, out, index, api_version):
             f"MetadataRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 8))",
             path="metadata_request",
         )
-    own_ = type(obj) is MetadataRequest
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    allow_auto_topic_creation = (
-        obj.allow_auto_topic_creation if own_ else getattr(obj, "allow_auto_topic_creation", True)
-    )
-    include_cluster_authorized_operations = (
-        obj.include_cluster_authorized_operations
-        if own_
-        else getattr(obj, "include_cluster_authorized_operations", False)
-    )
-    include_topic_authorized_operations = (
-        obj.include_topic_authorized_operations if own_ else getattr(obj, "include_topic_authorized_operations", False)
-    )
+    if type(obj) is MetadataRequest:
+        topics = obj.topics
+        allow_auto_topic_creation = obj.allow_auto_topic_creation
+        include_cluster_authorized_operations = obj.include_cluster_authorized_operations
+        include_topic_authorized_operations = obj.include_topic_authorized_operations
+    else:
+        topics = getattr(obj, "topics", None)
+        allow_auto_topic_creation = getattr(obj, "allow_auto_topic_creation", True)
+        include_cluster_authorized_operations = getattr(obj, "include_cluster_authorized_operations", False)
+        include_topic_authorized_operations = getattr(obj, "include_topic_authorized_operations", False)
     if topics is None:
         out += _S1.pack(-1)
     else:
@@ -360,45 +355,52 @@ def _decode_metadata_request_topic_flexible(buf, pos, end, opts, api_version):
         name = str(buf[pos : pos + n_name], "utf-8", "surrogateescape")
         pos += n_name
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_topic_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="metadata_request_topic_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "metadata_request_topic_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "metadata_request_topic_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_topic_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="metadata_request_topic_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "metadata_request_topic_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "metadata_request_topic_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="metadata_request_topic_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return MetadataRequestTopicFlexible(topic_id, name, tagged_fields), pos
 
 
 def _encode_metadata_request_topic_flexible(obj, out, index, api_version):
     """Append one metadata_request_topic_flexible to out."""
-    own_ = type(obj) is MetadataRequestTopicFlexible
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    name = obj.name if own_ else getattr(obj, "name", "")
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is MetadataRequestTopicFlexible:
+        topic_id = obj.topic_id
+        name = obj.name
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_id = getattr(obj, "topic_id", None)
+        name = getattr(obj, "name", "")
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if api_version >= 10:
         out += _S3.pack(_uuid16(topic_id))
     if name is None:
@@ -413,9 +415,10 @@ def _encode_metadata_request_topic_flexible(obj, out, index, api_version):
             _write_uvarint(out, n_ + 1, "metadata_request_topic_flexible.name")
 
         out += name
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "metadata_request_topic_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "metadata_request_topic_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_metadata_request_flexible(buf, pos, end, opts, api_version):
@@ -488,36 +491,39 @@ def _decode_metadata_request_flexible(buf, pos, end, opts, api_version):
     (include_topic_authorized_operations,) = _S2.unpack_from(buf, pos)
     pos += 1
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="metadata_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "metadata_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "metadata_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="metadata_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "metadata_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "metadata_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="metadata_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return MetadataRequestFlexible(
         topics,
         allow_auto_topic_creation,
@@ -593,46 +599,49 @@ def _fdecode_metadata_request_flexible(buf, pos, end, opts, api_version):
                 name_metadata_request_topic_flexible_ = _decode_str(r__metadata_request_topic_flexible_)
             pos += n_name_metadata_request_topic_flexible_
         tagged_fields_metadata_request_topic_flexible_ = []
-        sec__metadata_request_topic_flexible_ = pos
-        prev__metadata_request_topic_flexible_, odd__metadata_request_topic_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__metadata_request_topic_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__metadata_request_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "metadata_request_topic_flexible.tagged_fields"
-            )
-        if n_tags__metadata_request_topic_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__metadata_request_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="metadata_request_topic_flexible.tagged_fields",
-            )
-        for __metadata_request_topic_flexible_ in range(n_tags__metadata_request_topic_flexible_):
-            tag__metadata_request_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "metadata_request_topic_flexible.tagged_fields"
-            )
-            size__metadata_request_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "metadata_request_topic_flexible.tagged_fields"
-            )
-            if size__metadata_request_topic_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__metadata_request_topic_flexible_} declares {size__metadata_request_topic_flexible_} bytes, {end - pos} left",
+            sec__metadata_request_topic_flexible_ = pos
+            prev__metadata_request_topic_flexible_, odd__metadata_request_topic_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__metadata_request_topic_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__metadata_request_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "metadata_request_topic_flexible.tagged_fields"
+                )
+            if n_tags__metadata_request_topic_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__metadata_request_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="metadata_request_topic_flexible.tagged_fields",
                 )
-            stop__metadata_request_topic_flexible_ = pos + size__metadata_request_topic_flexible_
-            if tag__metadata_request_topic_flexible_ <= prev__metadata_request_topic_flexible_:
-                odd__metadata_request_topic_flexible_ = True
-            prev__metadata_request_topic_flexible_ = tag__metadata_request_topic_flexible_
-            tagged_fields_metadata_request_topic_flexible_.append(
-                (tag__metadata_request_topic_flexible_, bytes(buf[pos:stop__metadata_request_topic_flexible_]))
-            )
-            pos = stop__metadata_request_topic_flexible_
-        if odd__metadata_request_topic_flexible_:
-            tagged_fields_metadata_request_topic_flexible_ = _keep_tags(
-                tagged_fields_metadata_request_topic_flexible_, buf[sec__metadata_request_topic_flexible_:pos], ()
-            )
+            for __metadata_request_topic_flexible_ in range(n_tags__metadata_request_topic_flexible_):
+                tag__metadata_request_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "metadata_request_topic_flexible.tagged_fields"
+                )
+                size__metadata_request_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "metadata_request_topic_flexible.tagged_fields"
+                )
+                if size__metadata_request_topic_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__metadata_request_topic_flexible_} declares {size__metadata_request_topic_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="metadata_request_topic_flexible.tagged_fields",
+                    )
+                stop__metadata_request_topic_flexible_ = pos + size__metadata_request_topic_flexible_
+                if tag__metadata_request_topic_flexible_ <= prev__metadata_request_topic_flexible_:
+                    odd__metadata_request_topic_flexible_ = True
+                prev__metadata_request_topic_flexible_ = tag__metadata_request_topic_flexible_
+                tagged_fields_metadata_request_topic_flexible_.append(
+                    (tag__metadata_request_topic_flexible_, bytes(buf[pos:stop__metadata_request_topic_flexible_]))
+                )
+                pos = stop__metadata_request_topic_flexible_
+            if odd__metadata_request_topic_flexible_:
+                tagged_fields_metadata_request_topic_flexible_ = _keep_tags(
+                    tagged_fields_metadata_request_topic_flexible_, buf[sec__metadata_request_topic_flexible_:pos], ()
+                )
         value__metadata_request_topic_flexible_ = _new_object(MetadataRequestTopicFlexible)
         value__metadata_request_topic_flexible_.topic_id = topic_id_metadata_request_topic_flexible_
         value__metadata_request_topic_flexible_.name = name_metadata_request_topic_flexible_
@@ -651,36 +660,39 @@ def _fdecode_metadata_request_flexible(buf, pos, end, opts, api_version):
     (include_topic_authorized_operations,) = _S2.unpack_from(buf, pos)
     pos += 1
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="metadata_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "metadata_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "metadata_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="metadata_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "metadata_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "metadata_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="metadata_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(MetadataRequestFlexible)
     value_.topics = topics
     value_.allow_auto_topic_creation = allow_auto_topic_creation
@@ -697,20 +709,18 @@ def _encode_metadata_request_flexible(obj, out, index, api_version):
             f"MetadataRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 9) and (<params>.api_version <= 12)))",
             path="metadata_request_flexible",
         )
-    own_ = type(obj) is MetadataRequestFlexible
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    allow_auto_topic_creation = (
-        obj.allow_auto_topic_creation if own_ else getattr(obj, "allow_auto_topic_creation", True)
-    )
-    include_cluster_authorized_operations = (
-        obj.include_cluster_authorized_operations
-        if own_
-        else getattr(obj, "include_cluster_authorized_operations", False)
-    )
-    include_topic_authorized_operations = (
-        obj.include_topic_authorized_operations if own_ else getattr(obj, "include_topic_authorized_operations", False)
-    )
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is MetadataRequestFlexible:
+        topics = obj.topics
+        allow_auto_topic_creation = obj.allow_auto_topic_creation
+        include_cluster_authorized_operations = obj.include_cluster_authorized_operations
+        include_topic_authorized_operations = obj.include_topic_authorized_operations
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topics = getattr(obj, "topics", None)
+        allow_auto_topic_creation = getattr(obj, "allow_auto_topic_creation", True)
+        include_cluster_authorized_operations = getattr(obj, "include_cluster_authorized_operations", False)
+        include_topic_authorized_operations = getattr(obj, "include_topic_authorized_operations", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if topics is None:
         out.append(0)
     else:
@@ -734,9 +744,10 @@ def _encode_metadata_request_flexible(obj, out, index, api_version):
     if api_version <= 10:
         out += _S2.pack(include_cluster_authorized_operations)
     out += _S2.pack(include_topic_authorized_operations)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "metadata_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "metadata_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_metadata_request_flexible(obj, out, index, api_version):
@@ -746,20 +757,18 @@ def _fencode_metadata_request_flexible(obj, out, index, api_version):
             f"MetadataRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 9) and (<params>.api_version <= 12)))",
             path="metadata_request_flexible",
         )
-    own_ = type(obj) is MetadataRequestFlexible
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    allow_auto_topic_creation = (
-        obj.allow_auto_topic_creation if own_ else getattr(obj, "allow_auto_topic_creation", True)
-    )
-    include_cluster_authorized_operations = (
-        obj.include_cluster_authorized_operations
-        if own_
-        else getattr(obj, "include_cluster_authorized_operations", False)
-    )
-    include_topic_authorized_operations = (
-        obj.include_topic_authorized_operations if own_ else getattr(obj, "include_topic_authorized_operations", False)
-    )
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is MetadataRequestFlexible:
+        topics = obj.topics
+        allow_auto_topic_creation = obj.allow_auto_topic_creation
+        include_cluster_authorized_operations = obj.include_cluster_authorized_operations
+        include_topic_authorized_operations = obj.include_topic_authorized_operations
+        tagged_fields = obj.tagged_fields
+    else:
+        topics = getattr(obj, "topics", None)
+        allow_auto_topic_creation = getattr(obj, "allow_auto_topic_creation", True)
+        include_cluster_authorized_operations = getattr(obj, "include_cluster_authorized_operations", False)
+        include_topic_authorized_operations = getattr(obj, "include_topic_authorized_operations", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if topics is None:
         out.append(0)
     else:
@@ -769,16 +778,14 @@ def _fencode_metadata_request_flexible(obj, out, index, api_version):
         else:
             _write_uvarint(out, n_ + 1, "metadata_request_flexible.topics")
         for item_ in topics:
-            own__metadata_request_topic_flexible_ = type(item_) is MetadataRequestTopicFlexible
-            topic_id_metadata_request_topic_flexible_ = (
-                item_.topic_id if own__metadata_request_topic_flexible_ else getattr(item_, "topic_id", None)
-            )
-            name_metadata_request_topic_flexible_ = (
-                item_.name if own__metadata_request_topic_flexible_ else getattr(item_, "name", "")
-            )
-            tagged_fields_metadata_request_topic_flexible_ = (
-                item_.tagged_fields if own__metadata_request_topic_flexible_ else getattr(item_, "tagged_fields", None)
-            )
+            if type(item_) is MetadataRequestTopicFlexible:
+                topic_id_metadata_request_topic_flexible_ = item_.topic_id
+                name_metadata_request_topic_flexible_ = item_.name
+                tagged_fields_metadata_request_topic_flexible_ = item_.tagged_fields
+            else:
+                topic_id_metadata_request_topic_flexible_ = getattr(item_, "topic_id", None)
+                name_metadata_request_topic_flexible_ = getattr(item_, "name", "")
+                tagged_fields_metadata_request_topic_flexible_ = getattr(item_, "tagged_fields", None)
             if api_version >= 10:
                 out += _S3.pack(_uuid16(topic_id_metadata_request_topic_flexible_))
             if name_metadata_request_topic_flexible_ is None:
@@ -796,22 +803,27 @@ def _fencode_metadata_request_flexible(obj, out, index, api_version):
                 else:
                     _write_uvarint(out, n__metadata_request_topic_flexible_ + 1, "metadata_request_topic_flexible.name")
                 out += name_metadata_request_topic_flexible_
-            tags__metadata_request_topic_flexible_ = []
-            valid__metadata_request_topic_flexible_ = None
-            _write_tagged(
-                out,
-                tags__metadata_request_topic_flexible_,
-                tagged_fields_metadata_request_topic_flexible_,
-                "metadata_request_topic_flexible.tagged_fields",
-                valid__metadata_request_topic_flexible_,
-            )
+            if (
+                tagged_fields_metadata_request_topic_flexible_
+                or tagged_fields_metadata_request_topic_flexible_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_metadata_request_topic_flexible_,
+                    "metadata_request_topic_flexible.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
     out += _S2.pack(allow_auto_topic_creation)
     if api_version <= 10:
         out += _S2.pack(include_cluster_authorized_operations)
     out += _S2.pack(include_topic_authorized_operations)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "metadata_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "metadata_request_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_metadata_request_topic_v13(buf, pos, end, opts):
@@ -848,45 +860,52 @@ def _decode_metadata_request_topic_v13(buf, pos, end, opts):
         name = str(buf[pos : pos + n_name], "utf-8", "surrogateescape")
         pos += n_name
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_topic_v13.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="metadata_request_topic_v13.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "metadata_request_topic_v13.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "metadata_request_topic_v13.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_topic_v13.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="metadata_request_topic_v13.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "metadata_request_topic_v13.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "metadata_request_topic_v13.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="metadata_request_topic_v13.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return MetadataRequestTopicV13(topic_id, name, tagged_fields), pos
 
 
 def _encode_metadata_request_topic_v13(obj, out, index):
     """Append one metadata_request_topic_v13 to out."""
-    own_ = type(obj) is MetadataRequestTopicV13
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    name = obj.name if own_ else getattr(obj, "name", "")
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is MetadataRequestTopicV13:
+        topic_id = obj.topic_id
+        name = obj.name
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_id = getattr(obj, "topic_id", None)
+        name = getattr(obj, "name", "")
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S3.pack(_uuid16(topic_id))
     if name is None:
         out.append(0)
@@ -900,9 +919,10 @@ def _encode_metadata_request_topic_v13(obj, out, index):
             _write_uvarint(out, n_ + 1, "metadata_request_topic_v13.name")
 
         out += name
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "metadata_request_topic_v13.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "metadata_request_topic_v13.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_metadata_request_v13(buf, pos, end, opts, api_version):
@@ -965,36 +985,39 @@ def _decode_metadata_request_v13(buf, pos, end, opts, api_version):
     ) = _S4.unpack_from(buf, pos)
     pos += 2
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_v13.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="metadata_request_v13.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "metadata_request_v13.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "metadata_request_v13.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_v13.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="metadata_request_v13.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "metadata_request_v13.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "metadata_request_v13.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="metadata_request_v13.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return MetadataRequestV13(
         topics, allow_auto_topic_creation, include_topic_authorized_operations, tagged_fields
     ), pos
@@ -1061,46 +1084,49 @@ def _fdecode_metadata_request_v13(buf, pos, end, opts, api_version):
                 name_metadata_request_topic_v13_ = _decode_str(r__metadata_request_topic_v13_)
             pos += n_name_metadata_request_topic_v13_
         tagged_fields_metadata_request_topic_v13_ = []
-        sec__metadata_request_topic_v13_ = pos
-        prev__metadata_request_topic_v13_, odd__metadata_request_topic_v13_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__metadata_request_topic_v13_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__metadata_request_topic_v13_, pos = _read_uvarint32(
-                buf, pos, end, "metadata_request_topic_v13.tagged_fields"
-            )
-        if n_tags__metadata_request_topic_v13_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__metadata_request_topic_v13_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="metadata_request_topic_v13.tagged_fields",
-            )
-        for __metadata_request_topic_v13_ in range(n_tags__metadata_request_topic_v13_):
-            tag__metadata_request_topic_v13_, pos = _read_uvarint32(
-                buf, pos, end, "metadata_request_topic_v13.tagged_fields"
-            )
-            size__metadata_request_topic_v13_, pos = _read_uvarint32(
-                buf, pos, end, "metadata_request_topic_v13.tagged_fields"
-            )
-            if size__metadata_request_topic_v13_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__metadata_request_topic_v13_} declares {size__metadata_request_topic_v13_} bytes, {end - pos} left",
+            sec__metadata_request_topic_v13_ = pos
+            prev__metadata_request_topic_v13_, odd__metadata_request_topic_v13_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__metadata_request_topic_v13_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__metadata_request_topic_v13_, pos = _read_uvarint32(
+                    buf, pos, end, "metadata_request_topic_v13.tagged_fields"
+                )
+            if n_tags__metadata_request_topic_v13_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__metadata_request_topic_v13_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="metadata_request_topic_v13.tagged_fields",
                 )
-            stop__metadata_request_topic_v13_ = pos + size__metadata_request_topic_v13_
-            if tag__metadata_request_topic_v13_ <= prev__metadata_request_topic_v13_:
-                odd__metadata_request_topic_v13_ = True
-            prev__metadata_request_topic_v13_ = tag__metadata_request_topic_v13_
-            tagged_fields_metadata_request_topic_v13_.append(
-                (tag__metadata_request_topic_v13_, bytes(buf[pos:stop__metadata_request_topic_v13_]))
-            )
-            pos = stop__metadata_request_topic_v13_
-        if odd__metadata_request_topic_v13_:
-            tagged_fields_metadata_request_topic_v13_ = _keep_tags(
-                tagged_fields_metadata_request_topic_v13_, buf[sec__metadata_request_topic_v13_:pos], ()
-            )
+            for __metadata_request_topic_v13_ in range(n_tags__metadata_request_topic_v13_):
+                tag__metadata_request_topic_v13_, pos = _read_uvarint32(
+                    buf, pos, end, "metadata_request_topic_v13.tagged_fields"
+                )
+                size__metadata_request_topic_v13_, pos = _read_uvarint32(
+                    buf, pos, end, "metadata_request_topic_v13.tagged_fields"
+                )
+                if size__metadata_request_topic_v13_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__metadata_request_topic_v13_} declares {size__metadata_request_topic_v13_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="metadata_request_topic_v13.tagged_fields",
+                    )
+                stop__metadata_request_topic_v13_ = pos + size__metadata_request_topic_v13_
+                if tag__metadata_request_topic_v13_ <= prev__metadata_request_topic_v13_:
+                    odd__metadata_request_topic_v13_ = True
+                prev__metadata_request_topic_v13_ = tag__metadata_request_topic_v13_
+                tagged_fields_metadata_request_topic_v13_.append(
+                    (tag__metadata_request_topic_v13_, bytes(buf[pos:stop__metadata_request_topic_v13_]))
+                )
+                pos = stop__metadata_request_topic_v13_
+            if odd__metadata_request_topic_v13_:
+                tagged_fields_metadata_request_topic_v13_ = _keep_tags(
+                    tagged_fields_metadata_request_topic_v13_, buf[sec__metadata_request_topic_v13_:pos], ()
+                )
         value__metadata_request_topic_v13_ = _new_object(MetadataRequestTopicV13)
         value__metadata_request_topic_v13_.topic_id = topic_id_metadata_request_topic_v13_
         value__metadata_request_topic_v13_.name = name_metadata_request_topic_v13_
@@ -1112,36 +1138,39 @@ def _fdecode_metadata_request_v13(buf, pos, end, opts, api_version):
     allow_auto_topic_creation, include_topic_authorized_operations = _S4.unpack_from(buf, pos)
     pos += 2
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_v13.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="metadata_request_v13.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "metadata_request_v13.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "metadata_request_v13.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_v13.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="metadata_request_v13.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "metadata_request_v13.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "metadata_request_v13.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="metadata_request_v13.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(MetadataRequestV13)
     value_.topics = topics
     value_.allow_auto_topic_creation = allow_auto_topic_creation
@@ -1157,15 +1186,16 @@ def _encode_metadata_request_v13(obj, out, index, api_version):
             f"MetadataRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 13) and (<params>.api_version <= 13)))",
             path="metadata_request_v13",
         )
-    own_ = type(obj) is MetadataRequestV13
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    allow_auto_topic_creation = (
-        obj.allow_auto_topic_creation if own_ else getattr(obj, "allow_auto_topic_creation", True)
-    )
-    include_topic_authorized_operations = (
-        obj.include_topic_authorized_operations if own_ else getattr(obj, "include_topic_authorized_operations", False)
-    )
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is MetadataRequestV13:
+        topics = obj.topics
+        allow_auto_topic_creation = obj.allow_auto_topic_creation
+        include_topic_authorized_operations = obj.include_topic_authorized_operations
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topics = getattr(obj, "topics", None)
+        allow_auto_topic_creation = getattr(obj, "allow_auto_topic_creation", True)
+        include_topic_authorized_operations = getattr(obj, "include_topic_authorized_operations", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if topics is None:
         out.append(0)
     else:
@@ -1186,9 +1216,10 @@ def _encode_metadata_request_v13(obj, out, index, api_version):
                 f"cannot encode: {type(exc).__name__}: {exc}", path=f"metadata_request_v13.topics[{index_}]"
             ) from None
     out += _S4.pack(allow_auto_topic_creation, include_topic_authorized_operations)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "metadata_request_v13.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "metadata_request_v13.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_metadata_request_v13(obj, out, index, api_version):
@@ -1198,15 +1229,16 @@ def _fencode_metadata_request_v13(obj, out, index, api_version):
             f"MetadataRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 13) and (<params>.api_version <= 13)))",
             path="metadata_request_v13",
         )
-    own_ = type(obj) is MetadataRequestV13
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    allow_auto_topic_creation = (
-        obj.allow_auto_topic_creation if own_ else getattr(obj, "allow_auto_topic_creation", True)
-    )
-    include_topic_authorized_operations = (
-        obj.include_topic_authorized_operations if own_ else getattr(obj, "include_topic_authorized_operations", False)
-    )
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is MetadataRequestV13:
+        topics = obj.topics
+        allow_auto_topic_creation = obj.allow_auto_topic_creation
+        include_topic_authorized_operations = obj.include_topic_authorized_operations
+        tagged_fields = obj.tagged_fields
+    else:
+        topics = getattr(obj, "topics", None)
+        allow_auto_topic_creation = getattr(obj, "allow_auto_topic_creation", True)
+        include_topic_authorized_operations = getattr(obj, "include_topic_authorized_operations", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if topics is None:
         out.append(0)
     else:
@@ -1216,16 +1248,14 @@ def _fencode_metadata_request_v13(obj, out, index, api_version):
         else:
             _write_uvarint(out, n_ + 1, "metadata_request_v13.topics")
         for item_ in topics:
-            own__metadata_request_topic_v13_ = type(item_) is MetadataRequestTopicV13
-            topic_id_metadata_request_topic_v13_ = (
-                item_.topic_id if own__metadata_request_topic_v13_ else getattr(item_, "topic_id", None)
-            )
-            name_metadata_request_topic_v13_ = (
-                item_.name if own__metadata_request_topic_v13_ else getattr(item_, "name", "")
-            )
-            tagged_fields_metadata_request_topic_v13_ = (
-                item_.tagged_fields if own__metadata_request_topic_v13_ else getattr(item_, "tagged_fields", None)
-            )
+            if type(item_) is MetadataRequestTopicV13:
+                topic_id_metadata_request_topic_v13_ = item_.topic_id
+                name_metadata_request_topic_v13_ = item_.name
+                tagged_fields_metadata_request_topic_v13_ = item_.tagged_fields
+            else:
+                topic_id_metadata_request_topic_v13_ = getattr(item_, "topic_id", None)
+                name_metadata_request_topic_v13_ = getattr(item_, "name", "")
+                tagged_fields_metadata_request_topic_v13_ = getattr(item_, "tagged_fields", None)
             out += _S3.pack(_uuid16(topic_id_metadata_request_topic_v13_))
             if name_metadata_request_topic_v13_ is None:
                 out.append(0)
@@ -1242,19 +1272,20 @@ def _fencode_metadata_request_v13(obj, out, index, api_version):
                 else:
                     _write_uvarint(out, n__metadata_request_topic_v13_ + 1, "metadata_request_topic_v13.name")
                 out += name_metadata_request_topic_v13_
-            tags__metadata_request_topic_v13_ = []
-            valid__metadata_request_topic_v13_ = None
-            _write_tagged(
-                out,
-                tags__metadata_request_topic_v13_,
-                tagged_fields_metadata_request_topic_v13_,
-                "metadata_request_topic_v13.tagged_fields",
-                valid__metadata_request_topic_v13_,
-            )
+            if (
+                tagged_fields_metadata_request_topic_v13_
+                or tagged_fields_metadata_request_topic_v13_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out, [], tagged_fields_metadata_request_topic_v13_, "metadata_request_topic_v13.tagged_fields", None
+                )
+            else:
+                out.append(0)
     out += _S4.pack(allow_auto_topic_creation, include_topic_authorized_operations)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "metadata_request_v13.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "metadata_request_v13.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_metadata_request_by_version(buf, pos, end, opts, api_version):

@@ -19,6 +19,8 @@ from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
 from kfmt.runtime.scalars import uuid16 as _uuid16
+from kfmt.runtime.scalars import PACKED as _PACKED
+from kfmt.runtime.scalars import PACKED_MAX as _PACKED_MAX
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -26,6 +28,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -132,11 +135,16 @@ def _decode_metadata_response_broker(buf, pos, end, opts, api_version):
 
 def _encode_metadata_response_broker(obj, out, index, api_version):
     """Append one metadata_response_broker to out."""
-    own_ = type(obj) is MetadataResponseBroker
-    node_id = obj.node_id if own_ else getattr(obj, "node_id", 0)
-    host = obj.host if own_ else getattr(obj, "host", "")
-    port = obj.port if own_ else getattr(obj, "port", 0)
-    rack = obj.rack if own_ else getattr(obj, "rack", None)
+    if type(obj) is MetadataResponseBroker:
+        node_id = obj.node_id
+        host = obj.host
+        port = obj.port
+        rack = obj.rack
+    else:  # another class: its fields by name, a missing one at its default
+        node_id = getattr(obj, "node_id", 0)
+        host = getattr(obj, "host", "")
+        port = getattr(obj, "port", 0)
+        rack = getattr(obj, "rack", None)
     out += _S0.pack(node_id)
     if host is None:
         raise _InvalidValueError("may not be null", path="metadata_response_broker.host")
@@ -334,14 +342,22 @@ def _decode_metadata_response_partition(buf, pos, end, opts, api_version):
 
 def _encode_metadata_response_partition(obj, out, index, api_version):
     """Append one metadata_response_partition to out."""
-    own_ = type(obj) is MetadataResponsePartition
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    leader_id = obj.leader_id if own_ else getattr(obj, "leader_id", 0)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", -1)
-    replica_nodes = obj.replica_nodes if own_ else getattr(obj, "replica_nodes", None)
-    isr_nodes = obj.isr_nodes if own_ else getattr(obj, "isr_nodes", None)
-    offline_replicas = obj.offline_replicas if own_ else getattr(obj, "offline_replicas", None)
+    if type(obj) is MetadataResponsePartition:
+        error_code = obj.error_code
+        partition_index = obj.partition_index
+        leader_id = obj.leader_id
+        leader_epoch = obj.leader_epoch
+        replica_nodes = obj.replica_nodes
+        isr_nodes = obj.isr_nodes
+        offline_replicas = obj.offline_replicas
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        partition_index = getattr(obj, "partition_index", 0)
+        leader_id = getattr(obj, "leader_id", 0)
+        leader_epoch = getattr(obj, "leader_epoch", -1)
+        replica_nodes = getattr(obj, "replica_nodes", None)
+        isr_nodes = getattr(obj, "isr_nodes", None)
+        offline_replicas = getattr(obj, "offline_replicas", None)
     out += _S3.pack(error_code, partition_index, leader_id)
     if api_version >= 7:
         out += _S0.pack(leader_epoch)
@@ -464,14 +480,18 @@ def _decode_metadata_response_topic(buf, pos, end, opts, api_version):
 
 def _encode_metadata_response_topic(obj, out, index, api_version):
     """Append one metadata_response_topic to out."""
-    own_ = type(obj) is MetadataResponseTopic
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    name = obj.name if own_ else getattr(obj, "name", "")
-    is_internal = obj.is_internal if own_ else getattr(obj, "is_internal", False)
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    topic_authorized_operations = (
-        obj.topic_authorized_operations if own_ else getattr(obj, "topic_authorized_operations", -2147483648)
-    )
+    if type(obj) is MetadataResponseTopic:
+        error_code = obj.error_code
+        name = obj.name
+        is_internal = obj.is_internal
+        partitions = obj.partitions
+        topic_authorized_operations = obj.topic_authorized_operations
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        name = getattr(obj, "name", "")
+        is_internal = getattr(obj, "is_internal", False)
+        partitions = getattr(obj, "partitions", None)
+        topic_authorized_operations = getattr(obj, "topic_authorized_operations", -2147483648)
     out += _S1.pack(error_code)
     if name is None:
         raise _InvalidValueError("may not be null", path="metadata_response_topic.name")
@@ -951,15 +971,20 @@ def _encode_metadata_response(obj, out, index, api_version):
             f"MetadataResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 8))",
             path="metadata_response",
         )
-    own_ = type(obj) is MetadataResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    brokers = obj.brokers if own_ else getattr(obj, "brokers", None)
-    cluster_id = obj.cluster_id if own_ else getattr(obj, "cluster_id", None)
-    controller_id = obj.controller_id if own_ else getattr(obj, "controller_id", -1)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    cluster_authorized_operations = (
-        obj.cluster_authorized_operations if own_ else getattr(obj, "cluster_authorized_operations", -2147483648)
-    )
+    if type(obj) is MetadataResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        brokers = obj.brokers
+        cluster_id = obj.cluster_id
+        controller_id = obj.controller_id
+        topics = obj.topics
+        cluster_authorized_operations = obj.cluster_authorized_operations
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        brokers = getattr(obj, "brokers", None)
+        cluster_id = getattr(obj, "cluster_id", None)
+        controller_id = getattr(obj, "controller_id", -1)
+        topics = getattr(obj, "topics", None)
+        cluster_authorized_operations = getattr(obj, "cluster_authorized_operations", -2147483648)
     if api_version >= 3:
         out += _S0.pack(throttle_time_ms)
     out += _S0.pack(len(brokers))
@@ -1005,26 +1030,34 @@ def _fencode_metadata_response(obj, out, index, api_version):
             f"MetadataResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 8))",
             path="metadata_response",
         )
-    own_ = type(obj) is MetadataResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    brokers = obj.brokers if own_ else getattr(obj, "brokers", None)
-    cluster_id = obj.cluster_id if own_ else getattr(obj, "cluster_id", None)
-    controller_id = obj.controller_id if own_ else getattr(obj, "controller_id", -1)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    cluster_authorized_operations = (
-        obj.cluster_authorized_operations if own_ else getattr(obj, "cluster_authorized_operations", -2147483648)
-    )
+    if type(obj) is MetadataResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        brokers = obj.brokers
+        cluster_id = obj.cluster_id
+        controller_id = obj.controller_id
+        topics = obj.topics
+        cluster_authorized_operations = obj.cluster_authorized_operations
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        brokers = getattr(obj, "brokers", None)
+        cluster_id = getattr(obj, "cluster_id", None)
+        controller_id = getattr(obj, "controller_id", -1)
+        topics = getattr(obj, "topics", None)
+        cluster_authorized_operations = getattr(obj, "cluster_authorized_operations", -2147483648)
     if api_version >= 3:
         out += _S0.pack(throttle_time_ms)
     out += _S0.pack(len(brokers))
     for item_ in brokers:
-        own__metadata_response_broker_ = type(item_) is MetadataResponseBroker
-        node_id_metadata_response_broker_ = (
-            item_.node_id if own__metadata_response_broker_ else getattr(item_, "node_id", 0)
-        )
-        host_metadata_response_broker_ = item_.host if own__metadata_response_broker_ else getattr(item_, "host", "")
-        port_metadata_response_broker_ = item_.port if own__metadata_response_broker_ else getattr(item_, "port", 0)
-        rack_metadata_response_broker_ = item_.rack if own__metadata_response_broker_ else getattr(item_, "rack", None)
+        if type(item_) is MetadataResponseBroker:
+            node_id_metadata_response_broker_ = item_.node_id
+            host_metadata_response_broker_ = item_.host
+            port_metadata_response_broker_ = item_.port
+            rack_metadata_response_broker_ = item_.rack
+        else:
+            node_id_metadata_response_broker_ = getattr(item_, "node_id", 0)
+            host_metadata_response_broker_ = getattr(item_, "host", "")
+            port_metadata_response_broker_ = getattr(item_, "port", 0)
+            rack_metadata_response_broker_ = getattr(item_, "rack", None)
         out += _S0.pack(node_id_metadata_response_broker_)
         b__metadata_response_broker_ = _STR_ENCODED.get(host_metadata_response_broker_)
         host_metadata_response_broker_ = (
@@ -1059,22 +1092,20 @@ def _fencode_metadata_response(obj, out, index, api_version):
         out += _S0.pack(controller_id)
     out += _S0.pack(len(topics))
     for item_ in topics:
-        own__metadata_response_topic_ = type(item_) is MetadataResponseTopic
-        error_code_metadata_response_topic_ = (
-            item_.error_code if own__metadata_response_topic_ else getattr(item_, "error_code", 0)
-        )
-        name_metadata_response_topic_ = item_.name if own__metadata_response_topic_ else getattr(item_, "name", "")
-        is_internal_metadata_response_topic_ = (
-            item_.is_internal if own__metadata_response_topic_ else getattr(item_, "is_internal", False)
-        )
-        partitions_metadata_response_topic_ = (
-            item_.partitions if own__metadata_response_topic_ else getattr(item_, "partitions", None)
-        )
-        topic_authorized_operations_metadata_response_topic_ = (
-            item_.topic_authorized_operations
-            if own__metadata_response_topic_
-            else getattr(item_, "topic_authorized_operations", -2147483648)
-        )
+        if type(item_) is MetadataResponseTopic:
+            error_code_metadata_response_topic_ = item_.error_code
+            name_metadata_response_topic_ = item_.name
+            is_internal_metadata_response_topic_ = item_.is_internal
+            partitions_metadata_response_topic_ = item_.partitions
+            topic_authorized_operations_metadata_response_topic_ = item_.topic_authorized_operations
+        else:
+            error_code_metadata_response_topic_ = getattr(item_, "error_code", 0)
+            name_metadata_response_topic_ = getattr(item_, "name", "")
+            is_internal_metadata_response_topic_ = getattr(item_, "is_internal", False)
+            partitions_metadata_response_topic_ = getattr(item_, "partitions", None)
+            topic_authorized_operations_metadata_response_topic_ = getattr(
+                item_, "topic_authorized_operations", -2147483648
+            )
         out += _S1.pack(error_code_metadata_response_topic_)
         b__metadata_response_topic_ = _STR_ENCODED.get(name_metadata_response_topic_)
         name_metadata_response_topic_ = (
@@ -1088,44 +1119,50 @@ def _fencode_metadata_response(obj, out, index, api_version):
             out += _S4.pack(is_internal_metadata_response_topic_)
         out += _S0.pack(len(partitions_metadata_response_topic_))
         for item__metadata_response_topic_ in partitions_metadata_response_topic_:
-            own__metadata_response_partition__metadata_response_topic_ = (
-                type(item__metadata_response_topic_) is MetadataResponsePartition
-            )
-            error_code_metadata_response_partition__metadata_response_topic_ = (
-                item__metadata_response_topic_.error_code
-                if own__metadata_response_partition__metadata_response_topic_
-                else getattr(item__metadata_response_topic_, "error_code", 0)
-            )
-            partition_index_metadata_response_partition__metadata_response_topic_ = (
-                item__metadata_response_topic_.partition_index
-                if own__metadata_response_partition__metadata_response_topic_
-                else getattr(item__metadata_response_topic_, "partition_index", 0)
-            )
-            leader_id_metadata_response_partition__metadata_response_topic_ = (
-                item__metadata_response_topic_.leader_id
-                if own__metadata_response_partition__metadata_response_topic_
-                else getattr(item__metadata_response_topic_, "leader_id", 0)
-            )
-            leader_epoch_metadata_response_partition__metadata_response_topic_ = (
-                item__metadata_response_topic_.leader_epoch
-                if own__metadata_response_partition__metadata_response_topic_
-                else getattr(item__metadata_response_topic_, "leader_epoch", -1)
-            )
-            replica_nodes_metadata_response_partition__metadata_response_topic_ = (
-                item__metadata_response_topic_.replica_nodes
-                if own__metadata_response_partition__metadata_response_topic_
-                else getattr(item__metadata_response_topic_, "replica_nodes", None)
-            )
-            isr_nodes_metadata_response_partition__metadata_response_topic_ = (
-                item__metadata_response_topic_.isr_nodes
-                if own__metadata_response_partition__metadata_response_topic_
-                else getattr(item__metadata_response_topic_, "isr_nodes", None)
-            )
-            offline_replicas_metadata_response_partition__metadata_response_topic_ = (
-                item__metadata_response_topic_.offline_replicas
-                if own__metadata_response_partition__metadata_response_topic_
-                else getattr(item__metadata_response_topic_, "offline_replicas", None)
-            )
+            if type(item__metadata_response_topic_) is MetadataResponsePartition:
+                error_code_metadata_response_partition__metadata_response_topic_ = (
+                    item__metadata_response_topic_.error_code
+                )
+                partition_index_metadata_response_partition__metadata_response_topic_ = (
+                    item__metadata_response_topic_.partition_index
+                )
+                leader_id_metadata_response_partition__metadata_response_topic_ = (
+                    item__metadata_response_topic_.leader_id
+                )
+                leader_epoch_metadata_response_partition__metadata_response_topic_ = (
+                    item__metadata_response_topic_.leader_epoch
+                )
+                replica_nodes_metadata_response_partition__metadata_response_topic_ = (
+                    item__metadata_response_topic_.replica_nodes
+                )
+                isr_nodes_metadata_response_partition__metadata_response_topic_ = (
+                    item__metadata_response_topic_.isr_nodes
+                )
+                offline_replicas_metadata_response_partition__metadata_response_topic_ = (
+                    item__metadata_response_topic_.offline_replicas
+                )
+            else:
+                error_code_metadata_response_partition__metadata_response_topic_ = getattr(
+                    item__metadata_response_topic_, "error_code", 0
+                )
+                partition_index_metadata_response_partition__metadata_response_topic_ = getattr(
+                    item__metadata_response_topic_, "partition_index", 0
+                )
+                leader_id_metadata_response_partition__metadata_response_topic_ = getattr(
+                    item__metadata_response_topic_, "leader_id", 0
+                )
+                leader_epoch_metadata_response_partition__metadata_response_topic_ = getattr(
+                    item__metadata_response_topic_, "leader_epoch", -1
+                )
+                replica_nodes_metadata_response_partition__metadata_response_topic_ = getattr(
+                    item__metadata_response_topic_, "replica_nodes", None
+                )
+                isr_nodes_metadata_response_partition__metadata_response_topic_ = getattr(
+                    item__metadata_response_topic_, "isr_nodes", None
+                )
+                offline_replicas_metadata_response_partition__metadata_response_topic_ = getattr(
+                    item__metadata_response_topic_, "offline_replicas", None
+                )
             out += _S3.pack(
                 error_code_metadata_response_partition__metadata_response_topic_,
                 partition_index_metadata_response_partition__metadata_response_topic_,
@@ -1134,30 +1171,45 @@ def _fencode_metadata_response(obj, out, index, api_version):
             if api_version >= 7:
                 out += _S0.pack(leader_epoch_metadata_response_partition__metadata_response_topic_)
             out += _S0.pack(len(replica_nodes_metadata_response_partition__metadata_response_topic_))
-            for (
-                item__metadata_response_partition__metadata_response_topic_
-            ) in replica_nodes_metadata_response_partition__metadata_response_topic_:
-                value_metadata_response_partition_replica_nodes_item__metadata_response_partition__metadata_response_topic_ = item__metadata_response_partition__metadata_response_topic_
-                out += _S0.pack(
-                    value_metadata_response_partition_replica_nodes_item__metadata_response_partition__metadata_response_topic_
+            if len(replica_nodes_metadata_response_partition__metadata_response_topic_) <= _PACKED_MAX:
+                out += _PACKED["i"][len(replica_nodes_metadata_response_partition__metadata_response_topic_)].pack(
+                    *replica_nodes_metadata_response_partition__metadata_response_topic_
                 )
-            out += _S0.pack(len(isr_nodes_metadata_response_partition__metadata_response_topic_))
-            for (
-                item__metadata_response_partition__metadata_response_topic_
-            ) in isr_nodes_metadata_response_partition__metadata_response_topic_:
-                value_metadata_response_partition_isr_nodes_item__metadata_response_partition__metadata_response_topic_ = item__metadata_response_partition__metadata_response_topic_
-                out += _S0.pack(
-                    value_metadata_response_partition_isr_nodes_item__metadata_response_partition__metadata_response_topic_
-                )
-            if api_version >= 5:
-                out += _S0.pack(len(offline_replicas_metadata_response_partition__metadata_response_topic_))
+            else:
                 for (
                     item__metadata_response_partition__metadata_response_topic_
-                ) in offline_replicas_metadata_response_partition__metadata_response_topic_:
-                    value_metadata_response_partition_offline_replicas_item__metadata_response_partition__metadata_response_topic_ = item__metadata_response_partition__metadata_response_topic_
+                ) in replica_nodes_metadata_response_partition__metadata_response_topic_:
+                    value_metadata_response_partition_replica_nodes_item__metadata_response_partition__metadata_response_topic_ = item__metadata_response_partition__metadata_response_topic_
                     out += _S0.pack(
-                        value_metadata_response_partition_offline_replicas_item__metadata_response_partition__metadata_response_topic_
+                        value_metadata_response_partition_replica_nodes_item__metadata_response_partition__metadata_response_topic_
                     )
+            out += _S0.pack(len(isr_nodes_metadata_response_partition__metadata_response_topic_))
+            if len(isr_nodes_metadata_response_partition__metadata_response_topic_) <= _PACKED_MAX:
+                out += _PACKED["i"][len(isr_nodes_metadata_response_partition__metadata_response_topic_)].pack(
+                    *isr_nodes_metadata_response_partition__metadata_response_topic_
+                )
+            else:
+                for (
+                    item__metadata_response_partition__metadata_response_topic_
+                ) in isr_nodes_metadata_response_partition__metadata_response_topic_:
+                    value_metadata_response_partition_isr_nodes_item__metadata_response_partition__metadata_response_topic_ = item__metadata_response_partition__metadata_response_topic_
+                    out += _S0.pack(
+                        value_metadata_response_partition_isr_nodes_item__metadata_response_partition__metadata_response_topic_
+                    )
+            if api_version >= 5:
+                out += _S0.pack(len(offline_replicas_metadata_response_partition__metadata_response_topic_))
+                if len(offline_replicas_metadata_response_partition__metadata_response_topic_) <= _PACKED_MAX:
+                    out += _PACKED["i"][
+                        len(offline_replicas_metadata_response_partition__metadata_response_topic_)
+                    ].pack(*offline_replicas_metadata_response_partition__metadata_response_topic_)
+                else:
+                    for (
+                        item__metadata_response_partition__metadata_response_topic_
+                    ) in offline_replicas_metadata_response_partition__metadata_response_topic_:
+                        value_metadata_response_partition_offline_replicas_item__metadata_response_partition__metadata_response_topic_ = item__metadata_response_partition__metadata_response_topic_
+                        out += _S0.pack(
+                            value_metadata_response_partition_offline_replicas_item__metadata_response_partition__metadata_response_topic_
+                        )
         if api_version >= 8:
             out += _S0.pack(topic_authorized_operations_metadata_response_topic_)
     if api_version >= 8:
@@ -1229,47 +1281,56 @@ def _decode_metadata_response_broker_flexible(buf, pos, end, opts):
         rack = str(buf[pos : pos + n_rack], "utf-8", "surrogateescape")
         pos += n_rack
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_response_broker_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="metadata_response_broker_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "metadata_response_broker_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "metadata_response_broker_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_response_broker_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="metadata_response_broker_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "metadata_response_broker_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "metadata_response_broker_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="metadata_response_broker_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return MetadataResponseBrokerFlexible(node_id, host, port, rack, tagged_fields), pos
 
 
 def _encode_metadata_response_broker_flexible(obj, out, index):
     """Append one metadata_response_broker_flexible to out."""
-    own_ = type(obj) is MetadataResponseBrokerFlexible
-    node_id = obj.node_id if own_ else getattr(obj, "node_id", 0)
-    host = obj.host if own_ else getattr(obj, "host", "")
-    port = obj.port if own_ else getattr(obj, "port", 0)
-    rack = obj.rack if own_ else getattr(obj, "rack", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is MetadataResponseBrokerFlexible:
+        node_id = obj.node_id
+        host = obj.host
+        port = obj.port
+        rack = obj.rack
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        node_id = getattr(obj, "node_id", 0)
+        host = getattr(obj, "host", "")
+        port = getattr(obj, "port", 0)
+        rack = getattr(obj, "rack", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(node_id)
     if host is None:
         raise _InvalidValueError("may not be null", path="metadata_response_broker_flexible.host")
@@ -1296,9 +1357,10 @@ def _encode_metadata_response_broker_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "metadata_response_broker_flexible.rack")
 
         out += rack
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "metadata_response_broker_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "metadata_response_broker_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_metadata_response_partition_flexible_replica_nodes_item(buf, pos, end, opts):
@@ -1500,36 +1562,39 @@ def _decode_metadata_response_partition_flexible(buf, pos, end, opts):
             ) from None
         append_offline_replicas(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_response_partition_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="metadata_response_partition_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "metadata_response_partition_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "metadata_response_partition_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_response_partition_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="metadata_response_partition_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "metadata_response_partition_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "metadata_response_partition_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="metadata_response_partition_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return MetadataResponsePartitionFlexible(
         error_code, partition_index, leader_id, leader_epoch, replica_nodes, isr_nodes, offline_replicas, tagged_fields
     ), pos
@@ -1537,15 +1602,24 @@ def _decode_metadata_response_partition_flexible(buf, pos, end, opts):
 
 def _encode_metadata_response_partition_flexible(obj, out, index):
     """Append one metadata_response_partition_flexible to out."""
-    own_ = type(obj) is MetadataResponsePartitionFlexible
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    leader_id = obj.leader_id if own_ else getattr(obj, "leader_id", 0)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", -1)
-    replica_nodes = obj.replica_nodes if own_ else getattr(obj, "replica_nodes", None)
-    isr_nodes = obj.isr_nodes if own_ else getattr(obj, "isr_nodes", None)
-    offline_replicas = obj.offline_replicas if own_ else getattr(obj, "offline_replicas", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is MetadataResponsePartitionFlexible:
+        error_code = obj.error_code
+        partition_index = obj.partition_index
+        leader_id = obj.leader_id
+        leader_epoch = obj.leader_epoch
+        replica_nodes = obj.replica_nodes
+        isr_nodes = obj.isr_nodes
+        offline_replicas = obj.offline_replicas
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        partition_index = getattr(obj, "partition_index", 0)
+        leader_id = getattr(obj, "leader_id", 0)
+        leader_epoch = getattr(obj, "leader_epoch", -1)
+        replica_nodes = getattr(obj, "replica_nodes", None)
+        isr_nodes = getattr(obj, "isr_nodes", None)
+        offline_replicas = getattr(obj, "offline_replicas", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S6.pack(error_code, partition_index, leader_id, leader_epoch)
     n_ = len(replica_nodes)
     if -1 <= n_ < 0x3FFF:
@@ -1610,9 +1684,10 @@ def _encode_metadata_response_partition_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"metadata_response_partition_flexible.offline_replicas[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "metadata_response_partition_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "metadata_response_partition_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_metadata_response_topic_flexible(buf, pos, end, opts, api_version):
@@ -1706,36 +1781,39 @@ def _decode_metadata_response_topic_flexible(buf, pos, end, opts, api_version):
     (topic_authorized_operations,) = _S0.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_response_topic_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="metadata_response_topic_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "metadata_response_topic_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "metadata_response_topic_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_response_topic_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="metadata_response_topic_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "metadata_response_topic_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "metadata_response_topic_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="metadata_response_topic_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return MetadataResponseTopicFlexible(
         error_code, name, topic_id, is_internal, partitions, topic_authorized_operations, tagged_fields
     ), pos
@@ -1743,16 +1821,22 @@ def _decode_metadata_response_topic_flexible(buf, pos, end, opts, api_version):
 
 def _encode_metadata_response_topic_flexible(obj, out, index, api_version):
     """Append one metadata_response_topic_flexible to out."""
-    own_ = type(obj) is MetadataResponseTopicFlexible
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    name = obj.name if own_ else getattr(obj, "name", "")
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    is_internal = obj.is_internal if own_ else getattr(obj, "is_internal", False)
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    topic_authorized_operations = (
-        obj.topic_authorized_operations if own_ else getattr(obj, "topic_authorized_operations", -2147483648)
-    )
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is MetadataResponseTopicFlexible:
+        error_code = obj.error_code
+        name = obj.name
+        topic_id = obj.topic_id
+        is_internal = obj.is_internal
+        partitions = obj.partitions
+        topic_authorized_operations = obj.topic_authorized_operations
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        name = getattr(obj, "name", "")
+        topic_id = getattr(obj, "topic_id", None)
+        is_internal = getattr(obj, "is_internal", False)
+        partitions = getattr(obj, "partitions", None)
+        topic_authorized_operations = getattr(obj, "topic_authorized_operations", -2147483648)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(error_code)
     if name is None:
         out.append(0)
@@ -1788,9 +1872,10 @@ def _encode_metadata_response_topic_flexible(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"metadata_response_topic_flexible.partitions[{index_}]"
         ) from None
     out += _S0.pack(topic_authorized_operations)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "metadata_response_topic_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "metadata_response_topic_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_metadata_response_flexible(buf, pos, end, opts, api_version):
@@ -1942,36 +2027,39 @@ def _decode_metadata_response_flexible(buf, pos, end, opts, api_version):
     else:
         cluster_authorized_operations = -2147483648
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="metadata_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "metadata_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "metadata_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="metadata_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "metadata_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "metadata_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="metadata_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return MetadataResponseFlexible(
         throttle_time_ms, brokers, cluster_id, controller_id, topics, cluster_authorized_operations, tagged_fields
     ), pos
@@ -2069,46 +2157,51 @@ def _fdecode_metadata_response_flexible(buf, pos, end, opts, api_version):
                 rack_metadata_response_broker_flexible_ = _decode_str(r__metadata_response_broker_flexible_)
             pos += n_rack_metadata_response_broker_flexible_
         tagged_fields_metadata_response_broker_flexible_ = []
-        sec__metadata_response_broker_flexible_ = pos
-        prev__metadata_response_broker_flexible_, odd__metadata_response_broker_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__metadata_response_broker_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__metadata_response_broker_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "metadata_response_broker_flexible.tagged_fields"
-            )
-        if n_tags__metadata_response_broker_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__metadata_response_broker_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="metadata_response_broker_flexible.tagged_fields",
-            )
-        for __metadata_response_broker_flexible_ in range(n_tags__metadata_response_broker_flexible_):
-            tag__metadata_response_broker_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "metadata_response_broker_flexible.tagged_fields"
-            )
-            size__metadata_response_broker_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "metadata_response_broker_flexible.tagged_fields"
-            )
-            if size__metadata_response_broker_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__metadata_response_broker_flexible_} declares {size__metadata_response_broker_flexible_} bytes, {end - pos} left",
+            sec__metadata_response_broker_flexible_ = pos
+            prev__metadata_response_broker_flexible_, odd__metadata_response_broker_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__metadata_response_broker_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__metadata_response_broker_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "metadata_response_broker_flexible.tagged_fields"
+                )
+            if n_tags__metadata_response_broker_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__metadata_response_broker_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="metadata_response_broker_flexible.tagged_fields",
                 )
-            stop__metadata_response_broker_flexible_ = pos + size__metadata_response_broker_flexible_
-            if tag__metadata_response_broker_flexible_ <= prev__metadata_response_broker_flexible_:
-                odd__metadata_response_broker_flexible_ = True
-            prev__metadata_response_broker_flexible_ = tag__metadata_response_broker_flexible_
-            tagged_fields_metadata_response_broker_flexible_.append(
-                (tag__metadata_response_broker_flexible_, bytes(buf[pos:stop__metadata_response_broker_flexible_]))
-            )
-            pos = stop__metadata_response_broker_flexible_
-        if odd__metadata_response_broker_flexible_:
-            tagged_fields_metadata_response_broker_flexible_ = _keep_tags(
-                tagged_fields_metadata_response_broker_flexible_, buf[sec__metadata_response_broker_flexible_:pos], ()
-            )
+            for __metadata_response_broker_flexible_ in range(n_tags__metadata_response_broker_flexible_):
+                tag__metadata_response_broker_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "metadata_response_broker_flexible.tagged_fields"
+                )
+                size__metadata_response_broker_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "metadata_response_broker_flexible.tagged_fields"
+                )
+                if size__metadata_response_broker_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__metadata_response_broker_flexible_} declares {size__metadata_response_broker_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="metadata_response_broker_flexible.tagged_fields",
+                    )
+                stop__metadata_response_broker_flexible_ = pos + size__metadata_response_broker_flexible_
+                if tag__metadata_response_broker_flexible_ <= prev__metadata_response_broker_flexible_:
+                    odd__metadata_response_broker_flexible_ = True
+                prev__metadata_response_broker_flexible_ = tag__metadata_response_broker_flexible_
+                tagged_fields_metadata_response_broker_flexible_.append(
+                    (tag__metadata_response_broker_flexible_, bytes(buf[pos:stop__metadata_response_broker_flexible_]))
+                )
+                pos = stop__metadata_response_broker_flexible_
+            if odd__metadata_response_broker_flexible_:
+                tagged_fields_metadata_response_broker_flexible_ = _keep_tags(
+                    tagged_fields_metadata_response_broker_flexible_,
+                    buf[sec__metadata_response_broker_flexible_:pos],
+                    (),
+                )
         value__metadata_response_broker_flexible_ = _new_object(MetadataResponseBrokerFlexible)
         value__metadata_response_broker_flexible_.node_id = node_id_metadata_response_broker_flexible_
         value__metadata_response_broker_flexible_.host = host_metadata_response_broker_flexible_
@@ -2373,63 +2466,68 @@ def _fdecode_metadata_response_flexible(buf, pos, end, opts, api_version):
                     item__metadata_response_partition_flexible__metadata_response_topic_flexible_
                 )
             tagged_fields_metadata_response_partition_flexible__metadata_response_topic_flexible_ = []
-            sec__metadata_response_partition_flexible__metadata_response_topic_flexible_ = pos
-            (
-                prev__metadata_response_partition_flexible__metadata_response_topic_flexible_,
-                odd__metadata_response_partition_flexible__metadata_response_topic_flexible_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__metadata_response_partition_flexible__metadata_response_topic_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__metadata_response_partition_flexible__metadata_response_topic_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "metadata_response_partition_flexible.tagged_fields"
-                )
-            if n_tags__metadata_response_partition_flexible__metadata_response_topic_flexible_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__metadata_response_partition_flexible__metadata_response_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="metadata_response_partition_flexible.tagged_fields",
-                )
-            for __metadata_response_partition_flexible__metadata_response_topic_flexible_ in range(
-                n_tags__metadata_response_partition_flexible__metadata_response_topic_flexible_
-            ):
-                tag__metadata_response_partition_flexible__metadata_response_topic_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "metadata_response_partition_flexible.tagged_fields"
-                )
-                size__metadata_response_partition_flexible__metadata_response_topic_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "metadata_response_partition_flexible.tagged_fields"
-                )
-                if size__metadata_response_partition_flexible__metadata_response_topic_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__metadata_response_partition_flexible__metadata_response_topic_flexible_} declares {size__metadata_response_partition_flexible__metadata_response_topic_flexible_} bytes, {end - pos} left",
+                sec__metadata_response_partition_flexible__metadata_response_topic_flexible_ = pos
+                (
+                    prev__metadata_response_partition_flexible__metadata_response_topic_flexible_,
+                    odd__metadata_response_partition_flexible__metadata_response_topic_flexible_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__metadata_response_partition_flexible__metadata_response_topic_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__metadata_response_partition_flexible__metadata_response_topic_flexible_, pos = (
+                        _read_uvarint32(buf, pos, end, "metadata_response_partition_flexible.tagged_fields")
+                    )
+                if n_tags__metadata_response_partition_flexible__metadata_response_topic_flexible_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__metadata_response_partition_flexible__metadata_response_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="metadata_response_partition_flexible.tagged_fields",
                     )
-                stop__metadata_response_partition_flexible__metadata_response_topic_flexible_ = (
-                    pos + size__metadata_response_partition_flexible__metadata_response_topic_flexible_
-                )
-                if (
-                    tag__metadata_response_partition_flexible__metadata_response_topic_flexible_
-                    <= prev__metadata_response_partition_flexible__metadata_response_topic_flexible_
+                for __metadata_response_partition_flexible__metadata_response_topic_flexible_ in range(
+                    n_tags__metadata_response_partition_flexible__metadata_response_topic_flexible_
                 ):
-                    odd__metadata_response_partition_flexible__metadata_response_topic_flexible_ = True
-                prev__metadata_response_partition_flexible__metadata_response_topic_flexible_ = (
-                    tag__metadata_response_partition_flexible__metadata_response_topic_flexible_
-                )
-                tagged_fields_metadata_response_partition_flexible__metadata_response_topic_flexible_.append(
-                    (
-                        tag__metadata_response_partition_flexible__metadata_response_topic_flexible_,
-                        bytes(buf[pos:stop__metadata_response_partition_flexible__metadata_response_topic_flexible_]),
+                    tag__metadata_response_partition_flexible__metadata_response_topic_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "metadata_response_partition_flexible.tagged_fields"
                     )
-                )
-                pos = stop__metadata_response_partition_flexible__metadata_response_topic_flexible_
-            if odd__metadata_response_partition_flexible__metadata_response_topic_flexible_:
-                tagged_fields_metadata_response_partition_flexible__metadata_response_topic_flexible_ = _keep_tags(
-                    tagged_fields_metadata_response_partition_flexible__metadata_response_topic_flexible_,
-                    buf[sec__metadata_response_partition_flexible__metadata_response_topic_flexible_:pos],
-                    (),
-                )
+                    size__metadata_response_partition_flexible__metadata_response_topic_flexible_, pos = (
+                        _read_uvarint32(buf, pos, end, "metadata_response_partition_flexible.tagged_fields")
+                    )
+                    if size__metadata_response_partition_flexible__metadata_response_topic_flexible_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__metadata_response_partition_flexible__metadata_response_topic_flexible_} declares {size__metadata_response_partition_flexible__metadata_response_topic_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="metadata_response_partition_flexible.tagged_fields",
+                        )
+                    stop__metadata_response_partition_flexible__metadata_response_topic_flexible_ = (
+                        pos + size__metadata_response_partition_flexible__metadata_response_topic_flexible_
+                    )
+                    if (
+                        tag__metadata_response_partition_flexible__metadata_response_topic_flexible_
+                        <= prev__metadata_response_partition_flexible__metadata_response_topic_flexible_
+                    ):
+                        odd__metadata_response_partition_flexible__metadata_response_topic_flexible_ = True
+                    prev__metadata_response_partition_flexible__metadata_response_topic_flexible_ = (
+                        tag__metadata_response_partition_flexible__metadata_response_topic_flexible_
+                    )
+                    tagged_fields_metadata_response_partition_flexible__metadata_response_topic_flexible_.append(
+                        (
+                            tag__metadata_response_partition_flexible__metadata_response_topic_flexible_,
+                            bytes(
+                                buf[pos:stop__metadata_response_partition_flexible__metadata_response_topic_flexible_]
+                            ),
+                        )
+                    )
+                    pos = stop__metadata_response_partition_flexible__metadata_response_topic_flexible_
+                if odd__metadata_response_partition_flexible__metadata_response_topic_flexible_:
+                    tagged_fields_metadata_response_partition_flexible__metadata_response_topic_flexible_ = _keep_tags(
+                        tagged_fields_metadata_response_partition_flexible__metadata_response_topic_flexible_,
+                        buf[sec__metadata_response_partition_flexible__metadata_response_topic_flexible_:pos],
+                        (),
+                    )
             value__metadata_response_partition_flexible__metadata_response_topic_flexible_ = _new_object(
                 MetadataResponsePartitionFlexible
             )
@@ -2464,46 +2562,49 @@ def _fdecode_metadata_response_flexible(buf, pos, end, opts, api_version):
         (topic_authorized_operations_metadata_response_topic_flexible_,) = _S0.unpack_from(buf, pos)
         pos += 4
         tagged_fields_metadata_response_topic_flexible_ = []
-        sec__metadata_response_topic_flexible_ = pos
-        prev__metadata_response_topic_flexible_, odd__metadata_response_topic_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__metadata_response_topic_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__metadata_response_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "metadata_response_topic_flexible.tagged_fields"
-            )
-        if n_tags__metadata_response_topic_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__metadata_response_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="metadata_response_topic_flexible.tagged_fields",
-            )
-        for __metadata_response_topic_flexible_ in range(n_tags__metadata_response_topic_flexible_):
-            tag__metadata_response_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "metadata_response_topic_flexible.tagged_fields"
-            )
-            size__metadata_response_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "metadata_response_topic_flexible.tagged_fields"
-            )
-            if size__metadata_response_topic_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__metadata_response_topic_flexible_} declares {size__metadata_response_topic_flexible_} bytes, {end - pos} left",
+            sec__metadata_response_topic_flexible_ = pos
+            prev__metadata_response_topic_flexible_, odd__metadata_response_topic_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__metadata_response_topic_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__metadata_response_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "metadata_response_topic_flexible.tagged_fields"
+                )
+            if n_tags__metadata_response_topic_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__metadata_response_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="metadata_response_topic_flexible.tagged_fields",
                 )
-            stop__metadata_response_topic_flexible_ = pos + size__metadata_response_topic_flexible_
-            if tag__metadata_response_topic_flexible_ <= prev__metadata_response_topic_flexible_:
-                odd__metadata_response_topic_flexible_ = True
-            prev__metadata_response_topic_flexible_ = tag__metadata_response_topic_flexible_
-            tagged_fields_metadata_response_topic_flexible_.append(
-                (tag__metadata_response_topic_flexible_, bytes(buf[pos:stop__metadata_response_topic_flexible_]))
-            )
-            pos = stop__metadata_response_topic_flexible_
-        if odd__metadata_response_topic_flexible_:
-            tagged_fields_metadata_response_topic_flexible_ = _keep_tags(
-                tagged_fields_metadata_response_topic_flexible_, buf[sec__metadata_response_topic_flexible_:pos], ()
-            )
+            for __metadata_response_topic_flexible_ in range(n_tags__metadata_response_topic_flexible_):
+                tag__metadata_response_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "metadata_response_topic_flexible.tagged_fields"
+                )
+                size__metadata_response_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "metadata_response_topic_flexible.tagged_fields"
+                )
+                if size__metadata_response_topic_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__metadata_response_topic_flexible_} declares {size__metadata_response_topic_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="metadata_response_topic_flexible.tagged_fields",
+                    )
+                stop__metadata_response_topic_flexible_ = pos + size__metadata_response_topic_flexible_
+                if tag__metadata_response_topic_flexible_ <= prev__metadata_response_topic_flexible_:
+                    odd__metadata_response_topic_flexible_ = True
+                prev__metadata_response_topic_flexible_ = tag__metadata_response_topic_flexible_
+                tagged_fields_metadata_response_topic_flexible_.append(
+                    (tag__metadata_response_topic_flexible_, bytes(buf[pos:stop__metadata_response_topic_flexible_]))
+                )
+                pos = stop__metadata_response_topic_flexible_
+            if odd__metadata_response_topic_flexible_:
+                tagged_fields_metadata_response_topic_flexible_ = _keep_tags(
+                    tagged_fields_metadata_response_topic_flexible_, buf[sec__metadata_response_topic_flexible_:pos], ()
+                )
         value__metadata_response_topic_flexible_ = _new_object(MetadataResponseTopicFlexible)
         value__metadata_response_topic_flexible_.error_code = error_code_metadata_response_topic_flexible_
         value__metadata_response_topic_flexible_.name = name_metadata_response_topic_flexible_
@@ -2526,36 +2627,39 @@ def _fdecode_metadata_response_flexible(buf, pos, end, opts, api_version):
     else:
         cluster_authorized_operations = -2147483648
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="metadata_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "metadata_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "metadata_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="metadata_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "metadata_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "metadata_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="metadata_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(MetadataResponseFlexible)
     value_.throttle_time_ms = throttle_time_ms
     value_.brokers = brokers
@@ -2574,16 +2678,22 @@ def _encode_metadata_response_flexible(obj, out, index, api_version):
             f"MetadataResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 9) and (<params>.api_version <= 12)))",
             path="metadata_response_flexible",
         )
-    own_ = type(obj) is MetadataResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    brokers = obj.brokers if own_ else getattr(obj, "brokers", None)
-    cluster_id = obj.cluster_id if own_ else getattr(obj, "cluster_id", None)
-    controller_id = obj.controller_id if own_ else getattr(obj, "controller_id", -1)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    cluster_authorized_operations = (
-        obj.cluster_authorized_operations if own_ else getattr(obj, "cluster_authorized_operations", -2147483648)
-    )
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is MetadataResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        brokers = obj.brokers
+        cluster_id = obj.cluster_id
+        controller_id = obj.controller_id
+        topics = obj.topics
+        cluster_authorized_operations = obj.cluster_authorized_operations
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        brokers = getattr(obj, "brokers", None)
+        cluster_id = getattr(obj, "cluster_id", None)
+        controller_id = getattr(obj, "controller_id", -1)
+        topics = getattr(obj, "topics", None)
+        cluster_authorized_operations = getattr(obj, "cluster_authorized_operations", -2147483648)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(throttle_time_ms)
     n_ = len(brokers)
     if -1 <= n_ < 0x3FFF:
@@ -2632,9 +2742,10 @@ def _encode_metadata_response_flexible(obj, out, index, api_version):
         ) from None
     if api_version <= 10:
         out += _S0.pack(cluster_authorized_operations)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "metadata_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "metadata_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_metadata_response_flexible(obj, out, index, api_version):
@@ -2644,16 +2755,22 @@ def _fencode_metadata_response_flexible(obj, out, index, api_version):
             f"MetadataResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 9) and (<params>.api_version <= 12)))",
             path="metadata_response_flexible",
         )
-    own_ = type(obj) is MetadataResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    brokers = obj.brokers if own_ else getattr(obj, "brokers", None)
-    cluster_id = obj.cluster_id if own_ else getattr(obj, "cluster_id", None)
-    controller_id = obj.controller_id if own_ else getattr(obj, "controller_id", -1)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    cluster_authorized_operations = (
-        obj.cluster_authorized_operations if own_ else getattr(obj, "cluster_authorized_operations", -2147483648)
-    )
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is MetadataResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        brokers = obj.brokers
+        cluster_id = obj.cluster_id
+        controller_id = obj.controller_id
+        topics = obj.topics
+        cluster_authorized_operations = obj.cluster_authorized_operations
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        brokers = getattr(obj, "brokers", None)
+        cluster_id = getattr(obj, "cluster_id", None)
+        controller_id = getattr(obj, "controller_id", -1)
+        topics = getattr(obj, "topics", None)
+        cluster_authorized_operations = getattr(obj, "cluster_authorized_operations", -2147483648)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(throttle_time_ms)
     n_ = len(brokers)
     if -1 <= n_ < 16383:
@@ -2661,22 +2778,18 @@ def _fencode_metadata_response_flexible(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "metadata_response_flexible.brokers")
     for item_ in brokers:
-        own__metadata_response_broker_flexible_ = type(item_) is MetadataResponseBrokerFlexible
-        node_id_metadata_response_broker_flexible_ = (
-            item_.node_id if own__metadata_response_broker_flexible_ else getattr(item_, "node_id", 0)
-        )
-        host_metadata_response_broker_flexible_ = (
-            item_.host if own__metadata_response_broker_flexible_ else getattr(item_, "host", "")
-        )
-        port_metadata_response_broker_flexible_ = (
-            item_.port if own__metadata_response_broker_flexible_ else getattr(item_, "port", 0)
-        )
-        rack_metadata_response_broker_flexible_ = (
-            item_.rack if own__metadata_response_broker_flexible_ else getattr(item_, "rack", None)
-        )
-        tagged_fields_metadata_response_broker_flexible_ = (
-            item_.tagged_fields if own__metadata_response_broker_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is MetadataResponseBrokerFlexible:
+            node_id_metadata_response_broker_flexible_ = item_.node_id
+            host_metadata_response_broker_flexible_ = item_.host
+            port_metadata_response_broker_flexible_ = item_.port
+            rack_metadata_response_broker_flexible_ = item_.rack
+            tagged_fields_metadata_response_broker_flexible_ = item_.tagged_fields
+        else:
+            node_id_metadata_response_broker_flexible_ = getattr(item_, "node_id", 0)
+            host_metadata_response_broker_flexible_ = getattr(item_, "host", "")
+            port_metadata_response_broker_flexible_ = getattr(item_, "port", 0)
+            rack_metadata_response_broker_flexible_ = getattr(item_, "rack", None)
+            tagged_fields_metadata_response_broker_flexible_ = getattr(item_, "tagged_fields", None)
         out += _S0.pack(node_id_metadata_response_broker_flexible_)
         b__metadata_response_broker_flexible_ = _STR_ENCODED.get(host_metadata_response_broker_flexible_)
         host_metadata_response_broker_flexible_ = (
@@ -2706,15 +2819,19 @@ def _fencode_metadata_response_flexible(obj, out, index, api_version):
             else:
                 _write_uvarint(out, n__metadata_response_broker_flexible_ + 1, "metadata_response_broker_flexible.rack")
             out += rack_metadata_response_broker_flexible_
-        tags__metadata_response_broker_flexible_ = []
-        valid__metadata_response_broker_flexible_ = None
-        _write_tagged(
-            out,
-            tags__metadata_response_broker_flexible_,
-            tagged_fields_metadata_response_broker_flexible_,
-            "metadata_response_broker_flexible.tagged_fields",
-            valid__metadata_response_broker_flexible_,
-        )
+        if (
+            tagged_fields_metadata_response_broker_flexible_
+            or tagged_fields_metadata_response_broker_flexible_.__class__ is _TagSection
+        ):
+            _write_tagged(
+                out,
+                [],
+                tagged_fields_metadata_response_broker_flexible_,
+                "metadata_response_broker_flexible.tagged_fields",
+                None,
+            )
+        else:
+            out.append(0)
     if cluster_id is None:
         out.append(0)
     else:
@@ -2733,30 +2850,24 @@ def _fencode_metadata_response_flexible(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "metadata_response_flexible.topics")
     for item_ in topics:
-        own__metadata_response_topic_flexible_ = type(item_) is MetadataResponseTopicFlexible
-        error_code_metadata_response_topic_flexible_ = (
-            item_.error_code if own__metadata_response_topic_flexible_ else getattr(item_, "error_code", 0)
-        )
-        name_metadata_response_topic_flexible_ = (
-            item_.name if own__metadata_response_topic_flexible_ else getattr(item_, "name", "")
-        )
-        topic_id_metadata_response_topic_flexible_ = (
-            item_.topic_id if own__metadata_response_topic_flexible_ else getattr(item_, "topic_id", None)
-        )
-        is_internal_metadata_response_topic_flexible_ = (
-            item_.is_internal if own__metadata_response_topic_flexible_ else getattr(item_, "is_internal", False)
-        )
-        partitions_metadata_response_topic_flexible_ = (
-            item_.partitions if own__metadata_response_topic_flexible_ else getattr(item_, "partitions", None)
-        )
-        topic_authorized_operations_metadata_response_topic_flexible_ = (
-            item_.topic_authorized_operations
-            if own__metadata_response_topic_flexible_
-            else getattr(item_, "topic_authorized_operations", -2147483648)
-        )
-        tagged_fields_metadata_response_topic_flexible_ = (
-            item_.tagged_fields if own__metadata_response_topic_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is MetadataResponseTopicFlexible:
+            error_code_metadata_response_topic_flexible_ = item_.error_code
+            name_metadata_response_topic_flexible_ = item_.name
+            topic_id_metadata_response_topic_flexible_ = item_.topic_id
+            is_internal_metadata_response_topic_flexible_ = item_.is_internal
+            partitions_metadata_response_topic_flexible_ = item_.partitions
+            topic_authorized_operations_metadata_response_topic_flexible_ = item_.topic_authorized_operations
+            tagged_fields_metadata_response_topic_flexible_ = item_.tagged_fields
+        else:
+            error_code_metadata_response_topic_flexible_ = getattr(item_, "error_code", 0)
+            name_metadata_response_topic_flexible_ = getattr(item_, "name", "")
+            topic_id_metadata_response_topic_flexible_ = getattr(item_, "topic_id", None)
+            is_internal_metadata_response_topic_flexible_ = getattr(item_, "is_internal", False)
+            partitions_metadata_response_topic_flexible_ = getattr(item_, "partitions", None)
+            topic_authorized_operations_metadata_response_topic_flexible_ = getattr(
+                item_, "topic_authorized_operations", -2147483648
+            )
+            tagged_fields_metadata_response_topic_flexible_ = getattr(item_, "tagged_fields", None)
         out += _S1.pack(error_code_metadata_response_topic_flexible_)
         if name_metadata_response_topic_flexible_ is None:
             out.append(0)
@@ -2782,49 +2893,56 @@ def _fencode_metadata_response_flexible(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__metadata_response_topic_flexible_ + 1, "metadata_response_topic_flexible.partitions")
         for item__metadata_response_topic_flexible_ in partitions_metadata_response_topic_flexible_:
-            own__metadata_response_partition_flexible__metadata_response_topic_flexible_ = (
-                type(item__metadata_response_topic_flexible_) is MetadataResponsePartitionFlexible
-            )
-            error_code_metadata_response_partition_flexible__metadata_response_topic_flexible_ = (
-                item__metadata_response_topic_flexible_.error_code
-                if own__metadata_response_partition_flexible__metadata_response_topic_flexible_
-                else getattr(item__metadata_response_topic_flexible_, "error_code", 0)
-            )
-            partition_index_metadata_response_partition_flexible__metadata_response_topic_flexible_ = (
-                item__metadata_response_topic_flexible_.partition_index
-                if own__metadata_response_partition_flexible__metadata_response_topic_flexible_
-                else getattr(item__metadata_response_topic_flexible_, "partition_index", 0)
-            )
-            leader_id_metadata_response_partition_flexible__metadata_response_topic_flexible_ = (
-                item__metadata_response_topic_flexible_.leader_id
-                if own__metadata_response_partition_flexible__metadata_response_topic_flexible_
-                else getattr(item__metadata_response_topic_flexible_, "leader_id", 0)
-            )
-            leader_epoch_metadata_response_partition_flexible__metadata_response_topic_flexible_ = (
-                item__metadata_response_topic_flexible_.leader_epoch
-                if own__metadata_response_partition_flexible__metadata_response_topic_flexible_
-                else getattr(item__metadata_response_topic_flexible_, "leader_epoch", -1)
-            )
-            replica_nodes_metadata_response_partition_flexible__metadata_response_topic_flexible_ = (
-                item__metadata_response_topic_flexible_.replica_nodes
-                if own__metadata_response_partition_flexible__metadata_response_topic_flexible_
-                else getattr(item__metadata_response_topic_flexible_, "replica_nodes", None)
-            )
-            isr_nodes_metadata_response_partition_flexible__metadata_response_topic_flexible_ = (
-                item__metadata_response_topic_flexible_.isr_nodes
-                if own__metadata_response_partition_flexible__metadata_response_topic_flexible_
-                else getattr(item__metadata_response_topic_flexible_, "isr_nodes", None)
-            )
-            offline_replicas_metadata_response_partition_flexible__metadata_response_topic_flexible_ = (
-                item__metadata_response_topic_flexible_.offline_replicas
-                if own__metadata_response_partition_flexible__metadata_response_topic_flexible_
-                else getattr(item__metadata_response_topic_flexible_, "offline_replicas", None)
-            )
-            tagged_fields_metadata_response_partition_flexible__metadata_response_topic_flexible_ = (
-                item__metadata_response_topic_flexible_.tagged_fields
-                if own__metadata_response_partition_flexible__metadata_response_topic_flexible_
-                else getattr(item__metadata_response_topic_flexible_, "tagged_fields", None)
-            )
+            if type(item__metadata_response_topic_flexible_) is MetadataResponsePartitionFlexible:
+                error_code_metadata_response_partition_flexible__metadata_response_topic_flexible_ = (
+                    item__metadata_response_topic_flexible_.error_code
+                )
+                partition_index_metadata_response_partition_flexible__metadata_response_topic_flexible_ = (
+                    item__metadata_response_topic_flexible_.partition_index
+                )
+                leader_id_metadata_response_partition_flexible__metadata_response_topic_flexible_ = (
+                    item__metadata_response_topic_flexible_.leader_id
+                )
+                leader_epoch_metadata_response_partition_flexible__metadata_response_topic_flexible_ = (
+                    item__metadata_response_topic_flexible_.leader_epoch
+                )
+                replica_nodes_metadata_response_partition_flexible__metadata_response_topic_flexible_ = (
+                    item__metadata_response_topic_flexible_.replica_nodes
+                )
+                isr_nodes_metadata_response_partition_flexible__metadata_response_topic_flexible_ = (
+                    item__metadata_response_topic_flexible_.isr_nodes
+                )
+                offline_replicas_metadata_response_partition_flexible__metadata_response_topic_flexible_ = (
+                    item__metadata_response_topic_flexible_.offline_replicas
+                )
+                tagged_fields_metadata_response_partition_flexible__metadata_response_topic_flexible_ = (
+                    item__metadata_response_topic_flexible_.tagged_fields
+                )
+            else:
+                error_code_metadata_response_partition_flexible__metadata_response_topic_flexible_ = getattr(
+                    item__metadata_response_topic_flexible_, "error_code", 0
+                )
+                partition_index_metadata_response_partition_flexible__metadata_response_topic_flexible_ = getattr(
+                    item__metadata_response_topic_flexible_, "partition_index", 0
+                )
+                leader_id_metadata_response_partition_flexible__metadata_response_topic_flexible_ = getattr(
+                    item__metadata_response_topic_flexible_, "leader_id", 0
+                )
+                leader_epoch_metadata_response_partition_flexible__metadata_response_topic_flexible_ = getattr(
+                    item__metadata_response_topic_flexible_, "leader_epoch", -1
+                )
+                replica_nodes_metadata_response_partition_flexible__metadata_response_topic_flexible_ = getattr(
+                    item__metadata_response_topic_flexible_, "replica_nodes", None
+                )
+                isr_nodes_metadata_response_partition_flexible__metadata_response_topic_flexible_ = getattr(
+                    item__metadata_response_topic_flexible_, "isr_nodes", None
+                )
+                offline_replicas_metadata_response_partition_flexible__metadata_response_topic_flexible_ = getattr(
+                    item__metadata_response_topic_flexible_, "offline_replicas", None
+                )
+                tagged_fields_metadata_response_partition_flexible__metadata_response_topic_flexible_ = getattr(
+                    item__metadata_response_topic_flexible_, "tagged_fields", None
+                )
             out += _S6.pack(
                 error_code_metadata_response_partition_flexible__metadata_response_topic_flexible_,
                 partition_index_metadata_response_partition_flexible__metadata_response_topic_flexible_,
@@ -2842,13 +2960,18 @@ def _fencode_metadata_response_flexible(obj, out, index, api_version):
                     n__metadata_response_partition_flexible__metadata_response_topic_flexible_ + 1,
                     "metadata_response_partition_flexible.replica_nodes",
                 )
-            for (
-                item__metadata_response_partition_flexible__metadata_response_topic_flexible_
-            ) in replica_nodes_metadata_response_partition_flexible__metadata_response_topic_flexible_:
-                value_metadata_response_partition_flexible_replica_nodes_item__metadata_response_partition_flexible__metadata_response_topic_flexible_ = item__metadata_response_partition_flexible__metadata_response_topic_flexible_
-                out += _S0.pack(
-                    value_metadata_response_partition_flexible_replica_nodes_item__metadata_response_partition_flexible__metadata_response_topic_flexible_
+            if n__metadata_response_partition_flexible__metadata_response_topic_flexible_ <= _PACKED_MAX:
+                out += _PACKED["i"][n__metadata_response_partition_flexible__metadata_response_topic_flexible_].pack(
+                    *replica_nodes_metadata_response_partition_flexible__metadata_response_topic_flexible_
                 )
+            else:
+                for (
+                    item__metadata_response_partition_flexible__metadata_response_topic_flexible_
+                ) in replica_nodes_metadata_response_partition_flexible__metadata_response_topic_flexible_:
+                    value_metadata_response_partition_flexible_replica_nodes_item__metadata_response_partition_flexible__metadata_response_topic_flexible_ = item__metadata_response_partition_flexible__metadata_response_topic_flexible_
+                    out += _S0.pack(
+                        value_metadata_response_partition_flexible_replica_nodes_item__metadata_response_partition_flexible__metadata_response_topic_flexible_
+                    )
             n__metadata_response_partition_flexible__metadata_response_topic_flexible_ = len(
                 isr_nodes_metadata_response_partition_flexible__metadata_response_topic_flexible_
             )
@@ -2860,13 +2983,18 @@ def _fencode_metadata_response_flexible(obj, out, index, api_version):
                     n__metadata_response_partition_flexible__metadata_response_topic_flexible_ + 1,
                     "metadata_response_partition_flexible.isr_nodes",
                 )
-            for (
-                item__metadata_response_partition_flexible__metadata_response_topic_flexible_
-            ) in isr_nodes_metadata_response_partition_flexible__metadata_response_topic_flexible_:
-                value_metadata_response_partition_flexible_isr_nodes_item__metadata_response_partition_flexible__metadata_response_topic_flexible_ = item__metadata_response_partition_flexible__metadata_response_topic_flexible_
-                out += _S0.pack(
-                    value_metadata_response_partition_flexible_isr_nodes_item__metadata_response_partition_flexible__metadata_response_topic_flexible_
+            if n__metadata_response_partition_flexible__metadata_response_topic_flexible_ <= _PACKED_MAX:
+                out += _PACKED["i"][n__metadata_response_partition_flexible__metadata_response_topic_flexible_].pack(
+                    *isr_nodes_metadata_response_partition_flexible__metadata_response_topic_flexible_
                 )
+            else:
+                for (
+                    item__metadata_response_partition_flexible__metadata_response_topic_flexible_
+                ) in isr_nodes_metadata_response_partition_flexible__metadata_response_topic_flexible_:
+                    value_metadata_response_partition_flexible_isr_nodes_item__metadata_response_partition_flexible__metadata_response_topic_flexible_ = item__metadata_response_partition_flexible__metadata_response_topic_flexible_
+                    out += _S0.pack(
+                        value_metadata_response_partition_flexible_isr_nodes_item__metadata_response_partition_flexible__metadata_response_topic_flexible_
+                    )
             n__metadata_response_partition_flexible__metadata_response_topic_flexible_ = len(
                 offline_replicas_metadata_response_partition_flexible__metadata_response_topic_flexible_
             )
@@ -2878,37 +3006,52 @@ def _fencode_metadata_response_flexible(obj, out, index, api_version):
                     n__metadata_response_partition_flexible__metadata_response_topic_flexible_ + 1,
                     "metadata_response_partition_flexible.offline_replicas",
                 )
-            for (
-                item__metadata_response_partition_flexible__metadata_response_topic_flexible_
-            ) in offline_replicas_metadata_response_partition_flexible__metadata_response_topic_flexible_:
-                value_metadata_response_partition_flexible_offline_replicas_item__metadata_response_partition_flexible__metadata_response_topic_flexible_ = item__metadata_response_partition_flexible__metadata_response_topic_flexible_
-                out += _S0.pack(
-                    value_metadata_response_partition_flexible_offline_replicas_item__metadata_response_partition_flexible__metadata_response_topic_flexible_
+            if n__metadata_response_partition_flexible__metadata_response_topic_flexible_ <= _PACKED_MAX:
+                out += _PACKED["i"][n__metadata_response_partition_flexible__metadata_response_topic_flexible_].pack(
+                    *offline_replicas_metadata_response_partition_flexible__metadata_response_topic_flexible_
                 )
-            tags__metadata_response_partition_flexible__metadata_response_topic_flexible_ = []
-            valid__metadata_response_partition_flexible__metadata_response_topic_flexible_ = None
+            else:
+                for (
+                    item__metadata_response_partition_flexible__metadata_response_topic_flexible_
+                ) in offline_replicas_metadata_response_partition_flexible__metadata_response_topic_flexible_:
+                    value_metadata_response_partition_flexible_offline_replicas_item__metadata_response_partition_flexible__metadata_response_topic_flexible_ = item__metadata_response_partition_flexible__metadata_response_topic_flexible_
+                    out += _S0.pack(
+                        value_metadata_response_partition_flexible_offline_replicas_item__metadata_response_partition_flexible__metadata_response_topic_flexible_
+                    )
+            if (
+                tagged_fields_metadata_response_partition_flexible__metadata_response_topic_flexible_
+                or tagged_fields_metadata_response_partition_flexible__metadata_response_topic_flexible_.__class__
+                is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_metadata_response_partition_flexible__metadata_response_topic_flexible_,
+                    "metadata_response_partition_flexible.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        out += _S0.pack(topic_authorized_operations_metadata_response_topic_flexible_)
+        if (
+            tagged_fields_metadata_response_topic_flexible_
+            or tagged_fields_metadata_response_topic_flexible_.__class__ is _TagSection
+        ):
             _write_tagged(
                 out,
-                tags__metadata_response_partition_flexible__metadata_response_topic_flexible_,
-                tagged_fields_metadata_response_partition_flexible__metadata_response_topic_flexible_,
-                "metadata_response_partition_flexible.tagged_fields",
-                valid__metadata_response_partition_flexible__metadata_response_topic_flexible_,
+                [],
+                tagged_fields_metadata_response_topic_flexible_,
+                "metadata_response_topic_flexible.tagged_fields",
+                None,
             )
-        out += _S0.pack(topic_authorized_operations_metadata_response_topic_flexible_)
-        tags__metadata_response_topic_flexible_ = []
-        valid__metadata_response_topic_flexible_ = None
-        _write_tagged(
-            out,
-            tags__metadata_response_topic_flexible_,
-            tagged_fields_metadata_response_topic_flexible_,
-            "metadata_response_topic_flexible.tagged_fields",
-            valid__metadata_response_topic_flexible_,
-        )
+        else:
+            out.append(0)
     if api_version <= 10:
         out += _S0.pack(cluster_authorized_operations)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "metadata_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "metadata_response_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_metadata_response_broker_v13(buf, pos, end, opts):
@@ -2976,47 +3119,56 @@ def _decode_metadata_response_broker_v13(buf, pos, end, opts):
         rack = str(buf[pos : pos + n_rack], "utf-8", "surrogateescape")
         pos += n_rack
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_response_broker_v13.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="metadata_response_broker_v13.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "metadata_response_broker_v13.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "metadata_response_broker_v13.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_response_broker_v13.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="metadata_response_broker_v13.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "metadata_response_broker_v13.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "metadata_response_broker_v13.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="metadata_response_broker_v13.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return MetadataResponseBrokerV13(node_id, host, port, rack, tagged_fields), pos
 
 
 def _encode_metadata_response_broker_v13(obj, out, index):
     """Append one metadata_response_broker_v13 to out."""
-    own_ = type(obj) is MetadataResponseBrokerV13
-    node_id = obj.node_id if own_ else getattr(obj, "node_id", 0)
-    host = obj.host if own_ else getattr(obj, "host", "")
-    port = obj.port if own_ else getattr(obj, "port", 0)
-    rack = obj.rack if own_ else getattr(obj, "rack", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is MetadataResponseBrokerV13:
+        node_id = obj.node_id
+        host = obj.host
+        port = obj.port
+        rack = obj.rack
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        node_id = getattr(obj, "node_id", 0)
+        host = getattr(obj, "host", "")
+        port = getattr(obj, "port", 0)
+        rack = getattr(obj, "rack", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(node_id)
     if host is None:
         raise _InvalidValueError("may not be null", path="metadata_response_broker_v13.host")
@@ -3043,9 +3195,10 @@ def _encode_metadata_response_broker_v13(obj, out, index):
             _write_uvarint(out, n_ + 1, "metadata_response_broker_v13.rack")
 
         out += rack
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "metadata_response_broker_v13.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "metadata_response_broker_v13.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_metadata_response_partition_v13_replica_nodes_item(buf, pos, end, opts):
@@ -3237,36 +3390,39 @@ def _decode_metadata_response_partition_v13(buf, pos, end, opts):
             ) from None
         append_offline_replicas(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_response_partition_v13.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="metadata_response_partition_v13.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "metadata_response_partition_v13.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "metadata_response_partition_v13.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_response_partition_v13.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="metadata_response_partition_v13.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "metadata_response_partition_v13.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "metadata_response_partition_v13.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="metadata_response_partition_v13.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return MetadataResponsePartitionV13(
         error_code, partition_index, leader_id, leader_epoch, replica_nodes, isr_nodes, offline_replicas, tagged_fields
     ), pos
@@ -3274,15 +3430,24 @@ def _decode_metadata_response_partition_v13(buf, pos, end, opts):
 
 def _encode_metadata_response_partition_v13(obj, out, index):
     """Append one metadata_response_partition_v13 to out."""
-    own_ = type(obj) is MetadataResponsePartitionV13
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    leader_id = obj.leader_id if own_ else getattr(obj, "leader_id", 0)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", -1)
-    replica_nodes = obj.replica_nodes if own_ else getattr(obj, "replica_nodes", None)
-    isr_nodes = obj.isr_nodes if own_ else getattr(obj, "isr_nodes", None)
-    offline_replicas = obj.offline_replicas if own_ else getattr(obj, "offline_replicas", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is MetadataResponsePartitionV13:
+        error_code = obj.error_code
+        partition_index = obj.partition_index
+        leader_id = obj.leader_id
+        leader_epoch = obj.leader_epoch
+        replica_nodes = obj.replica_nodes
+        isr_nodes = obj.isr_nodes
+        offline_replicas = obj.offline_replicas
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        partition_index = getattr(obj, "partition_index", 0)
+        leader_id = getattr(obj, "leader_id", 0)
+        leader_epoch = getattr(obj, "leader_epoch", -1)
+        replica_nodes = getattr(obj, "replica_nodes", None)
+        isr_nodes = getattr(obj, "isr_nodes", None)
+        offline_replicas = getattr(obj, "offline_replicas", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S6.pack(error_code, partition_index, leader_id, leader_epoch)
     n_ = len(replica_nodes)
     if -1 <= n_ < 0x3FFF:
@@ -3344,9 +3509,10 @@ def _encode_metadata_response_partition_v13(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"metadata_response_partition_v13.offline_replicas[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "metadata_response_partition_v13.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "metadata_response_partition_v13.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_metadata_response_topic_v13(buf, pos, end, opts):
@@ -3432,36 +3598,39 @@ def _decode_metadata_response_topic_v13(buf, pos, end, opts):
     (topic_authorized_operations,) = _S0.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_response_topic_v13.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="metadata_response_topic_v13.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "metadata_response_topic_v13.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "metadata_response_topic_v13.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_response_topic_v13.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="metadata_response_topic_v13.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "metadata_response_topic_v13.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "metadata_response_topic_v13.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="metadata_response_topic_v13.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return MetadataResponseTopicV13(
         error_code, name, topic_id, is_internal, partitions, topic_authorized_operations, tagged_fields
     ), pos
@@ -3469,16 +3638,22 @@ def _decode_metadata_response_topic_v13(buf, pos, end, opts):
 
 def _encode_metadata_response_topic_v13(obj, out, index):
     """Append one metadata_response_topic_v13 to out."""
-    own_ = type(obj) is MetadataResponseTopicV13
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    name = obj.name if own_ else getattr(obj, "name", "")
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    is_internal = obj.is_internal if own_ else getattr(obj, "is_internal", False)
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    topic_authorized_operations = (
-        obj.topic_authorized_operations if own_ else getattr(obj, "topic_authorized_operations", -2147483648)
-    )
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is MetadataResponseTopicV13:
+        error_code = obj.error_code
+        name = obj.name
+        topic_id = obj.topic_id
+        is_internal = obj.is_internal
+        partitions = obj.partitions
+        topic_authorized_operations = obj.topic_authorized_operations
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        name = getattr(obj, "name", "")
+        topic_id = getattr(obj, "topic_id", None)
+        is_internal = getattr(obj, "is_internal", False)
+        partitions = getattr(obj, "partitions", None)
+        topic_authorized_operations = getattr(obj, "topic_authorized_operations", -2147483648)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(error_code)
     if name is None:
         out.append(0)
@@ -3510,9 +3685,10 @@ def _encode_metadata_response_topic_v13(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"metadata_response_topic_v13.partitions[{index_}]"
         ) from None
     out += _S0.pack(topic_authorized_operations)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "metadata_response_topic_v13.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "metadata_response_topic_v13.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_metadata_response_v13(buf, pos, end, opts, api_version):
@@ -3655,36 +3831,39 @@ def _decode_metadata_response_v13(buf, pos, end, opts, api_version):
     (error_code,) = _S1.unpack_from(buf, pos)
     pos += 2
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_response_v13.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="metadata_response_v13.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "metadata_response_v13.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "metadata_response_v13.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_response_v13.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="metadata_response_v13.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "metadata_response_v13.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "metadata_response_v13.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="metadata_response_v13.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return MetadataResponseV13(
         throttle_time_ms, brokers, cluster_id, controller_id, topics, error_code, tagged_fields
     ), pos
@@ -3782,46 +3961,49 @@ def _fdecode_metadata_response_v13(buf, pos, end, opts, api_version):
                 rack_metadata_response_broker_v13_ = _decode_str(r__metadata_response_broker_v13_)
             pos += n_rack_metadata_response_broker_v13_
         tagged_fields_metadata_response_broker_v13_ = []
-        sec__metadata_response_broker_v13_ = pos
-        prev__metadata_response_broker_v13_, odd__metadata_response_broker_v13_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__metadata_response_broker_v13_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__metadata_response_broker_v13_, pos = _read_uvarint32(
-                buf, pos, end, "metadata_response_broker_v13.tagged_fields"
-            )
-        if n_tags__metadata_response_broker_v13_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__metadata_response_broker_v13_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="metadata_response_broker_v13.tagged_fields",
-            )
-        for __metadata_response_broker_v13_ in range(n_tags__metadata_response_broker_v13_):
-            tag__metadata_response_broker_v13_, pos = _read_uvarint32(
-                buf, pos, end, "metadata_response_broker_v13.tagged_fields"
-            )
-            size__metadata_response_broker_v13_, pos = _read_uvarint32(
-                buf, pos, end, "metadata_response_broker_v13.tagged_fields"
-            )
-            if size__metadata_response_broker_v13_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__metadata_response_broker_v13_} declares {size__metadata_response_broker_v13_} bytes, {end - pos} left",
+            sec__metadata_response_broker_v13_ = pos
+            prev__metadata_response_broker_v13_, odd__metadata_response_broker_v13_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__metadata_response_broker_v13_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__metadata_response_broker_v13_, pos = _read_uvarint32(
+                    buf, pos, end, "metadata_response_broker_v13.tagged_fields"
+                )
+            if n_tags__metadata_response_broker_v13_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__metadata_response_broker_v13_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="metadata_response_broker_v13.tagged_fields",
                 )
-            stop__metadata_response_broker_v13_ = pos + size__metadata_response_broker_v13_
-            if tag__metadata_response_broker_v13_ <= prev__metadata_response_broker_v13_:
-                odd__metadata_response_broker_v13_ = True
-            prev__metadata_response_broker_v13_ = tag__metadata_response_broker_v13_
-            tagged_fields_metadata_response_broker_v13_.append(
-                (tag__metadata_response_broker_v13_, bytes(buf[pos:stop__metadata_response_broker_v13_]))
-            )
-            pos = stop__metadata_response_broker_v13_
-        if odd__metadata_response_broker_v13_:
-            tagged_fields_metadata_response_broker_v13_ = _keep_tags(
-                tagged_fields_metadata_response_broker_v13_, buf[sec__metadata_response_broker_v13_:pos], ()
-            )
+            for __metadata_response_broker_v13_ in range(n_tags__metadata_response_broker_v13_):
+                tag__metadata_response_broker_v13_, pos = _read_uvarint32(
+                    buf, pos, end, "metadata_response_broker_v13.tagged_fields"
+                )
+                size__metadata_response_broker_v13_, pos = _read_uvarint32(
+                    buf, pos, end, "metadata_response_broker_v13.tagged_fields"
+                )
+                if size__metadata_response_broker_v13_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__metadata_response_broker_v13_} declares {size__metadata_response_broker_v13_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="metadata_response_broker_v13.tagged_fields",
+                    )
+                stop__metadata_response_broker_v13_ = pos + size__metadata_response_broker_v13_
+                if tag__metadata_response_broker_v13_ <= prev__metadata_response_broker_v13_:
+                    odd__metadata_response_broker_v13_ = True
+                prev__metadata_response_broker_v13_ = tag__metadata_response_broker_v13_
+                tagged_fields_metadata_response_broker_v13_.append(
+                    (tag__metadata_response_broker_v13_, bytes(buf[pos:stop__metadata_response_broker_v13_]))
+                )
+                pos = stop__metadata_response_broker_v13_
+            if odd__metadata_response_broker_v13_:
+                tagged_fields_metadata_response_broker_v13_ = _keep_tags(
+                    tagged_fields_metadata_response_broker_v13_, buf[sec__metadata_response_broker_v13_:pos], ()
+                )
         value__metadata_response_broker_v13_ = _new_object(MetadataResponseBrokerV13)
         value__metadata_response_broker_v13_.node_id = node_id_metadata_response_broker_v13_
         value__metadata_response_broker_v13_.host = host_metadata_response_broker_v13_
@@ -4073,63 +4255,66 @@ def _fdecode_metadata_response_v13(buf, pos, end, opts, api_version):
                     item__metadata_response_partition_v13__metadata_response_topic_v13_
                 )
             tagged_fields_metadata_response_partition_v13__metadata_response_topic_v13_ = []
-            sec__metadata_response_partition_v13__metadata_response_topic_v13_ = pos
-            (
-                prev__metadata_response_partition_v13__metadata_response_topic_v13_,
-                odd__metadata_response_partition_v13__metadata_response_topic_v13_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__metadata_response_partition_v13__metadata_response_topic_v13_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__metadata_response_partition_v13__metadata_response_topic_v13_, pos = _read_uvarint32(
-                    buf, pos, end, "metadata_response_partition_v13.tagged_fields"
-                )
-            if n_tags__metadata_response_partition_v13__metadata_response_topic_v13_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__metadata_response_partition_v13__metadata_response_topic_v13_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="metadata_response_partition_v13.tagged_fields",
-                )
-            for __metadata_response_partition_v13__metadata_response_topic_v13_ in range(
-                n_tags__metadata_response_partition_v13__metadata_response_topic_v13_
-            ):
-                tag__metadata_response_partition_v13__metadata_response_topic_v13_, pos = _read_uvarint32(
-                    buf, pos, end, "metadata_response_partition_v13.tagged_fields"
-                )
-                size__metadata_response_partition_v13__metadata_response_topic_v13_, pos = _read_uvarint32(
-                    buf, pos, end, "metadata_response_partition_v13.tagged_fields"
-                )
-                if size__metadata_response_partition_v13__metadata_response_topic_v13_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__metadata_response_partition_v13__metadata_response_topic_v13_} declares {size__metadata_response_partition_v13__metadata_response_topic_v13_} bytes, {end - pos} left",
+                sec__metadata_response_partition_v13__metadata_response_topic_v13_ = pos
+                (
+                    prev__metadata_response_partition_v13__metadata_response_topic_v13_,
+                    odd__metadata_response_partition_v13__metadata_response_topic_v13_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__metadata_response_partition_v13__metadata_response_topic_v13_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__metadata_response_partition_v13__metadata_response_topic_v13_, pos = _read_uvarint32(
+                        buf, pos, end, "metadata_response_partition_v13.tagged_fields"
+                    )
+                if n_tags__metadata_response_partition_v13__metadata_response_topic_v13_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__metadata_response_partition_v13__metadata_response_topic_v13_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="metadata_response_partition_v13.tagged_fields",
                     )
-                stop__metadata_response_partition_v13__metadata_response_topic_v13_ = (
-                    pos + size__metadata_response_partition_v13__metadata_response_topic_v13_
-                )
-                if (
-                    tag__metadata_response_partition_v13__metadata_response_topic_v13_
-                    <= prev__metadata_response_partition_v13__metadata_response_topic_v13_
+                for __metadata_response_partition_v13__metadata_response_topic_v13_ in range(
+                    n_tags__metadata_response_partition_v13__metadata_response_topic_v13_
                 ):
-                    odd__metadata_response_partition_v13__metadata_response_topic_v13_ = True
-                prev__metadata_response_partition_v13__metadata_response_topic_v13_ = (
-                    tag__metadata_response_partition_v13__metadata_response_topic_v13_
-                )
-                tagged_fields_metadata_response_partition_v13__metadata_response_topic_v13_.append(
-                    (
-                        tag__metadata_response_partition_v13__metadata_response_topic_v13_,
-                        bytes(buf[pos:stop__metadata_response_partition_v13__metadata_response_topic_v13_]),
+                    tag__metadata_response_partition_v13__metadata_response_topic_v13_, pos = _read_uvarint32(
+                        buf, pos, end, "metadata_response_partition_v13.tagged_fields"
                     )
-                )
-                pos = stop__metadata_response_partition_v13__metadata_response_topic_v13_
-            if odd__metadata_response_partition_v13__metadata_response_topic_v13_:
-                tagged_fields_metadata_response_partition_v13__metadata_response_topic_v13_ = _keep_tags(
-                    tagged_fields_metadata_response_partition_v13__metadata_response_topic_v13_,
-                    buf[sec__metadata_response_partition_v13__metadata_response_topic_v13_:pos],
-                    (),
-                )
+                    size__metadata_response_partition_v13__metadata_response_topic_v13_, pos = _read_uvarint32(
+                        buf, pos, end, "metadata_response_partition_v13.tagged_fields"
+                    )
+                    if size__metadata_response_partition_v13__metadata_response_topic_v13_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__metadata_response_partition_v13__metadata_response_topic_v13_} declares {size__metadata_response_partition_v13__metadata_response_topic_v13_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="metadata_response_partition_v13.tagged_fields",
+                        )
+                    stop__metadata_response_partition_v13__metadata_response_topic_v13_ = (
+                        pos + size__metadata_response_partition_v13__metadata_response_topic_v13_
+                    )
+                    if (
+                        tag__metadata_response_partition_v13__metadata_response_topic_v13_
+                        <= prev__metadata_response_partition_v13__metadata_response_topic_v13_
+                    ):
+                        odd__metadata_response_partition_v13__metadata_response_topic_v13_ = True
+                    prev__metadata_response_partition_v13__metadata_response_topic_v13_ = (
+                        tag__metadata_response_partition_v13__metadata_response_topic_v13_
+                    )
+                    tagged_fields_metadata_response_partition_v13__metadata_response_topic_v13_.append(
+                        (
+                            tag__metadata_response_partition_v13__metadata_response_topic_v13_,
+                            bytes(buf[pos:stop__metadata_response_partition_v13__metadata_response_topic_v13_]),
+                        )
+                    )
+                    pos = stop__metadata_response_partition_v13__metadata_response_topic_v13_
+                if odd__metadata_response_partition_v13__metadata_response_topic_v13_:
+                    tagged_fields_metadata_response_partition_v13__metadata_response_topic_v13_ = _keep_tags(
+                        tagged_fields_metadata_response_partition_v13__metadata_response_topic_v13_,
+                        buf[sec__metadata_response_partition_v13__metadata_response_topic_v13_:pos],
+                        (),
+                    )
             value__metadata_response_partition_v13__metadata_response_topic_v13_ = _new_object(
                 MetadataResponsePartitionV13
             )
@@ -4162,46 +4347,49 @@ def _fdecode_metadata_response_v13(buf, pos, end, opts, api_version):
         (topic_authorized_operations_metadata_response_topic_v13_,) = _S0.unpack_from(buf, pos)
         pos += 4
         tagged_fields_metadata_response_topic_v13_ = []
-        sec__metadata_response_topic_v13_ = pos
-        prev__metadata_response_topic_v13_, odd__metadata_response_topic_v13_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__metadata_response_topic_v13_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__metadata_response_topic_v13_, pos = _read_uvarint32(
-                buf, pos, end, "metadata_response_topic_v13.tagged_fields"
-            )
-        if n_tags__metadata_response_topic_v13_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__metadata_response_topic_v13_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="metadata_response_topic_v13.tagged_fields",
-            )
-        for __metadata_response_topic_v13_ in range(n_tags__metadata_response_topic_v13_):
-            tag__metadata_response_topic_v13_, pos = _read_uvarint32(
-                buf, pos, end, "metadata_response_topic_v13.tagged_fields"
-            )
-            size__metadata_response_topic_v13_, pos = _read_uvarint32(
-                buf, pos, end, "metadata_response_topic_v13.tagged_fields"
-            )
-            if size__metadata_response_topic_v13_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__metadata_response_topic_v13_} declares {size__metadata_response_topic_v13_} bytes, {end - pos} left",
+            sec__metadata_response_topic_v13_ = pos
+            prev__metadata_response_topic_v13_, odd__metadata_response_topic_v13_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__metadata_response_topic_v13_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__metadata_response_topic_v13_, pos = _read_uvarint32(
+                    buf, pos, end, "metadata_response_topic_v13.tagged_fields"
+                )
+            if n_tags__metadata_response_topic_v13_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__metadata_response_topic_v13_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="metadata_response_topic_v13.tagged_fields",
                 )
-            stop__metadata_response_topic_v13_ = pos + size__metadata_response_topic_v13_
-            if tag__metadata_response_topic_v13_ <= prev__metadata_response_topic_v13_:
-                odd__metadata_response_topic_v13_ = True
-            prev__metadata_response_topic_v13_ = tag__metadata_response_topic_v13_
-            tagged_fields_metadata_response_topic_v13_.append(
-                (tag__metadata_response_topic_v13_, bytes(buf[pos:stop__metadata_response_topic_v13_]))
-            )
-            pos = stop__metadata_response_topic_v13_
-        if odd__metadata_response_topic_v13_:
-            tagged_fields_metadata_response_topic_v13_ = _keep_tags(
-                tagged_fields_metadata_response_topic_v13_, buf[sec__metadata_response_topic_v13_:pos], ()
-            )
+            for __metadata_response_topic_v13_ in range(n_tags__metadata_response_topic_v13_):
+                tag__metadata_response_topic_v13_, pos = _read_uvarint32(
+                    buf, pos, end, "metadata_response_topic_v13.tagged_fields"
+                )
+                size__metadata_response_topic_v13_, pos = _read_uvarint32(
+                    buf, pos, end, "metadata_response_topic_v13.tagged_fields"
+                )
+                if size__metadata_response_topic_v13_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__metadata_response_topic_v13_} declares {size__metadata_response_topic_v13_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="metadata_response_topic_v13.tagged_fields",
+                    )
+                stop__metadata_response_topic_v13_ = pos + size__metadata_response_topic_v13_
+                if tag__metadata_response_topic_v13_ <= prev__metadata_response_topic_v13_:
+                    odd__metadata_response_topic_v13_ = True
+                prev__metadata_response_topic_v13_ = tag__metadata_response_topic_v13_
+                tagged_fields_metadata_response_topic_v13_.append(
+                    (tag__metadata_response_topic_v13_, bytes(buf[pos:stop__metadata_response_topic_v13_]))
+                )
+                pos = stop__metadata_response_topic_v13_
+            if odd__metadata_response_topic_v13_:
+                tagged_fields_metadata_response_topic_v13_ = _keep_tags(
+                    tagged_fields_metadata_response_topic_v13_, buf[sec__metadata_response_topic_v13_:pos], ()
+                )
         value__metadata_response_topic_v13_ = _new_object(MetadataResponseTopicV13)
         value__metadata_response_topic_v13_.error_code = error_code_metadata_response_topic_v13_
         value__metadata_response_topic_v13_.name = name_metadata_response_topic_v13_
@@ -4221,36 +4409,39 @@ def _fdecode_metadata_response_v13(buf, pos, end, opts, api_version):
     (error_code,) = _S1.unpack_from(buf, pos)
     pos += 2
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_response_v13.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="metadata_response_v13.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "metadata_response_v13.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "metadata_response_v13.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_response_v13.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="metadata_response_v13.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "metadata_response_v13.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "metadata_response_v13.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="metadata_response_v13.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(MetadataResponseV13)
     value_.throttle_time_ms = throttle_time_ms
     value_.brokers = brokers
@@ -4269,14 +4460,22 @@ def _encode_metadata_response_v13(obj, out, index, api_version):
             f"MetadataResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 13) and (<params>.api_version <= 13)))",
             path="metadata_response_v13",
         )
-    own_ = type(obj) is MetadataResponseV13
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    brokers = obj.brokers if own_ else getattr(obj, "brokers", None)
-    cluster_id = obj.cluster_id if own_ else getattr(obj, "cluster_id", None)
-    controller_id = obj.controller_id if own_ else getattr(obj, "controller_id", -1)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is MetadataResponseV13:
+        throttle_time_ms = obj.throttle_time_ms
+        brokers = obj.brokers
+        cluster_id = obj.cluster_id
+        controller_id = obj.controller_id
+        topics = obj.topics
+        error_code = obj.error_code
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        brokers = getattr(obj, "brokers", None)
+        cluster_id = getattr(obj, "cluster_id", None)
+        controller_id = getattr(obj, "controller_id", -1)
+        topics = getattr(obj, "topics", None)
+        error_code = getattr(obj, "error_code", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(throttle_time_ms)
     n_ = len(brokers)
     if -1 <= n_ < 0x3FFF:
@@ -4324,9 +4523,10 @@ def _encode_metadata_response_v13(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"metadata_response_v13.topics[{index_}]"
         ) from None
     out += _S1.pack(error_code)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "metadata_response_v13.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "metadata_response_v13.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_metadata_response_v13(obj, out, index, api_version):
@@ -4336,14 +4536,22 @@ def _fencode_metadata_response_v13(obj, out, index, api_version):
             f"MetadataResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 13) and (<params>.api_version <= 13)))",
             path="metadata_response_v13",
         )
-    own_ = type(obj) is MetadataResponseV13
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    brokers = obj.brokers if own_ else getattr(obj, "brokers", None)
-    cluster_id = obj.cluster_id if own_ else getattr(obj, "cluster_id", None)
-    controller_id = obj.controller_id if own_ else getattr(obj, "controller_id", -1)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is MetadataResponseV13:
+        throttle_time_ms = obj.throttle_time_ms
+        brokers = obj.brokers
+        cluster_id = obj.cluster_id
+        controller_id = obj.controller_id
+        topics = obj.topics
+        error_code = obj.error_code
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        brokers = getattr(obj, "brokers", None)
+        cluster_id = getattr(obj, "cluster_id", None)
+        controller_id = getattr(obj, "controller_id", -1)
+        topics = getattr(obj, "topics", None)
+        error_code = getattr(obj, "error_code", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(throttle_time_ms)
     n_ = len(brokers)
     if -1 <= n_ < 16383:
@@ -4351,22 +4559,18 @@ def _fencode_metadata_response_v13(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "metadata_response_v13.brokers")
     for item_ in brokers:
-        own__metadata_response_broker_v13_ = type(item_) is MetadataResponseBrokerV13
-        node_id_metadata_response_broker_v13_ = (
-            item_.node_id if own__metadata_response_broker_v13_ else getattr(item_, "node_id", 0)
-        )
-        host_metadata_response_broker_v13_ = (
-            item_.host if own__metadata_response_broker_v13_ else getattr(item_, "host", "")
-        )
-        port_metadata_response_broker_v13_ = (
-            item_.port if own__metadata_response_broker_v13_ else getattr(item_, "port", 0)
-        )
-        rack_metadata_response_broker_v13_ = (
-            item_.rack if own__metadata_response_broker_v13_ else getattr(item_, "rack", None)
-        )
-        tagged_fields_metadata_response_broker_v13_ = (
-            item_.tagged_fields if own__metadata_response_broker_v13_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is MetadataResponseBrokerV13:
+            node_id_metadata_response_broker_v13_ = item_.node_id
+            host_metadata_response_broker_v13_ = item_.host
+            port_metadata_response_broker_v13_ = item_.port
+            rack_metadata_response_broker_v13_ = item_.rack
+            tagged_fields_metadata_response_broker_v13_ = item_.tagged_fields
+        else:
+            node_id_metadata_response_broker_v13_ = getattr(item_, "node_id", 0)
+            host_metadata_response_broker_v13_ = getattr(item_, "host", "")
+            port_metadata_response_broker_v13_ = getattr(item_, "port", 0)
+            rack_metadata_response_broker_v13_ = getattr(item_, "rack", None)
+            tagged_fields_metadata_response_broker_v13_ = getattr(item_, "tagged_fields", None)
         out += _S0.pack(node_id_metadata_response_broker_v13_)
         b__metadata_response_broker_v13_ = _STR_ENCODED.get(host_metadata_response_broker_v13_)
         host_metadata_response_broker_v13_ = (
@@ -4396,15 +4600,15 @@ def _fencode_metadata_response_v13(obj, out, index, api_version):
             else:
                 _write_uvarint(out, n__metadata_response_broker_v13_ + 1, "metadata_response_broker_v13.rack")
             out += rack_metadata_response_broker_v13_
-        tags__metadata_response_broker_v13_ = []
-        valid__metadata_response_broker_v13_ = None
-        _write_tagged(
-            out,
-            tags__metadata_response_broker_v13_,
-            tagged_fields_metadata_response_broker_v13_,
-            "metadata_response_broker_v13.tagged_fields",
-            valid__metadata_response_broker_v13_,
-        )
+        if (
+            tagged_fields_metadata_response_broker_v13_
+            or tagged_fields_metadata_response_broker_v13_.__class__ is _TagSection
+        ):
+            _write_tagged(
+                out, [], tagged_fields_metadata_response_broker_v13_, "metadata_response_broker_v13.tagged_fields", None
+            )
+        else:
+            out.append(0)
     if cluster_id is None:
         out.append(0)
     else:
@@ -4423,30 +4627,24 @@ def _fencode_metadata_response_v13(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "metadata_response_v13.topics")
     for item_ in topics:
-        own__metadata_response_topic_v13_ = type(item_) is MetadataResponseTopicV13
-        error_code_metadata_response_topic_v13_ = (
-            item_.error_code if own__metadata_response_topic_v13_ else getattr(item_, "error_code", 0)
-        )
-        name_metadata_response_topic_v13_ = (
-            item_.name if own__metadata_response_topic_v13_ else getattr(item_, "name", "")
-        )
-        topic_id_metadata_response_topic_v13_ = (
-            item_.topic_id if own__metadata_response_topic_v13_ else getattr(item_, "topic_id", None)
-        )
-        is_internal_metadata_response_topic_v13_ = (
-            item_.is_internal if own__metadata_response_topic_v13_ else getattr(item_, "is_internal", False)
-        )
-        partitions_metadata_response_topic_v13_ = (
-            item_.partitions if own__metadata_response_topic_v13_ else getattr(item_, "partitions", None)
-        )
-        topic_authorized_operations_metadata_response_topic_v13_ = (
-            item_.topic_authorized_operations
-            if own__metadata_response_topic_v13_
-            else getattr(item_, "topic_authorized_operations", -2147483648)
-        )
-        tagged_fields_metadata_response_topic_v13_ = (
-            item_.tagged_fields if own__metadata_response_topic_v13_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is MetadataResponseTopicV13:
+            error_code_metadata_response_topic_v13_ = item_.error_code
+            name_metadata_response_topic_v13_ = item_.name
+            topic_id_metadata_response_topic_v13_ = item_.topic_id
+            is_internal_metadata_response_topic_v13_ = item_.is_internal
+            partitions_metadata_response_topic_v13_ = item_.partitions
+            topic_authorized_operations_metadata_response_topic_v13_ = item_.topic_authorized_operations
+            tagged_fields_metadata_response_topic_v13_ = item_.tagged_fields
+        else:
+            error_code_metadata_response_topic_v13_ = getattr(item_, "error_code", 0)
+            name_metadata_response_topic_v13_ = getattr(item_, "name", "")
+            topic_id_metadata_response_topic_v13_ = getattr(item_, "topic_id", None)
+            is_internal_metadata_response_topic_v13_ = getattr(item_, "is_internal", False)
+            partitions_metadata_response_topic_v13_ = getattr(item_, "partitions", None)
+            topic_authorized_operations_metadata_response_topic_v13_ = getattr(
+                item_, "topic_authorized_operations", -2147483648
+            )
+            tagged_fields_metadata_response_topic_v13_ = getattr(item_, "tagged_fields", None)
         out += _S1.pack(error_code_metadata_response_topic_v13_)
         if name_metadata_response_topic_v13_ is None:
             out.append(0)
@@ -4470,49 +4668,56 @@ def _fencode_metadata_response_v13(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__metadata_response_topic_v13_ + 1, "metadata_response_topic_v13.partitions")
         for item__metadata_response_topic_v13_ in partitions_metadata_response_topic_v13_:
-            own__metadata_response_partition_v13__metadata_response_topic_v13_ = (
-                type(item__metadata_response_topic_v13_) is MetadataResponsePartitionV13
-            )
-            error_code_metadata_response_partition_v13__metadata_response_topic_v13_ = (
-                item__metadata_response_topic_v13_.error_code
-                if own__metadata_response_partition_v13__metadata_response_topic_v13_
-                else getattr(item__metadata_response_topic_v13_, "error_code", 0)
-            )
-            partition_index_metadata_response_partition_v13__metadata_response_topic_v13_ = (
-                item__metadata_response_topic_v13_.partition_index
-                if own__metadata_response_partition_v13__metadata_response_topic_v13_
-                else getattr(item__metadata_response_topic_v13_, "partition_index", 0)
-            )
-            leader_id_metadata_response_partition_v13__metadata_response_topic_v13_ = (
-                item__metadata_response_topic_v13_.leader_id
-                if own__metadata_response_partition_v13__metadata_response_topic_v13_
-                else getattr(item__metadata_response_topic_v13_, "leader_id", 0)
-            )
-            leader_epoch_metadata_response_partition_v13__metadata_response_topic_v13_ = (
-                item__metadata_response_topic_v13_.leader_epoch
-                if own__metadata_response_partition_v13__metadata_response_topic_v13_
-                else getattr(item__metadata_response_topic_v13_, "leader_epoch", -1)
-            )
-            replica_nodes_metadata_response_partition_v13__metadata_response_topic_v13_ = (
-                item__metadata_response_topic_v13_.replica_nodes
-                if own__metadata_response_partition_v13__metadata_response_topic_v13_
-                else getattr(item__metadata_response_topic_v13_, "replica_nodes", None)
-            )
-            isr_nodes_metadata_response_partition_v13__metadata_response_topic_v13_ = (
-                item__metadata_response_topic_v13_.isr_nodes
-                if own__metadata_response_partition_v13__metadata_response_topic_v13_
-                else getattr(item__metadata_response_topic_v13_, "isr_nodes", None)
-            )
-            offline_replicas_metadata_response_partition_v13__metadata_response_topic_v13_ = (
-                item__metadata_response_topic_v13_.offline_replicas
-                if own__metadata_response_partition_v13__metadata_response_topic_v13_
-                else getattr(item__metadata_response_topic_v13_, "offline_replicas", None)
-            )
-            tagged_fields_metadata_response_partition_v13__metadata_response_topic_v13_ = (
-                item__metadata_response_topic_v13_.tagged_fields
-                if own__metadata_response_partition_v13__metadata_response_topic_v13_
-                else getattr(item__metadata_response_topic_v13_, "tagged_fields", None)
-            )
+            if type(item__metadata_response_topic_v13_) is MetadataResponsePartitionV13:
+                error_code_metadata_response_partition_v13__metadata_response_topic_v13_ = (
+                    item__metadata_response_topic_v13_.error_code
+                )
+                partition_index_metadata_response_partition_v13__metadata_response_topic_v13_ = (
+                    item__metadata_response_topic_v13_.partition_index
+                )
+                leader_id_metadata_response_partition_v13__metadata_response_topic_v13_ = (
+                    item__metadata_response_topic_v13_.leader_id
+                )
+                leader_epoch_metadata_response_partition_v13__metadata_response_topic_v13_ = (
+                    item__metadata_response_topic_v13_.leader_epoch
+                )
+                replica_nodes_metadata_response_partition_v13__metadata_response_topic_v13_ = (
+                    item__metadata_response_topic_v13_.replica_nodes
+                )
+                isr_nodes_metadata_response_partition_v13__metadata_response_topic_v13_ = (
+                    item__metadata_response_topic_v13_.isr_nodes
+                )
+                offline_replicas_metadata_response_partition_v13__metadata_response_topic_v13_ = (
+                    item__metadata_response_topic_v13_.offline_replicas
+                )
+                tagged_fields_metadata_response_partition_v13__metadata_response_topic_v13_ = (
+                    item__metadata_response_topic_v13_.tagged_fields
+                )
+            else:
+                error_code_metadata_response_partition_v13__metadata_response_topic_v13_ = getattr(
+                    item__metadata_response_topic_v13_, "error_code", 0
+                )
+                partition_index_metadata_response_partition_v13__metadata_response_topic_v13_ = getattr(
+                    item__metadata_response_topic_v13_, "partition_index", 0
+                )
+                leader_id_metadata_response_partition_v13__metadata_response_topic_v13_ = getattr(
+                    item__metadata_response_topic_v13_, "leader_id", 0
+                )
+                leader_epoch_metadata_response_partition_v13__metadata_response_topic_v13_ = getattr(
+                    item__metadata_response_topic_v13_, "leader_epoch", -1
+                )
+                replica_nodes_metadata_response_partition_v13__metadata_response_topic_v13_ = getattr(
+                    item__metadata_response_topic_v13_, "replica_nodes", None
+                )
+                isr_nodes_metadata_response_partition_v13__metadata_response_topic_v13_ = getattr(
+                    item__metadata_response_topic_v13_, "isr_nodes", None
+                )
+                offline_replicas_metadata_response_partition_v13__metadata_response_topic_v13_ = getattr(
+                    item__metadata_response_topic_v13_, "offline_replicas", None
+                )
+                tagged_fields_metadata_response_partition_v13__metadata_response_topic_v13_ = getattr(
+                    item__metadata_response_topic_v13_, "tagged_fields", None
+                )
             out += _S6.pack(
                 error_code_metadata_response_partition_v13__metadata_response_topic_v13_,
                 partition_index_metadata_response_partition_v13__metadata_response_topic_v13_,
@@ -4530,13 +4735,18 @@ def _fencode_metadata_response_v13(obj, out, index, api_version):
                     n__metadata_response_partition_v13__metadata_response_topic_v13_ + 1,
                     "metadata_response_partition_v13.replica_nodes",
                 )
-            for (
-                item__metadata_response_partition_v13__metadata_response_topic_v13_
-            ) in replica_nodes_metadata_response_partition_v13__metadata_response_topic_v13_:
-                value_metadata_response_partition_v13_replica_nodes_item__metadata_response_partition_v13__metadata_response_topic_v13_ = item__metadata_response_partition_v13__metadata_response_topic_v13_
-                out += _S0.pack(
-                    value_metadata_response_partition_v13_replica_nodes_item__metadata_response_partition_v13__metadata_response_topic_v13_
+            if n__metadata_response_partition_v13__metadata_response_topic_v13_ <= _PACKED_MAX:
+                out += _PACKED["i"][n__metadata_response_partition_v13__metadata_response_topic_v13_].pack(
+                    *replica_nodes_metadata_response_partition_v13__metadata_response_topic_v13_
                 )
+            else:
+                for (
+                    item__metadata_response_partition_v13__metadata_response_topic_v13_
+                ) in replica_nodes_metadata_response_partition_v13__metadata_response_topic_v13_:
+                    value_metadata_response_partition_v13_replica_nodes_item__metadata_response_partition_v13__metadata_response_topic_v13_ = item__metadata_response_partition_v13__metadata_response_topic_v13_
+                    out += _S0.pack(
+                        value_metadata_response_partition_v13_replica_nodes_item__metadata_response_partition_v13__metadata_response_topic_v13_
+                    )
             n__metadata_response_partition_v13__metadata_response_topic_v13_ = len(
                 isr_nodes_metadata_response_partition_v13__metadata_response_topic_v13_
             )
@@ -4548,13 +4758,18 @@ def _fencode_metadata_response_v13(obj, out, index, api_version):
                     n__metadata_response_partition_v13__metadata_response_topic_v13_ + 1,
                     "metadata_response_partition_v13.isr_nodes",
                 )
-            for (
-                item__metadata_response_partition_v13__metadata_response_topic_v13_
-            ) in isr_nodes_metadata_response_partition_v13__metadata_response_topic_v13_:
-                value_metadata_response_partition_v13_isr_nodes_item__metadata_response_partition_v13__metadata_response_topic_v13_ = item__metadata_response_partition_v13__metadata_response_topic_v13_
-                out += _S0.pack(
-                    value_metadata_response_partition_v13_isr_nodes_item__metadata_response_partition_v13__metadata_response_topic_v13_
+            if n__metadata_response_partition_v13__metadata_response_topic_v13_ <= _PACKED_MAX:
+                out += _PACKED["i"][n__metadata_response_partition_v13__metadata_response_topic_v13_].pack(
+                    *isr_nodes_metadata_response_partition_v13__metadata_response_topic_v13_
                 )
+            else:
+                for (
+                    item__metadata_response_partition_v13__metadata_response_topic_v13_
+                ) in isr_nodes_metadata_response_partition_v13__metadata_response_topic_v13_:
+                    value_metadata_response_partition_v13_isr_nodes_item__metadata_response_partition_v13__metadata_response_topic_v13_ = item__metadata_response_partition_v13__metadata_response_topic_v13_
+                    out += _S0.pack(
+                        value_metadata_response_partition_v13_isr_nodes_item__metadata_response_partition_v13__metadata_response_topic_v13_
+                    )
             n__metadata_response_partition_v13__metadata_response_topic_v13_ = len(
                 offline_replicas_metadata_response_partition_v13__metadata_response_topic_v13_
             )
@@ -4566,36 +4781,46 @@ def _fencode_metadata_response_v13(obj, out, index, api_version):
                     n__metadata_response_partition_v13__metadata_response_topic_v13_ + 1,
                     "metadata_response_partition_v13.offline_replicas",
                 )
-            for (
-                item__metadata_response_partition_v13__metadata_response_topic_v13_
-            ) in offline_replicas_metadata_response_partition_v13__metadata_response_topic_v13_:
-                value_metadata_response_partition_v13_offline_replicas_item__metadata_response_partition_v13__metadata_response_topic_v13_ = item__metadata_response_partition_v13__metadata_response_topic_v13_
-                out += _S0.pack(
-                    value_metadata_response_partition_v13_offline_replicas_item__metadata_response_partition_v13__metadata_response_topic_v13_
+            if n__metadata_response_partition_v13__metadata_response_topic_v13_ <= _PACKED_MAX:
+                out += _PACKED["i"][n__metadata_response_partition_v13__metadata_response_topic_v13_].pack(
+                    *offline_replicas_metadata_response_partition_v13__metadata_response_topic_v13_
                 )
-            tags__metadata_response_partition_v13__metadata_response_topic_v13_ = []
-            valid__metadata_response_partition_v13__metadata_response_topic_v13_ = None
-            _write_tagged(
-                out,
-                tags__metadata_response_partition_v13__metadata_response_topic_v13_,
-                tagged_fields_metadata_response_partition_v13__metadata_response_topic_v13_,
-                "metadata_response_partition_v13.tagged_fields",
-                valid__metadata_response_partition_v13__metadata_response_topic_v13_,
-            )
+            else:
+                for (
+                    item__metadata_response_partition_v13__metadata_response_topic_v13_
+                ) in offline_replicas_metadata_response_partition_v13__metadata_response_topic_v13_:
+                    value_metadata_response_partition_v13_offline_replicas_item__metadata_response_partition_v13__metadata_response_topic_v13_ = item__metadata_response_partition_v13__metadata_response_topic_v13_
+                    out += _S0.pack(
+                        value_metadata_response_partition_v13_offline_replicas_item__metadata_response_partition_v13__metadata_response_topic_v13_
+                    )
+            if (
+                tagged_fields_metadata_response_partition_v13__metadata_response_topic_v13_
+                or tagged_fields_metadata_response_partition_v13__metadata_response_topic_v13_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_metadata_response_partition_v13__metadata_response_topic_v13_,
+                    "metadata_response_partition_v13.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
         out += _S0.pack(topic_authorized_operations_metadata_response_topic_v13_)
-        tags__metadata_response_topic_v13_ = []
-        valid__metadata_response_topic_v13_ = None
-        _write_tagged(
-            out,
-            tags__metadata_response_topic_v13_,
-            tagged_fields_metadata_response_topic_v13_,
-            "metadata_response_topic_v13.tagged_fields",
-            valid__metadata_response_topic_v13_,
-        )
+        if (
+            tagged_fields_metadata_response_topic_v13_
+            or tagged_fields_metadata_response_topic_v13_.__class__ is _TagSection
+        ):
+            _write_tagged(
+                out, [], tagged_fields_metadata_response_topic_v13_, "metadata_response_topic_v13.tagged_fields", None
+            )
+        else:
+            out.append(0)
     out += _S1.pack(error_code)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "metadata_response_v13.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "metadata_response_v13.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_metadata_response_by_version(buf, pos, end, opts, api_version):

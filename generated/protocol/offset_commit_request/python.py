@@ -26,6 +26,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -125,12 +126,18 @@ def _decode_offset_commit_request_partition(buf, pos, end, opts, api_version):
 
 def _encode_offset_commit_request_partition(obj, out, index, api_version):
     """Append one offset_commit_request_partition to out."""
-    own_ = type(obj) is OffsetCommitRequestPartition
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    committed_offset = obj.committed_offset if own_ else getattr(obj, "committed_offset", 0)
-    committed_leader_epoch = obj.committed_leader_epoch if own_ else getattr(obj, "committed_leader_epoch", -1)
-    commit_timestamp = obj.commit_timestamp if own_ else getattr(obj, "commit_timestamp", -1)
-    committed_metadata = obj.committed_metadata if own_ else getattr(obj, "committed_metadata", "")
+    if type(obj) is OffsetCommitRequestPartition:
+        partition_index = obj.partition_index
+        committed_offset = obj.committed_offset
+        committed_leader_epoch = obj.committed_leader_epoch
+        commit_timestamp = obj.commit_timestamp
+        committed_metadata = obj.committed_metadata
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        committed_offset = getattr(obj, "committed_offset", 0)
+        committed_leader_epoch = getattr(obj, "committed_leader_epoch", -1)
+        commit_timestamp = getattr(obj, "commit_timestamp", -1)
+        committed_metadata = getattr(obj, "committed_metadata", "")
     out += _S0.pack(partition_index, committed_offset)
     if api_version >= 6:
         out += _S1.pack(committed_leader_epoch)
@@ -203,9 +210,12 @@ def _decode_offset_commit_request_topic(buf, pos, end, opts, api_version):
 
 def _encode_offset_commit_request_topic(obj, out, index, api_version):
     """Append one offset_commit_request_topic to out."""
-    own_ = type(obj) is OffsetCommitRequestTopic
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
+    if type(obj) is OffsetCommitRequestTopic:
+        name = obj.name
+        partitions = obj.partitions
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="offset_commit_request_topic.name")
     else:
@@ -563,15 +573,20 @@ def _encode_offset_commit_request(obj, out, index, api_version):
             f"OffsetCommitRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 7))",
             path="offset_commit_request",
         )
-    own_ = type(obj) is OffsetCommitRequest
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    generation_id_or_member_epoch = (
-        obj.generation_id_or_member_epoch if own_ else getattr(obj, "generation_id_or_member_epoch", -1)
-    )
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    group_instance_id = obj.group_instance_id if own_ else getattr(obj, "group_instance_id", None)
-    retention_time_ms = obj.retention_time_ms if own_ else getattr(obj, "retention_time_ms", -1)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
+    if type(obj) is OffsetCommitRequest:
+        group_id = obj.group_id
+        generation_id_or_member_epoch = obj.generation_id_or_member_epoch
+        member_id = obj.member_id
+        group_instance_id = obj.group_instance_id
+        retention_time_ms = obj.retention_time_ms
+        topics = obj.topics
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", "")
+        generation_id_or_member_epoch = getattr(obj, "generation_id_or_member_epoch", -1)
+        member_id = getattr(obj, "member_id", "")
+        group_instance_id = getattr(obj, "group_instance_id", None)
+        retention_time_ms = getattr(obj, "retention_time_ms", -1)
+        topics = getattr(obj, "topics", None)
     if group_id is None:
         raise _InvalidValueError("may not be null", path="offset_commit_request.group_id")
     else:
@@ -619,15 +634,20 @@ def _fencode_offset_commit_request(obj, out, index, api_version):
             f"OffsetCommitRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 7))",
             path="offset_commit_request",
         )
-    own_ = type(obj) is OffsetCommitRequest
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    generation_id_or_member_epoch = (
-        obj.generation_id_or_member_epoch if own_ else getattr(obj, "generation_id_or_member_epoch", -1)
-    )
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    group_instance_id = obj.group_instance_id if own_ else getattr(obj, "group_instance_id", None)
-    retention_time_ms = obj.retention_time_ms if own_ else getattr(obj, "retention_time_ms", -1)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
+    if type(obj) is OffsetCommitRequest:
+        group_id = obj.group_id
+        generation_id_or_member_epoch = obj.generation_id_or_member_epoch
+        member_id = obj.member_id
+        group_instance_id = obj.group_instance_id
+        retention_time_ms = obj.retention_time_ms
+        topics = obj.topics
+    else:
+        group_id = getattr(obj, "group_id", "")
+        generation_id_or_member_epoch = getattr(obj, "generation_id_or_member_epoch", -1)
+        member_id = getattr(obj, "member_id", "")
+        group_instance_id = getattr(obj, "group_instance_id", None)
+        retention_time_ms = getattr(obj, "retention_time_ms", -1)
+        topics = getattr(obj, "topics", None)
     b_ = _STR_ENCODED.get(group_id)
     group_id = _encode_str(group_id) if b_ is None else b_
     out += _S3.pack(len(group_id))
@@ -651,13 +671,12 @@ def _fencode_offset_commit_request(obj, out, index, api_version):
         out += _S2.pack(retention_time_ms)
     out += _S1.pack(len(topics))
     for item_ in topics:
-        own__offset_commit_request_topic_ = type(item_) is OffsetCommitRequestTopic
-        name_offset_commit_request_topic_ = (
-            item_.name if own__offset_commit_request_topic_ else getattr(item_, "name", "")
-        )
-        partitions_offset_commit_request_topic_ = (
-            item_.partitions if own__offset_commit_request_topic_ else getattr(item_, "partitions", None)
-        )
+        if type(item_) is OffsetCommitRequestTopic:
+            name_offset_commit_request_topic_ = item_.name
+            partitions_offset_commit_request_topic_ = item_.partitions
+        else:
+            name_offset_commit_request_topic_ = getattr(item_, "name", "")
+            partitions_offset_commit_request_topic_ = getattr(item_, "partitions", None)
         b__offset_commit_request_topic_ = _STR_ENCODED.get(name_offset_commit_request_topic_)
         name_offset_commit_request_topic_ = (
             _encode_str(name_offset_commit_request_topic_)
@@ -668,34 +687,38 @@ def _fencode_offset_commit_request(obj, out, index, api_version):
         out += name_offset_commit_request_topic_
         out += _S1.pack(len(partitions_offset_commit_request_topic_))
         for item__offset_commit_request_topic_ in partitions_offset_commit_request_topic_:
-            own__offset_commit_request_partition__offset_commit_request_topic_ = (
-                type(item__offset_commit_request_topic_) is OffsetCommitRequestPartition
-            )
-            partition_index_offset_commit_request_partition__offset_commit_request_topic_ = (
-                item__offset_commit_request_topic_.partition_index
-                if own__offset_commit_request_partition__offset_commit_request_topic_
-                else getattr(item__offset_commit_request_topic_, "partition_index", 0)
-            )
-            committed_offset_offset_commit_request_partition__offset_commit_request_topic_ = (
-                item__offset_commit_request_topic_.committed_offset
-                if own__offset_commit_request_partition__offset_commit_request_topic_
-                else getattr(item__offset_commit_request_topic_, "committed_offset", 0)
-            )
-            committed_leader_epoch_offset_commit_request_partition__offset_commit_request_topic_ = (
-                item__offset_commit_request_topic_.committed_leader_epoch
-                if own__offset_commit_request_partition__offset_commit_request_topic_
-                else getattr(item__offset_commit_request_topic_, "committed_leader_epoch", -1)
-            )
-            commit_timestamp_offset_commit_request_partition__offset_commit_request_topic_ = (
-                item__offset_commit_request_topic_.commit_timestamp
-                if own__offset_commit_request_partition__offset_commit_request_topic_
-                else getattr(item__offset_commit_request_topic_, "commit_timestamp", -1)
-            )
-            committed_metadata_offset_commit_request_partition__offset_commit_request_topic_ = (
-                item__offset_commit_request_topic_.committed_metadata
-                if own__offset_commit_request_partition__offset_commit_request_topic_
-                else getattr(item__offset_commit_request_topic_, "committed_metadata", "")
-            )
+            if type(item__offset_commit_request_topic_) is OffsetCommitRequestPartition:
+                partition_index_offset_commit_request_partition__offset_commit_request_topic_ = (
+                    item__offset_commit_request_topic_.partition_index
+                )
+                committed_offset_offset_commit_request_partition__offset_commit_request_topic_ = (
+                    item__offset_commit_request_topic_.committed_offset
+                )
+                committed_leader_epoch_offset_commit_request_partition__offset_commit_request_topic_ = (
+                    item__offset_commit_request_topic_.committed_leader_epoch
+                )
+                commit_timestamp_offset_commit_request_partition__offset_commit_request_topic_ = (
+                    item__offset_commit_request_topic_.commit_timestamp
+                )
+                committed_metadata_offset_commit_request_partition__offset_commit_request_topic_ = (
+                    item__offset_commit_request_topic_.committed_metadata
+                )
+            else:
+                partition_index_offset_commit_request_partition__offset_commit_request_topic_ = getattr(
+                    item__offset_commit_request_topic_, "partition_index", 0
+                )
+                committed_offset_offset_commit_request_partition__offset_commit_request_topic_ = getattr(
+                    item__offset_commit_request_topic_, "committed_offset", 0
+                )
+                committed_leader_epoch_offset_commit_request_partition__offset_commit_request_topic_ = getattr(
+                    item__offset_commit_request_topic_, "committed_leader_epoch", -1
+                )
+                commit_timestamp_offset_commit_request_partition__offset_commit_request_topic_ = getattr(
+                    item__offset_commit_request_topic_, "commit_timestamp", -1
+                )
+                committed_metadata_offset_commit_request_partition__offset_commit_request_topic_ = getattr(
+                    item__offset_commit_request_topic_, "committed_metadata", ""
+                )
             out += _S0.pack(
                 partition_index_offset_commit_request_partition__offset_commit_request_topic_,
                 committed_offset_offset_commit_request_partition__offset_commit_request_topic_,
@@ -765,36 +788,39 @@ def _decode_offset_commit_request_partition_flexible(buf, pos, end, opts):
         committed_metadata = str(buf[pos : pos + n_committed_metadata], "utf-8", "surrogateescape")
         pos += n_committed_metadata
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_partition_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_commit_request_partition_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_partition_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_partition_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_partition_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_commit_request_partition_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_partition_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_partition_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_commit_request_partition_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return OffsetCommitRequestPartitionFlexible(
         partition_index, committed_offset, committed_leader_epoch, committed_metadata, tagged_fields
     ), pos
@@ -802,12 +828,18 @@ def _decode_offset_commit_request_partition_flexible(buf, pos, end, opts):
 
 def _encode_offset_commit_request_partition_flexible(obj, out, index):
     """Append one offset_commit_request_partition_flexible to out."""
-    own_ = type(obj) is OffsetCommitRequestPartitionFlexible
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    committed_offset = obj.committed_offset if own_ else getattr(obj, "committed_offset", 0)
-    committed_leader_epoch = obj.committed_leader_epoch if own_ else getattr(obj, "committed_leader_epoch", -1)
-    committed_metadata = obj.committed_metadata if own_ else getattr(obj, "committed_metadata", "")
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetCommitRequestPartitionFlexible:
+        partition_index = obj.partition_index
+        committed_offset = obj.committed_offset
+        committed_leader_epoch = obj.committed_leader_epoch
+        committed_metadata = obj.committed_metadata
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        committed_offset = getattr(obj, "committed_offset", 0)
+        committed_leader_epoch = getattr(obj, "committed_leader_epoch", -1)
+        committed_metadata = getattr(obj, "committed_metadata", "")
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S4.pack(partition_index, committed_offset, committed_leader_epoch)
     if committed_metadata is None:
         out.append(0)
@@ -821,9 +853,10 @@ def _encode_offset_commit_request_partition_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "offset_commit_request_partition_flexible.committed_metadata")
 
         out += committed_metadata
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_commit_request_partition_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "offset_commit_request_partition_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_offset_commit_request_topic_flexible(buf, pos, end, opts):
@@ -902,45 +935,52 @@ def _decode_offset_commit_request_topic_flexible(buf, pos, end, opts):
             ) from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_topic_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_commit_request_topic_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_topic_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_topic_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_topic_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_commit_request_topic_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_topic_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_topic_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_commit_request_topic_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return OffsetCommitRequestTopicFlexible(name, partitions, tagged_fields), pos
 
 
 def _encode_offset_commit_request_topic_flexible(obj, out, index):
     """Append one offset_commit_request_topic_flexible to out."""
-    own_ = type(obj) is OffsetCommitRequestTopicFlexible
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetCommitRequestTopicFlexible:
+        name = obj.name
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="offset_commit_request_topic_flexible.name")
     else:
@@ -972,9 +1012,10 @@ def _encode_offset_commit_request_topic_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"offset_commit_request_topic_flexible.partitions[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_commit_request_topic_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "offset_commit_request_topic_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_offset_commit_request_flexible(buf, pos, end, opts, api_version):
@@ -1133,36 +1174,39 @@ def _decode_offset_commit_request_flexible(buf, pos, end, opts, api_version):
                     path="offset_commit_request_flexible.topics",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_commit_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_commit_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_commit_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return OffsetCommitRequestFlexible(
         group_id, generation_id_or_member_epoch, member_id, group_instance_id, topics, tagged_fields
     ), pos
@@ -1386,72 +1430,76 @@ def _fdecode_offset_commit_request_flexible(buf, pos, end, opts, api_version):
                     n_committed_metadata_offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_
                 )
             tagged_fields_offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_ = []
-            sec__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_ = pos
-            (
-                prev__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_,
-                odd__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_, pos = (
-                    _read_uvarint32(buf, pos, end, "offset_commit_request_partition_flexible.tagged_fields")
-                )
-            if (
-                n_tags__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_
-                > (end - pos) // 2
-            ):
-                raise _InvalidValueError(
-                    f"{n_tags__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="offset_commit_request_partition_flexible.tagged_fields",
-                )
-            for __offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_ in range(
-                n_tags__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_
-            ):
-                tag__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_, pos = (
-                    _read_uvarint32(buf, pos, end, "offset_commit_request_partition_flexible.tagged_fields")
-                )
-                size__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_, pos = (
-                    _read_uvarint32(buf, pos, end, "offset_commit_request_partition_flexible.tagged_fields")
-                )
-                if size__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_} declares {size__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_} bytes, {end - pos} left",
+                sec__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_ = pos
+                (
+                    prev__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_,
+                    odd__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_, pos = (
+                        _read_uvarint32(buf, pos, end, "offset_commit_request_partition_flexible.tagged_fields")
+                    )
+                if (
+                    n_tags__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_
+                    > (end - pos) // 2
+                ):
+                    raise _InvalidValueError(
+                        f"{n_tags__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="offset_commit_request_partition_flexible.tagged_fields",
                     )
-                stop__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_ = (
-                    pos + size__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_
-                )
-                if (
-                    tag__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_
-                    <= prev__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_
+                for __offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_ in range(
+                    n_tags__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_
                 ):
-                    odd__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_ = True
-                prev__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_ = (
-                    tag__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_
-                )
-                tagged_fields_offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_.append(
-                    (
-                        tag__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_,
-                        bytes(
-                            buf[
-                                pos:stop__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_
-                            ]
-                        ),
+                    tag__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_, pos = (
+                        _read_uvarint32(buf, pos, end, "offset_commit_request_partition_flexible.tagged_fields")
                     )
-                )
-                pos = stop__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_
-            if odd__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_:
-                tagged_fields_offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_ = (
-                    _keep_tags(
+                    size__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_, pos = (
+                        _read_uvarint32(buf, pos, end, "offset_commit_request_partition_flexible.tagged_fields")
+                    )
+                    if (
+                        size__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_
+                        > end - pos
+                    ):
+                        raise _TruncatedError(
+                            f"tag {tag__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_} declares {size__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="offset_commit_request_partition_flexible.tagged_fields",
+                        )
+                    stop__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_ = (
+                        pos + size__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_
+                    )
+                    if (
+                        tag__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_
+                        <= prev__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_
+                    ):
+                        odd__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_ = True
+                    prev__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_ = (
+                        tag__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_
+                    )
+                    tagged_fields_offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_.append(
+                        (
+                            tag__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_,
+                            bytes(
+                                buf[
+                                    pos:stop__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_
+                                ]
+                            ),
+                        )
+                    )
+                    pos = stop__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_
+                if odd__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_:
+                    tagged_fields_offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_ = _keep_tags(
                         tagged_fields_offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_,
                         buf[sec__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_:pos],
                         (),
                     )
-                )
             value__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_ = _new_object(
                 OffsetCommitRequestPartitionFlexible
             )
@@ -1471,51 +1519,54 @@ def _fdecode_offset_commit_request_flexible(buf, pos, end, opts, api_version):
             )
             append_partitions_offset_commit_request_topic_flexible_(item__offset_commit_request_topic_flexible_)
         tagged_fields_offset_commit_request_topic_flexible_ = []
-        sec__offset_commit_request_topic_flexible_ = pos
-        prev__offset_commit_request_topic_flexible_, odd__offset_commit_request_topic_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__offset_commit_request_topic_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__offset_commit_request_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "offset_commit_request_topic_flexible.tagged_fields"
-            )
-        if n_tags__offset_commit_request_topic_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__offset_commit_request_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="offset_commit_request_topic_flexible.tagged_fields",
-            )
-        for __offset_commit_request_topic_flexible_ in range(n_tags__offset_commit_request_topic_flexible_):
-            tag__offset_commit_request_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "offset_commit_request_topic_flexible.tagged_fields"
-            )
-            size__offset_commit_request_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "offset_commit_request_topic_flexible.tagged_fields"
-            )
-            if size__offset_commit_request_topic_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__offset_commit_request_topic_flexible_} declares {size__offset_commit_request_topic_flexible_} bytes, {end - pos} left",
+            sec__offset_commit_request_topic_flexible_ = pos
+            prev__offset_commit_request_topic_flexible_, odd__offset_commit_request_topic_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__offset_commit_request_topic_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__offset_commit_request_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "offset_commit_request_topic_flexible.tagged_fields"
+                )
+            if n_tags__offset_commit_request_topic_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__offset_commit_request_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="offset_commit_request_topic_flexible.tagged_fields",
                 )
-            stop__offset_commit_request_topic_flexible_ = pos + size__offset_commit_request_topic_flexible_
-            if tag__offset_commit_request_topic_flexible_ <= prev__offset_commit_request_topic_flexible_:
-                odd__offset_commit_request_topic_flexible_ = True
-            prev__offset_commit_request_topic_flexible_ = tag__offset_commit_request_topic_flexible_
-            tagged_fields_offset_commit_request_topic_flexible_.append(
-                (
-                    tag__offset_commit_request_topic_flexible_,
-                    bytes(buf[pos:stop__offset_commit_request_topic_flexible_]),
+            for __offset_commit_request_topic_flexible_ in range(n_tags__offset_commit_request_topic_flexible_):
+                tag__offset_commit_request_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "offset_commit_request_topic_flexible.tagged_fields"
                 )
-            )
-            pos = stop__offset_commit_request_topic_flexible_
-        if odd__offset_commit_request_topic_flexible_:
-            tagged_fields_offset_commit_request_topic_flexible_ = _keep_tags(
-                tagged_fields_offset_commit_request_topic_flexible_,
-                buf[sec__offset_commit_request_topic_flexible_:pos],
-                (),
-            )
+                size__offset_commit_request_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "offset_commit_request_topic_flexible.tagged_fields"
+                )
+                if size__offset_commit_request_topic_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__offset_commit_request_topic_flexible_} declares {size__offset_commit_request_topic_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="offset_commit_request_topic_flexible.tagged_fields",
+                    )
+                stop__offset_commit_request_topic_flexible_ = pos + size__offset_commit_request_topic_flexible_
+                if tag__offset_commit_request_topic_flexible_ <= prev__offset_commit_request_topic_flexible_:
+                    odd__offset_commit_request_topic_flexible_ = True
+                prev__offset_commit_request_topic_flexible_ = tag__offset_commit_request_topic_flexible_
+                tagged_fields_offset_commit_request_topic_flexible_.append(
+                    (
+                        tag__offset_commit_request_topic_flexible_,
+                        bytes(buf[pos:stop__offset_commit_request_topic_flexible_]),
+                    )
+                )
+                pos = stop__offset_commit_request_topic_flexible_
+            if odd__offset_commit_request_topic_flexible_:
+                tagged_fields_offset_commit_request_topic_flexible_ = _keep_tags(
+                    tagged_fields_offset_commit_request_topic_flexible_,
+                    buf[sec__offset_commit_request_topic_flexible_:pos],
+                    (),
+                )
         value__offset_commit_request_topic_flexible_ = _new_object(OffsetCommitRequestTopicFlexible)
         value__offset_commit_request_topic_flexible_.name = name_offset_commit_request_topic_flexible_
         value__offset_commit_request_topic_flexible_.partitions = partitions_offset_commit_request_topic_flexible_
@@ -1527,36 +1578,39 @@ def _fdecode_offset_commit_request_flexible(buf, pos, end, opts, api_version):
             if budget_topics < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_commit_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_commit_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_commit_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(OffsetCommitRequestFlexible)
     value_.group_id = group_id
     value_.generation_id_or_member_epoch = generation_id_or_member_epoch
@@ -1574,15 +1628,20 @@ def _encode_offset_commit_request_flexible(obj, out, index, api_version):
             f"OffsetCommitRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 8) and (<params>.api_version <= 9)))",
             path="offset_commit_request_flexible",
         )
-    own_ = type(obj) is OffsetCommitRequestFlexible
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    generation_id_or_member_epoch = (
-        obj.generation_id_or_member_epoch if own_ else getattr(obj, "generation_id_or_member_epoch", -1)
-    )
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    group_instance_id = obj.group_instance_id if own_ else getattr(obj, "group_instance_id", None)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetCommitRequestFlexible:
+        group_id = obj.group_id
+        generation_id_or_member_epoch = obj.generation_id_or_member_epoch
+        member_id = obj.member_id
+        group_instance_id = obj.group_instance_id
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", "")
+        generation_id_or_member_epoch = getattr(obj, "generation_id_or_member_epoch", -1)
+        member_id = getattr(obj, "member_id", "")
+        group_instance_id = getattr(obj, "group_instance_id", None)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if group_id is None:
         raise _InvalidValueError("may not be null", path="offset_commit_request_flexible.group_id")
     else:
@@ -1638,9 +1697,10 @@ def _encode_offset_commit_request_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"offset_commit_request_flexible.topics[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_commit_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "offset_commit_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_offset_commit_request_flexible(obj, out, index, api_version):
@@ -1650,15 +1710,20 @@ def _fencode_offset_commit_request_flexible(obj, out, index, api_version):
             f"OffsetCommitRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 8) and (<params>.api_version <= 9)))",
             path="offset_commit_request_flexible",
         )
-    own_ = type(obj) is OffsetCommitRequestFlexible
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    generation_id_or_member_epoch = (
-        obj.generation_id_or_member_epoch if own_ else getattr(obj, "generation_id_or_member_epoch", -1)
-    )
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    group_instance_id = obj.group_instance_id if own_ else getattr(obj, "group_instance_id", None)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetCommitRequestFlexible:
+        group_id = obj.group_id
+        generation_id_or_member_epoch = obj.generation_id_or_member_epoch
+        member_id = obj.member_id
+        group_instance_id = obj.group_instance_id
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:
+        group_id = getattr(obj, "group_id", "")
+        generation_id_or_member_epoch = getattr(obj, "generation_id_or_member_epoch", -1)
+        member_id = getattr(obj, "member_id", "")
+        group_instance_id = getattr(obj, "group_instance_id", None)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     b_ = _STR_ENCODED.get(group_id)
     group_id = _encode_str(group_id) if b_ is None else b_
     n_ = len(group_id)
@@ -1693,16 +1758,14 @@ def _fencode_offset_commit_request_flexible(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "offset_commit_request_flexible.topics")
     for item_ in topics:
-        own__offset_commit_request_topic_flexible_ = type(item_) is OffsetCommitRequestTopicFlexible
-        name_offset_commit_request_topic_flexible_ = (
-            item_.name if own__offset_commit_request_topic_flexible_ else getattr(item_, "name", "")
-        )
-        partitions_offset_commit_request_topic_flexible_ = (
-            item_.partitions if own__offset_commit_request_topic_flexible_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_offset_commit_request_topic_flexible_ = (
-            item_.tagged_fields if own__offset_commit_request_topic_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is OffsetCommitRequestTopicFlexible:
+            name_offset_commit_request_topic_flexible_ = item_.name
+            partitions_offset_commit_request_topic_flexible_ = item_.partitions
+            tagged_fields_offset_commit_request_topic_flexible_ = item_.tagged_fields
+        else:
+            name_offset_commit_request_topic_flexible_ = getattr(item_, "name", "")
+            partitions_offset_commit_request_topic_flexible_ = getattr(item_, "partitions", None)
+            tagged_fields_offset_commit_request_topic_flexible_ = getattr(item_, "tagged_fields", None)
         b__offset_commit_request_topic_flexible_ = _STR_ENCODED.get(name_offset_commit_request_topic_flexible_)
         name_offset_commit_request_topic_flexible_ = (
             _encode_str(name_offset_commit_request_topic_flexible_)
@@ -1725,34 +1788,36 @@ def _fencode_offset_commit_request_flexible(obj, out, index, api_version):
                 out, n__offset_commit_request_topic_flexible_ + 1, "offset_commit_request_topic_flexible.partitions"
             )
         for item__offset_commit_request_topic_flexible_ in partitions_offset_commit_request_topic_flexible_:
-            own__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_ = (
-                type(item__offset_commit_request_topic_flexible_) is OffsetCommitRequestPartitionFlexible
-            )
-            partition_index_offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_ = (
-                item__offset_commit_request_topic_flexible_.partition_index
-                if own__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_
-                else getattr(item__offset_commit_request_topic_flexible_, "partition_index", 0)
-            )
-            committed_offset_offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_ = (
-                item__offset_commit_request_topic_flexible_.committed_offset
-                if own__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_
-                else getattr(item__offset_commit_request_topic_flexible_, "committed_offset", 0)
-            )
-            committed_leader_epoch_offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_ = (
-                item__offset_commit_request_topic_flexible_.committed_leader_epoch
-                if own__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_
-                else getattr(item__offset_commit_request_topic_flexible_, "committed_leader_epoch", -1)
-            )
-            committed_metadata_offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_ = (
-                item__offset_commit_request_topic_flexible_.committed_metadata
-                if own__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_
-                else getattr(item__offset_commit_request_topic_flexible_, "committed_metadata", "")
-            )
-            tagged_fields_offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_ = (
-                item__offset_commit_request_topic_flexible_.tagged_fields
-                if own__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_
-                else getattr(item__offset_commit_request_topic_flexible_, "tagged_fields", None)
-            )
+            if type(item__offset_commit_request_topic_flexible_) is OffsetCommitRequestPartitionFlexible:
+                partition_index_offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_ = (
+                    item__offset_commit_request_topic_flexible_.partition_index
+                )
+                committed_offset_offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_ = (
+                    item__offset_commit_request_topic_flexible_.committed_offset
+                )
+                committed_leader_epoch_offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_ = item__offset_commit_request_topic_flexible_.committed_leader_epoch
+                committed_metadata_offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_ = (
+                    item__offset_commit_request_topic_flexible_.committed_metadata
+                )
+                tagged_fields_offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_ = (
+                    item__offset_commit_request_topic_flexible_.tagged_fields
+                )
+            else:
+                partition_index_offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_ = (
+                    getattr(item__offset_commit_request_topic_flexible_, "partition_index", 0)
+                )
+                committed_offset_offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_ = (
+                    getattr(item__offset_commit_request_topic_flexible_, "committed_offset", 0)
+                )
+                committed_leader_epoch_offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_ = getattr(
+                    item__offset_commit_request_topic_flexible_, "committed_leader_epoch", -1
+                )
+                committed_metadata_offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_ = (
+                    getattr(item__offset_commit_request_topic_flexible_, "committed_metadata", "")
+                )
+                tagged_fields_offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_ = getattr(
+                    item__offset_commit_request_topic_flexible_, "tagged_fields", None
+                )
             out += _S4.pack(
                 partition_index_offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_,
                 committed_offset_offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_,
@@ -1790,27 +1855,37 @@ def _fencode_offset_commit_request_flexible(obj, out, index, api_version):
                 out += (
                     committed_metadata_offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_
                 )
-            tags__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_ = []
-            valid__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_ = None
+            if (
+                tagged_fields_offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_
+                or tagged_fields_offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_.__class__
+                is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_,
+                    "offset_commit_request_partition_flexible.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if (
+            tagged_fields_offset_commit_request_topic_flexible_
+            or tagged_fields_offset_commit_request_topic_flexible_.__class__ is _TagSection
+        ):
             _write_tagged(
                 out,
-                tags__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_,
-                tagged_fields_offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_,
-                "offset_commit_request_partition_flexible.tagged_fields",
-                valid__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_,
+                [],
+                tagged_fields_offset_commit_request_topic_flexible_,
+                "offset_commit_request_topic_flexible.tagged_fields",
+                None,
             )
-        tags__offset_commit_request_topic_flexible_ = []
-        valid__offset_commit_request_topic_flexible_ = None
-        _write_tagged(
-            out,
-            tags__offset_commit_request_topic_flexible_,
-            tagged_fields_offset_commit_request_topic_flexible_,
-            "offset_commit_request_topic_flexible.tagged_fields",
-            valid__offset_commit_request_topic_flexible_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_commit_request_flexible.tagged_fields", valid_)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "offset_commit_request_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_offset_commit_request_partition_v10(buf, pos, end, opts):
@@ -1859,36 +1934,39 @@ def _decode_offset_commit_request_partition_v10(buf, pos, end, opts):
         committed_metadata = str(buf[pos : pos + n_committed_metadata], "utf-8", "surrogateescape")
         pos += n_committed_metadata
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_partition_v10.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_commit_request_partition_v10.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_partition_v10.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_partition_v10.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_partition_v10.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_commit_request_partition_v10.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_partition_v10.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_partition_v10.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_commit_request_partition_v10.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return OffsetCommitRequestPartitionV10(
         partition_index, committed_offset, committed_leader_epoch, committed_metadata, tagged_fields
     ), pos
@@ -1896,12 +1974,18 @@ def _decode_offset_commit_request_partition_v10(buf, pos, end, opts):
 
 def _encode_offset_commit_request_partition_v10(obj, out, index):
     """Append one offset_commit_request_partition_v10 to out."""
-    own_ = type(obj) is OffsetCommitRequestPartitionV10
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    committed_offset = obj.committed_offset if own_ else getattr(obj, "committed_offset", 0)
-    committed_leader_epoch = obj.committed_leader_epoch if own_ else getattr(obj, "committed_leader_epoch", -1)
-    committed_metadata = obj.committed_metadata if own_ else getattr(obj, "committed_metadata", "")
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetCommitRequestPartitionV10:
+        partition_index = obj.partition_index
+        committed_offset = obj.committed_offset
+        committed_leader_epoch = obj.committed_leader_epoch
+        committed_metadata = obj.committed_metadata
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        committed_offset = getattr(obj, "committed_offset", 0)
+        committed_leader_epoch = getattr(obj, "committed_leader_epoch", -1)
+        committed_metadata = getattr(obj, "committed_metadata", "")
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S4.pack(partition_index, committed_offset, committed_leader_epoch)
     if committed_metadata is None:
         out.append(0)
@@ -1915,9 +1999,10 @@ def _encode_offset_commit_request_partition_v10(obj, out, index):
             _write_uvarint(out, n_ + 1, "offset_commit_request_partition_v10.committed_metadata")
 
         out += committed_metadata
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_commit_request_partition_v10.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "offset_commit_request_partition_v10.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_offset_commit_request_topic_v10(buf, pos, end, opts):
@@ -1967,45 +2052,52 @@ def _decode_offset_commit_request_topic_v10(buf, pos, end, opts):
             ) from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_topic_v10.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_commit_request_topic_v10.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_topic_v10.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_topic_v10.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_topic_v10.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_commit_request_topic_v10.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_topic_v10.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_topic_v10.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_commit_request_topic_v10.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return OffsetCommitRequestTopicV10(topic_id, partitions, tagged_fields), pos
 
 
 def _encode_offset_commit_request_topic_v10(obj, out, index):
     """Append one offset_commit_request_topic_v10 to out."""
-    own_ = type(obj) is OffsetCommitRequestTopicV10
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetCommitRequestTopicV10:
+        topic_id = obj.topic_id
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_id = getattr(obj, "topic_id", None)
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S5.pack(_uuid16(topic_id))
     n_ = len(partitions)
     if -1 <= n_ < 0x3FFF:
@@ -2025,9 +2117,10 @@ def _encode_offset_commit_request_topic_v10(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"offset_commit_request_topic_v10.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_commit_request_topic_v10.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "offset_commit_request_topic_v10.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_offset_commit_request_v10(buf, pos, end, opts, api_version):
@@ -2182,36 +2275,39 @@ def _decode_offset_commit_request_v10(buf, pos, end, opts, api_version):
                     path="offset_commit_request_v10.topics",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_v10.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_commit_request_v10.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_v10.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_v10.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_v10.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_commit_request_v10.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_v10.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_v10.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_commit_request_v10.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return OffsetCommitRequestV10(
         group_id, generation_id_or_member_epoch, member_id, group_instance_id, topics, tagged_fields
     ), pos
@@ -2393,63 +2489,66 @@ def _fdecode_offset_commit_request_v10(buf, pos, end, opts, api_version):
                     )
                 pos += n_committed_metadata_offset_commit_request_partition_v10__offset_commit_request_topic_v10_
             tagged_fields_offset_commit_request_partition_v10__offset_commit_request_topic_v10_ = []
-            sec__offset_commit_request_partition_v10__offset_commit_request_topic_v10_ = pos
-            (
-                prev__offset_commit_request_partition_v10__offset_commit_request_topic_v10_,
-                odd__offset_commit_request_partition_v10__offset_commit_request_topic_v10_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__offset_commit_request_partition_v10__offset_commit_request_topic_v10_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__offset_commit_request_partition_v10__offset_commit_request_topic_v10_, pos = _read_uvarint32(
-                    buf, pos, end, "offset_commit_request_partition_v10.tagged_fields"
-                )
-            if n_tags__offset_commit_request_partition_v10__offset_commit_request_topic_v10_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__offset_commit_request_partition_v10__offset_commit_request_topic_v10_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="offset_commit_request_partition_v10.tagged_fields",
-                )
-            for __offset_commit_request_partition_v10__offset_commit_request_topic_v10_ in range(
-                n_tags__offset_commit_request_partition_v10__offset_commit_request_topic_v10_
-            ):
-                tag__offset_commit_request_partition_v10__offset_commit_request_topic_v10_, pos = _read_uvarint32(
-                    buf, pos, end, "offset_commit_request_partition_v10.tagged_fields"
-                )
-                size__offset_commit_request_partition_v10__offset_commit_request_topic_v10_, pos = _read_uvarint32(
-                    buf, pos, end, "offset_commit_request_partition_v10.tagged_fields"
-                )
-                if size__offset_commit_request_partition_v10__offset_commit_request_topic_v10_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__offset_commit_request_partition_v10__offset_commit_request_topic_v10_} declares {size__offset_commit_request_partition_v10__offset_commit_request_topic_v10_} bytes, {end - pos} left",
+                sec__offset_commit_request_partition_v10__offset_commit_request_topic_v10_ = pos
+                (
+                    prev__offset_commit_request_partition_v10__offset_commit_request_topic_v10_,
+                    odd__offset_commit_request_partition_v10__offset_commit_request_topic_v10_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__offset_commit_request_partition_v10__offset_commit_request_topic_v10_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__offset_commit_request_partition_v10__offset_commit_request_topic_v10_, pos = (
+                        _read_uvarint32(buf, pos, end, "offset_commit_request_partition_v10.tagged_fields")
+                    )
+                if n_tags__offset_commit_request_partition_v10__offset_commit_request_topic_v10_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__offset_commit_request_partition_v10__offset_commit_request_topic_v10_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="offset_commit_request_partition_v10.tagged_fields",
                     )
-                stop__offset_commit_request_partition_v10__offset_commit_request_topic_v10_ = (
-                    pos + size__offset_commit_request_partition_v10__offset_commit_request_topic_v10_
-                )
-                if (
-                    tag__offset_commit_request_partition_v10__offset_commit_request_topic_v10_
-                    <= prev__offset_commit_request_partition_v10__offset_commit_request_topic_v10_
+                for __offset_commit_request_partition_v10__offset_commit_request_topic_v10_ in range(
+                    n_tags__offset_commit_request_partition_v10__offset_commit_request_topic_v10_
                 ):
-                    odd__offset_commit_request_partition_v10__offset_commit_request_topic_v10_ = True
-                prev__offset_commit_request_partition_v10__offset_commit_request_topic_v10_ = (
-                    tag__offset_commit_request_partition_v10__offset_commit_request_topic_v10_
-                )
-                tagged_fields_offset_commit_request_partition_v10__offset_commit_request_topic_v10_.append(
-                    (
-                        tag__offset_commit_request_partition_v10__offset_commit_request_topic_v10_,
-                        bytes(buf[pos:stop__offset_commit_request_partition_v10__offset_commit_request_topic_v10_]),
+                    tag__offset_commit_request_partition_v10__offset_commit_request_topic_v10_, pos = _read_uvarint32(
+                        buf, pos, end, "offset_commit_request_partition_v10.tagged_fields"
                     )
-                )
-                pos = stop__offset_commit_request_partition_v10__offset_commit_request_topic_v10_
-            if odd__offset_commit_request_partition_v10__offset_commit_request_topic_v10_:
-                tagged_fields_offset_commit_request_partition_v10__offset_commit_request_topic_v10_ = _keep_tags(
-                    tagged_fields_offset_commit_request_partition_v10__offset_commit_request_topic_v10_,
-                    buf[sec__offset_commit_request_partition_v10__offset_commit_request_topic_v10_:pos],
-                    (),
-                )
+                    size__offset_commit_request_partition_v10__offset_commit_request_topic_v10_, pos = _read_uvarint32(
+                        buf, pos, end, "offset_commit_request_partition_v10.tagged_fields"
+                    )
+                    if size__offset_commit_request_partition_v10__offset_commit_request_topic_v10_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__offset_commit_request_partition_v10__offset_commit_request_topic_v10_} declares {size__offset_commit_request_partition_v10__offset_commit_request_topic_v10_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="offset_commit_request_partition_v10.tagged_fields",
+                        )
+                    stop__offset_commit_request_partition_v10__offset_commit_request_topic_v10_ = (
+                        pos + size__offset_commit_request_partition_v10__offset_commit_request_topic_v10_
+                    )
+                    if (
+                        tag__offset_commit_request_partition_v10__offset_commit_request_topic_v10_
+                        <= prev__offset_commit_request_partition_v10__offset_commit_request_topic_v10_
+                    ):
+                        odd__offset_commit_request_partition_v10__offset_commit_request_topic_v10_ = True
+                    prev__offset_commit_request_partition_v10__offset_commit_request_topic_v10_ = (
+                        tag__offset_commit_request_partition_v10__offset_commit_request_topic_v10_
+                    )
+                    tagged_fields_offset_commit_request_partition_v10__offset_commit_request_topic_v10_.append(
+                        (
+                            tag__offset_commit_request_partition_v10__offset_commit_request_topic_v10_,
+                            bytes(buf[pos:stop__offset_commit_request_partition_v10__offset_commit_request_topic_v10_]),
+                        )
+                    )
+                    pos = stop__offset_commit_request_partition_v10__offset_commit_request_topic_v10_
+                if odd__offset_commit_request_partition_v10__offset_commit_request_topic_v10_:
+                    tagged_fields_offset_commit_request_partition_v10__offset_commit_request_topic_v10_ = _keep_tags(
+                        tagged_fields_offset_commit_request_partition_v10__offset_commit_request_topic_v10_,
+                        buf[sec__offset_commit_request_partition_v10__offset_commit_request_topic_v10_:pos],
+                        (),
+                    )
             value__offset_commit_request_partition_v10__offset_commit_request_topic_v10_ = _new_object(
                 OffsetCommitRequestPartitionV10
             )
@@ -2473,46 +2572,49 @@ def _fdecode_offset_commit_request_v10(buf, pos, end, opts, api_version):
             )
             append_partitions_offset_commit_request_topic_v10_(item__offset_commit_request_topic_v10_)
         tagged_fields_offset_commit_request_topic_v10_ = []
-        sec__offset_commit_request_topic_v10_ = pos
-        prev__offset_commit_request_topic_v10_, odd__offset_commit_request_topic_v10_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__offset_commit_request_topic_v10_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__offset_commit_request_topic_v10_, pos = _read_uvarint32(
-                buf, pos, end, "offset_commit_request_topic_v10.tagged_fields"
-            )
-        if n_tags__offset_commit_request_topic_v10_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__offset_commit_request_topic_v10_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="offset_commit_request_topic_v10.tagged_fields",
-            )
-        for __offset_commit_request_topic_v10_ in range(n_tags__offset_commit_request_topic_v10_):
-            tag__offset_commit_request_topic_v10_, pos = _read_uvarint32(
-                buf, pos, end, "offset_commit_request_topic_v10.tagged_fields"
-            )
-            size__offset_commit_request_topic_v10_, pos = _read_uvarint32(
-                buf, pos, end, "offset_commit_request_topic_v10.tagged_fields"
-            )
-            if size__offset_commit_request_topic_v10_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__offset_commit_request_topic_v10_} declares {size__offset_commit_request_topic_v10_} bytes, {end - pos} left",
+            sec__offset_commit_request_topic_v10_ = pos
+            prev__offset_commit_request_topic_v10_, odd__offset_commit_request_topic_v10_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__offset_commit_request_topic_v10_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__offset_commit_request_topic_v10_, pos = _read_uvarint32(
+                    buf, pos, end, "offset_commit_request_topic_v10.tagged_fields"
+                )
+            if n_tags__offset_commit_request_topic_v10_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__offset_commit_request_topic_v10_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="offset_commit_request_topic_v10.tagged_fields",
                 )
-            stop__offset_commit_request_topic_v10_ = pos + size__offset_commit_request_topic_v10_
-            if tag__offset_commit_request_topic_v10_ <= prev__offset_commit_request_topic_v10_:
-                odd__offset_commit_request_topic_v10_ = True
-            prev__offset_commit_request_topic_v10_ = tag__offset_commit_request_topic_v10_
-            tagged_fields_offset_commit_request_topic_v10_.append(
-                (tag__offset_commit_request_topic_v10_, bytes(buf[pos:stop__offset_commit_request_topic_v10_]))
-            )
-            pos = stop__offset_commit_request_topic_v10_
-        if odd__offset_commit_request_topic_v10_:
-            tagged_fields_offset_commit_request_topic_v10_ = _keep_tags(
-                tagged_fields_offset_commit_request_topic_v10_, buf[sec__offset_commit_request_topic_v10_:pos], ()
-            )
+            for __offset_commit_request_topic_v10_ in range(n_tags__offset_commit_request_topic_v10_):
+                tag__offset_commit_request_topic_v10_, pos = _read_uvarint32(
+                    buf, pos, end, "offset_commit_request_topic_v10.tagged_fields"
+                )
+                size__offset_commit_request_topic_v10_, pos = _read_uvarint32(
+                    buf, pos, end, "offset_commit_request_topic_v10.tagged_fields"
+                )
+                if size__offset_commit_request_topic_v10_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__offset_commit_request_topic_v10_} declares {size__offset_commit_request_topic_v10_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="offset_commit_request_topic_v10.tagged_fields",
+                    )
+                stop__offset_commit_request_topic_v10_ = pos + size__offset_commit_request_topic_v10_
+                if tag__offset_commit_request_topic_v10_ <= prev__offset_commit_request_topic_v10_:
+                    odd__offset_commit_request_topic_v10_ = True
+                prev__offset_commit_request_topic_v10_ = tag__offset_commit_request_topic_v10_
+                tagged_fields_offset_commit_request_topic_v10_.append(
+                    (tag__offset_commit_request_topic_v10_, bytes(buf[pos:stop__offset_commit_request_topic_v10_]))
+                )
+                pos = stop__offset_commit_request_topic_v10_
+            if odd__offset_commit_request_topic_v10_:
+                tagged_fields_offset_commit_request_topic_v10_ = _keep_tags(
+                    tagged_fields_offset_commit_request_topic_v10_, buf[sec__offset_commit_request_topic_v10_:pos], ()
+                )
         value__offset_commit_request_topic_v10_ = _new_object(OffsetCommitRequestTopicV10)
         value__offset_commit_request_topic_v10_.topic_id = topic_id_offset_commit_request_topic_v10_
         value__offset_commit_request_topic_v10_.partitions = partitions_offset_commit_request_topic_v10_
@@ -2524,36 +2626,39 @@ def _fdecode_offset_commit_request_v10(buf, pos, end, opts, api_version):
             if budget_topics < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_v10.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_commit_request_v10.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_v10.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_v10.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_v10.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_commit_request_v10.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_v10.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_v10.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_commit_request_v10.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(OffsetCommitRequestV10)
     value_.group_id = group_id
     value_.generation_id_or_member_epoch = generation_id_or_member_epoch
@@ -2571,15 +2676,20 @@ def _encode_offset_commit_request_v10(obj, out, index, api_version):
             f"OffsetCommitRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 10) and (<params>.api_version <= 10)))",
             path="offset_commit_request_v10",
         )
-    own_ = type(obj) is OffsetCommitRequestV10
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    generation_id_or_member_epoch = (
-        obj.generation_id_or_member_epoch if own_ else getattr(obj, "generation_id_or_member_epoch", -1)
-    )
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    group_instance_id = obj.group_instance_id if own_ else getattr(obj, "group_instance_id", None)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetCommitRequestV10:
+        group_id = obj.group_id
+        generation_id_or_member_epoch = obj.generation_id_or_member_epoch
+        member_id = obj.member_id
+        group_instance_id = obj.group_instance_id
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", "")
+        generation_id_or_member_epoch = getattr(obj, "generation_id_or_member_epoch", -1)
+        member_id = getattr(obj, "member_id", "")
+        group_instance_id = getattr(obj, "group_instance_id", None)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if group_id is None:
         raise _InvalidValueError("may not be null", path="offset_commit_request_v10.group_id")
     else:
@@ -2633,9 +2743,10 @@ def _encode_offset_commit_request_v10(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"offset_commit_request_v10.topics[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_commit_request_v10.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "offset_commit_request_v10.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_offset_commit_request_v10(obj, out, index, api_version):
@@ -2645,15 +2756,20 @@ def _fencode_offset_commit_request_v10(obj, out, index, api_version):
             f"OffsetCommitRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 10) and (<params>.api_version <= 10)))",
             path="offset_commit_request_v10",
         )
-    own_ = type(obj) is OffsetCommitRequestV10
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    generation_id_or_member_epoch = (
-        obj.generation_id_or_member_epoch if own_ else getattr(obj, "generation_id_or_member_epoch", -1)
-    )
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    group_instance_id = obj.group_instance_id if own_ else getattr(obj, "group_instance_id", None)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetCommitRequestV10:
+        group_id = obj.group_id
+        generation_id_or_member_epoch = obj.generation_id_or_member_epoch
+        member_id = obj.member_id
+        group_instance_id = obj.group_instance_id
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:
+        group_id = getattr(obj, "group_id", "")
+        generation_id_or_member_epoch = getattr(obj, "generation_id_or_member_epoch", -1)
+        member_id = getattr(obj, "member_id", "")
+        group_instance_id = getattr(obj, "group_instance_id", None)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     b_ = _STR_ENCODED.get(group_id)
     group_id = _encode_str(group_id) if b_ is None else b_
     n_ = len(group_id)
@@ -2688,16 +2804,14 @@ def _fencode_offset_commit_request_v10(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "offset_commit_request_v10.topics")
     for item_ in topics:
-        own__offset_commit_request_topic_v10_ = type(item_) is OffsetCommitRequestTopicV10
-        topic_id_offset_commit_request_topic_v10_ = (
-            item_.topic_id if own__offset_commit_request_topic_v10_ else getattr(item_, "topic_id", None)
-        )
-        partitions_offset_commit_request_topic_v10_ = (
-            item_.partitions if own__offset_commit_request_topic_v10_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_offset_commit_request_topic_v10_ = (
-            item_.tagged_fields if own__offset_commit_request_topic_v10_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is OffsetCommitRequestTopicV10:
+            topic_id_offset_commit_request_topic_v10_ = item_.topic_id
+            partitions_offset_commit_request_topic_v10_ = item_.partitions
+            tagged_fields_offset_commit_request_topic_v10_ = item_.tagged_fields
+        else:
+            topic_id_offset_commit_request_topic_v10_ = getattr(item_, "topic_id", None)
+            partitions_offset_commit_request_topic_v10_ = getattr(item_, "partitions", None)
+            tagged_fields_offset_commit_request_topic_v10_ = getattr(item_, "tagged_fields", None)
         out += _S5.pack(_uuid16(topic_id_offset_commit_request_topic_v10_))
         n__offset_commit_request_topic_v10_ = len(partitions_offset_commit_request_topic_v10_)
         if -1 <= n__offset_commit_request_topic_v10_ < 16383:
@@ -2705,34 +2819,38 @@ def _fencode_offset_commit_request_v10(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__offset_commit_request_topic_v10_ + 1, "offset_commit_request_topic_v10.partitions")
         for item__offset_commit_request_topic_v10_ in partitions_offset_commit_request_topic_v10_:
-            own__offset_commit_request_partition_v10__offset_commit_request_topic_v10_ = (
-                type(item__offset_commit_request_topic_v10_) is OffsetCommitRequestPartitionV10
-            )
-            partition_index_offset_commit_request_partition_v10__offset_commit_request_topic_v10_ = (
-                item__offset_commit_request_topic_v10_.partition_index
-                if own__offset_commit_request_partition_v10__offset_commit_request_topic_v10_
-                else getattr(item__offset_commit_request_topic_v10_, "partition_index", 0)
-            )
-            committed_offset_offset_commit_request_partition_v10__offset_commit_request_topic_v10_ = (
-                item__offset_commit_request_topic_v10_.committed_offset
-                if own__offset_commit_request_partition_v10__offset_commit_request_topic_v10_
-                else getattr(item__offset_commit_request_topic_v10_, "committed_offset", 0)
-            )
-            committed_leader_epoch_offset_commit_request_partition_v10__offset_commit_request_topic_v10_ = (
-                item__offset_commit_request_topic_v10_.committed_leader_epoch
-                if own__offset_commit_request_partition_v10__offset_commit_request_topic_v10_
-                else getattr(item__offset_commit_request_topic_v10_, "committed_leader_epoch", -1)
-            )
-            committed_metadata_offset_commit_request_partition_v10__offset_commit_request_topic_v10_ = (
-                item__offset_commit_request_topic_v10_.committed_metadata
-                if own__offset_commit_request_partition_v10__offset_commit_request_topic_v10_
-                else getattr(item__offset_commit_request_topic_v10_, "committed_metadata", "")
-            )
-            tagged_fields_offset_commit_request_partition_v10__offset_commit_request_topic_v10_ = (
-                item__offset_commit_request_topic_v10_.tagged_fields
-                if own__offset_commit_request_partition_v10__offset_commit_request_topic_v10_
-                else getattr(item__offset_commit_request_topic_v10_, "tagged_fields", None)
-            )
+            if type(item__offset_commit_request_topic_v10_) is OffsetCommitRequestPartitionV10:
+                partition_index_offset_commit_request_partition_v10__offset_commit_request_topic_v10_ = (
+                    item__offset_commit_request_topic_v10_.partition_index
+                )
+                committed_offset_offset_commit_request_partition_v10__offset_commit_request_topic_v10_ = (
+                    item__offset_commit_request_topic_v10_.committed_offset
+                )
+                committed_leader_epoch_offset_commit_request_partition_v10__offset_commit_request_topic_v10_ = (
+                    item__offset_commit_request_topic_v10_.committed_leader_epoch
+                )
+                committed_metadata_offset_commit_request_partition_v10__offset_commit_request_topic_v10_ = (
+                    item__offset_commit_request_topic_v10_.committed_metadata
+                )
+                tagged_fields_offset_commit_request_partition_v10__offset_commit_request_topic_v10_ = (
+                    item__offset_commit_request_topic_v10_.tagged_fields
+                )
+            else:
+                partition_index_offset_commit_request_partition_v10__offset_commit_request_topic_v10_ = getattr(
+                    item__offset_commit_request_topic_v10_, "partition_index", 0
+                )
+                committed_offset_offset_commit_request_partition_v10__offset_commit_request_topic_v10_ = getattr(
+                    item__offset_commit_request_topic_v10_, "committed_offset", 0
+                )
+                committed_leader_epoch_offset_commit_request_partition_v10__offset_commit_request_topic_v10_ = getattr(
+                    item__offset_commit_request_topic_v10_, "committed_leader_epoch", -1
+                )
+                committed_metadata_offset_commit_request_partition_v10__offset_commit_request_topic_v10_ = getattr(
+                    item__offset_commit_request_topic_v10_, "committed_metadata", ""
+                )
+                tagged_fields_offset_commit_request_partition_v10__offset_commit_request_topic_v10_ = getattr(
+                    item__offset_commit_request_topic_v10_, "tagged_fields", None
+                )
             out += _S4.pack(
                 partition_index_offset_commit_request_partition_v10__offset_commit_request_topic_v10_,
                 committed_offset_offset_commit_request_partition_v10__offset_commit_request_topic_v10_,
@@ -2763,27 +2881,37 @@ def _fencode_offset_commit_request_v10(obj, out, index, api_version):
                         "offset_commit_request_partition_v10.committed_metadata",
                     )
                 out += committed_metadata_offset_commit_request_partition_v10__offset_commit_request_topic_v10_
-            tags__offset_commit_request_partition_v10__offset_commit_request_topic_v10_ = []
-            valid__offset_commit_request_partition_v10__offset_commit_request_topic_v10_ = None
+            if (
+                tagged_fields_offset_commit_request_partition_v10__offset_commit_request_topic_v10_
+                or tagged_fields_offset_commit_request_partition_v10__offset_commit_request_topic_v10_.__class__
+                is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_offset_commit_request_partition_v10__offset_commit_request_topic_v10_,
+                    "offset_commit_request_partition_v10.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if (
+            tagged_fields_offset_commit_request_topic_v10_
+            or tagged_fields_offset_commit_request_topic_v10_.__class__ is _TagSection
+        ):
             _write_tagged(
                 out,
-                tags__offset_commit_request_partition_v10__offset_commit_request_topic_v10_,
-                tagged_fields_offset_commit_request_partition_v10__offset_commit_request_topic_v10_,
-                "offset_commit_request_partition_v10.tagged_fields",
-                valid__offset_commit_request_partition_v10__offset_commit_request_topic_v10_,
+                [],
+                tagged_fields_offset_commit_request_topic_v10_,
+                "offset_commit_request_topic_v10.tagged_fields",
+                None,
             )
-        tags__offset_commit_request_topic_v10_ = []
-        valid__offset_commit_request_topic_v10_ = None
-        _write_tagged(
-            out,
-            tags__offset_commit_request_topic_v10_,
-            tagged_fields_offset_commit_request_topic_v10_,
-            "offset_commit_request_topic_v10.tagged_fields",
-            valid__offset_commit_request_topic_v10_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_commit_request_v10.tagged_fields", valid_)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "offset_commit_request_v10.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_offset_commit_request_by_version(buf, pos, end, opts, api_version):

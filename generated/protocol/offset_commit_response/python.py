@@ -26,6 +26,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -82,9 +83,12 @@ def _decode_offset_commit_response_partition(buf, pos, end, opts):
 
 def _encode_offset_commit_response_partition(obj, out, index):
     """Append one offset_commit_response_partition to out."""
-    own_ = type(obj) is OffsetCommitResponsePartition
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
+    if type(obj) is OffsetCommitResponsePartition:
+        partition_index = obj.partition_index
+        error_code = obj.error_code
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        error_code = getattr(obj, "error_code", 0)
     out += _S0.pack(partition_index, error_code)
 
 
@@ -146,9 +150,12 @@ def _decode_offset_commit_response_topic(buf, pos, end, opts):
 
 def _encode_offset_commit_response_topic(obj, out, index):
     """Append one offset_commit_response_topic to out."""
-    own_ = type(obj) is OffsetCommitResponseTopic
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
+    if type(obj) is OffsetCommitResponseTopic:
+        name = obj.name
+        partitions = obj.partitions
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="offset_commit_response_topic.name")
     else:
@@ -338,9 +345,12 @@ def _encode_offset_commit_response(obj, out, index, api_version):
             f"OffsetCommitResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 7))",
             path="offset_commit_response",
         )
-    own_ = type(obj) is OffsetCommitResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
+    if type(obj) is OffsetCommitResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        topics = obj.topics
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        topics = getattr(obj, "topics", None)
     if api_version >= 3:
         out += _S2.pack(throttle_time_ms)
     out += _S2.pack(len(topics))
@@ -363,20 +373,22 @@ def _fencode_offset_commit_response(obj, out, index, api_version):
             f"OffsetCommitResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 7))",
             path="offset_commit_response",
         )
-    own_ = type(obj) is OffsetCommitResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
+    if type(obj) is OffsetCommitResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        topics = obj.topics
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        topics = getattr(obj, "topics", None)
     if api_version >= 3:
         out += _S2.pack(throttle_time_ms)
     out += _S2.pack(len(topics))
     for item_ in topics:
-        own__offset_commit_response_topic_ = type(item_) is OffsetCommitResponseTopic
-        name_offset_commit_response_topic_ = (
-            item_.name if own__offset_commit_response_topic_ else getattr(item_, "name", "")
-        )
-        partitions_offset_commit_response_topic_ = (
-            item_.partitions if own__offset_commit_response_topic_ else getattr(item_, "partitions", None)
-        )
+        if type(item_) is OffsetCommitResponseTopic:
+            name_offset_commit_response_topic_ = item_.name
+            partitions_offset_commit_response_topic_ = item_.partitions
+        else:
+            name_offset_commit_response_topic_ = getattr(item_, "name", "")
+            partitions_offset_commit_response_topic_ = getattr(item_, "partitions", None)
         b__offset_commit_response_topic_ = _STR_ENCODED.get(name_offset_commit_response_topic_)
         name_offset_commit_response_topic_ = (
             _encode_str(name_offset_commit_response_topic_)
@@ -387,19 +399,20 @@ def _fencode_offset_commit_response(obj, out, index, api_version):
         out += name_offset_commit_response_topic_
         out += _S2.pack(len(partitions_offset_commit_response_topic_))
         for item__offset_commit_response_topic_ in partitions_offset_commit_response_topic_:
-            own__offset_commit_response_partition__offset_commit_response_topic_ = (
-                type(item__offset_commit_response_topic_) is OffsetCommitResponsePartition
-            )
-            partition_index_offset_commit_response_partition__offset_commit_response_topic_ = (
-                item__offset_commit_response_topic_.partition_index
-                if own__offset_commit_response_partition__offset_commit_response_topic_
-                else getattr(item__offset_commit_response_topic_, "partition_index", 0)
-            )
-            error_code_offset_commit_response_partition__offset_commit_response_topic_ = (
-                item__offset_commit_response_topic_.error_code
-                if own__offset_commit_response_partition__offset_commit_response_topic_
-                else getattr(item__offset_commit_response_topic_, "error_code", 0)
-            )
+            if type(item__offset_commit_response_topic_) is OffsetCommitResponsePartition:
+                partition_index_offset_commit_response_partition__offset_commit_response_topic_ = (
+                    item__offset_commit_response_topic_.partition_index
+                )
+                error_code_offset_commit_response_partition__offset_commit_response_topic_ = (
+                    item__offset_commit_response_topic_.error_code
+                )
+            else:
+                partition_index_offset_commit_response_partition__offset_commit_response_topic_ = getattr(
+                    item__offset_commit_response_topic_, "partition_index", 0
+                )
+                error_code_offset_commit_response_partition__offset_commit_response_topic_ = getattr(
+                    item__offset_commit_response_topic_, "error_code", 0
+                )
             out += _S0.pack(
                 partition_index_offset_commit_response_partition__offset_commit_response_topic_,
                 error_code_offset_commit_response_partition__offset_commit_response_topic_,
@@ -418,49 +431,57 @@ def _decode_offset_commit_response_partition_flexible(buf, pos, end, opts):
     ) = _S0.unpack_from(buf, pos)
     pos += 6
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_partition_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_commit_response_partition_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_partition_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_partition_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_partition_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_commit_response_partition_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_partition_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_partition_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_commit_response_partition_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return OffsetCommitResponsePartitionFlexible(partition_index, error_code, tagged_fields), pos
 
 
 def _encode_offset_commit_response_partition_flexible(obj, out, index):
     """Append one offset_commit_response_partition_flexible to out."""
-    own_ = type(obj) is OffsetCommitResponsePartitionFlexible
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetCommitResponsePartitionFlexible:
+        partition_index = obj.partition_index
+        error_code = obj.error_code
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        error_code = getattr(obj, "error_code", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition_index, error_code)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_commit_response_partition_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "offset_commit_response_partition_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_offset_commit_response_topic_flexible(buf, pos, end, opts):
@@ -539,45 +560,52 @@ def _decode_offset_commit_response_topic_flexible(buf, pos, end, opts):
             ) from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_topic_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_commit_response_topic_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_topic_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_topic_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_topic_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_commit_response_topic_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_topic_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_topic_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_commit_response_topic_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return OffsetCommitResponseTopicFlexible(name, partitions, tagged_fields), pos
 
 
 def _encode_offset_commit_response_topic_flexible(obj, out, index):
     """Append one offset_commit_response_topic_flexible to out."""
-    own_ = type(obj) is OffsetCommitResponseTopicFlexible
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetCommitResponseTopicFlexible:
+        name = obj.name
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="offset_commit_response_topic_flexible.name")
     else:
@@ -609,9 +637,10 @@ def _encode_offset_commit_response_topic_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"offset_commit_response_topic_flexible.partitions[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_commit_response_topic_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "offset_commit_response_topic_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_offset_commit_response_flexible(buf, pos, end, opts, api_version):
@@ -683,36 +712,39 @@ def _decode_offset_commit_response_flexible(buf, pos, end, opts, api_version):
                     path="offset_commit_response_flexible.topics",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_commit_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_commit_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_commit_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return OffsetCommitResponseFlexible(throttle_time_ms, topics, tagged_fields), pos
 
 
@@ -820,72 +852,76 @@ def _fdecode_offset_commit_response_flexible(buf, pos, end, opts, api_version):
             ) = _S0.unpack_from(buf, pos)
             pos += 6
             tagged_fields_offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_ = []
-            sec__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_ = pos
-            (
-                prev__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_,
-                odd__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_, pos = (
-                    _read_uvarint32(buf, pos, end, "offset_commit_response_partition_flexible.tagged_fields")
-                )
-            if (
-                n_tags__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_
-                > (end - pos) // 2
-            ):
-                raise _InvalidValueError(
-                    f"{n_tags__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="offset_commit_response_partition_flexible.tagged_fields",
-                )
-            for __offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_ in range(
-                n_tags__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_
-            ):
-                tag__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_, pos = (
-                    _read_uvarint32(buf, pos, end, "offset_commit_response_partition_flexible.tagged_fields")
-                )
-                size__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_, pos = (
-                    _read_uvarint32(buf, pos, end, "offset_commit_response_partition_flexible.tagged_fields")
-                )
-                if size__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_} declares {size__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_} bytes, {end - pos} left",
+                sec__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_ = pos
+                (
+                    prev__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_,
+                    odd__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_, pos = (
+                        _read_uvarint32(buf, pos, end, "offset_commit_response_partition_flexible.tagged_fields")
+                    )
+                if (
+                    n_tags__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_
+                    > (end - pos) // 2
+                ):
+                    raise _InvalidValueError(
+                        f"{n_tags__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="offset_commit_response_partition_flexible.tagged_fields",
                     )
-                stop__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_ = (
-                    pos + size__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_
-                )
-                if (
-                    tag__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_
-                    <= prev__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_
+                for __offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_ in range(
+                    n_tags__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_
                 ):
-                    odd__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_ = True
-                prev__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_ = (
-                    tag__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_
-                )
-                tagged_fields_offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_.append(
-                    (
-                        tag__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_,
-                        bytes(
-                            buf[
-                                pos:stop__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_
-                            ]
-                        ),
+                    tag__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_, pos = (
+                        _read_uvarint32(buf, pos, end, "offset_commit_response_partition_flexible.tagged_fields")
                     )
-                )
-                pos = stop__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_
-            if odd__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_:
-                tagged_fields_offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_ = (
-                    _keep_tags(
+                    size__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_, pos = (
+                        _read_uvarint32(buf, pos, end, "offset_commit_response_partition_flexible.tagged_fields")
+                    )
+                    if (
+                        size__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_
+                        > end - pos
+                    ):
+                        raise _TruncatedError(
+                            f"tag {tag__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_} declares {size__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="offset_commit_response_partition_flexible.tagged_fields",
+                        )
+                    stop__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_ = (
+                        pos + size__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_
+                    )
+                    if (
+                        tag__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_
+                        <= prev__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_
+                    ):
+                        odd__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_ = True
+                    prev__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_ = (
+                        tag__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_
+                    )
+                    tagged_fields_offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_.append(
+                        (
+                            tag__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_,
+                            bytes(
+                                buf[
+                                    pos:stop__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_
+                                ]
+                            ),
+                        )
+                    )
+                    pos = stop__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_
+                if odd__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_:
+                    tagged_fields_offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_ = _keep_tags(
                         tagged_fields_offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_,
                         buf[sec__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_:pos],
                         (),
                     )
-                )
             value__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_ = _new_object(
                 OffsetCommitResponsePartitionFlexible
             )
@@ -903,51 +939,54 @@ def _fdecode_offset_commit_response_flexible(buf, pos, end, opts, api_version):
             )
             append_partitions_offset_commit_response_topic_flexible_(item__offset_commit_response_topic_flexible_)
         tagged_fields_offset_commit_response_topic_flexible_ = []
-        sec__offset_commit_response_topic_flexible_ = pos
-        prev__offset_commit_response_topic_flexible_, odd__offset_commit_response_topic_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__offset_commit_response_topic_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__offset_commit_response_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "offset_commit_response_topic_flexible.tagged_fields"
-            )
-        if n_tags__offset_commit_response_topic_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__offset_commit_response_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="offset_commit_response_topic_flexible.tagged_fields",
-            )
-        for __offset_commit_response_topic_flexible_ in range(n_tags__offset_commit_response_topic_flexible_):
-            tag__offset_commit_response_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "offset_commit_response_topic_flexible.tagged_fields"
-            )
-            size__offset_commit_response_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "offset_commit_response_topic_flexible.tagged_fields"
-            )
-            if size__offset_commit_response_topic_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__offset_commit_response_topic_flexible_} declares {size__offset_commit_response_topic_flexible_} bytes, {end - pos} left",
+            sec__offset_commit_response_topic_flexible_ = pos
+            prev__offset_commit_response_topic_flexible_, odd__offset_commit_response_topic_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__offset_commit_response_topic_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__offset_commit_response_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "offset_commit_response_topic_flexible.tagged_fields"
+                )
+            if n_tags__offset_commit_response_topic_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__offset_commit_response_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="offset_commit_response_topic_flexible.tagged_fields",
                 )
-            stop__offset_commit_response_topic_flexible_ = pos + size__offset_commit_response_topic_flexible_
-            if tag__offset_commit_response_topic_flexible_ <= prev__offset_commit_response_topic_flexible_:
-                odd__offset_commit_response_topic_flexible_ = True
-            prev__offset_commit_response_topic_flexible_ = tag__offset_commit_response_topic_flexible_
-            tagged_fields_offset_commit_response_topic_flexible_.append(
-                (
-                    tag__offset_commit_response_topic_flexible_,
-                    bytes(buf[pos:stop__offset_commit_response_topic_flexible_]),
+            for __offset_commit_response_topic_flexible_ in range(n_tags__offset_commit_response_topic_flexible_):
+                tag__offset_commit_response_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "offset_commit_response_topic_flexible.tagged_fields"
                 )
-            )
-            pos = stop__offset_commit_response_topic_flexible_
-        if odd__offset_commit_response_topic_flexible_:
-            tagged_fields_offset_commit_response_topic_flexible_ = _keep_tags(
-                tagged_fields_offset_commit_response_topic_flexible_,
-                buf[sec__offset_commit_response_topic_flexible_:pos],
-                (),
-            )
+                size__offset_commit_response_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "offset_commit_response_topic_flexible.tagged_fields"
+                )
+                if size__offset_commit_response_topic_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__offset_commit_response_topic_flexible_} declares {size__offset_commit_response_topic_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="offset_commit_response_topic_flexible.tagged_fields",
+                    )
+                stop__offset_commit_response_topic_flexible_ = pos + size__offset_commit_response_topic_flexible_
+                if tag__offset_commit_response_topic_flexible_ <= prev__offset_commit_response_topic_flexible_:
+                    odd__offset_commit_response_topic_flexible_ = True
+                prev__offset_commit_response_topic_flexible_ = tag__offset_commit_response_topic_flexible_
+                tagged_fields_offset_commit_response_topic_flexible_.append(
+                    (
+                        tag__offset_commit_response_topic_flexible_,
+                        bytes(buf[pos:stop__offset_commit_response_topic_flexible_]),
+                    )
+                )
+                pos = stop__offset_commit_response_topic_flexible_
+            if odd__offset_commit_response_topic_flexible_:
+                tagged_fields_offset_commit_response_topic_flexible_ = _keep_tags(
+                    tagged_fields_offset_commit_response_topic_flexible_,
+                    buf[sec__offset_commit_response_topic_flexible_:pos],
+                    (),
+                )
         value__offset_commit_response_topic_flexible_ = _new_object(OffsetCommitResponseTopicFlexible)
         value__offset_commit_response_topic_flexible_.name = name_offset_commit_response_topic_flexible_
         value__offset_commit_response_topic_flexible_.partitions = partitions_offset_commit_response_topic_flexible_
@@ -961,36 +1000,39 @@ def _fdecode_offset_commit_response_flexible(buf, pos, end, opts, api_version):
             if budget_topics < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_commit_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_commit_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_commit_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(OffsetCommitResponseFlexible)
     value_.throttle_time_ms = throttle_time_ms
     value_.topics = topics
@@ -1005,10 +1047,14 @@ def _encode_offset_commit_response_flexible(obj, out, index, api_version):
             f"OffsetCommitResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 8) and (<params>.api_version <= 9)))",
             path="offset_commit_response_flexible",
         )
-    own_ = type(obj) is OffsetCommitResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetCommitResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(throttle_time_ms)
     n_ = len(topics)
     if -1 <= n_ < 0x3FFF:
@@ -1028,9 +1074,10 @@ def _encode_offset_commit_response_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"offset_commit_response_flexible.topics[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_commit_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "offset_commit_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_offset_commit_response_flexible(obj, out, index, api_version):
@@ -1040,10 +1087,14 @@ def _fencode_offset_commit_response_flexible(obj, out, index, api_version):
             f"OffsetCommitResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 8) and (<params>.api_version <= 9)))",
             path="offset_commit_response_flexible",
         )
-    own_ = type(obj) is OffsetCommitResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetCommitResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(throttle_time_ms)
     n_ = len(topics)
     if -1 <= n_ < 16383:
@@ -1051,18 +1102,14 @@ def _fencode_offset_commit_response_flexible(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "offset_commit_response_flexible.topics")
     for item_ in topics:
-        own__offset_commit_response_topic_flexible_ = type(item_) is OffsetCommitResponseTopicFlexible
-        name_offset_commit_response_topic_flexible_ = (
-            item_.name if own__offset_commit_response_topic_flexible_ else getattr(item_, "name", "")
-        )
-        partitions_offset_commit_response_topic_flexible_ = (
-            item_.partitions if own__offset_commit_response_topic_flexible_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_offset_commit_response_topic_flexible_ = (
-            item_.tagged_fields
-            if own__offset_commit_response_topic_flexible_
-            else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is OffsetCommitResponseTopicFlexible:
+            name_offset_commit_response_topic_flexible_ = item_.name
+            partitions_offset_commit_response_topic_flexible_ = item_.partitions
+            tagged_fields_offset_commit_response_topic_flexible_ = item_.tagged_fields
+        else:
+            name_offset_commit_response_topic_flexible_ = getattr(item_, "name", "")
+            partitions_offset_commit_response_topic_flexible_ = getattr(item_, "partitions", None)
+            tagged_fields_offset_commit_response_topic_flexible_ = getattr(item_, "tagged_fields", None)
         b__offset_commit_response_topic_flexible_ = _STR_ENCODED.get(name_offset_commit_response_topic_flexible_)
         name_offset_commit_response_topic_flexible_ = (
             _encode_str(name_offset_commit_response_topic_flexible_)
@@ -1085,49 +1132,61 @@ def _fencode_offset_commit_response_flexible(obj, out, index, api_version):
                 out, n__offset_commit_response_topic_flexible_ + 1, "offset_commit_response_topic_flexible.partitions"
             )
         for item__offset_commit_response_topic_flexible_ in partitions_offset_commit_response_topic_flexible_:
-            own__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_ = (
-                type(item__offset_commit_response_topic_flexible_) is OffsetCommitResponsePartitionFlexible
-            )
-            partition_index_offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_ = (
-                item__offset_commit_response_topic_flexible_.partition_index
-                if own__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_
-                else getattr(item__offset_commit_response_topic_flexible_, "partition_index", 0)
-            )
-            error_code_offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_ = (
-                item__offset_commit_response_topic_flexible_.error_code
-                if own__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_
-                else getattr(item__offset_commit_response_topic_flexible_, "error_code", 0)
-            )
-            tagged_fields_offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_ = (
-                item__offset_commit_response_topic_flexible_.tagged_fields
-                if own__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_
-                else getattr(item__offset_commit_response_topic_flexible_, "tagged_fields", None)
-            )
+            if type(item__offset_commit_response_topic_flexible_) is OffsetCommitResponsePartitionFlexible:
+                partition_index_offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_ = (
+                    item__offset_commit_response_topic_flexible_.partition_index
+                )
+                error_code_offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_ = (
+                    item__offset_commit_response_topic_flexible_.error_code
+                )
+                tagged_fields_offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_ = (
+                    item__offset_commit_response_topic_flexible_.tagged_fields
+                )
+            else:
+                partition_index_offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_ = (
+                    getattr(item__offset_commit_response_topic_flexible_, "partition_index", 0)
+                )
+                error_code_offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_ = getattr(
+                    item__offset_commit_response_topic_flexible_, "error_code", 0
+                )
+                tagged_fields_offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_ = (
+                    getattr(item__offset_commit_response_topic_flexible_, "tagged_fields", None)
+                )
             out += _S0.pack(
                 partition_index_offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_,
                 error_code_offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_,
             )
-            tags__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_ = []
-            valid__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_ = None
+            if (
+                tagged_fields_offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_
+                or tagged_fields_offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_.__class__
+                is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_,
+                    "offset_commit_response_partition_flexible.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if (
+            tagged_fields_offset_commit_response_topic_flexible_
+            or tagged_fields_offset_commit_response_topic_flexible_.__class__ is _TagSection
+        ):
             _write_tagged(
                 out,
-                tags__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_,
-                tagged_fields_offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_,
-                "offset_commit_response_partition_flexible.tagged_fields",
-                valid__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_,
+                [],
+                tagged_fields_offset_commit_response_topic_flexible_,
+                "offset_commit_response_topic_flexible.tagged_fields",
+                None,
             )
-        tags__offset_commit_response_topic_flexible_ = []
-        valid__offset_commit_response_topic_flexible_ = None
-        _write_tagged(
-            out,
-            tags__offset_commit_response_topic_flexible_,
-            tagged_fields_offset_commit_response_topic_flexible_,
-            "offset_commit_response_topic_flexible.tagged_fields",
-            valid__offset_commit_response_topic_flexible_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_commit_response_flexible.tagged_fields", valid_)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "offset_commit_response_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_offset_commit_response_partition_v10(buf, pos, end, opts):
@@ -1142,49 +1201,57 @@ def _decode_offset_commit_response_partition_v10(buf, pos, end, opts):
     ) = _S0.unpack_from(buf, pos)
     pos += 6
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_partition_v10.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_commit_response_partition_v10.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_partition_v10.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_partition_v10.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_partition_v10.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_commit_response_partition_v10.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_partition_v10.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_partition_v10.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_commit_response_partition_v10.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return OffsetCommitResponsePartitionV10(partition_index, error_code, tagged_fields), pos
 
 
 def _encode_offset_commit_response_partition_v10(obj, out, index):
     """Append one offset_commit_response_partition_v10 to out."""
-    own_ = type(obj) is OffsetCommitResponsePartitionV10
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetCommitResponsePartitionV10:
+        partition_index = obj.partition_index
+        error_code = obj.error_code
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        error_code = getattr(obj, "error_code", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition_index, error_code)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_commit_response_partition_v10.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "offset_commit_response_partition_v10.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_offset_commit_response_topic_v10(buf, pos, end, opts):
@@ -1234,45 +1301,52 @@ def _decode_offset_commit_response_topic_v10(buf, pos, end, opts):
             ) from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_topic_v10.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_commit_response_topic_v10.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_topic_v10.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_topic_v10.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_topic_v10.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_commit_response_topic_v10.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_topic_v10.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_topic_v10.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_commit_response_topic_v10.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return OffsetCommitResponseTopicV10(topic_id, partitions, tagged_fields), pos
 
 
 def _encode_offset_commit_response_topic_v10(obj, out, index):
     """Append one offset_commit_response_topic_v10 to out."""
-    own_ = type(obj) is OffsetCommitResponseTopicV10
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetCommitResponseTopicV10:
+        topic_id = obj.topic_id
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_id = getattr(obj, "topic_id", None)
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S3.pack(_uuid16(topic_id))
     n_ = len(partitions)
     if -1 <= n_ < 0x3FFF:
@@ -1292,9 +1366,10 @@ def _encode_offset_commit_response_topic_v10(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"offset_commit_response_topic_v10.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_commit_response_topic_v10.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "offset_commit_response_topic_v10.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_offset_commit_response_v10(buf, pos, end, opts, api_version):
@@ -1364,36 +1439,39 @@ def _decode_offset_commit_response_v10(buf, pos, end, opts, api_version):
                     path="offset_commit_response_v10.topics",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_v10.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_commit_response_v10.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_v10.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_v10.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_v10.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_commit_response_v10.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_v10.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_v10.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_commit_response_v10.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return OffsetCommitResponseV10(throttle_time_ms, topics, tagged_fields), pos
 
 
@@ -1472,63 +1550,68 @@ def _fdecode_offset_commit_response_v10(buf, pos, end, opts, api_version):
             ) = _S0.unpack_from(buf, pos)
             pos += 6
             tagged_fields_offset_commit_response_partition_v10__offset_commit_response_topic_v10_ = []
-            sec__offset_commit_response_partition_v10__offset_commit_response_topic_v10_ = pos
-            (
-                prev__offset_commit_response_partition_v10__offset_commit_response_topic_v10_,
-                odd__offset_commit_response_partition_v10__offset_commit_response_topic_v10_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__offset_commit_response_partition_v10__offset_commit_response_topic_v10_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__offset_commit_response_partition_v10__offset_commit_response_topic_v10_, pos = _read_uvarint32(
-                    buf, pos, end, "offset_commit_response_partition_v10.tagged_fields"
-                )
-            if n_tags__offset_commit_response_partition_v10__offset_commit_response_topic_v10_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__offset_commit_response_partition_v10__offset_commit_response_topic_v10_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="offset_commit_response_partition_v10.tagged_fields",
-                )
-            for __offset_commit_response_partition_v10__offset_commit_response_topic_v10_ in range(
-                n_tags__offset_commit_response_partition_v10__offset_commit_response_topic_v10_
-            ):
-                tag__offset_commit_response_partition_v10__offset_commit_response_topic_v10_, pos = _read_uvarint32(
-                    buf, pos, end, "offset_commit_response_partition_v10.tagged_fields"
-                )
-                size__offset_commit_response_partition_v10__offset_commit_response_topic_v10_, pos = _read_uvarint32(
-                    buf, pos, end, "offset_commit_response_partition_v10.tagged_fields"
-                )
-                if size__offset_commit_response_partition_v10__offset_commit_response_topic_v10_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__offset_commit_response_partition_v10__offset_commit_response_topic_v10_} declares {size__offset_commit_response_partition_v10__offset_commit_response_topic_v10_} bytes, {end - pos} left",
+                sec__offset_commit_response_partition_v10__offset_commit_response_topic_v10_ = pos
+                (
+                    prev__offset_commit_response_partition_v10__offset_commit_response_topic_v10_,
+                    odd__offset_commit_response_partition_v10__offset_commit_response_topic_v10_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__offset_commit_response_partition_v10__offset_commit_response_topic_v10_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__offset_commit_response_partition_v10__offset_commit_response_topic_v10_, pos = (
+                        _read_uvarint32(buf, pos, end, "offset_commit_response_partition_v10.tagged_fields")
+                    )
+                if n_tags__offset_commit_response_partition_v10__offset_commit_response_topic_v10_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__offset_commit_response_partition_v10__offset_commit_response_topic_v10_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="offset_commit_response_partition_v10.tagged_fields",
                     )
-                stop__offset_commit_response_partition_v10__offset_commit_response_topic_v10_ = (
-                    pos + size__offset_commit_response_partition_v10__offset_commit_response_topic_v10_
-                )
-                if (
-                    tag__offset_commit_response_partition_v10__offset_commit_response_topic_v10_
-                    <= prev__offset_commit_response_partition_v10__offset_commit_response_topic_v10_
+                for __offset_commit_response_partition_v10__offset_commit_response_topic_v10_ in range(
+                    n_tags__offset_commit_response_partition_v10__offset_commit_response_topic_v10_
                 ):
-                    odd__offset_commit_response_partition_v10__offset_commit_response_topic_v10_ = True
-                prev__offset_commit_response_partition_v10__offset_commit_response_topic_v10_ = (
-                    tag__offset_commit_response_partition_v10__offset_commit_response_topic_v10_
-                )
-                tagged_fields_offset_commit_response_partition_v10__offset_commit_response_topic_v10_.append(
-                    (
-                        tag__offset_commit_response_partition_v10__offset_commit_response_topic_v10_,
-                        bytes(buf[pos:stop__offset_commit_response_partition_v10__offset_commit_response_topic_v10_]),
+                    tag__offset_commit_response_partition_v10__offset_commit_response_topic_v10_, pos = _read_uvarint32(
+                        buf, pos, end, "offset_commit_response_partition_v10.tagged_fields"
                     )
-                )
-                pos = stop__offset_commit_response_partition_v10__offset_commit_response_topic_v10_
-            if odd__offset_commit_response_partition_v10__offset_commit_response_topic_v10_:
-                tagged_fields_offset_commit_response_partition_v10__offset_commit_response_topic_v10_ = _keep_tags(
-                    tagged_fields_offset_commit_response_partition_v10__offset_commit_response_topic_v10_,
-                    buf[sec__offset_commit_response_partition_v10__offset_commit_response_topic_v10_:pos],
-                    (),
-                )
+                    size__offset_commit_response_partition_v10__offset_commit_response_topic_v10_, pos = (
+                        _read_uvarint32(buf, pos, end, "offset_commit_response_partition_v10.tagged_fields")
+                    )
+                    if size__offset_commit_response_partition_v10__offset_commit_response_topic_v10_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__offset_commit_response_partition_v10__offset_commit_response_topic_v10_} declares {size__offset_commit_response_partition_v10__offset_commit_response_topic_v10_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="offset_commit_response_partition_v10.tagged_fields",
+                        )
+                    stop__offset_commit_response_partition_v10__offset_commit_response_topic_v10_ = (
+                        pos + size__offset_commit_response_partition_v10__offset_commit_response_topic_v10_
+                    )
+                    if (
+                        tag__offset_commit_response_partition_v10__offset_commit_response_topic_v10_
+                        <= prev__offset_commit_response_partition_v10__offset_commit_response_topic_v10_
+                    ):
+                        odd__offset_commit_response_partition_v10__offset_commit_response_topic_v10_ = True
+                    prev__offset_commit_response_partition_v10__offset_commit_response_topic_v10_ = (
+                        tag__offset_commit_response_partition_v10__offset_commit_response_topic_v10_
+                    )
+                    tagged_fields_offset_commit_response_partition_v10__offset_commit_response_topic_v10_.append(
+                        (
+                            tag__offset_commit_response_partition_v10__offset_commit_response_topic_v10_,
+                            bytes(
+                                buf[pos:stop__offset_commit_response_partition_v10__offset_commit_response_topic_v10_]
+                            ),
+                        )
+                    )
+                    pos = stop__offset_commit_response_partition_v10__offset_commit_response_topic_v10_
+                if odd__offset_commit_response_partition_v10__offset_commit_response_topic_v10_:
+                    tagged_fields_offset_commit_response_partition_v10__offset_commit_response_topic_v10_ = _keep_tags(
+                        tagged_fields_offset_commit_response_partition_v10__offset_commit_response_topic_v10_,
+                        buf[sec__offset_commit_response_partition_v10__offset_commit_response_topic_v10_:pos],
+                        (),
+                    )
             value__offset_commit_response_partition_v10__offset_commit_response_topic_v10_ = _new_object(
                 OffsetCommitResponsePartitionV10
             )
@@ -1546,46 +1629,49 @@ def _fdecode_offset_commit_response_v10(buf, pos, end, opts, api_version):
             )
             append_partitions_offset_commit_response_topic_v10_(item__offset_commit_response_topic_v10_)
         tagged_fields_offset_commit_response_topic_v10_ = []
-        sec__offset_commit_response_topic_v10_ = pos
-        prev__offset_commit_response_topic_v10_, odd__offset_commit_response_topic_v10_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__offset_commit_response_topic_v10_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__offset_commit_response_topic_v10_, pos = _read_uvarint32(
-                buf, pos, end, "offset_commit_response_topic_v10.tagged_fields"
-            )
-        if n_tags__offset_commit_response_topic_v10_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__offset_commit_response_topic_v10_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="offset_commit_response_topic_v10.tagged_fields",
-            )
-        for __offset_commit_response_topic_v10_ in range(n_tags__offset_commit_response_topic_v10_):
-            tag__offset_commit_response_topic_v10_, pos = _read_uvarint32(
-                buf, pos, end, "offset_commit_response_topic_v10.tagged_fields"
-            )
-            size__offset_commit_response_topic_v10_, pos = _read_uvarint32(
-                buf, pos, end, "offset_commit_response_topic_v10.tagged_fields"
-            )
-            if size__offset_commit_response_topic_v10_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__offset_commit_response_topic_v10_} declares {size__offset_commit_response_topic_v10_} bytes, {end - pos} left",
+            sec__offset_commit_response_topic_v10_ = pos
+            prev__offset_commit_response_topic_v10_, odd__offset_commit_response_topic_v10_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__offset_commit_response_topic_v10_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__offset_commit_response_topic_v10_, pos = _read_uvarint32(
+                    buf, pos, end, "offset_commit_response_topic_v10.tagged_fields"
+                )
+            if n_tags__offset_commit_response_topic_v10_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__offset_commit_response_topic_v10_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="offset_commit_response_topic_v10.tagged_fields",
                 )
-            stop__offset_commit_response_topic_v10_ = pos + size__offset_commit_response_topic_v10_
-            if tag__offset_commit_response_topic_v10_ <= prev__offset_commit_response_topic_v10_:
-                odd__offset_commit_response_topic_v10_ = True
-            prev__offset_commit_response_topic_v10_ = tag__offset_commit_response_topic_v10_
-            tagged_fields_offset_commit_response_topic_v10_.append(
-                (tag__offset_commit_response_topic_v10_, bytes(buf[pos:stop__offset_commit_response_topic_v10_]))
-            )
-            pos = stop__offset_commit_response_topic_v10_
-        if odd__offset_commit_response_topic_v10_:
-            tagged_fields_offset_commit_response_topic_v10_ = _keep_tags(
-                tagged_fields_offset_commit_response_topic_v10_, buf[sec__offset_commit_response_topic_v10_:pos], ()
-            )
+            for __offset_commit_response_topic_v10_ in range(n_tags__offset_commit_response_topic_v10_):
+                tag__offset_commit_response_topic_v10_, pos = _read_uvarint32(
+                    buf, pos, end, "offset_commit_response_topic_v10.tagged_fields"
+                )
+                size__offset_commit_response_topic_v10_, pos = _read_uvarint32(
+                    buf, pos, end, "offset_commit_response_topic_v10.tagged_fields"
+                )
+                if size__offset_commit_response_topic_v10_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__offset_commit_response_topic_v10_} declares {size__offset_commit_response_topic_v10_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="offset_commit_response_topic_v10.tagged_fields",
+                    )
+                stop__offset_commit_response_topic_v10_ = pos + size__offset_commit_response_topic_v10_
+                if tag__offset_commit_response_topic_v10_ <= prev__offset_commit_response_topic_v10_:
+                    odd__offset_commit_response_topic_v10_ = True
+                prev__offset_commit_response_topic_v10_ = tag__offset_commit_response_topic_v10_
+                tagged_fields_offset_commit_response_topic_v10_.append(
+                    (tag__offset_commit_response_topic_v10_, bytes(buf[pos:stop__offset_commit_response_topic_v10_]))
+                )
+                pos = stop__offset_commit_response_topic_v10_
+            if odd__offset_commit_response_topic_v10_:
+                tagged_fields_offset_commit_response_topic_v10_ = _keep_tags(
+                    tagged_fields_offset_commit_response_topic_v10_, buf[sec__offset_commit_response_topic_v10_:pos], ()
+                )
         value__offset_commit_response_topic_v10_ = _new_object(OffsetCommitResponseTopicV10)
         value__offset_commit_response_topic_v10_.topic_id = topic_id_offset_commit_response_topic_v10_
         value__offset_commit_response_topic_v10_.partitions = partitions_offset_commit_response_topic_v10_
@@ -1597,36 +1683,39 @@ def _fdecode_offset_commit_response_v10(buf, pos, end, opts, api_version):
             if budget_topics < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_v10.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_commit_response_v10.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_v10.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_v10.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_v10.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_commit_response_v10.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_v10.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_v10.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_commit_response_v10.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(OffsetCommitResponseV10)
     value_.throttle_time_ms = throttle_time_ms
     value_.topics = topics
@@ -1641,10 +1730,14 @@ def _encode_offset_commit_response_v10(obj, out, index, api_version):
             f"OffsetCommitResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 10) and (<params>.api_version <= 10)))",
             path="offset_commit_response_v10",
         )
-    own_ = type(obj) is OffsetCommitResponseV10
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetCommitResponseV10:
+        throttle_time_ms = obj.throttle_time_ms
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(throttle_time_ms)
     n_ = len(topics)
     if -1 <= n_ < 0x3FFF:
@@ -1662,9 +1755,10 @@ def _encode_offset_commit_response_v10(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"offset_commit_response_v10.topics[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_commit_response_v10.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "offset_commit_response_v10.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_offset_commit_response_v10(obj, out, index, api_version):
@@ -1674,10 +1768,14 @@ def _fencode_offset_commit_response_v10(obj, out, index, api_version):
             f"OffsetCommitResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 10) and (<params>.api_version <= 10)))",
             path="offset_commit_response_v10",
         )
-    own_ = type(obj) is OffsetCommitResponseV10
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetCommitResponseV10:
+        throttle_time_ms = obj.throttle_time_ms
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(throttle_time_ms)
     n_ = len(topics)
     if -1 <= n_ < 16383:
@@ -1685,16 +1783,14 @@ def _fencode_offset_commit_response_v10(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "offset_commit_response_v10.topics")
     for item_ in topics:
-        own__offset_commit_response_topic_v10_ = type(item_) is OffsetCommitResponseTopicV10
-        topic_id_offset_commit_response_topic_v10_ = (
-            item_.topic_id if own__offset_commit_response_topic_v10_ else getattr(item_, "topic_id", None)
-        )
-        partitions_offset_commit_response_topic_v10_ = (
-            item_.partitions if own__offset_commit_response_topic_v10_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_offset_commit_response_topic_v10_ = (
-            item_.tagged_fields if own__offset_commit_response_topic_v10_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is OffsetCommitResponseTopicV10:
+            topic_id_offset_commit_response_topic_v10_ = item_.topic_id
+            partitions_offset_commit_response_topic_v10_ = item_.partitions
+            tagged_fields_offset_commit_response_topic_v10_ = item_.tagged_fields
+        else:
+            topic_id_offset_commit_response_topic_v10_ = getattr(item_, "topic_id", None)
+            partitions_offset_commit_response_topic_v10_ = getattr(item_, "partitions", None)
+            tagged_fields_offset_commit_response_topic_v10_ = getattr(item_, "tagged_fields", None)
         out += _S3.pack(_uuid16(topic_id_offset_commit_response_topic_v10_))
         n__offset_commit_response_topic_v10_ = len(partitions_offset_commit_response_topic_v10_)
         if -1 <= n__offset_commit_response_topic_v10_ < 16383:
@@ -1702,49 +1798,61 @@ def _fencode_offset_commit_response_v10(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__offset_commit_response_topic_v10_ + 1, "offset_commit_response_topic_v10.partitions")
         for item__offset_commit_response_topic_v10_ in partitions_offset_commit_response_topic_v10_:
-            own__offset_commit_response_partition_v10__offset_commit_response_topic_v10_ = (
-                type(item__offset_commit_response_topic_v10_) is OffsetCommitResponsePartitionV10
-            )
-            partition_index_offset_commit_response_partition_v10__offset_commit_response_topic_v10_ = (
-                item__offset_commit_response_topic_v10_.partition_index
-                if own__offset_commit_response_partition_v10__offset_commit_response_topic_v10_
-                else getattr(item__offset_commit_response_topic_v10_, "partition_index", 0)
-            )
-            error_code_offset_commit_response_partition_v10__offset_commit_response_topic_v10_ = (
-                item__offset_commit_response_topic_v10_.error_code
-                if own__offset_commit_response_partition_v10__offset_commit_response_topic_v10_
-                else getattr(item__offset_commit_response_topic_v10_, "error_code", 0)
-            )
-            tagged_fields_offset_commit_response_partition_v10__offset_commit_response_topic_v10_ = (
-                item__offset_commit_response_topic_v10_.tagged_fields
-                if own__offset_commit_response_partition_v10__offset_commit_response_topic_v10_
-                else getattr(item__offset_commit_response_topic_v10_, "tagged_fields", None)
-            )
+            if type(item__offset_commit_response_topic_v10_) is OffsetCommitResponsePartitionV10:
+                partition_index_offset_commit_response_partition_v10__offset_commit_response_topic_v10_ = (
+                    item__offset_commit_response_topic_v10_.partition_index
+                )
+                error_code_offset_commit_response_partition_v10__offset_commit_response_topic_v10_ = (
+                    item__offset_commit_response_topic_v10_.error_code
+                )
+                tagged_fields_offset_commit_response_partition_v10__offset_commit_response_topic_v10_ = (
+                    item__offset_commit_response_topic_v10_.tagged_fields
+                )
+            else:
+                partition_index_offset_commit_response_partition_v10__offset_commit_response_topic_v10_ = getattr(
+                    item__offset_commit_response_topic_v10_, "partition_index", 0
+                )
+                error_code_offset_commit_response_partition_v10__offset_commit_response_topic_v10_ = getattr(
+                    item__offset_commit_response_topic_v10_, "error_code", 0
+                )
+                tagged_fields_offset_commit_response_partition_v10__offset_commit_response_topic_v10_ = getattr(
+                    item__offset_commit_response_topic_v10_, "tagged_fields", None
+                )
             out += _S0.pack(
                 partition_index_offset_commit_response_partition_v10__offset_commit_response_topic_v10_,
                 error_code_offset_commit_response_partition_v10__offset_commit_response_topic_v10_,
             )
-            tags__offset_commit_response_partition_v10__offset_commit_response_topic_v10_ = []
-            valid__offset_commit_response_partition_v10__offset_commit_response_topic_v10_ = None
+            if (
+                tagged_fields_offset_commit_response_partition_v10__offset_commit_response_topic_v10_
+                or tagged_fields_offset_commit_response_partition_v10__offset_commit_response_topic_v10_.__class__
+                is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_offset_commit_response_partition_v10__offset_commit_response_topic_v10_,
+                    "offset_commit_response_partition_v10.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if (
+            tagged_fields_offset_commit_response_topic_v10_
+            or tagged_fields_offset_commit_response_topic_v10_.__class__ is _TagSection
+        ):
             _write_tagged(
                 out,
-                tags__offset_commit_response_partition_v10__offset_commit_response_topic_v10_,
-                tagged_fields_offset_commit_response_partition_v10__offset_commit_response_topic_v10_,
-                "offset_commit_response_partition_v10.tagged_fields",
-                valid__offset_commit_response_partition_v10__offset_commit_response_topic_v10_,
+                [],
+                tagged_fields_offset_commit_response_topic_v10_,
+                "offset_commit_response_topic_v10.tagged_fields",
+                None,
             )
-        tags__offset_commit_response_topic_v10_ = []
-        valid__offset_commit_response_topic_v10_ = None
-        _write_tagged(
-            out,
-            tags__offset_commit_response_topic_v10_,
-            tagged_fields_offset_commit_response_topic_v10_,
-            "offset_commit_response_topic_v10.tagged_fields",
-            valid__offset_commit_response_topic_v10_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_commit_response_v10.tagged_fields", valid_)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "offset_commit_response_v10.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_offset_commit_response_by_version(buf, pos, end, opts, api_version):

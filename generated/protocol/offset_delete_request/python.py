@@ -121,9 +121,12 @@ def _decode_offset_delete_request_topic(buf, pos, end, opts):
 
 def _encode_offset_delete_request_topic(obj, out, index):
     """Append one offset_delete_request_topic to out."""
-    own_ = type(obj) is OffsetDeleteRequestTopic
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
+    if type(obj) is OffsetDeleteRequestTopic:
+        name = obj.name
+        partitions = obj.partitions
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="offset_delete_request_topic.name")
     else:
@@ -320,9 +323,12 @@ def _encode_offset_delete_request(obj, out, index, api_version):
             f"OffsetDeleteRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="offset_delete_request",
         )
-    own_ = type(obj) is OffsetDeleteRequest
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
+    if type(obj) is OffsetDeleteRequest:
+        group_id = obj.group_id
+        topics = obj.topics
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", "")
+        topics = getattr(obj, "topics", None)
     if group_id is None:
         raise _InvalidValueError("may not be null", path="offset_delete_request.group_id")
     else:
@@ -350,22 +356,24 @@ def _fencode_offset_delete_request(obj, out, index, api_version):
             f"OffsetDeleteRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="offset_delete_request",
         )
-    own_ = type(obj) is OffsetDeleteRequest
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
+    if type(obj) is OffsetDeleteRequest:
+        group_id = obj.group_id
+        topics = obj.topics
+    else:
+        group_id = getattr(obj, "group_id", "")
+        topics = getattr(obj, "topics", None)
     b_ = _STR_ENCODED.get(group_id)
     group_id = _encode_str(group_id) if b_ is None else b_
     out += _S1.pack(len(group_id))
     out += group_id
     out += _S0.pack(len(topics))
     for item_ in topics:
-        own__offset_delete_request_topic_ = type(item_) is OffsetDeleteRequestTopic
-        name_offset_delete_request_topic_ = (
-            item_.name if own__offset_delete_request_topic_ else getattr(item_, "name", "")
-        )
-        partitions_offset_delete_request_topic_ = (
-            item_.partitions if own__offset_delete_request_topic_ else getattr(item_, "partitions", None)
-        )
+        if type(item_) is OffsetDeleteRequestTopic:
+            name_offset_delete_request_topic_ = item_.name
+            partitions_offset_delete_request_topic_ = item_.partitions
+        else:
+            name_offset_delete_request_topic_ = getattr(item_, "name", "")
+            partitions_offset_delete_request_topic_ = getattr(item_, "partitions", None)
         b__offset_delete_request_topic_ = _STR_ENCODED.get(name_offset_delete_request_topic_)
         name_offset_delete_request_topic_ = (
             _encode_str(name_offset_delete_request_topic_)

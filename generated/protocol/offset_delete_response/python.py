@@ -66,9 +66,12 @@ def _decode_offset_delete_response_partition(buf, pos, end, opts):
 
 def _encode_offset_delete_response_partition(obj, out, index):
     """Append one offset_delete_response_partition to out."""
-    own_ = type(obj) is OffsetDeleteResponsePartition
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
+    if type(obj) is OffsetDeleteResponsePartition:
+        partition_index = obj.partition_index
+        error_code = obj.error_code
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        error_code = getattr(obj, "error_code", 0)
     out += _S0.pack(partition_index, error_code)
 
 
@@ -130,9 +133,12 @@ def _decode_offset_delete_response_topic(buf, pos, end, opts):
 
 def _encode_offset_delete_response_topic(obj, out, index):
     """Append one offset_delete_response_topic to out."""
-    own_ = type(obj) is OffsetDeleteResponseTopic
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
+    if type(obj) is OffsetDeleteResponseTopic:
+        name = obj.name
+        partitions = obj.partitions
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="offset_delete_response_topic.name")
     else:
@@ -320,10 +326,14 @@ def _encode_offset_delete_response(obj, out, index, api_version):
             f"OffsetDeleteResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="offset_delete_response",
         )
-    own_ = type(obj) is OffsetDeleteResponse
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
+    if type(obj) is OffsetDeleteResponse:
+        error_code = obj.error_code
+        throttle_time_ms = obj.throttle_time_ms
+        topics = obj.topics
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        topics = getattr(obj, "topics", None)
     out += _S3.pack(error_code, throttle_time_ms)
     out += _S2.pack(len(topics))
     index_ = 0
@@ -345,20 +355,23 @@ def _fencode_offset_delete_response(obj, out, index, api_version):
             f"OffsetDeleteResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="offset_delete_response",
         )
-    own_ = type(obj) is OffsetDeleteResponse
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
+    if type(obj) is OffsetDeleteResponse:
+        error_code = obj.error_code
+        throttle_time_ms = obj.throttle_time_ms
+        topics = obj.topics
+    else:
+        error_code = getattr(obj, "error_code", 0)
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        topics = getattr(obj, "topics", None)
     out += _S3.pack(error_code, throttle_time_ms)
     out += _S2.pack(len(topics))
     for item_ in topics:
-        own__offset_delete_response_topic_ = type(item_) is OffsetDeleteResponseTopic
-        name_offset_delete_response_topic_ = (
-            item_.name if own__offset_delete_response_topic_ else getattr(item_, "name", "")
-        )
-        partitions_offset_delete_response_topic_ = (
-            item_.partitions if own__offset_delete_response_topic_ else getattr(item_, "partitions", None)
-        )
+        if type(item_) is OffsetDeleteResponseTopic:
+            name_offset_delete_response_topic_ = item_.name
+            partitions_offset_delete_response_topic_ = item_.partitions
+        else:
+            name_offset_delete_response_topic_ = getattr(item_, "name", "")
+            partitions_offset_delete_response_topic_ = getattr(item_, "partitions", None)
         b__offset_delete_response_topic_ = _STR_ENCODED.get(name_offset_delete_response_topic_)
         name_offset_delete_response_topic_ = (
             _encode_str(name_offset_delete_response_topic_)
@@ -369,19 +382,20 @@ def _fencode_offset_delete_response(obj, out, index, api_version):
         out += name_offset_delete_response_topic_
         out += _S2.pack(len(partitions_offset_delete_response_topic_))
         for item__offset_delete_response_topic_ in partitions_offset_delete_response_topic_:
-            own__offset_delete_response_partition__offset_delete_response_topic_ = (
-                type(item__offset_delete_response_topic_) is OffsetDeleteResponsePartition
-            )
-            partition_index_offset_delete_response_partition__offset_delete_response_topic_ = (
-                item__offset_delete_response_topic_.partition_index
-                if own__offset_delete_response_partition__offset_delete_response_topic_
-                else getattr(item__offset_delete_response_topic_, "partition_index", 0)
-            )
-            error_code_offset_delete_response_partition__offset_delete_response_topic_ = (
-                item__offset_delete_response_topic_.error_code
-                if own__offset_delete_response_partition__offset_delete_response_topic_
-                else getattr(item__offset_delete_response_topic_, "error_code", 0)
-            )
+            if type(item__offset_delete_response_topic_) is OffsetDeleteResponsePartition:
+                partition_index_offset_delete_response_partition__offset_delete_response_topic_ = (
+                    item__offset_delete_response_topic_.partition_index
+                )
+                error_code_offset_delete_response_partition__offset_delete_response_topic_ = (
+                    item__offset_delete_response_topic_.error_code
+                )
+            else:
+                partition_index_offset_delete_response_partition__offset_delete_response_topic_ = getattr(
+                    item__offset_delete_response_topic_, "partition_index", 0
+                )
+                error_code_offset_delete_response_partition__offset_delete_response_topic_ = getattr(
+                    item__offset_delete_response_topic_, "error_code", 0
+                )
             out += _S0.pack(
                 partition_index_offset_delete_response_partition__offset_delete_response_topic_,
                 error_code_offset_delete_response_partition__offset_delete_response_topic_,

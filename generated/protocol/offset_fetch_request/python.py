@@ -19,6 +19,8 @@ from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
 from kfmt.runtime.scalars import uuid16 as _uuid16
+from kfmt.runtime.scalars import PACKED as _PACKED
+from kfmt.runtime.scalars import PACKED_MAX as _PACKED_MAX
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -26,6 +28,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -143,9 +146,12 @@ def _decode_offset_fetch_request_topic(buf, pos, end, opts):
 
 def _encode_offset_fetch_request_topic(obj, out, index):
     """Append one offset_fetch_request_topic to out."""
-    own_ = type(obj) is OffsetFetchRequestTopic
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partition_indexes = obj.partition_indexes if own_ else getattr(obj, "partition_indexes", None)
+    if type(obj) is OffsetFetchRequestTopic:
+        name = obj.name
+        partition_indexes = obj.partition_indexes
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partition_indexes = getattr(obj, "partition_indexes", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="offset_fetch_request_topic.name")
     else:
@@ -350,9 +356,12 @@ def _encode_offset_fetch_request(obj, out, index, api_version):
             f"OffsetFetchRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 5))",
             path="offset_fetch_request",
         )
-    own_ = type(obj) is OffsetFetchRequest
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
+    if type(obj) is OffsetFetchRequest:
+        group_id = obj.group_id
+        topics = obj.topics
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", "")
+        topics = getattr(obj, "topics", None)
     if group_id is None:
         raise _InvalidValueError("may not be null", path="offset_fetch_request.group_id")
     else:
@@ -383,9 +392,12 @@ def _fencode_offset_fetch_request(obj, out, index, api_version):
             f"OffsetFetchRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 5))",
             path="offset_fetch_request",
         )
-    own_ = type(obj) is OffsetFetchRequest
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
+    if type(obj) is OffsetFetchRequest:
+        group_id = obj.group_id
+        topics = obj.topics
+    else:
+        group_id = getattr(obj, "group_id", "")
+        topics = getattr(obj, "topics", None)
     b_ = _STR_ENCODED.get(group_id)
     group_id = _encode_str(group_id) if b_ is None else b_
     out += _S1.pack(len(group_id))
@@ -395,15 +407,12 @@ def _fencode_offset_fetch_request(obj, out, index, api_version):
     else:
         out += _S0.pack(len(topics))
         for item_ in topics:
-            own__offset_fetch_request_topic_ = type(item_) is OffsetFetchRequestTopic
-            name_offset_fetch_request_topic_ = (
-                item_.name if own__offset_fetch_request_topic_ else getattr(item_, "name", "")
-            )
-            partition_indexes_offset_fetch_request_topic_ = (
-                item_.partition_indexes
-                if own__offset_fetch_request_topic_
-                else getattr(item_, "partition_indexes", None)
-            )
+            if type(item_) is OffsetFetchRequestTopic:
+                name_offset_fetch_request_topic_ = item_.name
+                partition_indexes_offset_fetch_request_topic_ = item_.partition_indexes
+            else:
+                name_offset_fetch_request_topic_ = getattr(item_, "name", "")
+                partition_indexes_offset_fetch_request_topic_ = getattr(item_, "partition_indexes", None)
             b__offset_fetch_request_topic_ = _STR_ENCODED.get(name_offset_fetch_request_topic_)
             name_offset_fetch_request_topic_ = (
                 _encode_str(name_offset_fetch_request_topic_)
@@ -413,11 +422,18 @@ def _fencode_offset_fetch_request(obj, out, index, api_version):
             out += _S1.pack(len(name_offset_fetch_request_topic_))
             out += name_offset_fetch_request_topic_
             out += _S0.pack(len(partition_indexes_offset_fetch_request_topic_))
-            for item__offset_fetch_request_topic_ in partition_indexes_offset_fetch_request_topic_:
-                value_offset_fetch_request_topic_partition_indexes_item__offset_fetch_request_topic_ = (
-                    item__offset_fetch_request_topic_
+            if len(partition_indexes_offset_fetch_request_topic_) <= _PACKED_MAX:
+                out += _PACKED["i"][len(partition_indexes_offset_fetch_request_topic_)].pack(
+                    *partition_indexes_offset_fetch_request_topic_
                 )
-                out += _S0.pack(value_offset_fetch_request_topic_partition_indexes_item__offset_fetch_request_topic_)
+            else:
+                for item__offset_fetch_request_topic_ in partition_indexes_offset_fetch_request_topic_:
+                    value_offset_fetch_request_topic_partition_indexes_item__offset_fetch_request_topic_ = (
+                        item__offset_fetch_request_topic_
+                    )
+                    out += _S0.pack(
+                        value_offset_fetch_request_topic_partition_indexes_item__offset_fetch_request_topic_
+                    )
 
 
 def _decode_offset_fetch_request_topic_flexible_partition_indexes_item(buf, pos, end, opts):
@@ -517,45 +533,52 @@ def _decode_offset_fetch_request_topic_flexible(buf, pos, end, opts):
             ) from None
         append_partition_indexes(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_topic_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_fetch_request_topic_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_topic_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_topic_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_topic_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_fetch_request_topic_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_topic_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_topic_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_fetch_request_topic_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return OffsetFetchRequestTopicFlexible(name, partition_indexes, tagged_fields), pos
 
 
 def _encode_offset_fetch_request_topic_flexible(obj, out, index):
     """Append one offset_fetch_request_topic_flexible to out."""
-    own_ = type(obj) is OffsetFetchRequestTopicFlexible
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partition_indexes = obj.partition_indexes if own_ else getattr(obj, "partition_indexes", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetFetchRequestTopicFlexible:
+        name = obj.name
+        partition_indexes = obj.partition_indexes
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partition_indexes = getattr(obj, "partition_indexes", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="offset_fetch_request_topic_flexible.name")
     else:
@@ -589,9 +612,10 @@ def _encode_offset_fetch_request_topic_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"offset_fetch_request_topic_flexible.partition_indexes[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_fetch_request_topic_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "offset_fetch_request_topic_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_offset_fetch_request_topics_partition_indexes_item(buf, pos, end, opts):
@@ -683,45 +707,52 @@ def _decode_offset_fetch_request_topics(buf, pos, end, opts):
             ) from None
         append_partition_indexes(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_topics.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_fetch_request_topics.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_topics.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_topics.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_topics.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_fetch_request_topics.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_topics.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_topics.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_fetch_request_topics.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return OffsetFetchRequestTopics(name, partition_indexes, tagged_fields), pos
 
 
 def _encode_offset_fetch_request_topics(obj, out, index):
     """Append one offset_fetch_request_topics to out."""
-    own_ = type(obj) is OffsetFetchRequestTopics
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partition_indexes = obj.partition_indexes if own_ else getattr(obj, "partition_indexes", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetFetchRequestTopics:
+        name = obj.name
+        partition_indexes = obj.partition_indexes
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partition_indexes = getattr(obj, "partition_indexes", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="offset_fetch_request_topics.name")
     else:
@@ -755,9 +786,10 @@ def _encode_offset_fetch_request_topics(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"offset_fetch_request_topics.partition_indexes[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_fetch_request_topics.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "offset_fetch_request_topics.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_offset_fetch_request_group(buf, pos, end, opts, api_version):
@@ -867,47 +899,56 @@ def _decode_offset_fetch_request_group(buf, pos, end, opts, api_version):
     if null_topics:
         topics = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_group.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_fetch_request_group.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_group.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_group.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_group.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_fetch_request_group.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_group.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_group.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_fetch_request_group.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return OffsetFetchRequestGroup(group_id, member_id, member_epoch, topics, tagged_fields), pos
 
 
 def _encode_offset_fetch_request_group(obj, out, index, api_version):
     """Append one offset_fetch_request_group to out."""
-    own_ = type(obj) is OffsetFetchRequestGroup
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", None)
-    member_epoch = obj.member_epoch if own_ else getattr(obj, "member_epoch", -1)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetFetchRequestGroup:
+        group_id = obj.group_id
+        member_id = obj.member_id
+        member_epoch = obj.member_epoch
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", "")
+        member_id = getattr(obj, "member_id", None)
+        member_epoch = getattr(obj, "member_epoch", -1)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if group_id is None:
         raise _InvalidValueError("may not be null", path="offset_fetch_request_group.group_id")
     else:
@@ -954,9 +995,10 @@ def _encode_offset_fetch_request_group(obj, out, index, api_version):
             raise _InvalidValueError(
                 f"cannot encode: {type(exc).__name__}: {exc}", path=f"offset_fetch_request_group.topics[{index_}]"
             ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_fetch_request_group.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "offset_fetch_request_group.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_offset_fetch_request_flexible(buf, pos, end, opts, api_version):
@@ -1129,36 +1171,39 @@ def _decode_offset_fetch_request_flexible(buf, pos, end, opts, api_version):
     else:
         require_stable = False
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_fetch_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_fetch_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_fetch_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return OffsetFetchRequestFlexible(group_id, topics, groups, require_stable, tagged_fields), pos
 
 
@@ -1293,51 +1338,54 @@ def _fdecode_offset_fetch_request_flexible(buf, pos, end, opts, api_version):
                     item__offset_fetch_request_topic_flexible_
                 )
             tagged_fields_offset_fetch_request_topic_flexible_ = []
-            sec__offset_fetch_request_topic_flexible_ = pos
-            prev__offset_fetch_request_topic_flexible_, odd__offset_fetch_request_topic_flexible_ = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__offset_fetch_request_topic_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__offset_fetch_request_topic_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "offset_fetch_request_topic_flexible.tagged_fields"
-                )
-            if n_tags__offset_fetch_request_topic_flexible_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__offset_fetch_request_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="offset_fetch_request_topic_flexible.tagged_fields",
-                )
-            for __offset_fetch_request_topic_flexible_ in range(n_tags__offset_fetch_request_topic_flexible_):
-                tag__offset_fetch_request_topic_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "offset_fetch_request_topic_flexible.tagged_fields"
-                )
-                size__offset_fetch_request_topic_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "offset_fetch_request_topic_flexible.tagged_fields"
-                )
-                if size__offset_fetch_request_topic_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__offset_fetch_request_topic_flexible_} declares {size__offset_fetch_request_topic_flexible_} bytes, {end - pos} left",
+                sec__offset_fetch_request_topic_flexible_ = pos
+                prev__offset_fetch_request_topic_flexible_, odd__offset_fetch_request_topic_flexible_ = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__offset_fetch_request_topic_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__offset_fetch_request_topic_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "offset_fetch_request_topic_flexible.tagged_fields"
+                    )
+                if n_tags__offset_fetch_request_topic_flexible_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__offset_fetch_request_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="offset_fetch_request_topic_flexible.tagged_fields",
                     )
-                stop__offset_fetch_request_topic_flexible_ = pos + size__offset_fetch_request_topic_flexible_
-                if tag__offset_fetch_request_topic_flexible_ <= prev__offset_fetch_request_topic_flexible_:
-                    odd__offset_fetch_request_topic_flexible_ = True
-                prev__offset_fetch_request_topic_flexible_ = tag__offset_fetch_request_topic_flexible_
-                tagged_fields_offset_fetch_request_topic_flexible_.append(
-                    (
-                        tag__offset_fetch_request_topic_flexible_,
-                        bytes(buf[pos:stop__offset_fetch_request_topic_flexible_]),
+                for __offset_fetch_request_topic_flexible_ in range(n_tags__offset_fetch_request_topic_flexible_):
+                    tag__offset_fetch_request_topic_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "offset_fetch_request_topic_flexible.tagged_fields"
                     )
-                )
-                pos = stop__offset_fetch_request_topic_flexible_
-            if odd__offset_fetch_request_topic_flexible_:
-                tagged_fields_offset_fetch_request_topic_flexible_ = _keep_tags(
-                    tagged_fields_offset_fetch_request_topic_flexible_,
-                    buf[sec__offset_fetch_request_topic_flexible_:pos],
-                    (),
-                )
+                    size__offset_fetch_request_topic_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "offset_fetch_request_topic_flexible.tagged_fields"
+                    )
+                    if size__offset_fetch_request_topic_flexible_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__offset_fetch_request_topic_flexible_} declares {size__offset_fetch_request_topic_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="offset_fetch_request_topic_flexible.tagged_fields",
+                        )
+                    stop__offset_fetch_request_topic_flexible_ = pos + size__offset_fetch_request_topic_flexible_
+                    if tag__offset_fetch_request_topic_flexible_ <= prev__offset_fetch_request_topic_flexible_:
+                        odd__offset_fetch_request_topic_flexible_ = True
+                    prev__offset_fetch_request_topic_flexible_ = tag__offset_fetch_request_topic_flexible_
+                    tagged_fields_offset_fetch_request_topic_flexible_.append(
+                        (
+                            tag__offset_fetch_request_topic_flexible_,
+                            bytes(buf[pos:stop__offset_fetch_request_topic_flexible_]),
+                        )
+                    )
+                    pos = stop__offset_fetch_request_topic_flexible_
+                if odd__offset_fetch_request_topic_flexible_:
+                    tagged_fields_offset_fetch_request_topic_flexible_ = _keep_tags(
+                        tagged_fields_offset_fetch_request_topic_flexible_,
+                        buf[sec__offset_fetch_request_topic_flexible_:pos],
+                        (),
+                    )
             value__offset_fetch_request_topic_flexible_ = _new_object(OffsetFetchRequestTopicFlexible)
             value__offset_fetch_request_topic_flexible_.name = name_offset_fetch_request_topic_flexible_
             value__offset_fetch_request_topic_flexible_.partition_indexes = (
@@ -1546,63 +1594,66 @@ def _fdecode_offset_fetch_request_flexible(buf, pos, end, opts, api_version):
                         item__offset_fetch_request_topics__offset_fetch_request_group_
                     )
                 tagged_fields_offset_fetch_request_topics__offset_fetch_request_group_ = []
-                sec__offset_fetch_request_topics__offset_fetch_request_group_ = pos
-                (
-                    prev__offset_fetch_request_topics__offset_fetch_request_group_,
-                    odd__offset_fetch_request_topics__offset_fetch_request_group_,
-                ) = (-1, False)
-                if pos < end and buf[pos] < 128:
-                    n_tags__offset_fetch_request_topics__offset_fetch_request_group_ = buf[pos]
+                if pos < end and buf[pos] == 0:
                     pos += 1
                 else:
-                    n_tags__offset_fetch_request_topics__offset_fetch_request_group_, pos = _read_uvarint32(
-                        buf, pos, end, "offset_fetch_request_topics.tagged_fields"
-                    )
-                if n_tags__offset_fetch_request_topics__offset_fetch_request_group_ > (end - pos) // 2:
-                    raise _InvalidValueError(
-                        f"{n_tags__offset_fetch_request_topics__offset_fetch_request_group_} tagged fields cannot fit in {end - pos} bytes",
-                        offset=pos,
-                        path="offset_fetch_request_topics.tagged_fields",
-                    )
-                for __offset_fetch_request_topics__offset_fetch_request_group_ in range(
-                    n_tags__offset_fetch_request_topics__offset_fetch_request_group_
-                ):
-                    tag__offset_fetch_request_topics__offset_fetch_request_group_, pos = _read_uvarint32(
-                        buf, pos, end, "offset_fetch_request_topics.tagged_fields"
-                    )
-                    size__offset_fetch_request_topics__offset_fetch_request_group_, pos = _read_uvarint32(
-                        buf, pos, end, "offset_fetch_request_topics.tagged_fields"
-                    )
-                    if size__offset_fetch_request_topics__offset_fetch_request_group_ > end - pos:
-                        raise _TruncatedError(
-                            f"tag {tag__offset_fetch_request_topics__offset_fetch_request_group_} declares {size__offset_fetch_request_topics__offset_fetch_request_group_} bytes, {end - pos} left",
+                    sec__offset_fetch_request_topics__offset_fetch_request_group_ = pos
+                    (
+                        prev__offset_fetch_request_topics__offset_fetch_request_group_,
+                        odd__offset_fetch_request_topics__offset_fetch_request_group_,
+                    ) = (-1, False)
+                    if pos < end and buf[pos] < 128:
+                        n_tags__offset_fetch_request_topics__offset_fetch_request_group_ = buf[pos]
+                        pos += 1
+                    else:
+                        n_tags__offset_fetch_request_topics__offset_fetch_request_group_, pos = _read_uvarint32(
+                            buf, pos, end, "offset_fetch_request_topics.tagged_fields"
+                        )
+                    if n_tags__offset_fetch_request_topics__offset_fetch_request_group_ > (end - pos) // 2:
+                        raise _InvalidValueError(
+                            f"{n_tags__offset_fetch_request_topics__offset_fetch_request_group_} tagged fields cannot fit in {end - pos} bytes",
                             offset=pos,
                             path="offset_fetch_request_topics.tagged_fields",
                         )
-                    stop__offset_fetch_request_topics__offset_fetch_request_group_ = (
-                        pos + size__offset_fetch_request_topics__offset_fetch_request_group_
-                    )
-                    if (
-                        tag__offset_fetch_request_topics__offset_fetch_request_group_
-                        <= prev__offset_fetch_request_topics__offset_fetch_request_group_
+                    for __offset_fetch_request_topics__offset_fetch_request_group_ in range(
+                        n_tags__offset_fetch_request_topics__offset_fetch_request_group_
                     ):
-                        odd__offset_fetch_request_topics__offset_fetch_request_group_ = True
-                    prev__offset_fetch_request_topics__offset_fetch_request_group_ = (
-                        tag__offset_fetch_request_topics__offset_fetch_request_group_
-                    )
-                    tagged_fields_offset_fetch_request_topics__offset_fetch_request_group_.append(
-                        (
-                            tag__offset_fetch_request_topics__offset_fetch_request_group_,
-                            bytes(buf[pos:stop__offset_fetch_request_topics__offset_fetch_request_group_]),
+                        tag__offset_fetch_request_topics__offset_fetch_request_group_, pos = _read_uvarint32(
+                            buf, pos, end, "offset_fetch_request_topics.tagged_fields"
                         )
-                    )
-                    pos = stop__offset_fetch_request_topics__offset_fetch_request_group_
-                if odd__offset_fetch_request_topics__offset_fetch_request_group_:
-                    tagged_fields_offset_fetch_request_topics__offset_fetch_request_group_ = _keep_tags(
-                        tagged_fields_offset_fetch_request_topics__offset_fetch_request_group_,
-                        buf[sec__offset_fetch_request_topics__offset_fetch_request_group_:pos],
-                        (),
-                    )
+                        size__offset_fetch_request_topics__offset_fetch_request_group_, pos = _read_uvarint32(
+                            buf, pos, end, "offset_fetch_request_topics.tagged_fields"
+                        )
+                        if size__offset_fetch_request_topics__offset_fetch_request_group_ > end - pos:
+                            raise _TruncatedError(
+                                f"tag {tag__offset_fetch_request_topics__offset_fetch_request_group_} declares {size__offset_fetch_request_topics__offset_fetch_request_group_} bytes, {end - pos} left",
+                                offset=pos,
+                                path="offset_fetch_request_topics.tagged_fields",
+                            )
+                        stop__offset_fetch_request_topics__offset_fetch_request_group_ = (
+                            pos + size__offset_fetch_request_topics__offset_fetch_request_group_
+                        )
+                        if (
+                            tag__offset_fetch_request_topics__offset_fetch_request_group_
+                            <= prev__offset_fetch_request_topics__offset_fetch_request_group_
+                        ):
+                            odd__offset_fetch_request_topics__offset_fetch_request_group_ = True
+                        prev__offset_fetch_request_topics__offset_fetch_request_group_ = (
+                            tag__offset_fetch_request_topics__offset_fetch_request_group_
+                        )
+                        tagged_fields_offset_fetch_request_topics__offset_fetch_request_group_.append(
+                            (
+                                tag__offset_fetch_request_topics__offset_fetch_request_group_,
+                                bytes(buf[pos:stop__offset_fetch_request_topics__offset_fetch_request_group_]),
+                            )
+                        )
+                        pos = stop__offset_fetch_request_topics__offset_fetch_request_group_
+                    if odd__offset_fetch_request_topics__offset_fetch_request_group_:
+                        tagged_fields_offset_fetch_request_topics__offset_fetch_request_group_ = _keep_tags(
+                            tagged_fields_offset_fetch_request_topics__offset_fetch_request_group_,
+                            buf[sec__offset_fetch_request_topics__offset_fetch_request_group_:pos],
+                            (),
+                        )
                 value__offset_fetch_request_topics__offset_fetch_request_group_ = _new_object(OffsetFetchRequestTopics)
                 value__offset_fetch_request_topics__offset_fetch_request_group_.name = (
                     name_offset_fetch_request_topics__offset_fetch_request_group_
@@ -1618,46 +1669,49 @@ def _fdecode_offset_fetch_request_flexible(buf, pos, end, opts, api_version):
             if null_topics_offset_fetch_request_group_:
                 topics_offset_fetch_request_group_ = None
             tagged_fields_offset_fetch_request_group_ = []
-            sec__offset_fetch_request_group_ = pos
-            prev__offset_fetch_request_group_, odd__offset_fetch_request_group_ = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__offset_fetch_request_group_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__offset_fetch_request_group_, pos = _read_uvarint32(
-                    buf, pos, end, "offset_fetch_request_group.tagged_fields"
-                )
-            if n_tags__offset_fetch_request_group_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__offset_fetch_request_group_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="offset_fetch_request_group.tagged_fields",
-                )
-            for __offset_fetch_request_group_ in range(n_tags__offset_fetch_request_group_):
-                tag__offset_fetch_request_group_, pos = _read_uvarint32(
-                    buf, pos, end, "offset_fetch_request_group.tagged_fields"
-                )
-                size__offset_fetch_request_group_, pos = _read_uvarint32(
-                    buf, pos, end, "offset_fetch_request_group.tagged_fields"
-                )
-                if size__offset_fetch_request_group_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__offset_fetch_request_group_} declares {size__offset_fetch_request_group_} bytes, {end - pos} left",
+                sec__offset_fetch_request_group_ = pos
+                prev__offset_fetch_request_group_, odd__offset_fetch_request_group_ = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__offset_fetch_request_group_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__offset_fetch_request_group_, pos = _read_uvarint32(
+                        buf, pos, end, "offset_fetch_request_group.tagged_fields"
+                    )
+                if n_tags__offset_fetch_request_group_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__offset_fetch_request_group_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="offset_fetch_request_group.tagged_fields",
                     )
-                stop__offset_fetch_request_group_ = pos + size__offset_fetch_request_group_
-                if tag__offset_fetch_request_group_ <= prev__offset_fetch_request_group_:
-                    odd__offset_fetch_request_group_ = True
-                prev__offset_fetch_request_group_ = tag__offset_fetch_request_group_
-                tagged_fields_offset_fetch_request_group_.append(
-                    (tag__offset_fetch_request_group_, bytes(buf[pos:stop__offset_fetch_request_group_]))
-                )
-                pos = stop__offset_fetch_request_group_
-            if odd__offset_fetch_request_group_:
-                tagged_fields_offset_fetch_request_group_ = _keep_tags(
-                    tagged_fields_offset_fetch_request_group_, buf[sec__offset_fetch_request_group_:pos], ()
-                )
+                for __offset_fetch_request_group_ in range(n_tags__offset_fetch_request_group_):
+                    tag__offset_fetch_request_group_, pos = _read_uvarint32(
+                        buf, pos, end, "offset_fetch_request_group.tagged_fields"
+                    )
+                    size__offset_fetch_request_group_, pos = _read_uvarint32(
+                        buf, pos, end, "offset_fetch_request_group.tagged_fields"
+                    )
+                    if size__offset_fetch_request_group_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__offset_fetch_request_group_} declares {size__offset_fetch_request_group_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="offset_fetch_request_group.tagged_fields",
+                        )
+                    stop__offset_fetch_request_group_ = pos + size__offset_fetch_request_group_
+                    if tag__offset_fetch_request_group_ <= prev__offset_fetch_request_group_:
+                        odd__offset_fetch_request_group_ = True
+                    prev__offset_fetch_request_group_ = tag__offset_fetch_request_group_
+                    tagged_fields_offset_fetch_request_group_.append(
+                        (tag__offset_fetch_request_group_, bytes(buf[pos:stop__offset_fetch_request_group_]))
+                    )
+                    pos = stop__offset_fetch_request_group_
+                if odd__offset_fetch_request_group_:
+                    tagged_fields_offset_fetch_request_group_ = _keep_tags(
+                        tagged_fields_offset_fetch_request_group_, buf[sec__offset_fetch_request_group_:pos], ()
+                    )
             value__offset_fetch_request_group_ = _new_object(OffsetFetchRequestGroup)
             value__offset_fetch_request_group_.group_id = group_id_offset_fetch_request_group_
             value__offset_fetch_request_group_.member_id = member_id_offset_fetch_request_group_
@@ -1678,36 +1732,39 @@ def _fdecode_offset_fetch_request_flexible(buf, pos, end, opts, api_version):
     else:
         require_stable = False
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_fetch_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_fetch_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_fetch_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(OffsetFetchRequestFlexible)
     value_.group_id = group_id
     value_.topics = topics
@@ -1724,12 +1781,18 @@ def _encode_offset_fetch_request_flexible(obj, out, index, api_version):
             f"OffsetFetchRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 6) and (<params>.api_version <= 9)))",
             path="offset_fetch_request_flexible",
         )
-    own_ = type(obj) is OffsetFetchRequestFlexible
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    groups = obj.groups if own_ else getattr(obj, "groups", None)
-    require_stable = obj.require_stable if own_ else getattr(obj, "require_stable", False)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetFetchRequestFlexible:
+        group_id = obj.group_id
+        topics = obj.topics
+        groups = obj.groups
+        require_stable = obj.require_stable
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", "")
+        topics = getattr(obj, "topics", None)
+        groups = getattr(obj, "groups", None)
+        require_stable = getattr(obj, "require_stable", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if api_version <= 7:
         if group_id is None:
             raise _InvalidValueError("may not be null", path="offset_fetch_request_flexible.group_id")
@@ -1785,9 +1848,10 @@ def _encode_offset_fetch_request_flexible(obj, out, index, api_version):
             ) from None
     if api_version >= 7:
         out += _S2.pack(require_stable)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_fetch_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "offset_fetch_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_offset_fetch_request_flexible(obj, out, index, api_version):
@@ -1797,12 +1861,18 @@ def _fencode_offset_fetch_request_flexible(obj, out, index, api_version):
             f"OffsetFetchRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 6) and (<params>.api_version <= 9)))",
             path="offset_fetch_request_flexible",
         )
-    own_ = type(obj) is OffsetFetchRequestFlexible
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    groups = obj.groups if own_ else getattr(obj, "groups", None)
-    require_stable = obj.require_stable if own_ else getattr(obj, "require_stable", False)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetFetchRequestFlexible:
+        group_id = obj.group_id
+        topics = obj.topics
+        groups = obj.groups
+        require_stable = obj.require_stable
+        tagged_fields = obj.tagged_fields
+    else:
+        group_id = getattr(obj, "group_id", "")
+        topics = getattr(obj, "topics", None)
+        groups = getattr(obj, "groups", None)
+        require_stable = getattr(obj, "require_stable", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if api_version <= 7:
         b_ = _STR_ENCODED.get(group_id)
         group_id = _encode_str(group_id) if b_ is None else b_
@@ -1822,20 +1892,14 @@ def _fencode_offset_fetch_request_flexible(obj, out, index, api_version):
             else:
                 _write_uvarint(out, n_ + 1, "offset_fetch_request_flexible.topics")
             for item_ in topics:
-                own__offset_fetch_request_topic_flexible_ = type(item_) is OffsetFetchRequestTopicFlexible
-                name_offset_fetch_request_topic_flexible_ = (
-                    item_.name if own__offset_fetch_request_topic_flexible_ else getattr(item_, "name", "")
-                )
-                partition_indexes_offset_fetch_request_topic_flexible_ = (
-                    item_.partition_indexes
-                    if own__offset_fetch_request_topic_flexible_
-                    else getattr(item_, "partition_indexes", None)
-                )
-                tagged_fields_offset_fetch_request_topic_flexible_ = (
-                    item_.tagged_fields
-                    if own__offset_fetch_request_topic_flexible_
-                    else getattr(item_, "tagged_fields", None)
-                )
+                if type(item_) is OffsetFetchRequestTopicFlexible:
+                    name_offset_fetch_request_topic_flexible_ = item_.name
+                    partition_indexes_offset_fetch_request_topic_flexible_ = item_.partition_indexes
+                    tagged_fields_offset_fetch_request_topic_flexible_ = item_.tagged_fields
+                else:
+                    name_offset_fetch_request_topic_flexible_ = getattr(item_, "name", "")
+                    partition_indexes_offset_fetch_request_topic_flexible_ = getattr(item_, "partition_indexes", None)
+                    tagged_fields_offset_fetch_request_topic_flexible_ = getattr(item_, "tagged_fields", None)
                 b__offset_fetch_request_topic_flexible_ = _STR_ENCODED.get(name_offset_fetch_request_topic_flexible_)
                 name_offset_fetch_request_topic_flexible_ = (
                     _encode_str(name_offset_fetch_request_topic_flexible_)
@@ -1859,22 +1923,31 @@ def _fencode_offset_fetch_request_flexible(obj, out, index, api_version):
                         n__offset_fetch_request_topic_flexible_ + 1,
                         "offset_fetch_request_topic_flexible.partition_indexes",
                     )
-                for (
-                    item__offset_fetch_request_topic_flexible_
-                ) in partition_indexes_offset_fetch_request_topic_flexible_:
-                    value_offset_fetch_request_topic_flexible_partition_indexes_item__offset_fetch_request_topic_flexible_ = item__offset_fetch_request_topic_flexible_
-                    out += _S0.pack(
-                        value_offset_fetch_request_topic_flexible_partition_indexes_item__offset_fetch_request_topic_flexible_
+                if n__offset_fetch_request_topic_flexible_ <= _PACKED_MAX:
+                    out += _PACKED["i"][n__offset_fetch_request_topic_flexible_].pack(
+                        *partition_indexes_offset_fetch_request_topic_flexible_
                     )
-                tags__offset_fetch_request_topic_flexible_ = []
-                valid__offset_fetch_request_topic_flexible_ = None
-                _write_tagged(
-                    out,
-                    tags__offset_fetch_request_topic_flexible_,
-                    tagged_fields_offset_fetch_request_topic_flexible_,
-                    "offset_fetch_request_topic_flexible.tagged_fields",
-                    valid__offset_fetch_request_topic_flexible_,
-                )
+                else:
+                    for (
+                        item__offset_fetch_request_topic_flexible_
+                    ) in partition_indexes_offset_fetch_request_topic_flexible_:
+                        value_offset_fetch_request_topic_flexible_partition_indexes_item__offset_fetch_request_topic_flexible_ = item__offset_fetch_request_topic_flexible_
+                        out += _S0.pack(
+                            value_offset_fetch_request_topic_flexible_partition_indexes_item__offset_fetch_request_topic_flexible_
+                        )
+                if (
+                    tagged_fields_offset_fetch_request_topic_flexible_
+                    or tagged_fields_offset_fetch_request_topic_flexible_.__class__ is _TagSection
+                ):
+                    _write_tagged(
+                        out,
+                        [],
+                        tagged_fields_offset_fetch_request_topic_flexible_,
+                        "offset_fetch_request_topic_flexible.tagged_fields",
+                        None,
+                    )
+                else:
+                    out.append(0)
     if api_version >= 8:
         n_ = len(groups)
         if -1 <= n_ < 16383:
@@ -1882,22 +1955,18 @@ def _fencode_offset_fetch_request_flexible(obj, out, index, api_version):
         else:
             _write_uvarint(out, n_ + 1, "offset_fetch_request_flexible.groups")
         for item_ in groups:
-            own__offset_fetch_request_group_ = type(item_) is OffsetFetchRequestGroup
-            group_id_offset_fetch_request_group_ = (
-                item_.group_id if own__offset_fetch_request_group_ else getattr(item_, "group_id", "")
-            )
-            member_id_offset_fetch_request_group_ = (
-                item_.member_id if own__offset_fetch_request_group_ else getattr(item_, "member_id", None)
-            )
-            member_epoch_offset_fetch_request_group_ = (
-                item_.member_epoch if own__offset_fetch_request_group_ else getattr(item_, "member_epoch", -1)
-            )
-            topics_offset_fetch_request_group_ = (
-                item_.topics if own__offset_fetch_request_group_ else getattr(item_, "topics", None)
-            )
-            tagged_fields_offset_fetch_request_group_ = (
-                item_.tagged_fields if own__offset_fetch_request_group_ else getattr(item_, "tagged_fields", None)
-            )
+            if type(item_) is OffsetFetchRequestGroup:
+                group_id_offset_fetch_request_group_ = item_.group_id
+                member_id_offset_fetch_request_group_ = item_.member_id
+                member_epoch_offset_fetch_request_group_ = item_.member_epoch
+                topics_offset_fetch_request_group_ = item_.topics
+                tagged_fields_offset_fetch_request_group_ = item_.tagged_fields
+            else:
+                group_id_offset_fetch_request_group_ = getattr(item_, "group_id", "")
+                member_id_offset_fetch_request_group_ = getattr(item_, "member_id", None)
+                member_epoch_offset_fetch_request_group_ = getattr(item_, "member_epoch", -1)
+                topics_offset_fetch_request_group_ = getattr(item_, "topics", None)
+                tagged_fields_offset_fetch_request_group_ = getattr(item_, "tagged_fields", None)
             b__offset_fetch_request_group_ = _STR_ENCODED.get(group_id_offset_fetch_request_group_)
             group_id_offset_fetch_request_group_ = (
                 _encode_str(group_id_offset_fetch_request_group_)
@@ -1937,24 +2006,26 @@ def _fencode_offset_fetch_request_flexible(obj, out, index, api_version):
                 else:
                     _write_uvarint(out, n__offset_fetch_request_group_ + 1, "offset_fetch_request_group.topics")
                 for item__offset_fetch_request_group_ in topics_offset_fetch_request_group_:
-                    own__offset_fetch_request_topics__offset_fetch_request_group_ = (
-                        type(item__offset_fetch_request_group_) is OffsetFetchRequestTopics
-                    )
-                    name_offset_fetch_request_topics__offset_fetch_request_group_ = (
-                        item__offset_fetch_request_group_.name
-                        if own__offset_fetch_request_topics__offset_fetch_request_group_
-                        else getattr(item__offset_fetch_request_group_, "name", "")
-                    )
-                    partition_indexes_offset_fetch_request_topics__offset_fetch_request_group_ = (
-                        item__offset_fetch_request_group_.partition_indexes
-                        if own__offset_fetch_request_topics__offset_fetch_request_group_
-                        else getattr(item__offset_fetch_request_group_, "partition_indexes", None)
-                    )
-                    tagged_fields_offset_fetch_request_topics__offset_fetch_request_group_ = (
-                        item__offset_fetch_request_group_.tagged_fields
-                        if own__offset_fetch_request_topics__offset_fetch_request_group_
-                        else getattr(item__offset_fetch_request_group_, "tagged_fields", None)
-                    )
+                    if type(item__offset_fetch_request_group_) is OffsetFetchRequestTopics:
+                        name_offset_fetch_request_topics__offset_fetch_request_group_ = (
+                            item__offset_fetch_request_group_.name
+                        )
+                        partition_indexes_offset_fetch_request_topics__offset_fetch_request_group_ = (
+                            item__offset_fetch_request_group_.partition_indexes
+                        )
+                        tagged_fields_offset_fetch_request_topics__offset_fetch_request_group_ = (
+                            item__offset_fetch_request_group_.tagged_fields
+                        )
+                    else:
+                        name_offset_fetch_request_topics__offset_fetch_request_group_ = getattr(
+                            item__offset_fetch_request_group_, "name", ""
+                        )
+                        partition_indexes_offset_fetch_request_topics__offset_fetch_request_group_ = getattr(
+                            item__offset_fetch_request_group_, "partition_indexes", None
+                        )
+                        tagged_fields_offset_fetch_request_topics__offset_fetch_request_group_ = getattr(
+                            item__offset_fetch_request_group_, "tagged_fields", None
+                        )
                     b__offset_fetch_request_topics__offset_fetch_request_group_ = _STR_ENCODED.get(
                         name_offset_fetch_request_topics__offset_fetch_request_group_
                     )
@@ -1986,36 +2057,47 @@ def _fencode_offset_fetch_request_flexible(obj, out, index, api_version):
                             n__offset_fetch_request_topics__offset_fetch_request_group_ + 1,
                             "offset_fetch_request_topics.partition_indexes",
                         )
-                    for (
-                        item__offset_fetch_request_topics__offset_fetch_request_group_
-                    ) in partition_indexes_offset_fetch_request_topics__offset_fetch_request_group_:
-                        value_offset_fetch_request_topics_partition_indexes_item__offset_fetch_request_topics__offset_fetch_request_group_ = item__offset_fetch_request_topics__offset_fetch_request_group_
-                        out += _S0.pack(
-                            value_offset_fetch_request_topics_partition_indexes_item__offset_fetch_request_topics__offset_fetch_request_group_
+                    if n__offset_fetch_request_topics__offset_fetch_request_group_ <= _PACKED_MAX:
+                        out += _PACKED["i"][n__offset_fetch_request_topics__offset_fetch_request_group_].pack(
+                            *partition_indexes_offset_fetch_request_topics__offset_fetch_request_group_
                         )
-                    tags__offset_fetch_request_topics__offset_fetch_request_group_ = []
-                    valid__offset_fetch_request_topics__offset_fetch_request_group_ = None
-                    _write_tagged(
-                        out,
-                        tags__offset_fetch_request_topics__offset_fetch_request_group_,
-                        tagged_fields_offset_fetch_request_topics__offset_fetch_request_group_,
-                        "offset_fetch_request_topics.tagged_fields",
-                        valid__offset_fetch_request_topics__offset_fetch_request_group_,
-                    )
-            tags__offset_fetch_request_group_ = []
-            valid__offset_fetch_request_group_ = None
-            _write_tagged(
-                out,
-                tags__offset_fetch_request_group_,
-                tagged_fields_offset_fetch_request_group_,
-                "offset_fetch_request_group.tagged_fields",
-                valid__offset_fetch_request_group_,
-            )
+                    else:
+                        for (
+                            item__offset_fetch_request_topics__offset_fetch_request_group_
+                        ) in partition_indexes_offset_fetch_request_topics__offset_fetch_request_group_:
+                            value_offset_fetch_request_topics_partition_indexes_item__offset_fetch_request_topics__offset_fetch_request_group_ = item__offset_fetch_request_topics__offset_fetch_request_group_
+                            out += _S0.pack(
+                                value_offset_fetch_request_topics_partition_indexes_item__offset_fetch_request_topics__offset_fetch_request_group_
+                            )
+                    if (
+                        tagged_fields_offset_fetch_request_topics__offset_fetch_request_group_
+                        or tagged_fields_offset_fetch_request_topics__offset_fetch_request_group_.__class__
+                        is _TagSection
+                    ):
+                        _write_tagged(
+                            out,
+                            [],
+                            tagged_fields_offset_fetch_request_topics__offset_fetch_request_group_,
+                            "offset_fetch_request_topics.tagged_fields",
+                            None,
+                        )
+                    else:
+                        out.append(0)
+            if (
+                tagged_fields_offset_fetch_request_group_
+                or tagged_fields_offset_fetch_request_group_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out, [], tagged_fields_offset_fetch_request_group_, "offset_fetch_request_group.tagged_fields", None
+                )
+            else:
+                out.append(0)
     if api_version >= 7:
         out += _S2.pack(require_stable)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_fetch_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "offset_fetch_request_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_offset_fetch_request_topics_v10_partition_indexes_item(buf, pos, end, opts):
@@ -2088,45 +2170,52 @@ def _decode_offset_fetch_request_topics_v10(buf, pos, end, opts):
             ) from None
         append_partition_indexes(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_topics_v10.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_fetch_request_topics_v10.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_topics_v10.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_topics_v10.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_topics_v10.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_fetch_request_topics_v10.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_topics_v10.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_topics_v10.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_fetch_request_topics_v10.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return OffsetFetchRequestTopicsV10(topic_id, partition_indexes, tagged_fields), pos
 
 
 def _encode_offset_fetch_request_topics_v10(obj, out, index):
     """Append one offset_fetch_request_topics_v10 to out."""
-    own_ = type(obj) is OffsetFetchRequestTopicsV10
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    partition_indexes = obj.partition_indexes if own_ else getattr(obj, "partition_indexes", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetFetchRequestTopicsV10:
+        topic_id = obj.topic_id
+        partition_indexes = obj.partition_indexes
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_id = getattr(obj, "topic_id", None)
+        partition_indexes = getattr(obj, "partition_indexes", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S3.pack(_uuid16(topic_id))
     n_ = len(partition_indexes)
     if -1 <= n_ < 0x3FFF:
@@ -2149,9 +2238,10 @@ def _encode_offset_fetch_request_topics_v10(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"offset_fetch_request_topics_v10.partition_indexes[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_fetch_request_topics_v10.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "offset_fetch_request_topics_v10.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_offset_fetch_request_group_v10(buf, pos, end, opts):
@@ -2257,47 +2347,56 @@ def _decode_offset_fetch_request_group_v10(buf, pos, end, opts):
     if null_topics:
         topics = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_group_v10.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_fetch_request_group_v10.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_group_v10.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_group_v10.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_group_v10.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_fetch_request_group_v10.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_group_v10.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_group_v10.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_fetch_request_group_v10.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return OffsetFetchRequestGroupV10(group_id, member_id, member_epoch, topics, tagged_fields), pos
 
 
 def _encode_offset_fetch_request_group_v10(obj, out, index):
     """Append one offset_fetch_request_group_v10 to out."""
-    own_ = type(obj) is OffsetFetchRequestGroupV10
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", None)
-    member_epoch = obj.member_epoch if own_ else getattr(obj, "member_epoch", -1)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetFetchRequestGroupV10:
+        group_id = obj.group_id
+        member_id = obj.member_id
+        member_epoch = obj.member_epoch
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", "")
+        member_id = getattr(obj, "member_id", None)
+        member_epoch = getattr(obj, "member_epoch", -1)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if group_id is None:
         raise _InvalidValueError("may not be null", path="offset_fetch_request_group_v10.group_id")
     else:
@@ -2344,9 +2443,10 @@ def _encode_offset_fetch_request_group_v10(obj, out, index):
             raise _InvalidValueError(
                 f"cannot encode: {type(exc).__name__}: {exc}", path=f"offset_fetch_request_group_v10.topics[{index_}]"
             ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_fetch_request_group_v10.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "offset_fetch_request_group_v10.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_offset_fetch_request_v10(buf, pos, end, opts, api_version):
@@ -2414,36 +2514,39 @@ def _decode_offset_fetch_request_v10(buf, pos, end, opts, api_version):
     (require_stable,) = _S2.unpack_from(buf, pos)
     pos += 1
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_v10.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_fetch_request_v10.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_v10.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_v10.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_v10.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_fetch_request_v10.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_v10.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_v10.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_fetch_request_v10.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return OffsetFetchRequestV10(groups, require_stable, tagged_fields), pos
 
 
@@ -2608,63 +2711,66 @@ def _fdecode_offset_fetch_request_v10(buf, pos, end, opts, api_version):
                     item__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_
                 )
             tagged_fields_offset_fetch_request_topics_v10__offset_fetch_request_group_v10_ = []
-            sec__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_ = pos
-            (
-                prev__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_,
-                odd__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_, pos = _read_uvarint32(
-                    buf, pos, end, "offset_fetch_request_topics_v10.tagged_fields"
-                )
-            if n_tags__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="offset_fetch_request_topics_v10.tagged_fields",
-                )
-            for __offset_fetch_request_topics_v10__offset_fetch_request_group_v10_ in range(
-                n_tags__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_
-            ):
-                tag__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_, pos = _read_uvarint32(
-                    buf, pos, end, "offset_fetch_request_topics_v10.tagged_fields"
-                )
-                size__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_, pos = _read_uvarint32(
-                    buf, pos, end, "offset_fetch_request_topics_v10.tagged_fields"
-                )
-                if size__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_} declares {size__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_} bytes, {end - pos} left",
+                sec__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_ = pos
+                (
+                    prev__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_,
+                    odd__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_, pos = _read_uvarint32(
+                        buf, pos, end, "offset_fetch_request_topics_v10.tagged_fields"
+                    )
+                if n_tags__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="offset_fetch_request_topics_v10.tagged_fields",
                     )
-                stop__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_ = (
-                    pos + size__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_
-                )
-                if (
-                    tag__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_
-                    <= prev__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_
+                for __offset_fetch_request_topics_v10__offset_fetch_request_group_v10_ in range(
+                    n_tags__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_
                 ):
-                    odd__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_ = True
-                prev__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_ = (
-                    tag__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_
-                )
-                tagged_fields_offset_fetch_request_topics_v10__offset_fetch_request_group_v10_.append(
-                    (
-                        tag__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_,
-                        bytes(buf[pos:stop__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_]),
+                    tag__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_, pos = _read_uvarint32(
+                        buf, pos, end, "offset_fetch_request_topics_v10.tagged_fields"
                     )
-                )
-                pos = stop__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_
-            if odd__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_:
-                tagged_fields_offset_fetch_request_topics_v10__offset_fetch_request_group_v10_ = _keep_tags(
-                    tagged_fields_offset_fetch_request_topics_v10__offset_fetch_request_group_v10_,
-                    buf[sec__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_:pos],
-                    (),
-                )
+                    size__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_, pos = _read_uvarint32(
+                        buf, pos, end, "offset_fetch_request_topics_v10.tagged_fields"
+                    )
+                    if size__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_} declares {size__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="offset_fetch_request_topics_v10.tagged_fields",
+                        )
+                    stop__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_ = (
+                        pos + size__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_
+                    )
+                    if (
+                        tag__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_
+                        <= prev__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_
+                    ):
+                        odd__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_ = True
+                    prev__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_ = (
+                        tag__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_
+                    )
+                    tagged_fields_offset_fetch_request_topics_v10__offset_fetch_request_group_v10_.append(
+                        (
+                            tag__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_,
+                            bytes(buf[pos:stop__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_]),
+                        )
+                    )
+                    pos = stop__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_
+                if odd__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_:
+                    tagged_fields_offset_fetch_request_topics_v10__offset_fetch_request_group_v10_ = _keep_tags(
+                        tagged_fields_offset_fetch_request_topics_v10__offset_fetch_request_group_v10_,
+                        buf[sec__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_:pos],
+                        (),
+                    )
             value__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_ = _new_object(
                 OffsetFetchRequestTopicsV10
             )
@@ -2684,46 +2790,49 @@ def _fdecode_offset_fetch_request_v10(buf, pos, end, opts, api_version):
         if null_topics_offset_fetch_request_group_v10_:
             topics_offset_fetch_request_group_v10_ = None
         tagged_fields_offset_fetch_request_group_v10_ = []
-        sec__offset_fetch_request_group_v10_ = pos
-        prev__offset_fetch_request_group_v10_, odd__offset_fetch_request_group_v10_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__offset_fetch_request_group_v10_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__offset_fetch_request_group_v10_, pos = _read_uvarint32(
-                buf, pos, end, "offset_fetch_request_group_v10.tagged_fields"
-            )
-        if n_tags__offset_fetch_request_group_v10_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__offset_fetch_request_group_v10_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="offset_fetch_request_group_v10.tagged_fields",
-            )
-        for __offset_fetch_request_group_v10_ in range(n_tags__offset_fetch_request_group_v10_):
-            tag__offset_fetch_request_group_v10_, pos = _read_uvarint32(
-                buf, pos, end, "offset_fetch_request_group_v10.tagged_fields"
-            )
-            size__offset_fetch_request_group_v10_, pos = _read_uvarint32(
-                buf, pos, end, "offset_fetch_request_group_v10.tagged_fields"
-            )
-            if size__offset_fetch_request_group_v10_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__offset_fetch_request_group_v10_} declares {size__offset_fetch_request_group_v10_} bytes, {end - pos} left",
+            sec__offset_fetch_request_group_v10_ = pos
+            prev__offset_fetch_request_group_v10_, odd__offset_fetch_request_group_v10_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__offset_fetch_request_group_v10_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__offset_fetch_request_group_v10_, pos = _read_uvarint32(
+                    buf, pos, end, "offset_fetch_request_group_v10.tagged_fields"
+                )
+            if n_tags__offset_fetch_request_group_v10_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__offset_fetch_request_group_v10_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="offset_fetch_request_group_v10.tagged_fields",
                 )
-            stop__offset_fetch_request_group_v10_ = pos + size__offset_fetch_request_group_v10_
-            if tag__offset_fetch_request_group_v10_ <= prev__offset_fetch_request_group_v10_:
-                odd__offset_fetch_request_group_v10_ = True
-            prev__offset_fetch_request_group_v10_ = tag__offset_fetch_request_group_v10_
-            tagged_fields_offset_fetch_request_group_v10_.append(
-                (tag__offset_fetch_request_group_v10_, bytes(buf[pos:stop__offset_fetch_request_group_v10_]))
-            )
-            pos = stop__offset_fetch_request_group_v10_
-        if odd__offset_fetch_request_group_v10_:
-            tagged_fields_offset_fetch_request_group_v10_ = _keep_tags(
-                tagged_fields_offset_fetch_request_group_v10_, buf[sec__offset_fetch_request_group_v10_:pos], ()
-            )
+            for __offset_fetch_request_group_v10_ in range(n_tags__offset_fetch_request_group_v10_):
+                tag__offset_fetch_request_group_v10_, pos = _read_uvarint32(
+                    buf, pos, end, "offset_fetch_request_group_v10.tagged_fields"
+                )
+                size__offset_fetch_request_group_v10_, pos = _read_uvarint32(
+                    buf, pos, end, "offset_fetch_request_group_v10.tagged_fields"
+                )
+                if size__offset_fetch_request_group_v10_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__offset_fetch_request_group_v10_} declares {size__offset_fetch_request_group_v10_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="offset_fetch_request_group_v10.tagged_fields",
+                    )
+                stop__offset_fetch_request_group_v10_ = pos + size__offset_fetch_request_group_v10_
+                if tag__offset_fetch_request_group_v10_ <= prev__offset_fetch_request_group_v10_:
+                    odd__offset_fetch_request_group_v10_ = True
+                prev__offset_fetch_request_group_v10_ = tag__offset_fetch_request_group_v10_
+                tagged_fields_offset_fetch_request_group_v10_.append(
+                    (tag__offset_fetch_request_group_v10_, bytes(buf[pos:stop__offset_fetch_request_group_v10_]))
+                )
+                pos = stop__offset_fetch_request_group_v10_
+            if odd__offset_fetch_request_group_v10_:
+                tagged_fields_offset_fetch_request_group_v10_ = _keep_tags(
+                    tagged_fields_offset_fetch_request_group_v10_, buf[sec__offset_fetch_request_group_v10_:pos], ()
+                )
         value__offset_fetch_request_group_v10_ = _new_object(OffsetFetchRequestGroupV10)
         value__offset_fetch_request_group_v10_.group_id = group_id_offset_fetch_request_group_v10_
         value__offset_fetch_request_group_v10_.member_id = member_id_offset_fetch_request_group_v10_
@@ -2739,36 +2848,39 @@ def _fdecode_offset_fetch_request_v10(buf, pos, end, opts, api_version):
     (require_stable,) = _S2.unpack_from(buf, pos)
     pos += 1
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_v10.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_fetch_request_v10.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_v10.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_v10.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_v10.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_fetch_request_v10.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_v10.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_v10.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_fetch_request_v10.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(OffsetFetchRequestV10)
     value_.groups = groups
     value_.require_stable = require_stable
@@ -2783,10 +2895,14 @@ def _encode_offset_fetch_request_v10(obj, out, index, api_version):
             f"OffsetFetchRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 10) and (<params>.api_version <= 10)))",
             path="offset_fetch_request_v10",
         )
-    own_ = type(obj) is OffsetFetchRequestV10
-    groups = obj.groups if own_ else getattr(obj, "groups", None)
-    require_stable = obj.require_stable if own_ else getattr(obj, "require_stable", False)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetFetchRequestV10:
+        groups = obj.groups
+        require_stable = obj.require_stable
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        groups = getattr(obj, "groups", None)
+        require_stable = getattr(obj, "require_stable", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(groups)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -2804,9 +2920,10 @@ def _encode_offset_fetch_request_v10(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"offset_fetch_request_v10.groups[{index_}]"
         ) from None
     out += _S2.pack(require_stable)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_fetch_request_v10.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "offset_fetch_request_v10.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_offset_fetch_request_v10(obj, out, index, api_version):
@@ -2816,32 +2933,32 @@ def _fencode_offset_fetch_request_v10(obj, out, index, api_version):
             f"OffsetFetchRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 10) and (<params>.api_version <= 10)))",
             path="offset_fetch_request_v10",
         )
-    own_ = type(obj) is OffsetFetchRequestV10
-    groups = obj.groups if own_ else getattr(obj, "groups", None)
-    require_stable = obj.require_stable if own_ else getattr(obj, "require_stable", False)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetFetchRequestV10:
+        groups = obj.groups
+        require_stable = obj.require_stable
+        tagged_fields = obj.tagged_fields
+    else:
+        groups = getattr(obj, "groups", None)
+        require_stable = getattr(obj, "require_stable", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(groups)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "offset_fetch_request_v10.groups")
     for item_ in groups:
-        own__offset_fetch_request_group_v10_ = type(item_) is OffsetFetchRequestGroupV10
-        group_id_offset_fetch_request_group_v10_ = (
-            item_.group_id if own__offset_fetch_request_group_v10_ else getattr(item_, "group_id", "")
-        )
-        member_id_offset_fetch_request_group_v10_ = (
-            item_.member_id if own__offset_fetch_request_group_v10_ else getattr(item_, "member_id", None)
-        )
-        member_epoch_offset_fetch_request_group_v10_ = (
-            item_.member_epoch if own__offset_fetch_request_group_v10_ else getattr(item_, "member_epoch", -1)
-        )
-        topics_offset_fetch_request_group_v10_ = (
-            item_.topics if own__offset_fetch_request_group_v10_ else getattr(item_, "topics", None)
-        )
-        tagged_fields_offset_fetch_request_group_v10_ = (
-            item_.tagged_fields if own__offset_fetch_request_group_v10_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is OffsetFetchRequestGroupV10:
+            group_id_offset_fetch_request_group_v10_ = item_.group_id
+            member_id_offset_fetch_request_group_v10_ = item_.member_id
+            member_epoch_offset_fetch_request_group_v10_ = item_.member_epoch
+            topics_offset_fetch_request_group_v10_ = item_.topics
+            tagged_fields_offset_fetch_request_group_v10_ = item_.tagged_fields
+        else:
+            group_id_offset_fetch_request_group_v10_ = getattr(item_, "group_id", "")
+            member_id_offset_fetch_request_group_v10_ = getattr(item_, "member_id", None)
+            member_epoch_offset_fetch_request_group_v10_ = getattr(item_, "member_epoch", -1)
+            topics_offset_fetch_request_group_v10_ = getattr(item_, "topics", None)
+            tagged_fields_offset_fetch_request_group_v10_ = getattr(item_, "tagged_fields", None)
         b__offset_fetch_request_group_v10_ = _STR_ENCODED.get(group_id_offset_fetch_request_group_v10_)
         group_id_offset_fetch_request_group_v10_ = (
             _encode_str(group_id_offset_fetch_request_group_v10_)
@@ -2879,24 +2996,26 @@ def _fencode_offset_fetch_request_v10(obj, out, index, api_version):
             else:
                 _write_uvarint(out, n__offset_fetch_request_group_v10_ + 1, "offset_fetch_request_group_v10.topics")
             for item__offset_fetch_request_group_v10_ in topics_offset_fetch_request_group_v10_:
-                own__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_ = (
-                    type(item__offset_fetch_request_group_v10_) is OffsetFetchRequestTopicsV10
-                )
-                topic_id_offset_fetch_request_topics_v10__offset_fetch_request_group_v10_ = (
-                    item__offset_fetch_request_group_v10_.topic_id
-                    if own__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_
-                    else getattr(item__offset_fetch_request_group_v10_, "topic_id", None)
-                )
-                partition_indexes_offset_fetch_request_topics_v10__offset_fetch_request_group_v10_ = (
-                    item__offset_fetch_request_group_v10_.partition_indexes
-                    if own__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_
-                    else getattr(item__offset_fetch_request_group_v10_, "partition_indexes", None)
-                )
-                tagged_fields_offset_fetch_request_topics_v10__offset_fetch_request_group_v10_ = (
-                    item__offset_fetch_request_group_v10_.tagged_fields
-                    if own__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_
-                    else getattr(item__offset_fetch_request_group_v10_, "tagged_fields", None)
-                )
+                if type(item__offset_fetch_request_group_v10_) is OffsetFetchRequestTopicsV10:
+                    topic_id_offset_fetch_request_topics_v10__offset_fetch_request_group_v10_ = (
+                        item__offset_fetch_request_group_v10_.topic_id
+                    )
+                    partition_indexes_offset_fetch_request_topics_v10__offset_fetch_request_group_v10_ = (
+                        item__offset_fetch_request_group_v10_.partition_indexes
+                    )
+                    tagged_fields_offset_fetch_request_topics_v10__offset_fetch_request_group_v10_ = (
+                        item__offset_fetch_request_group_v10_.tagged_fields
+                    )
+                else:
+                    topic_id_offset_fetch_request_topics_v10__offset_fetch_request_group_v10_ = getattr(
+                        item__offset_fetch_request_group_v10_, "topic_id", None
+                    )
+                    partition_indexes_offset_fetch_request_topics_v10__offset_fetch_request_group_v10_ = getattr(
+                        item__offset_fetch_request_group_v10_, "partition_indexes", None
+                    )
+                    tagged_fields_offset_fetch_request_topics_v10__offset_fetch_request_group_v10_ = getattr(
+                        item__offset_fetch_request_group_v10_, "tagged_fields", None
+                    )
                 out += _S3.pack(_uuid16(topic_id_offset_fetch_request_topics_v10__offset_fetch_request_group_v10_))
                 n__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_ = len(
                     partition_indexes_offset_fetch_request_topics_v10__offset_fetch_request_group_v10_
@@ -2909,35 +3028,50 @@ def _fencode_offset_fetch_request_v10(obj, out, index, api_version):
                         n__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_ + 1,
                         "offset_fetch_request_topics_v10.partition_indexes",
                     )
-                for (
-                    item__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_
-                ) in partition_indexes_offset_fetch_request_topics_v10__offset_fetch_request_group_v10_:
-                    value_offset_fetch_request_topics_v10_partition_indexes_item__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_ = item__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_
-                    out += _S0.pack(
-                        value_offset_fetch_request_topics_v10_partition_indexes_item__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_
+                if n__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_ <= _PACKED_MAX:
+                    out += _PACKED["i"][n__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_].pack(
+                        *partition_indexes_offset_fetch_request_topics_v10__offset_fetch_request_group_v10_
                     )
-                tags__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_ = []
-                valid__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_ = None
-                _write_tagged(
-                    out,
-                    tags__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_,
-                    tagged_fields_offset_fetch_request_topics_v10__offset_fetch_request_group_v10_,
-                    "offset_fetch_request_topics_v10.tagged_fields",
-                    valid__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_,
-                )
-        tags__offset_fetch_request_group_v10_ = []
-        valid__offset_fetch_request_group_v10_ = None
-        _write_tagged(
-            out,
-            tags__offset_fetch_request_group_v10_,
-            tagged_fields_offset_fetch_request_group_v10_,
-            "offset_fetch_request_group_v10.tagged_fields",
-            valid__offset_fetch_request_group_v10_,
-        )
+                else:
+                    for (
+                        item__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_
+                    ) in partition_indexes_offset_fetch_request_topics_v10__offset_fetch_request_group_v10_:
+                        value_offset_fetch_request_topics_v10_partition_indexes_item__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_ = item__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_
+                        out += _S0.pack(
+                            value_offset_fetch_request_topics_v10_partition_indexes_item__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_
+                        )
+                if (
+                    tagged_fields_offset_fetch_request_topics_v10__offset_fetch_request_group_v10_
+                    or tagged_fields_offset_fetch_request_topics_v10__offset_fetch_request_group_v10_.__class__
+                    is _TagSection
+                ):
+                    _write_tagged(
+                        out,
+                        [],
+                        tagged_fields_offset_fetch_request_topics_v10__offset_fetch_request_group_v10_,
+                        "offset_fetch_request_topics_v10.tagged_fields",
+                        None,
+                    )
+                else:
+                    out.append(0)
+        if (
+            tagged_fields_offset_fetch_request_group_v10_
+            or tagged_fields_offset_fetch_request_group_v10_.__class__ is _TagSection
+        ):
+            _write_tagged(
+                out,
+                [],
+                tagged_fields_offset_fetch_request_group_v10_,
+                "offset_fetch_request_group_v10.tagged_fields",
+                None,
+            )
+        else:
+            out.append(0)
     out += _S2.pack(require_stable)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_fetch_request_v10.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "offset_fetch_request_v10.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_offset_fetch_request_by_version(buf, pos, end, opts, api_version):

@@ -26,6 +26,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -120,12 +121,18 @@ def _decode_offset_fetch_response_partition(buf, pos, end, opts, api_version):
 
 def _encode_offset_fetch_response_partition(obj, out, index, api_version):
     """Append one offset_fetch_response_partition to out."""
-    own_ = type(obj) is OffsetFetchResponsePartition
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    committed_offset = obj.committed_offset if own_ else getattr(obj, "committed_offset", 0)
-    committed_leader_epoch = obj.committed_leader_epoch if own_ else getattr(obj, "committed_leader_epoch", -1)
-    metadata = obj.metadata if own_ else getattr(obj, "metadata", "")
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
+    if type(obj) is OffsetFetchResponsePartition:
+        partition_index = obj.partition_index
+        committed_offset = obj.committed_offset
+        committed_leader_epoch = obj.committed_leader_epoch
+        metadata = obj.metadata
+        error_code = obj.error_code
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        committed_offset = getattr(obj, "committed_offset", 0)
+        committed_leader_epoch = getattr(obj, "committed_leader_epoch", -1)
+        metadata = getattr(obj, "metadata", "")
+        error_code = getattr(obj, "error_code", 0)
     out += _S0.pack(partition_index, committed_offset)
     if api_version >= 5:
         out += _S1.pack(committed_leader_epoch)
@@ -197,9 +204,12 @@ def _decode_offset_fetch_response_topic(buf, pos, end, opts, api_version):
 
 def _encode_offset_fetch_response_topic(obj, out, index, api_version):
     """Append one offset_fetch_response_topic to out."""
-    own_ = type(obj) is OffsetFetchResponseTopic
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
+    if type(obj) is OffsetFetchResponseTopic:
+        name = obj.name
+        partitions = obj.partitions
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="offset_fetch_response_topic.name")
     else:
@@ -432,10 +442,14 @@ def _encode_offset_fetch_response(obj, out, index, api_version):
             f"OffsetFetchResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 5))",
             path="offset_fetch_response",
         )
-    own_ = type(obj) is OffsetFetchResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
+    if type(obj) is OffsetFetchResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        topics = obj.topics
+        error_code = obj.error_code
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        topics = getattr(obj, "topics", None)
+        error_code = getattr(obj, "error_code", 0)
     if api_version >= 3:
         out += _S1.pack(throttle_time_ms)
     out += _S1.pack(len(topics))
@@ -460,21 +474,24 @@ def _fencode_offset_fetch_response(obj, out, index, api_version):
             f"OffsetFetchResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 5))",
             path="offset_fetch_response",
         )
-    own_ = type(obj) is OffsetFetchResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
+    if type(obj) is OffsetFetchResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        topics = obj.topics
+        error_code = obj.error_code
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        topics = getattr(obj, "topics", None)
+        error_code = getattr(obj, "error_code", 0)
     if api_version >= 3:
         out += _S1.pack(throttle_time_ms)
     out += _S1.pack(len(topics))
     for item_ in topics:
-        own__offset_fetch_response_topic_ = type(item_) is OffsetFetchResponseTopic
-        name_offset_fetch_response_topic_ = (
-            item_.name if own__offset_fetch_response_topic_ else getattr(item_, "name", "")
-        )
-        partitions_offset_fetch_response_topic_ = (
-            item_.partitions if own__offset_fetch_response_topic_ else getattr(item_, "partitions", None)
-        )
+        if type(item_) is OffsetFetchResponseTopic:
+            name_offset_fetch_response_topic_ = item_.name
+            partitions_offset_fetch_response_topic_ = item_.partitions
+        else:
+            name_offset_fetch_response_topic_ = getattr(item_, "name", "")
+            partitions_offset_fetch_response_topic_ = getattr(item_, "partitions", None)
         b__offset_fetch_response_topic_ = _STR_ENCODED.get(name_offset_fetch_response_topic_)
         name_offset_fetch_response_topic_ = (
             _encode_str(name_offset_fetch_response_topic_)
@@ -485,34 +502,38 @@ def _fencode_offset_fetch_response(obj, out, index, api_version):
         out += name_offset_fetch_response_topic_
         out += _S1.pack(len(partitions_offset_fetch_response_topic_))
         for item__offset_fetch_response_topic_ in partitions_offset_fetch_response_topic_:
-            own__offset_fetch_response_partition__offset_fetch_response_topic_ = (
-                type(item__offset_fetch_response_topic_) is OffsetFetchResponsePartition
-            )
-            partition_index_offset_fetch_response_partition__offset_fetch_response_topic_ = (
-                item__offset_fetch_response_topic_.partition_index
-                if own__offset_fetch_response_partition__offset_fetch_response_topic_
-                else getattr(item__offset_fetch_response_topic_, "partition_index", 0)
-            )
-            committed_offset_offset_fetch_response_partition__offset_fetch_response_topic_ = (
-                item__offset_fetch_response_topic_.committed_offset
-                if own__offset_fetch_response_partition__offset_fetch_response_topic_
-                else getattr(item__offset_fetch_response_topic_, "committed_offset", 0)
-            )
-            committed_leader_epoch_offset_fetch_response_partition__offset_fetch_response_topic_ = (
-                item__offset_fetch_response_topic_.committed_leader_epoch
-                if own__offset_fetch_response_partition__offset_fetch_response_topic_
-                else getattr(item__offset_fetch_response_topic_, "committed_leader_epoch", -1)
-            )
-            metadata_offset_fetch_response_partition__offset_fetch_response_topic_ = (
-                item__offset_fetch_response_topic_.metadata
-                if own__offset_fetch_response_partition__offset_fetch_response_topic_
-                else getattr(item__offset_fetch_response_topic_, "metadata", "")
-            )
-            error_code_offset_fetch_response_partition__offset_fetch_response_topic_ = (
-                item__offset_fetch_response_topic_.error_code
-                if own__offset_fetch_response_partition__offset_fetch_response_topic_
-                else getattr(item__offset_fetch_response_topic_, "error_code", 0)
-            )
+            if type(item__offset_fetch_response_topic_) is OffsetFetchResponsePartition:
+                partition_index_offset_fetch_response_partition__offset_fetch_response_topic_ = (
+                    item__offset_fetch_response_topic_.partition_index
+                )
+                committed_offset_offset_fetch_response_partition__offset_fetch_response_topic_ = (
+                    item__offset_fetch_response_topic_.committed_offset
+                )
+                committed_leader_epoch_offset_fetch_response_partition__offset_fetch_response_topic_ = (
+                    item__offset_fetch_response_topic_.committed_leader_epoch
+                )
+                metadata_offset_fetch_response_partition__offset_fetch_response_topic_ = (
+                    item__offset_fetch_response_topic_.metadata
+                )
+                error_code_offset_fetch_response_partition__offset_fetch_response_topic_ = (
+                    item__offset_fetch_response_topic_.error_code
+                )
+            else:
+                partition_index_offset_fetch_response_partition__offset_fetch_response_topic_ = getattr(
+                    item__offset_fetch_response_topic_, "partition_index", 0
+                )
+                committed_offset_offset_fetch_response_partition__offset_fetch_response_topic_ = getattr(
+                    item__offset_fetch_response_topic_, "committed_offset", 0
+                )
+                committed_leader_epoch_offset_fetch_response_partition__offset_fetch_response_topic_ = getattr(
+                    item__offset_fetch_response_topic_, "committed_leader_epoch", -1
+                )
+                metadata_offset_fetch_response_partition__offset_fetch_response_topic_ = getattr(
+                    item__offset_fetch_response_topic_, "metadata", ""
+                )
+                error_code_offset_fetch_response_partition__offset_fetch_response_topic_ = getattr(
+                    item__offset_fetch_response_topic_, "error_code", 0
+                )
             out += _S0.pack(
                 partition_index_offset_fetch_response_partition__offset_fetch_response_topic_,
                 committed_offset_offset_fetch_response_partition__offset_fetch_response_topic_,
@@ -587,36 +608,39 @@ def _decode_offset_fetch_response_partition_flexible(buf, pos, end, opts):
     (error_code,) = _S2.unpack_from(buf, pos)
     pos += 2
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_partition_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_fetch_response_partition_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_partition_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_partition_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_partition_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_fetch_response_partition_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_partition_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_partition_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_fetch_response_partition_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return OffsetFetchResponsePartitionFlexible(
         partition_index, committed_offset, committed_leader_epoch, metadata, error_code, tagged_fields
     ), pos
@@ -624,13 +648,20 @@ def _decode_offset_fetch_response_partition_flexible(buf, pos, end, opts):
 
 def _encode_offset_fetch_response_partition_flexible(obj, out, index):
     """Append one offset_fetch_response_partition_flexible to out."""
-    own_ = type(obj) is OffsetFetchResponsePartitionFlexible
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    committed_offset = obj.committed_offset if own_ else getattr(obj, "committed_offset", 0)
-    committed_leader_epoch = obj.committed_leader_epoch if own_ else getattr(obj, "committed_leader_epoch", -1)
-    metadata = obj.metadata if own_ else getattr(obj, "metadata", "")
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetFetchResponsePartitionFlexible:
+        partition_index = obj.partition_index
+        committed_offset = obj.committed_offset
+        committed_leader_epoch = obj.committed_leader_epoch
+        metadata = obj.metadata
+        error_code = obj.error_code
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        committed_offset = getattr(obj, "committed_offset", 0)
+        committed_leader_epoch = getattr(obj, "committed_leader_epoch", -1)
+        metadata = getattr(obj, "metadata", "")
+        error_code = getattr(obj, "error_code", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S3.pack(partition_index, committed_offset, committed_leader_epoch)
     if metadata is None:
         out.append(0)
@@ -645,9 +676,10 @@ def _encode_offset_fetch_response_partition_flexible(obj, out, index):
 
         out += metadata
     out += _S2.pack(error_code)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_fetch_response_partition_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "offset_fetch_response_partition_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_offset_fetch_response_topic_flexible(buf, pos, end, opts):
@@ -726,45 +758,52 @@ def _decode_offset_fetch_response_topic_flexible(buf, pos, end, opts):
             ) from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_topic_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_fetch_response_topic_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_topic_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_topic_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_topic_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_fetch_response_topic_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_topic_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_topic_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_fetch_response_topic_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return OffsetFetchResponseTopicFlexible(name, partitions, tagged_fields), pos
 
 
 def _encode_offset_fetch_response_topic_flexible(obj, out, index):
     """Append one offset_fetch_response_topic_flexible to out."""
-    own_ = type(obj) is OffsetFetchResponseTopicFlexible
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetFetchResponseTopicFlexible:
+        name = obj.name
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="offset_fetch_response_topic_flexible.name")
     else:
@@ -796,9 +835,10 @@ def _encode_offset_fetch_response_topic_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"offset_fetch_response_topic_flexible.partitions[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_fetch_response_topic_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "offset_fetch_response_topic_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_offset_fetch_response_partitions(buf, pos, end, opts):
@@ -845,36 +885,39 @@ def _decode_offset_fetch_response_partitions(buf, pos, end, opts):
     (error_code,) = _S2.unpack_from(buf, pos)
     pos += 2
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_partitions.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_fetch_response_partitions.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_partitions.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_partitions.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_partitions.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_fetch_response_partitions.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_partitions.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_partitions.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_fetch_response_partitions.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return OffsetFetchResponsePartitions(
         partition_index, committed_offset, committed_leader_epoch, metadata, error_code, tagged_fields
     ), pos
@@ -882,13 +925,20 @@ def _decode_offset_fetch_response_partitions(buf, pos, end, opts):
 
 def _encode_offset_fetch_response_partitions(obj, out, index):
     """Append one offset_fetch_response_partitions to out."""
-    own_ = type(obj) is OffsetFetchResponsePartitions
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    committed_offset = obj.committed_offset if own_ else getattr(obj, "committed_offset", 0)
-    committed_leader_epoch = obj.committed_leader_epoch if own_ else getattr(obj, "committed_leader_epoch", -1)
-    metadata = obj.metadata if own_ else getattr(obj, "metadata", "")
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetFetchResponsePartitions:
+        partition_index = obj.partition_index
+        committed_offset = obj.committed_offset
+        committed_leader_epoch = obj.committed_leader_epoch
+        metadata = obj.metadata
+        error_code = obj.error_code
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        committed_offset = getattr(obj, "committed_offset", 0)
+        committed_leader_epoch = getattr(obj, "committed_leader_epoch", -1)
+        metadata = getattr(obj, "metadata", "")
+        error_code = getattr(obj, "error_code", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S3.pack(partition_index, committed_offset, committed_leader_epoch)
     if metadata is None:
         out.append(0)
@@ -903,9 +953,10 @@ def _encode_offset_fetch_response_partitions(obj, out, index):
 
         out += metadata
     out += _S2.pack(error_code)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_fetch_response_partitions.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "offset_fetch_response_partitions.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_offset_fetch_response_topics(buf, pos, end, opts):
@@ -976,45 +1027,52 @@ def _decode_offset_fetch_response_topics(buf, pos, end, opts):
             ) from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_topics.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_fetch_response_topics.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_topics.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_topics.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_topics.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_fetch_response_topics.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_topics.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_topics.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_fetch_response_topics.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return OffsetFetchResponseTopics(name, partitions, tagged_fields), pos
 
 
 def _encode_offset_fetch_response_topics(obj, out, index):
     """Append one offset_fetch_response_topics to out."""
-    own_ = type(obj) is OffsetFetchResponseTopics
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetFetchResponseTopics:
+        name = obj.name
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="offset_fetch_response_topics.name")
     else:
@@ -1045,9 +1103,10 @@ def _encode_offset_fetch_response_topics(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"offset_fetch_response_topics.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_fetch_response_topics.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "offset_fetch_response_topics.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_offset_fetch_response_group(buf, pos, end, opts):
@@ -1120,46 +1179,54 @@ def _decode_offset_fetch_response_group(buf, pos, end, opts):
     (error_code,) = _S2.unpack_from(buf, pos)
     pos += 2
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_group.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_fetch_response_group.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_group.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_group.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_group.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_fetch_response_group.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_group.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_group.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_fetch_response_group.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return OffsetFetchResponseGroup(group_id, topics, error_code, tagged_fields), pos
 
 
 def _encode_offset_fetch_response_group(obj, out, index):
     """Append one offset_fetch_response_group to out."""
-    own_ = type(obj) is OffsetFetchResponseGroup
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetFetchResponseGroup:
+        group_id = obj.group_id
+        topics = obj.topics
+        error_code = obj.error_code
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", "")
+        topics = getattr(obj, "topics", None)
+        error_code = getattr(obj, "error_code", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if group_id is None:
         raise _InvalidValueError("may not be null", path="offset_fetch_response_group.group_id")
     else:
@@ -1189,9 +1256,10 @@ def _encode_offset_fetch_response_group(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"offset_fetch_response_group.topics[{index_}]"
         ) from None
     out += _S2.pack(error_code)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_fetch_response_group.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "offset_fetch_response_group.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_offset_fetch_response_flexible(buf, pos, end, opts, api_version):
@@ -1336,36 +1404,39 @@ def _decode_offset_fetch_response_flexible(buf, pos, end, opts, api_version):
     else:
         groups = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_fetch_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_fetch_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_fetch_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return OffsetFetchResponseFlexible(throttle_time_ms, topics, error_code, groups, tagged_fields), pos
 
 
@@ -1522,73 +1593,80 @@ def _fdecode_offset_fetch_response_flexible(buf, pos, end, opts, api_version):
                 )
                 pos += 2
                 tagged_fields_offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_ = []
-                sec__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_ = pos
-                (
-                    prev__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_,
-                    odd__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_,
-                ) = (-1, False)
-                if pos < end and buf[pos] < 128:
-                    n_tags__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_ = buf[pos]
+                if pos < end and buf[pos] == 0:
                     pos += 1
                 else:
-                    n_tags__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_, pos = (
-                        _read_uvarint32(buf, pos, end, "offset_fetch_response_partition_flexible.tagged_fields")
-                    )
-                if (
-                    n_tags__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_
-                    > (end - pos) // 2
-                ):
-                    raise _InvalidValueError(
-                        f"{n_tags__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                        offset=pos,
-                        path="offset_fetch_response_partition_flexible.tagged_fields",
-                    )
-                for __offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_ in range(
-                    n_tags__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_
-                ):
-                    tag__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_, pos = (
-                        _read_uvarint32(buf, pos, end, "offset_fetch_response_partition_flexible.tagged_fields")
-                    )
-                    size__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_, pos = (
-                        _read_uvarint32(buf, pos, end, "offset_fetch_response_partition_flexible.tagged_fields")
-                    )
+                    sec__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_ = pos
+                    (
+                        prev__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_,
+                        odd__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_,
+                    ) = (-1, False)
+                    if pos < end and buf[pos] < 128:
+                        n_tags__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_ = buf[
+                            pos
+                        ]
+                        pos += 1
+                    else:
+                        n_tags__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_, pos = (
+                            _read_uvarint32(buf, pos, end, "offset_fetch_response_partition_flexible.tagged_fields")
+                        )
                     if (
-                        size__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_
-                        > end - pos
+                        n_tags__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_
+                        > (end - pos) // 2
                     ):
-                        raise _TruncatedError(
-                            f"tag {tag__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_} declares {size__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_} bytes, {end - pos} left",
+                        raise _InvalidValueError(
+                            f"{n_tags__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
                             offset=pos,
                             path="offset_fetch_response_partition_flexible.tagged_fields",
                         )
-                    stop__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_ = (
-                        pos + size__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_
-                    )
-                    if (
-                        tag__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_
-                        <= prev__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_
+                    for __offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_ in range(
+                        n_tags__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_
                     ):
-                        odd__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_ = True
-                    prev__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_ = (
-                        tag__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_
-                    )
-                    tagged_fields_offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_.append(
-                        (
-                            tag__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_,
-                            bytes(
-                                buf[
-                                    pos:stop__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_
-                                ]
-                            ),
+                        tag__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_, pos = (
+                            _read_uvarint32(buf, pos, end, "offset_fetch_response_partition_flexible.tagged_fields")
                         )
-                    )
-                    pos = stop__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_
-                if odd__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_:
-                    tagged_fields_offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_ = _keep_tags(
-                        tagged_fields_offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_,
-                        buf[sec__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_:pos],
-                        (),
-                    )
+                        size__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_, pos = (
+                            _read_uvarint32(buf, pos, end, "offset_fetch_response_partition_flexible.tagged_fields")
+                        )
+                        if (
+                            size__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_
+                            > end - pos
+                        ):
+                            raise _TruncatedError(
+                                f"tag {tag__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_} declares {size__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_} bytes, {end - pos} left",
+                                offset=pos,
+                                path="offset_fetch_response_partition_flexible.tagged_fields",
+                            )
+                        stop__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_ = (
+                            pos + size__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_
+                        )
+                        if (
+                            tag__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_
+                            <= prev__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_
+                        ):
+                            odd__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_ = True
+                        prev__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_ = (
+                            tag__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_
+                        )
+                        tagged_fields_offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_.append(
+                            (
+                                tag__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_,
+                                bytes(
+                                    buf[
+                                        pos:stop__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_
+                                    ]
+                                ),
+                            )
+                        )
+                        pos = stop__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_
+                    if odd__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_:
+                        tagged_fields_offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_ = _keep_tags(
+                            tagged_fields_offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_,
+                            buf[
+                                sec__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_:pos
+                            ],
+                            (),
+                        )
                 value__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_ = _new_object(
                     OffsetFetchResponsePartitionFlexible
                 )
@@ -1609,51 +1687,54 @@ def _fdecode_offset_fetch_response_flexible(buf, pos, end, opts, api_version):
                 )
                 append_partitions_offset_fetch_response_topic_flexible_(item__offset_fetch_response_topic_flexible_)
             tagged_fields_offset_fetch_response_topic_flexible_ = []
-            sec__offset_fetch_response_topic_flexible_ = pos
-            prev__offset_fetch_response_topic_flexible_, odd__offset_fetch_response_topic_flexible_ = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__offset_fetch_response_topic_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__offset_fetch_response_topic_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "offset_fetch_response_topic_flexible.tagged_fields"
-                )
-            if n_tags__offset_fetch_response_topic_flexible_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__offset_fetch_response_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="offset_fetch_response_topic_flexible.tagged_fields",
-                )
-            for __offset_fetch_response_topic_flexible_ in range(n_tags__offset_fetch_response_topic_flexible_):
-                tag__offset_fetch_response_topic_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "offset_fetch_response_topic_flexible.tagged_fields"
-                )
-                size__offset_fetch_response_topic_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "offset_fetch_response_topic_flexible.tagged_fields"
-                )
-                if size__offset_fetch_response_topic_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__offset_fetch_response_topic_flexible_} declares {size__offset_fetch_response_topic_flexible_} bytes, {end - pos} left",
+                sec__offset_fetch_response_topic_flexible_ = pos
+                prev__offset_fetch_response_topic_flexible_, odd__offset_fetch_response_topic_flexible_ = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__offset_fetch_response_topic_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__offset_fetch_response_topic_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "offset_fetch_response_topic_flexible.tagged_fields"
+                    )
+                if n_tags__offset_fetch_response_topic_flexible_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__offset_fetch_response_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="offset_fetch_response_topic_flexible.tagged_fields",
                     )
-                stop__offset_fetch_response_topic_flexible_ = pos + size__offset_fetch_response_topic_flexible_
-                if tag__offset_fetch_response_topic_flexible_ <= prev__offset_fetch_response_topic_flexible_:
-                    odd__offset_fetch_response_topic_flexible_ = True
-                prev__offset_fetch_response_topic_flexible_ = tag__offset_fetch_response_topic_flexible_
-                tagged_fields_offset_fetch_response_topic_flexible_.append(
-                    (
-                        tag__offset_fetch_response_topic_flexible_,
-                        bytes(buf[pos:stop__offset_fetch_response_topic_flexible_]),
+                for __offset_fetch_response_topic_flexible_ in range(n_tags__offset_fetch_response_topic_flexible_):
+                    tag__offset_fetch_response_topic_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "offset_fetch_response_topic_flexible.tagged_fields"
                     )
-                )
-                pos = stop__offset_fetch_response_topic_flexible_
-            if odd__offset_fetch_response_topic_flexible_:
-                tagged_fields_offset_fetch_response_topic_flexible_ = _keep_tags(
-                    tagged_fields_offset_fetch_response_topic_flexible_,
-                    buf[sec__offset_fetch_response_topic_flexible_:pos],
-                    (),
-                )
+                    size__offset_fetch_response_topic_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "offset_fetch_response_topic_flexible.tagged_fields"
+                    )
+                    if size__offset_fetch_response_topic_flexible_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__offset_fetch_response_topic_flexible_} declares {size__offset_fetch_response_topic_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="offset_fetch_response_topic_flexible.tagged_fields",
+                        )
+                    stop__offset_fetch_response_topic_flexible_ = pos + size__offset_fetch_response_topic_flexible_
+                    if tag__offset_fetch_response_topic_flexible_ <= prev__offset_fetch_response_topic_flexible_:
+                        odd__offset_fetch_response_topic_flexible_ = True
+                    prev__offset_fetch_response_topic_flexible_ = tag__offset_fetch_response_topic_flexible_
+                    tagged_fields_offset_fetch_response_topic_flexible_.append(
+                        (
+                            tag__offset_fetch_response_topic_flexible_,
+                            bytes(buf[pos:stop__offset_fetch_response_topic_flexible_]),
+                        )
+                    )
+                    pos = stop__offset_fetch_response_topic_flexible_
+                if odd__offset_fetch_response_topic_flexible_:
+                    tagged_fields_offset_fetch_response_topic_flexible_ = _keep_tags(
+                        tagged_fields_offset_fetch_response_topic_flexible_,
+                        buf[sec__offset_fetch_response_topic_flexible_:pos],
+                        (),
+                    )
             value__offset_fetch_response_topic_flexible_ = _new_object(OffsetFetchResponseTopicFlexible)
             value__offset_fetch_response_topic_flexible_.name = name_offset_fetch_response_topic_flexible_
             value__offset_fetch_response_topic_flexible_.partitions = partitions_offset_fetch_response_topic_flexible_
@@ -1890,81 +1971,82 @@ def _fdecode_offset_fetch_response_flexible(buf, pos, end, opts, api_version):
                     ) = _S2.unpack_from(buf, pos)
                     pos += 2
                     tagged_fields_offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_ = []
-                    sec__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_ = pos
-                    (
-                        prev__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_,
-                        odd__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_,
-                    ) = (-1, False)
-                    if pos < end and buf[pos] < 128:
-                        n_tags__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_ = buf[
-                            pos
-                        ]
+                    if pos < end and buf[pos] == 0:
                         pos += 1
                     else:
+                        sec__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_ = pos
                         (
-                            n_tags__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_,
-                            pos,
-                        ) = _read_uvarint32(buf, pos, end, "offset_fetch_response_partitions.tagged_fields")
-                    if (
-                        n_tags__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_
-                        > (end - pos) // 2
-                    ):
-                        raise _InvalidValueError(
-                            f"{n_tags__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_} tagged fields cannot fit in {end - pos} bytes",
-                            offset=pos,
-                            path="offset_fetch_response_partitions.tagged_fields",
-                        )
-                    for (
-                        __offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_
-                    ) in range(
-                        n_tags__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_
-                    ):
-                        (
-                            tag__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_,
-                            pos,
-                        ) = _read_uvarint32(buf, pos, end, "offset_fetch_response_partitions.tagged_fields")
-                        (
-                            size__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_,
-                            pos,
-                        ) = _read_uvarint32(buf, pos, end, "offset_fetch_response_partitions.tagged_fields")
+                            prev__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_,
+                            odd__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_,
+                        ) = (-1, False)
+                        if pos < end and buf[pos] < 128:
+                            n_tags__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_ = buf[
+                                pos
+                            ]
+                            pos += 1
+                        else:
+                            (
+                                n_tags__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_,
+                                pos,
+                            ) = _read_uvarint32(buf, pos, end, "offset_fetch_response_partitions.tagged_fields")
                         if (
-                            size__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_
-                            > end - pos
+                            n_tags__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_
+                            > (end - pos) // 2
                         ):
-                            raise _TruncatedError(
-                                f"tag {tag__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_} declares {size__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_} bytes, {end - pos} left",
+                            raise _InvalidValueError(
+                                f"{n_tags__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_} tagged fields cannot fit in {end - pos} bytes",
                                 offset=pos,
                                 path="offset_fetch_response_partitions.tagged_fields",
                             )
-                        stop__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_ = (
-                            pos
-                            + size__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_
-                        )
-                        if (
-                            tag__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_
-                            <= prev__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_
+                        for __offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_ in range(
+                            n_tags__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_
                         ):
-                            odd__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_ = True
-                        prev__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_ = tag__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_
-                        tagged_fields_offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_.append(
                             (
                                 tag__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_,
-                                bytes(
-                                    buf[
-                                        pos:stop__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_
-                                    ]
-                                ),
+                                pos,
+                            ) = _read_uvarint32(buf, pos, end, "offset_fetch_response_partitions.tagged_fields")
+                            (
+                                size__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_,
+                                pos,
+                            ) = _read_uvarint32(buf, pos, end, "offset_fetch_response_partitions.tagged_fields")
+                            if (
+                                size__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_
+                                > end - pos
+                            ):
+                                raise _TruncatedError(
+                                    f"tag {tag__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_} declares {size__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_} bytes, {end - pos} left",
+                                    offset=pos,
+                                    path="offset_fetch_response_partitions.tagged_fields",
+                                )
+                            stop__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_ = (
+                                pos
+                                + size__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_
                             )
-                        )
-                        pos = stop__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_
-                    if odd__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_:
-                        tagged_fields_offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_ = _keep_tags(
-                            tagged_fields_offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_,
-                            buf[
-                                sec__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_:pos
-                            ],
-                            (),
-                        )
+                            if (
+                                tag__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_
+                                <= prev__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_
+                            ):
+                                odd__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_ = True
+                            prev__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_ = tag__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_
+                            tagged_fields_offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_.append(
+                                (
+                                    tag__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_,
+                                    bytes(
+                                        buf[
+                                            pos:stop__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_
+                                        ]
+                                    ),
+                                )
+                            )
+                            pos = stop__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_
+                        if odd__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_:
+                            tagged_fields_offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_ = _keep_tags(
+                                tagged_fields_offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_,
+                                buf[
+                                    sec__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_:pos
+                                ],
+                                (),
+                            )
                     value__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_ = _new_object(
                         OffsetFetchResponsePartitions
                     )
@@ -1979,63 +2061,66 @@ def _fdecode_offset_fetch_response_flexible(buf, pos, end, opts, api_version):
                         item__offset_fetch_response_topics__offset_fetch_response_group_
                     )
                 tagged_fields_offset_fetch_response_topics__offset_fetch_response_group_ = []
-                sec__offset_fetch_response_topics__offset_fetch_response_group_ = pos
-                (
-                    prev__offset_fetch_response_topics__offset_fetch_response_group_,
-                    odd__offset_fetch_response_topics__offset_fetch_response_group_,
-                ) = (-1, False)
-                if pos < end and buf[pos] < 128:
-                    n_tags__offset_fetch_response_topics__offset_fetch_response_group_ = buf[pos]
+                if pos < end and buf[pos] == 0:
                     pos += 1
                 else:
-                    n_tags__offset_fetch_response_topics__offset_fetch_response_group_, pos = _read_uvarint32(
-                        buf, pos, end, "offset_fetch_response_topics.tagged_fields"
-                    )
-                if n_tags__offset_fetch_response_topics__offset_fetch_response_group_ > (end - pos) // 2:
-                    raise _InvalidValueError(
-                        f"{n_tags__offset_fetch_response_topics__offset_fetch_response_group_} tagged fields cannot fit in {end - pos} bytes",
-                        offset=pos,
-                        path="offset_fetch_response_topics.tagged_fields",
-                    )
-                for __offset_fetch_response_topics__offset_fetch_response_group_ in range(
-                    n_tags__offset_fetch_response_topics__offset_fetch_response_group_
-                ):
-                    tag__offset_fetch_response_topics__offset_fetch_response_group_, pos = _read_uvarint32(
-                        buf, pos, end, "offset_fetch_response_topics.tagged_fields"
-                    )
-                    size__offset_fetch_response_topics__offset_fetch_response_group_, pos = _read_uvarint32(
-                        buf, pos, end, "offset_fetch_response_topics.tagged_fields"
-                    )
-                    if size__offset_fetch_response_topics__offset_fetch_response_group_ > end - pos:
-                        raise _TruncatedError(
-                            f"tag {tag__offset_fetch_response_topics__offset_fetch_response_group_} declares {size__offset_fetch_response_topics__offset_fetch_response_group_} bytes, {end - pos} left",
+                    sec__offset_fetch_response_topics__offset_fetch_response_group_ = pos
+                    (
+                        prev__offset_fetch_response_topics__offset_fetch_response_group_,
+                        odd__offset_fetch_response_topics__offset_fetch_response_group_,
+                    ) = (-1, False)
+                    if pos < end and buf[pos] < 128:
+                        n_tags__offset_fetch_response_topics__offset_fetch_response_group_ = buf[pos]
+                        pos += 1
+                    else:
+                        n_tags__offset_fetch_response_topics__offset_fetch_response_group_, pos = _read_uvarint32(
+                            buf, pos, end, "offset_fetch_response_topics.tagged_fields"
+                        )
+                    if n_tags__offset_fetch_response_topics__offset_fetch_response_group_ > (end - pos) // 2:
+                        raise _InvalidValueError(
+                            f"{n_tags__offset_fetch_response_topics__offset_fetch_response_group_} tagged fields cannot fit in {end - pos} bytes",
                             offset=pos,
                             path="offset_fetch_response_topics.tagged_fields",
                         )
-                    stop__offset_fetch_response_topics__offset_fetch_response_group_ = (
-                        pos + size__offset_fetch_response_topics__offset_fetch_response_group_
-                    )
-                    if (
-                        tag__offset_fetch_response_topics__offset_fetch_response_group_
-                        <= prev__offset_fetch_response_topics__offset_fetch_response_group_
+                    for __offset_fetch_response_topics__offset_fetch_response_group_ in range(
+                        n_tags__offset_fetch_response_topics__offset_fetch_response_group_
                     ):
-                        odd__offset_fetch_response_topics__offset_fetch_response_group_ = True
-                    prev__offset_fetch_response_topics__offset_fetch_response_group_ = (
-                        tag__offset_fetch_response_topics__offset_fetch_response_group_
-                    )
-                    tagged_fields_offset_fetch_response_topics__offset_fetch_response_group_.append(
-                        (
-                            tag__offset_fetch_response_topics__offset_fetch_response_group_,
-                            bytes(buf[pos:stop__offset_fetch_response_topics__offset_fetch_response_group_]),
+                        tag__offset_fetch_response_topics__offset_fetch_response_group_, pos = _read_uvarint32(
+                            buf, pos, end, "offset_fetch_response_topics.tagged_fields"
                         )
-                    )
-                    pos = stop__offset_fetch_response_topics__offset_fetch_response_group_
-                if odd__offset_fetch_response_topics__offset_fetch_response_group_:
-                    tagged_fields_offset_fetch_response_topics__offset_fetch_response_group_ = _keep_tags(
-                        tagged_fields_offset_fetch_response_topics__offset_fetch_response_group_,
-                        buf[sec__offset_fetch_response_topics__offset_fetch_response_group_:pos],
-                        (),
-                    )
+                        size__offset_fetch_response_topics__offset_fetch_response_group_, pos = _read_uvarint32(
+                            buf, pos, end, "offset_fetch_response_topics.tagged_fields"
+                        )
+                        if size__offset_fetch_response_topics__offset_fetch_response_group_ > end - pos:
+                            raise _TruncatedError(
+                                f"tag {tag__offset_fetch_response_topics__offset_fetch_response_group_} declares {size__offset_fetch_response_topics__offset_fetch_response_group_} bytes, {end - pos} left",
+                                offset=pos,
+                                path="offset_fetch_response_topics.tagged_fields",
+                            )
+                        stop__offset_fetch_response_topics__offset_fetch_response_group_ = (
+                            pos + size__offset_fetch_response_topics__offset_fetch_response_group_
+                        )
+                        if (
+                            tag__offset_fetch_response_topics__offset_fetch_response_group_
+                            <= prev__offset_fetch_response_topics__offset_fetch_response_group_
+                        ):
+                            odd__offset_fetch_response_topics__offset_fetch_response_group_ = True
+                        prev__offset_fetch_response_topics__offset_fetch_response_group_ = (
+                            tag__offset_fetch_response_topics__offset_fetch_response_group_
+                        )
+                        tagged_fields_offset_fetch_response_topics__offset_fetch_response_group_.append(
+                            (
+                                tag__offset_fetch_response_topics__offset_fetch_response_group_,
+                                bytes(buf[pos:stop__offset_fetch_response_topics__offset_fetch_response_group_]),
+                            )
+                        )
+                        pos = stop__offset_fetch_response_topics__offset_fetch_response_group_
+                    if odd__offset_fetch_response_topics__offset_fetch_response_group_:
+                        tagged_fields_offset_fetch_response_topics__offset_fetch_response_group_ = _keep_tags(
+                            tagged_fields_offset_fetch_response_topics__offset_fetch_response_group_,
+                            buf[sec__offset_fetch_response_topics__offset_fetch_response_group_:pos],
+                            (),
+                        )
                 value__offset_fetch_response_topics__offset_fetch_response_group_ = _new_object(
                     OffsetFetchResponseTopics
                 )
@@ -2053,46 +2138,49 @@ def _fdecode_offset_fetch_response_flexible(buf, pos, end, opts, api_version):
             (error_code_offset_fetch_response_group_,) = _S2.unpack_from(buf, pos)
             pos += 2
             tagged_fields_offset_fetch_response_group_ = []
-            sec__offset_fetch_response_group_ = pos
-            prev__offset_fetch_response_group_, odd__offset_fetch_response_group_ = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__offset_fetch_response_group_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__offset_fetch_response_group_, pos = _read_uvarint32(
-                    buf, pos, end, "offset_fetch_response_group.tagged_fields"
-                )
-            if n_tags__offset_fetch_response_group_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__offset_fetch_response_group_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="offset_fetch_response_group.tagged_fields",
-                )
-            for __offset_fetch_response_group_ in range(n_tags__offset_fetch_response_group_):
-                tag__offset_fetch_response_group_, pos = _read_uvarint32(
-                    buf, pos, end, "offset_fetch_response_group.tagged_fields"
-                )
-                size__offset_fetch_response_group_, pos = _read_uvarint32(
-                    buf, pos, end, "offset_fetch_response_group.tagged_fields"
-                )
-                if size__offset_fetch_response_group_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__offset_fetch_response_group_} declares {size__offset_fetch_response_group_} bytes, {end - pos} left",
+                sec__offset_fetch_response_group_ = pos
+                prev__offset_fetch_response_group_, odd__offset_fetch_response_group_ = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__offset_fetch_response_group_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__offset_fetch_response_group_, pos = _read_uvarint32(
+                        buf, pos, end, "offset_fetch_response_group.tagged_fields"
+                    )
+                if n_tags__offset_fetch_response_group_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__offset_fetch_response_group_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="offset_fetch_response_group.tagged_fields",
                     )
-                stop__offset_fetch_response_group_ = pos + size__offset_fetch_response_group_
-                if tag__offset_fetch_response_group_ <= prev__offset_fetch_response_group_:
-                    odd__offset_fetch_response_group_ = True
-                prev__offset_fetch_response_group_ = tag__offset_fetch_response_group_
-                tagged_fields_offset_fetch_response_group_.append(
-                    (tag__offset_fetch_response_group_, bytes(buf[pos:stop__offset_fetch_response_group_]))
-                )
-                pos = stop__offset_fetch_response_group_
-            if odd__offset_fetch_response_group_:
-                tagged_fields_offset_fetch_response_group_ = _keep_tags(
-                    tagged_fields_offset_fetch_response_group_, buf[sec__offset_fetch_response_group_:pos], ()
-                )
+                for __offset_fetch_response_group_ in range(n_tags__offset_fetch_response_group_):
+                    tag__offset_fetch_response_group_, pos = _read_uvarint32(
+                        buf, pos, end, "offset_fetch_response_group.tagged_fields"
+                    )
+                    size__offset_fetch_response_group_, pos = _read_uvarint32(
+                        buf, pos, end, "offset_fetch_response_group.tagged_fields"
+                    )
+                    if size__offset_fetch_response_group_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__offset_fetch_response_group_} declares {size__offset_fetch_response_group_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="offset_fetch_response_group.tagged_fields",
+                        )
+                    stop__offset_fetch_response_group_ = pos + size__offset_fetch_response_group_
+                    if tag__offset_fetch_response_group_ <= prev__offset_fetch_response_group_:
+                        odd__offset_fetch_response_group_ = True
+                    prev__offset_fetch_response_group_ = tag__offset_fetch_response_group_
+                    tagged_fields_offset_fetch_response_group_.append(
+                        (tag__offset_fetch_response_group_, bytes(buf[pos:stop__offset_fetch_response_group_]))
+                    )
+                    pos = stop__offset_fetch_response_group_
+                if odd__offset_fetch_response_group_:
+                    tagged_fields_offset_fetch_response_group_ = _keep_tags(
+                        tagged_fields_offset_fetch_response_group_, buf[sec__offset_fetch_response_group_:pos], ()
+                    )
             value__offset_fetch_response_group_ = _new_object(OffsetFetchResponseGroup)
             value__offset_fetch_response_group_.group_id = group_id_offset_fetch_response_group_
             value__offset_fetch_response_group_.topics = topics_offset_fetch_response_group_
@@ -2107,36 +2195,39 @@ def _fdecode_offset_fetch_response_flexible(buf, pos, end, opts, api_version):
     else:
         groups = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_fetch_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_fetch_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_fetch_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(OffsetFetchResponseFlexible)
     value_.throttle_time_ms = throttle_time_ms
     value_.topics = topics
@@ -2153,12 +2244,18 @@ def _encode_offset_fetch_response_flexible(obj, out, index, api_version):
             f"OffsetFetchResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 6) and (<params>.api_version <= 9)))",
             path="offset_fetch_response_flexible",
         )
-    own_ = type(obj) is OffsetFetchResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    groups = obj.groups if own_ else getattr(obj, "groups", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetFetchResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        topics = obj.topics
+        error_code = obj.error_code
+        groups = obj.groups
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        topics = getattr(obj, "topics", None)
+        error_code = getattr(obj, "error_code", 0)
+        groups = getattr(obj, "groups", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(throttle_time_ms)
     if api_version <= 7:
         n_ = len(topics)
@@ -2198,9 +2295,10 @@ def _encode_offset_fetch_response_flexible(obj, out, index, api_version):
             raise _InvalidValueError(
                 f"cannot encode: {type(exc).__name__}: {exc}", path=f"offset_fetch_response_flexible.groups[{index_}]"
             ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_fetch_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "offset_fetch_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_offset_fetch_response_flexible(obj, out, index, api_version):
@@ -2210,12 +2308,18 @@ def _fencode_offset_fetch_response_flexible(obj, out, index, api_version):
             f"OffsetFetchResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 6) and (<params>.api_version <= 9)))",
             path="offset_fetch_response_flexible",
         )
-    own_ = type(obj) is OffsetFetchResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    groups = obj.groups if own_ else getattr(obj, "groups", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetFetchResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        topics = obj.topics
+        error_code = obj.error_code
+        groups = obj.groups
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        topics = getattr(obj, "topics", None)
+        error_code = getattr(obj, "error_code", 0)
+        groups = getattr(obj, "groups", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(throttle_time_ms)
     if api_version <= 7:
         n_ = len(topics)
@@ -2224,18 +2328,14 @@ def _fencode_offset_fetch_response_flexible(obj, out, index, api_version):
         else:
             _write_uvarint(out, n_ + 1, "offset_fetch_response_flexible.topics")
         for item_ in topics:
-            own__offset_fetch_response_topic_flexible_ = type(item_) is OffsetFetchResponseTopicFlexible
-            name_offset_fetch_response_topic_flexible_ = (
-                item_.name if own__offset_fetch_response_topic_flexible_ else getattr(item_, "name", "")
-            )
-            partitions_offset_fetch_response_topic_flexible_ = (
-                item_.partitions if own__offset_fetch_response_topic_flexible_ else getattr(item_, "partitions", None)
-            )
-            tagged_fields_offset_fetch_response_topic_flexible_ = (
-                item_.tagged_fields
-                if own__offset_fetch_response_topic_flexible_
-                else getattr(item_, "tagged_fields", None)
-            )
+            if type(item_) is OffsetFetchResponseTopicFlexible:
+                name_offset_fetch_response_topic_flexible_ = item_.name
+                partitions_offset_fetch_response_topic_flexible_ = item_.partitions
+                tagged_fields_offset_fetch_response_topic_flexible_ = item_.tagged_fields
+            else:
+                name_offset_fetch_response_topic_flexible_ = getattr(item_, "name", "")
+                partitions_offset_fetch_response_topic_flexible_ = getattr(item_, "partitions", None)
+                tagged_fields_offset_fetch_response_topic_flexible_ = getattr(item_, "tagged_fields", None)
             b__offset_fetch_response_topic_flexible_ = _STR_ENCODED.get(name_offset_fetch_response_topic_flexible_)
             name_offset_fetch_response_topic_flexible_ = (
                 _encode_str(name_offset_fetch_response_topic_flexible_)
@@ -2258,39 +2358,42 @@ def _fencode_offset_fetch_response_flexible(obj, out, index, api_version):
                     out, n__offset_fetch_response_topic_flexible_ + 1, "offset_fetch_response_topic_flexible.partitions"
                 )
             for item__offset_fetch_response_topic_flexible_ in partitions_offset_fetch_response_topic_flexible_:
-                own__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_ = (
-                    type(item__offset_fetch_response_topic_flexible_) is OffsetFetchResponsePartitionFlexible
-                )
-                partition_index_offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_ = (
-                    item__offset_fetch_response_topic_flexible_.partition_index
-                    if own__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_
-                    else getattr(item__offset_fetch_response_topic_flexible_, "partition_index", 0)
-                )
-                committed_offset_offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_ = (
-                    item__offset_fetch_response_topic_flexible_.committed_offset
-                    if own__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_
-                    else getattr(item__offset_fetch_response_topic_flexible_, "committed_offset", 0)
-                )
-                committed_leader_epoch_offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_ = (
-                    item__offset_fetch_response_topic_flexible_.committed_leader_epoch
-                    if own__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_
-                    else getattr(item__offset_fetch_response_topic_flexible_, "committed_leader_epoch", -1)
-                )
-                metadata_offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_ = (
-                    item__offset_fetch_response_topic_flexible_.metadata
-                    if own__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_
-                    else getattr(item__offset_fetch_response_topic_flexible_, "metadata", "")
-                )
-                error_code_offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_ = (
-                    item__offset_fetch_response_topic_flexible_.error_code
-                    if own__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_
-                    else getattr(item__offset_fetch_response_topic_flexible_, "error_code", 0)
-                )
-                tagged_fields_offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_ = (
-                    item__offset_fetch_response_topic_flexible_.tagged_fields
-                    if own__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_
-                    else getattr(item__offset_fetch_response_topic_flexible_, "tagged_fields", None)
-                )
+                if type(item__offset_fetch_response_topic_flexible_) is OffsetFetchResponsePartitionFlexible:
+                    partition_index_offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_ = (
+                        item__offset_fetch_response_topic_flexible_.partition_index
+                    )
+                    committed_offset_offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_ = (
+                        item__offset_fetch_response_topic_flexible_.committed_offset
+                    )
+                    committed_leader_epoch_offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_ = item__offset_fetch_response_topic_flexible_.committed_leader_epoch
+                    metadata_offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_ = (
+                        item__offset_fetch_response_topic_flexible_.metadata
+                    )
+                    error_code_offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_ = (
+                        item__offset_fetch_response_topic_flexible_.error_code
+                    )
+                    tagged_fields_offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_ = (
+                        item__offset_fetch_response_topic_flexible_.tagged_fields
+                    )
+                else:
+                    partition_index_offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_ = (
+                        getattr(item__offset_fetch_response_topic_flexible_, "partition_index", 0)
+                    )
+                    committed_offset_offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_ = (
+                        getattr(item__offset_fetch_response_topic_flexible_, "committed_offset", 0)
+                    )
+                    committed_leader_epoch_offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_ = getattr(
+                        item__offset_fetch_response_topic_flexible_, "committed_leader_epoch", -1
+                    )
+                    metadata_offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_ = getattr(
+                        item__offset_fetch_response_topic_flexible_, "metadata", ""
+                    )
+                    error_code_offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_ = (
+                        getattr(item__offset_fetch_response_topic_flexible_, "error_code", 0)
+                    )
+                    tagged_fields_offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_ = (
+                        getattr(item__offset_fetch_response_topic_flexible_, "tagged_fields", None)
+                    )
                 out += _S3.pack(
                     partition_index_offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_,
                     committed_offset_offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_,
@@ -2328,24 +2431,33 @@ def _fencode_offset_fetch_response_flexible(obj, out, index, api_version):
                 out += _S2.pack(
                     error_code_offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_
                 )
-                tags__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_ = []
-                valid__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_ = None
+                if (
+                    tagged_fields_offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_
+                    or tagged_fields_offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_.__class__
+                    is _TagSection
+                ):
+                    _write_tagged(
+                        out,
+                        [],
+                        tagged_fields_offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_,
+                        "offset_fetch_response_partition_flexible.tagged_fields",
+                        None,
+                    )
+                else:
+                    out.append(0)
+            if (
+                tagged_fields_offset_fetch_response_topic_flexible_
+                or tagged_fields_offset_fetch_response_topic_flexible_.__class__ is _TagSection
+            ):
                 _write_tagged(
                     out,
-                    tags__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_,
-                    tagged_fields_offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_,
-                    "offset_fetch_response_partition_flexible.tagged_fields",
-                    valid__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_,
+                    [],
+                    tagged_fields_offset_fetch_response_topic_flexible_,
+                    "offset_fetch_response_topic_flexible.tagged_fields",
+                    None,
                 )
-            tags__offset_fetch_response_topic_flexible_ = []
-            valid__offset_fetch_response_topic_flexible_ = None
-            _write_tagged(
-                out,
-                tags__offset_fetch_response_topic_flexible_,
-                tagged_fields_offset_fetch_response_topic_flexible_,
-                "offset_fetch_response_topic_flexible.tagged_fields",
-                valid__offset_fetch_response_topic_flexible_,
-            )
+            else:
+                out.append(0)
     if api_version <= 7:
         out += _S2.pack(error_code)
     if api_version >= 8:
@@ -2355,19 +2467,16 @@ def _fencode_offset_fetch_response_flexible(obj, out, index, api_version):
         else:
             _write_uvarint(out, n_ + 1, "offset_fetch_response_flexible.groups")
         for item_ in groups:
-            own__offset_fetch_response_group_ = type(item_) is OffsetFetchResponseGroup
-            group_id_offset_fetch_response_group_ = (
-                item_.group_id if own__offset_fetch_response_group_ else getattr(item_, "group_id", "")
-            )
-            topics_offset_fetch_response_group_ = (
-                item_.topics if own__offset_fetch_response_group_ else getattr(item_, "topics", None)
-            )
-            error_code_offset_fetch_response_group_ = (
-                item_.error_code if own__offset_fetch_response_group_ else getattr(item_, "error_code", 0)
-            )
-            tagged_fields_offset_fetch_response_group_ = (
-                item_.tagged_fields if own__offset_fetch_response_group_ else getattr(item_, "tagged_fields", None)
-            )
+            if type(item_) is OffsetFetchResponseGroup:
+                group_id_offset_fetch_response_group_ = item_.group_id
+                topics_offset_fetch_response_group_ = item_.topics
+                error_code_offset_fetch_response_group_ = item_.error_code
+                tagged_fields_offset_fetch_response_group_ = item_.tagged_fields
+            else:
+                group_id_offset_fetch_response_group_ = getattr(item_, "group_id", "")
+                topics_offset_fetch_response_group_ = getattr(item_, "topics", None)
+                error_code_offset_fetch_response_group_ = getattr(item_, "error_code", 0)
+                tagged_fields_offset_fetch_response_group_ = getattr(item_, "tagged_fields", None)
             b__offset_fetch_response_group_ = _STR_ENCODED.get(group_id_offset_fetch_response_group_)
             group_id_offset_fetch_response_group_ = (
                 _encode_str(group_id_offset_fetch_response_group_)
@@ -2386,24 +2495,26 @@ def _fencode_offset_fetch_response_flexible(obj, out, index, api_version):
             else:
                 _write_uvarint(out, n__offset_fetch_response_group_ + 1, "offset_fetch_response_group.topics")
             for item__offset_fetch_response_group_ in topics_offset_fetch_response_group_:
-                own__offset_fetch_response_topics__offset_fetch_response_group_ = (
-                    type(item__offset_fetch_response_group_) is OffsetFetchResponseTopics
-                )
-                name_offset_fetch_response_topics__offset_fetch_response_group_ = (
-                    item__offset_fetch_response_group_.name
-                    if own__offset_fetch_response_topics__offset_fetch_response_group_
-                    else getattr(item__offset_fetch_response_group_, "name", "")
-                )
-                partitions_offset_fetch_response_topics__offset_fetch_response_group_ = (
-                    item__offset_fetch_response_group_.partitions
-                    if own__offset_fetch_response_topics__offset_fetch_response_group_
-                    else getattr(item__offset_fetch_response_group_, "partitions", None)
-                )
-                tagged_fields_offset_fetch_response_topics__offset_fetch_response_group_ = (
-                    item__offset_fetch_response_group_.tagged_fields
-                    if own__offset_fetch_response_topics__offset_fetch_response_group_
-                    else getattr(item__offset_fetch_response_group_, "tagged_fields", None)
-                )
+                if type(item__offset_fetch_response_group_) is OffsetFetchResponseTopics:
+                    name_offset_fetch_response_topics__offset_fetch_response_group_ = (
+                        item__offset_fetch_response_group_.name
+                    )
+                    partitions_offset_fetch_response_topics__offset_fetch_response_group_ = (
+                        item__offset_fetch_response_group_.partitions
+                    )
+                    tagged_fields_offset_fetch_response_topics__offset_fetch_response_group_ = (
+                        item__offset_fetch_response_group_.tagged_fields
+                    )
+                else:
+                    name_offset_fetch_response_topics__offset_fetch_response_group_ = getattr(
+                        item__offset_fetch_response_group_, "name", ""
+                    )
+                    partitions_offset_fetch_response_topics__offset_fetch_response_group_ = getattr(
+                        item__offset_fetch_response_group_, "partitions", None
+                    )
+                    tagged_fields_offset_fetch_response_topics__offset_fetch_response_group_ = getattr(
+                        item__offset_fetch_response_group_, "tagged_fields", None
+                    )
                 b__offset_fetch_response_topics__offset_fetch_response_group_ = _STR_ENCODED.get(
                     name_offset_fetch_response_topics__offset_fetch_response_group_
                 )
@@ -2438,50 +2549,37 @@ def _fencode_offset_fetch_response_flexible(obj, out, index, api_version):
                 for (
                     item__offset_fetch_response_topics__offset_fetch_response_group_
                 ) in partitions_offset_fetch_response_topics__offset_fetch_response_group_:
-                    own__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_ = (
+                    if (
                         type(item__offset_fetch_response_topics__offset_fetch_response_group_)
                         is OffsetFetchResponsePartitions
-                    )
-                    partition_index_offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_ = (
-                        item__offset_fetch_response_topics__offset_fetch_response_group_.partition_index
-                        if own__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_
-                        else getattr(
+                    ):
+                        partition_index_offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_ = item__offset_fetch_response_topics__offset_fetch_response_group_.partition_index
+                        committed_offset_offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_ = item__offset_fetch_response_topics__offset_fetch_response_group_.committed_offset
+                        committed_leader_epoch_offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_ = item__offset_fetch_response_topics__offset_fetch_response_group_.committed_leader_epoch
+                        metadata_offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_ = item__offset_fetch_response_topics__offset_fetch_response_group_.metadata
+                        error_code_offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_ = item__offset_fetch_response_topics__offset_fetch_response_group_.error_code
+                        tagged_fields_offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_ = item__offset_fetch_response_topics__offset_fetch_response_group_.tagged_fields
+                    else:
+                        partition_index_offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_ = getattr(
                             item__offset_fetch_response_topics__offset_fetch_response_group_, "partition_index", 0
                         )
-                    )
-                    committed_offset_offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_ = (
-                        item__offset_fetch_response_topics__offset_fetch_response_group_.committed_offset
-                        if own__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_
-                        else getattr(
+                        committed_offset_offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_ = getattr(
                             item__offset_fetch_response_topics__offset_fetch_response_group_, "committed_offset", 0
                         )
-                    )
-                    committed_leader_epoch_offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_ = (
-                        item__offset_fetch_response_topics__offset_fetch_response_group_.committed_leader_epoch
-                        if own__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_
-                        else getattr(
+                        committed_leader_epoch_offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_ = getattr(
                             item__offset_fetch_response_topics__offset_fetch_response_group_,
                             "committed_leader_epoch",
                             -1,
                         )
-                    )
-                    metadata_offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_ = (
-                        item__offset_fetch_response_topics__offset_fetch_response_group_.metadata
-                        if own__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_
-                        else getattr(item__offset_fetch_response_topics__offset_fetch_response_group_, "metadata", "")
-                    )
-                    error_code_offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_ = (
-                        item__offset_fetch_response_topics__offset_fetch_response_group_.error_code
-                        if own__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_
-                        else getattr(item__offset_fetch_response_topics__offset_fetch_response_group_, "error_code", 0)
-                    )
-                    tagged_fields_offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_ = (
-                        item__offset_fetch_response_topics__offset_fetch_response_group_.tagged_fields
-                        if own__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_
-                        else getattr(
+                        metadata_offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_ = getattr(
+                            item__offset_fetch_response_topics__offset_fetch_response_group_, "metadata", ""
+                        )
+                        error_code_offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_ = getattr(
+                            item__offset_fetch_response_topics__offset_fetch_response_group_, "error_code", 0
+                        )
+                        tagged_fields_offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_ = getattr(
                             item__offset_fetch_response_topics__offset_fetch_response_group_, "tagged_fields", None
                         )
-                    )
                     out += _S3.pack(
                         partition_index_offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_,
                         committed_offset_offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_,
@@ -2527,37 +2625,51 @@ def _fencode_offset_fetch_response_flexible(obj, out, index, api_version):
                     out += _S2.pack(
                         error_code_offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_
                     )
-                    tags__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_ = []
-                    valid__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_ = None
+                    if (
+                        tagged_fields_offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_
+                        or tagged_fields_offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_.__class__
+                        is _TagSection
+                    ):
+                        _write_tagged(
+                            out,
+                            [],
+                            tagged_fields_offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_,
+                            "offset_fetch_response_partitions.tagged_fields",
+                            None,
+                        )
+                    else:
+                        out.append(0)
+                if (
+                    tagged_fields_offset_fetch_response_topics__offset_fetch_response_group_
+                    or tagged_fields_offset_fetch_response_topics__offset_fetch_response_group_.__class__ is _TagSection
+                ):
                     _write_tagged(
                         out,
-                        tags__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_,
-                        tagged_fields_offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_,
-                        "offset_fetch_response_partitions.tagged_fields",
-                        valid__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_,
+                        [],
+                        tagged_fields_offset_fetch_response_topics__offset_fetch_response_group_,
+                        "offset_fetch_response_topics.tagged_fields",
+                        None,
                     )
-                tags__offset_fetch_response_topics__offset_fetch_response_group_ = []
-                valid__offset_fetch_response_topics__offset_fetch_response_group_ = None
+                else:
+                    out.append(0)
+            out += _S2.pack(error_code_offset_fetch_response_group_)
+            if (
+                tagged_fields_offset_fetch_response_group_
+                or tagged_fields_offset_fetch_response_group_.__class__ is _TagSection
+            ):
                 _write_tagged(
                     out,
-                    tags__offset_fetch_response_topics__offset_fetch_response_group_,
-                    tagged_fields_offset_fetch_response_topics__offset_fetch_response_group_,
-                    "offset_fetch_response_topics.tagged_fields",
-                    valid__offset_fetch_response_topics__offset_fetch_response_group_,
+                    [],
+                    tagged_fields_offset_fetch_response_group_,
+                    "offset_fetch_response_group.tagged_fields",
+                    None,
                 )
-            out += _S2.pack(error_code_offset_fetch_response_group_)
-            tags__offset_fetch_response_group_ = []
-            valid__offset_fetch_response_group_ = None
-            _write_tagged(
-                out,
-                tags__offset_fetch_response_group_,
-                tagged_fields_offset_fetch_response_group_,
-                "offset_fetch_response_group.tagged_fields",
-                valid__offset_fetch_response_group_,
-            )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_fetch_response_flexible.tagged_fields", valid_)
+            else:
+                out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "offset_fetch_response_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_offset_fetch_response_topics_v10(buf, pos, end, opts):
@@ -2607,45 +2719,52 @@ def _decode_offset_fetch_response_topics_v10(buf, pos, end, opts):
             ) from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_topics_v10.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_fetch_response_topics_v10.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_topics_v10.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_topics_v10.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_topics_v10.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_fetch_response_topics_v10.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_topics_v10.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_topics_v10.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_fetch_response_topics_v10.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return OffsetFetchResponseTopicsV10(topic_id, partitions, tagged_fields), pos
 
 
 def _encode_offset_fetch_response_topics_v10(obj, out, index):
     """Append one offset_fetch_response_topics_v10 to out."""
-    own_ = type(obj) is OffsetFetchResponseTopicsV10
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetFetchResponseTopicsV10:
+        topic_id = obj.topic_id
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_id = getattr(obj, "topic_id", None)
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S4.pack(_uuid16(topic_id))
     n_ = len(partitions)
     if -1 <= n_ < 0x3FFF:
@@ -2665,9 +2784,10 @@ def _encode_offset_fetch_response_topics_v10(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"offset_fetch_response_topics_v10.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_fetch_response_topics_v10.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "offset_fetch_response_topics_v10.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_offset_fetch_response_group_v10(buf, pos, end, opts):
@@ -2744,46 +2864,54 @@ def _decode_offset_fetch_response_group_v10(buf, pos, end, opts):
     (error_code,) = _S2.unpack_from(buf, pos)
     pos += 2
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_group_v10.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_fetch_response_group_v10.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_group_v10.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_group_v10.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_group_v10.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_fetch_response_group_v10.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_group_v10.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_group_v10.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_fetch_response_group_v10.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return OffsetFetchResponseGroupV10(group_id, topics, error_code, tagged_fields), pos
 
 
 def _encode_offset_fetch_response_group_v10(obj, out, index):
     """Append one offset_fetch_response_group_v10 to out."""
-    own_ = type(obj) is OffsetFetchResponseGroupV10
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetFetchResponseGroupV10:
+        group_id = obj.group_id
+        topics = obj.topics
+        error_code = obj.error_code
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", "")
+        topics = getattr(obj, "topics", None)
+        error_code = getattr(obj, "error_code", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if group_id is None:
         raise _InvalidValueError("may not be null", path="offset_fetch_response_group_v10.group_id")
     else:
@@ -2813,9 +2941,10 @@ def _encode_offset_fetch_response_group_v10(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"offset_fetch_response_group_v10.topics[{index_}]"
         ) from None
     out += _S2.pack(error_code)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_fetch_response_group_v10.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "offset_fetch_response_group_v10.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_offset_fetch_response_v10(buf, pos, end, opts, api_version):
@@ -2883,36 +3012,39 @@ def _decode_offset_fetch_response_v10(buf, pos, end, opts, api_version):
                     path="offset_fetch_response_v10.groups",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_v10.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_fetch_response_v10.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_v10.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_v10.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_v10.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_fetch_response_v10.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_v10.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_v10.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_fetch_response_v10.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return OffsetFetchResponseV10(throttle_time_ms, groups, tagged_fields), pos
 
 
@@ -3112,79 +3244,82 @@ def _fdecode_offset_fetch_response_v10(buf, pos, end, opts, api_version):
                 ) = _S2.unpack_from(buf, pos)
                 pos += 2
                 tagged_fields_offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = []
-                sec__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = pos
-                (
-                    prev__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_,
-                    odd__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_,
-                ) = (-1, False)
-                if pos < end and buf[pos] < 128:
-                    n_tags__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = buf[
-                        pos
-                    ]
+                if pos < end and buf[pos] == 0:
                     pos += 1
                 else:
+                    sec__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = pos
                     (
-                        n_tags__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_,
-                        pos,
-                    ) = _read_uvarint32(buf, pos, end, "offset_fetch_response_partitions.tagged_fields")
-                if (
-                    n_tags__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
-                    > (end - pos) // 2
-                ):
-                    raise _InvalidValueError(
-                        f"{n_tags__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_} tagged fields cannot fit in {end - pos} bytes",
-                        offset=pos,
-                        path="offset_fetch_response_partitions.tagged_fields",
-                    )
-                for __offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ in range(
-                    n_tags__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
-                ):
-                    (
-                        tag__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_,
-                        pos,
-                    ) = _read_uvarint32(buf, pos, end, "offset_fetch_response_partitions.tagged_fields")
-                    (
-                        size__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_,
-                        pos,
-                    ) = _read_uvarint32(buf, pos, end, "offset_fetch_response_partitions.tagged_fields")
+                        prev__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_,
+                        odd__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_,
+                    ) = (-1, False)
+                    if pos < end and buf[pos] < 128:
+                        n_tags__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = buf[
+                            pos
+                        ]
+                        pos += 1
+                    else:
+                        (
+                            n_tags__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_,
+                            pos,
+                        ) = _read_uvarint32(buf, pos, end, "offset_fetch_response_partitions.tagged_fields")
                     if (
-                        size__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
-                        > end - pos
+                        n_tags__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
+                        > (end - pos) // 2
                     ):
-                        raise _TruncatedError(
-                            f"tag {tag__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_} declares {size__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_} bytes, {end - pos} left",
+                        raise _InvalidValueError(
+                            f"{n_tags__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_} tagged fields cannot fit in {end - pos} bytes",
                             offset=pos,
                             path="offset_fetch_response_partitions.tagged_fields",
                         )
-                    stop__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = (
-                        pos
-                        + size__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
-                    )
-                    if (
-                        tag__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
-                        <= prev__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
+                    for __offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ in range(
+                        n_tags__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
                     ):
-                        odd__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = True
-                    prev__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = tag__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
-                    tagged_fields_offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_.append(
                         (
                             tag__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_,
-                            bytes(
-                                buf[
-                                    pos:stop__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
-                                ]
-                            ),
+                            pos,
+                        ) = _read_uvarint32(buf, pos, end, "offset_fetch_response_partitions.tagged_fields")
+                        (
+                            size__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_,
+                            pos,
+                        ) = _read_uvarint32(buf, pos, end, "offset_fetch_response_partitions.tagged_fields")
+                        if (
+                            size__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
+                            > end - pos
+                        ):
+                            raise _TruncatedError(
+                                f"tag {tag__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_} declares {size__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_} bytes, {end - pos} left",
+                                offset=pos,
+                                path="offset_fetch_response_partitions.tagged_fields",
+                            )
+                        stop__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = (
+                            pos
+                            + size__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
                         )
-                    )
-                    pos = stop__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
-                if odd__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_:
-                    tagged_fields_offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = _keep_tags(
-                        tagged_fields_offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_,
-                        buf[
-                            sec__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_:pos
-                        ],
-                        (),
-                    )
+                        if (
+                            tag__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
+                            <= prev__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
+                        ):
+                            odd__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = True
+                        prev__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = tag__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
+                        tagged_fields_offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_.append(
+                            (
+                                tag__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_,
+                                bytes(
+                                    buf[
+                                        pos:stop__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
+                                    ]
+                                ),
+                            )
+                        )
+                        pos = stop__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
+                    if odd__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_:
+                        tagged_fields_offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = _keep_tags(
+                            tagged_fields_offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_,
+                            buf[
+                                sec__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_:pos
+                            ],
+                            (),
+                        )
                 value__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = _new_object(
                     OffsetFetchResponsePartitions
                 )
@@ -3199,63 +3334,66 @@ def _fdecode_offset_fetch_response_v10(buf, pos, end, opts, api_version):
                     item__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
                 )
             tagged_fields_offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = []
-            sec__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = pos
-            (
-                prev__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_,
-                odd__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_, pos = _read_uvarint32(
-                    buf, pos, end, "offset_fetch_response_topics_v10.tagged_fields"
-                )
-            if n_tags__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="offset_fetch_response_topics_v10.tagged_fields",
-                )
-            for __offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ in range(
-                n_tags__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
-            ):
-                tag__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_, pos = _read_uvarint32(
-                    buf, pos, end, "offset_fetch_response_topics_v10.tagged_fields"
-                )
-                size__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_, pos = _read_uvarint32(
-                    buf, pos, end, "offset_fetch_response_topics_v10.tagged_fields"
-                )
-                if size__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_} declares {size__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_} bytes, {end - pos} left",
+                sec__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = pos
+                (
+                    prev__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_,
+                    odd__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_, pos = _read_uvarint32(
+                        buf, pos, end, "offset_fetch_response_topics_v10.tagged_fields"
+                    )
+                if n_tags__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="offset_fetch_response_topics_v10.tagged_fields",
                     )
-                stop__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = (
-                    pos + size__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
-                )
-                if (
-                    tag__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
-                    <= prev__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
+                for __offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ in range(
+                    n_tags__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
                 ):
-                    odd__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = True
-                prev__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = (
-                    tag__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
-                )
-                tagged_fields_offset_fetch_response_topics_v10__offset_fetch_response_group_v10_.append(
-                    (
-                        tag__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_,
-                        bytes(buf[pos:stop__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_]),
+                    tag__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_, pos = _read_uvarint32(
+                        buf, pos, end, "offset_fetch_response_topics_v10.tagged_fields"
                     )
-                )
-                pos = stop__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
-            if odd__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_:
-                tagged_fields_offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = _keep_tags(
-                    tagged_fields_offset_fetch_response_topics_v10__offset_fetch_response_group_v10_,
-                    buf[sec__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_:pos],
-                    (),
-                )
+                    size__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_, pos = _read_uvarint32(
+                        buf, pos, end, "offset_fetch_response_topics_v10.tagged_fields"
+                    )
+                    if size__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_} declares {size__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="offset_fetch_response_topics_v10.tagged_fields",
+                        )
+                    stop__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = (
+                        pos + size__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
+                    )
+                    if (
+                        tag__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
+                        <= prev__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
+                    ):
+                        odd__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = True
+                    prev__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = (
+                        tag__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
+                    )
+                    tagged_fields_offset_fetch_response_topics_v10__offset_fetch_response_group_v10_.append(
+                        (
+                            tag__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_,
+                            bytes(buf[pos:stop__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_]),
+                        )
+                    )
+                    pos = stop__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
+                if odd__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_:
+                    tagged_fields_offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = _keep_tags(
+                        tagged_fields_offset_fetch_response_topics_v10__offset_fetch_response_group_v10_,
+                        buf[sec__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_:pos],
+                        (),
+                    )
             value__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = _new_object(
                 OffsetFetchResponseTopicsV10
             )
@@ -3275,46 +3413,49 @@ def _fdecode_offset_fetch_response_v10(buf, pos, end, opts, api_version):
         (error_code_offset_fetch_response_group_v10_,) = _S2.unpack_from(buf, pos)
         pos += 2
         tagged_fields_offset_fetch_response_group_v10_ = []
-        sec__offset_fetch_response_group_v10_ = pos
-        prev__offset_fetch_response_group_v10_, odd__offset_fetch_response_group_v10_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__offset_fetch_response_group_v10_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__offset_fetch_response_group_v10_, pos = _read_uvarint32(
-                buf, pos, end, "offset_fetch_response_group_v10.tagged_fields"
-            )
-        if n_tags__offset_fetch_response_group_v10_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__offset_fetch_response_group_v10_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="offset_fetch_response_group_v10.tagged_fields",
-            )
-        for __offset_fetch_response_group_v10_ in range(n_tags__offset_fetch_response_group_v10_):
-            tag__offset_fetch_response_group_v10_, pos = _read_uvarint32(
-                buf, pos, end, "offset_fetch_response_group_v10.tagged_fields"
-            )
-            size__offset_fetch_response_group_v10_, pos = _read_uvarint32(
-                buf, pos, end, "offset_fetch_response_group_v10.tagged_fields"
-            )
-            if size__offset_fetch_response_group_v10_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__offset_fetch_response_group_v10_} declares {size__offset_fetch_response_group_v10_} bytes, {end - pos} left",
+            sec__offset_fetch_response_group_v10_ = pos
+            prev__offset_fetch_response_group_v10_, odd__offset_fetch_response_group_v10_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__offset_fetch_response_group_v10_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__offset_fetch_response_group_v10_, pos = _read_uvarint32(
+                    buf, pos, end, "offset_fetch_response_group_v10.tagged_fields"
+                )
+            if n_tags__offset_fetch_response_group_v10_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__offset_fetch_response_group_v10_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="offset_fetch_response_group_v10.tagged_fields",
                 )
-            stop__offset_fetch_response_group_v10_ = pos + size__offset_fetch_response_group_v10_
-            if tag__offset_fetch_response_group_v10_ <= prev__offset_fetch_response_group_v10_:
-                odd__offset_fetch_response_group_v10_ = True
-            prev__offset_fetch_response_group_v10_ = tag__offset_fetch_response_group_v10_
-            tagged_fields_offset_fetch_response_group_v10_.append(
-                (tag__offset_fetch_response_group_v10_, bytes(buf[pos:stop__offset_fetch_response_group_v10_]))
-            )
-            pos = stop__offset_fetch_response_group_v10_
-        if odd__offset_fetch_response_group_v10_:
-            tagged_fields_offset_fetch_response_group_v10_ = _keep_tags(
-                tagged_fields_offset_fetch_response_group_v10_, buf[sec__offset_fetch_response_group_v10_:pos], ()
-            )
+            for __offset_fetch_response_group_v10_ in range(n_tags__offset_fetch_response_group_v10_):
+                tag__offset_fetch_response_group_v10_, pos = _read_uvarint32(
+                    buf, pos, end, "offset_fetch_response_group_v10.tagged_fields"
+                )
+                size__offset_fetch_response_group_v10_, pos = _read_uvarint32(
+                    buf, pos, end, "offset_fetch_response_group_v10.tagged_fields"
+                )
+                if size__offset_fetch_response_group_v10_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__offset_fetch_response_group_v10_} declares {size__offset_fetch_response_group_v10_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="offset_fetch_response_group_v10.tagged_fields",
+                    )
+                stop__offset_fetch_response_group_v10_ = pos + size__offset_fetch_response_group_v10_
+                if tag__offset_fetch_response_group_v10_ <= prev__offset_fetch_response_group_v10_:
+                    odd__offset_fetch_response_group_v10_ = True
+                prev__offset_fetch_response_group_v10_ = tag__offset_fetch_response_group_v10_
+                tagged_fields_offset_fetch_response_group_v10_.append(
+                    (tag__offset_fetch_response_group_v10_, bytes(buf[pos:stop__offset_fetch_response_group_v10_]))
+                )
+                pos = stop__offset_fetch_response_group_v10_
+            if odd__offset_fetch_response_group_v10_:
+                tagged_fields_offset_fetch_response_group_v10_ = _keep_tags(
+                    tagged_fields_offset_fetch_response_group_v10_, buf[sec__offset_fetch_response_group_v10_:pos], ()
+                )
         value__offset_fetch_response_group_v10_ = _new_object(OffsetFetchResponseGroupV10)
         value__offset_fetch_response_group_v10_.group_id = group_id_offset_fetch_response_group_v10_
         value__offset_fetch_response_group_v10_.topics = topics_offset_fetch_response_group_v10_
@@ -3327,36 +3468,39 @@ def _fdecode_offset_fetch_response_v10(buf, pos, end, opts, api_version):
             if budget_groups < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_v10.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_fetch_response_v10.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_v10.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_v10.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_v10.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_fetch_response_v10.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_v10.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_v10.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_fetch_response_v10.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(OffsetFetchResponseV10)
     value_.throttle_time_ms = throttle_time_ms
     value_.groups = groups
@@ -3371,10 +3515,14 @@ def _encode_offset_fetch_response_v10(obj, out, index, api_version):
             f"OffsetFetchResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 10) and (<params>.api_version <= 10)))",
             path="offset_fetch_response_v10",
         )
-    own_ = type(obj) is OffsetFetchResponseV10
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    groups = obj.groups if own_ else getattr(obj, "groups", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetFetchResponseV10:
+        throttle_time_ms = obj.throttle_time_ms
+        groups = obj.groups
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        groups = getattr(obj, "groups", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(throttle_time_ms)
     n_ = len(groups)
     if -1 <= n_ < 0x3FFF:
@@ -3392,9 +3540,10 @@ def _encode_offset_fetch_response_v10(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"offset_fetch_response_v10.groups[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_fetch_response_v10.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "offset_fetch_response_v10.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_offset_fetch_response_v10(obj, out, index, api_version):
@@ -3404,10 +3553,14 @@ def _fencode_offset_fetch_response_v10(obj, out, index, api_version):
             f"OffsetFetchResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 10) and (<params>.api_version <= 10)))",
             path="offset_fetch_response_v10",
         )
-    own_ = type(obj) is OffsetFetchResponseV10
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    groups = obj.groups if own_ else getattr(obj, "groups", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetFetchResponseV10:
+        throttle_time_ms = obj.throttle_time_ms
+        groups = obj.groups
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        groups = getattr(obj, "groups", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(throttle_time_ms)
     n_ = len(groups)
     if -1 <= n_ < 16383:
@@ -3415,19 +3568,16 @@ def _fencode_offset_fetch_response_v10(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "offset_fetch_response_v10.groups")
     for item_ in groups:
-        own__offset_fetch_response_group_v10_ = type(item_) is OffsetFetchResponseGroupV10
-        group_id_offset_fetch_response_group_v10_ = (
-            item_.group_id if own__offset_fetch_response_group_v10_ else getattr(item_, "group_id", "")
-        )
-        topics_offset_fetch_response_group_v10_ = (
-            item_.topics if own__offset_fetch_response_group_v10_ else getattr(item_, "topics", None)
-        )
-        error_code_offset_fetch_response_group_v10_ = (
-            item_.error_code if own__offset_fetch_response_group_v10_ else getattr(item_, "error_code", 0)
-        )
-        tagged_fields_offset_fetch_response_group_v10_ = (
-            item_.tagged_fields if own__offset_fetch_response_group_v10_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is OffsetFetchResponseGroupV10:
+            group_id_offset_fetch_response_group_v10_ = item_.group_id
+            topics_offset_fetch_response_group_v10_ = item_.topics
+            error_code_offset_fetch_response_group_v10_ = item_.error_code
+            tagged_fields_offset_fetch_response_group_v10_ = item_.tagged_fields
+        else:
+            group_id_offset_fetch_response_group_v10_ = getattr(item_, "group_id", "")
+            topics_offset_fetch_response_group_v10_ = getattr(item_, "topics", None)
+            error_code_offset_fetch_response_group_v10_ = getattr(item_, "error_code", 0)
+            tagged_fields_offset_fetch_response_group_v10_ = getattr(item_, "tagged_fields", None)
         b__offset_fetch_response_group_v10_ = _STR_ENCODED.get(group_id_offset_fetch_response_group_v10_)
         group_id_offset_fetch_response_group_v10_ = (
             _encode_str(group_id_offset_fetch_response_group_v10_)
@@ -3446,24 +3596,26 @@ def _fencode_offset_fetch_response_v10(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__offset_fetch_response_group_v10_ + 1, "offset_fetch_response_group_v10.topics")
         for item__offset_fetch_response_group_v10_ in topics_offset_fetch_response_group_v10_:
-            own__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = (
-                type(item__offset_fetch_response_group_v10_) is OffsetFetchResponseTopicsV10
-            )
-            topic_id_offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = (
-                item__offset_fetch_response_group_v10_.topic_id
-                if own__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
-                else getattr(item__offset_fetch_response_group_v10_, "topic_id", None)
-            )
-            partitions_offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = (
-                item__offset_fetch_response_group_v10_.partitions
-                if own__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
-                else getattr(item__offset_fetch_response_group_v10_, "partitions", None)
-            )
-            tagged_fields_offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = (
-                item__offset_fetch_response_group_v10_.tagged_fields
-                if own__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
-                else getattr(item__offset_fetch_response_group_v10_, "tagged_fields", None)
-            )
+            if type(item__offset_fetch_response_group_v10_) is OffsetFetchResponseTopicsV10:
+                topic_id_offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = (
+                    item__offset_fetch_response_group_v10_.topic_id
+                )
+                partitions_offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = (
+                    item__offset_fetch_response_group_v10_.partitions
+                )
+                tagged_fields_offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = (
+                    item__offset_fetch_response_group_v10_.tagged_fields
+                )
+            else:
+                topic_id_offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = getattr(
+                    item__offset_fetch_response_group_v10_, "topic_id", None
+                )
+                partitions_offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = getattr(
+                    item__offset_fetch_response_group_v10_, "partitions", None
+                )
+                tagged_fields_offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = getattr(
+                    item__offset_fetch_response_group_v10_, "tagged_fields", None
+                )
             out += _S4.pack(_uuid16(topic_id_offset_fetch_response_topics_v10__offset_fetch_response_group_v10_))
             n__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = len(
                 partitions_offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
@@ -3479,54 +3631,37 @@ def _fencode_offset_fetch_response_v10(obj, out, index, api_version):
             for (
                 item__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
             ) in partitions_offset_fetch_response_topics_v10__offset_fetch_response_group_v10_:
-                own__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = (
+                if (
                     type(item__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_)
                     is OffsetFetchResponsePartitions
-                )
-                partition_index_offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = (
-                    item__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_.partition_index
-                    if own__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
-                    else getattr(
+                ):
+                    partition_index_offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = item__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_.partition_index
+                    committed_offset_offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = item__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_.committed_offset
+                    committed_leader_epoch_offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = item__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_.committed_leader_epoch
+                    metadata_offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = item__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_.metadata
+                    error_code_offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = item__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_.error_code
+                    tagged_fields_offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = item__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_.tagged_fields
+                else:
+                    partition_index_offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = getattr(
                         item__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_, "partition_index", 0
                     )
-                )
-                committed_offset_offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = (
-                    item__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_.committed_offset
-                    if own__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
-                    else getattr(
+                    committed_offset_offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = getattr(
                         item__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_, "committed_offset", 0
                     )
-                )
-                committed_leader_epoch_offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = (
-                    item__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_.committed_leader_epoch
-                    if own__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
-                    else getattr(
+                    committed_leader_epoch_offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = getattr(
                         item__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_,
                         "committed_leader_epoch",
                         -1,
                     )
-                )
-                metadata_offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = (
-                    item__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_.metadata
-                    if own__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
-                    else getattr(
+                    metadata_offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = getattr(
                         item__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_, "metadata", ""
                     )
-                )
-                error_code_offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = (
-                    item__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_.error_code
-                    if own__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
-                    else getattr(
+                    error_code_offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = getattr(
                         item__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_, "error_code", 0
                     )
-                )
-                tagged_fields_offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = (
-                    item__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_.tagged_fields
-                    if own__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
-                    else getattr(
+                    tagged_fields_offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = getattr(
                         item__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_, "tagged_fields", None
                     )
-                )
                 out += _S3.pack(
                     partition_index_offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_,
                     committed_offset_offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_,
@@ -3572,37 +3707,52 @@ def _fencode_offset_fetch_response_v10(obj, out, index, api_version):
                 out += _S2.pack(
                     error_code_offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
                 )
-                tags__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = []
-                valid__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = None
+                if (
+                    tagged_fields_offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
+                    or tagged_fields_offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_.__class__
+                    is _TagSection
+                ):
+                    _write_tagged(
+                        out,
+                        [],
+                        tagged_fields_offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_,
+                        "offset_fetch_response_partitions.tagged_fields",
+                        None,
+                    )
+                else:
+                    out.append(0)
+            if (
+                tagged_fields_offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
+                or tagged_fields_offset_fetch_response_topics_v10__offset_fetch_response_group_v10_.__class__
+                is _TagSection
+            ):
                 _write_tagged(
                     out,
-                    tags__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_,
-                    tagged_fields_offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_,
-                    "offset_fetch_response_partitions.tagged_fields",
-                    valid__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_,
+                    [],
+                    tagged_fields_offset_fetch_response_topics_v10__offset_fetch_response_group_v10_,
+                    "offset_fetch_response_topics_v10.tagged_fields",
+                    None,
                 )
-            tags__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = []
-            valid__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = None
+            else:
+                out.append(0)
+        out += _S2.pack(error_code_offset_fetch_response_group_v10_)
+        if (
+            tagged_fields_offset_fetch_response_group_v10_
+            or tagged_fields_offset_fetch_response_group_v10_.__class__ is _TagSection
+        ):
             _write_tagged(
                 out,
-                tags__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_,
-                tagged_fields_offset_fetch_response_topics_v10__offset_fetch_response_group_v10_,
-                "offset_fetch_response_topics_v10.tagged_fields",
-                valid__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_,
+                [],
+                tagged_fields_offset_fetch_response_group_v10_,
+                "offset_fetch_response_group_v10.tagged_fields",
+                None,
             )
-        out += _S2.pack(error_code_offset_fetch_response_group_v10_)
-        tags__offset_fetch_response_group_v10_ = []
-        valid__offset_fetch_response_group_v10_ = None
-        _write_tagged(
-            out,
-            tags__offset_fetch_response_group_v10_,
-            tagged_fields_offset_fetch_response_group_v10_,
-            "offset_fetch_response_group_v10.tagged_fields",
-            valid__offset_fetch_response_group_v10_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_fetch_response_v10.tagged_fields", valid_)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "offset_fetch_response_v10.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_offset_fetch_response_by_version(buf, pos, end, opts, api_version):

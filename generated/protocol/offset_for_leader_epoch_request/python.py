@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -85,10 +86,14 @@ def _decode_offset_for_leader_partition(buf, pos, end, opts, api_version):
 
 def _encode_offset_for_leader_partition(obj, out, index, api_version):
     """Append one offset_for_leader_partition to out."""
-    own_ = type(obj) is OffsetForLeaderPartition
-    partition = obj.partition if own_ else getattr(obj, "partition", 0)
-    current_leader_epoch = obj.current_leader_epoch if own_ else getattr(obj, "current_leader_epoch", -1)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", 0)
+    if type(obj) is OffsetForLeaderPartition:
+        partition = obj.partition
+        current_leader_epoch = obj.current_leader_epoch
+        leader_epoch = obj.leader_epoch
+    else:  # another class: its fields by name, a missing one at its default
+        partition = getattr(obj, "partition", 0)
+        current_leader_epoch = getattr(obj, "current_leader_epoch", -1)
+        leader_epoch = getattr(obj, "leader_epoch", 0)
     out += _S0.pack(partition)
     if api_version >= 2:
         out += _S0.pack(current_leader_epoch)
@@ -151,9 +156,12 @@ def _decode_offset_for_leader_topic(buf, pos, end, opts, api_version):
 
 def _encode_offset_for_leader_topic(obj, out, index, api_version):
     """Append one offset_for_leader_topic to out."""
-    own_ = type(obj) is OffsetForLeaderTopic
-    topic = obj.topic if own_ else getattr(obj, "topic", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
+    if type(obj) is OffsetForLeaderTopic:
+        topic = obj.topic
+        partitions = obj.partitions
+    else:  # another class: its fields by name, a missing one at its default
+        topic = getattr(obj, "topic", "")
+        partitions = getattr(obj, "partitions", None)
     if topic is None:
         raise _InvalidValueError("may not be null", path="offset_for_leader_topic.topic")
     else:
@@ -358,9 +366,12 @@ def _encode_offset_for_leader_epoch_request(obj, out, index, api_version):
             f"OffsetForLeaderEpochRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 3))",
             path="offset_for_leader_epoch_request",
         )
-    own_ = type(obj) is OffsetForLeaderEpochRequest
-    replica_id = obj.replica_id if own_ else getattr(obj, "replica_id", -2)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
+    if type(obj) is OffsetForLeaderEpochRequest:
+        replica_id = obj.replica_id
+        topics = obj.topics
+    else:  # another class: its fields by name, a missing one at its default
+        replica_id = getattr(obj, "replica_id", -2)
+        topics = getattr(obj, "topics", None)
     if api_version >= 3:
         out += _S0.pack(replica_id)
     out += _S0.pack(len(topics))
@@ -383,18 +394,22 @@ def _fencode_offset_for_leader_epoch_request(obj, out, index, api_version):
             f"OffsetForLeaderEpochRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 3))",
             path="offset_for_leader_epoch_request",
         )
-    own_ = type(obj) is OffsetForLeaderEpochRequest
-    replica_id = obj.replica_id if own_ else getattr(obj, "replica_id", -2)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
+    if type(obj) is OffsetForLeaderEpochRequest:
+        replica_id = obj.replica_id
+        topics = obj.topics
+    else:
+        replica_id = getattr(obj, "replica_id", -2)
+        topics = getattr(obj, "topics", None)
     if api_version >= 3:
         out += _S0.pack(replica_id)
     out += _S0.pack(len(topics))
     for item_ in topics:
-        own__offset_for_leader_topic_ = type(item_) is OffsetForLeaderTopic
-        topic_offset_for_leader_topic_ = item_.topic if own__offset_for_leader_topic_ else getattr(item_, "topic", "")
-        partitions_offset_for_leader_topic_ = (
-            item_.partitions if own__offset_for_leader_topic_ else getattr(item_, "partitions", None)
-        )
+        if type(item_) is OffsetForLeaderTopic:
+            topic_offset_for_leader_topic_ = item_.topic
+            partitions_offset_for_leader_topic_ = item_.partitions
+        else:
+            topic_offset_for_leader_topic_ = getattr(item_, "topic", "")
+            partitions_offset_for_leader_topic_ = getattr(item_, "partitions", None)
         b__offset_for_leader_topic_ = _STR_ENCODED.get(topic_offset_for_leader_topic_)
         topic_offset_for_leader_topic_ = (
             _encode_str(topic_offset_for_leader_topic_)
@@ -405,24 +420,26 @@ def _fencode_offset_for_leader_epoch_request(obj, out, index, api_version):
         out += topic_offset_for_leader_topic_
         out += _S0.pack(len(partitions_offset_for_leader_topic_))
         for item__offset_for_leader_topic_ in partitions_offset_for_leader_topic_:
-            own__offset_for_leader_partition__offset_for_leader_topic_ = (
-                type(item__offset_for_leader_topic_) is OffsetForLeaderPartition
-            )
-            partition_offset_for_leader_partition__offset_for_leader_topic_ = (
-                item__offset_for_leader_topic_.partition
-                if own__offset_for_leader_partition__offset_for_leader_topic_
-                else getattr(item__offset_for_leader_topic_, "partition", 0)
-            )
-            current_leader_epoch_offset_for_leader_partition__offset_for_leader_topic_ = (
-                item__offset_for_leader_topic_.current_leader_epoch
-                if own__offset_for_leader_partition__offset_for_leader_topic_
-                else getattr(item__offset_for_leader_topic_, "current_leader_epoch", -1)
-            )
-            leader_epoch_offset_for_leader_partition__offset_for_leader_topic_ = (
-                item__offset_for_leader_topic_.leader_epoch
-                if own__offset_for_leader_partition__offset_for_leader_topic_
-                else getattr(item__offset_for_leader_topic_, "leader_epoch", 0)
-            )
+            if type(item__offset_for_leader_topic_) is OffsetForLeaderPartition:
+                partition_offset_for_leader_partition__offset_for_leader_topic_ = (
+                    item__offset_for_leader_topic_.partition
+                )
+                current_leader_epoch_offset_for_leader_partition__offset_for_leader_topic_ = (
+                    item__offset_for_leader_topic_.current_leader_epoch
+                )
+                leader_epoch_offset_for_leader_partition__offset_for_leader_topic_ = (
+                    item__offset_for_leader_topic_.leader_epoch
+                )
+            else:
+                partition_offset_for_leader_partition__offset_for_leader_topic_ = getattr(
+                    item__offset_for_leader_topic_, "partition", 0
+                )
+                current_leader_epoch_offset_for_leader_partition__offset_for_leader_topic_ = getattr(
+                    item__offset_for_leader_topic_, "current_leader_epoch", -1
+                )
+                leader_epoch_offset_for_leader_partition__offset_for_leader_topic_ = getattr(
+                    item__offset_for_leader_topic_, "leader_epoch", 0
+                )
             out += _S0.pack(partition_offset_for_leader_partition__offset_for_leader_topic_)
             if api_version >= 2:
                 out += _S0.pack(current_leader_epoch_offset_for_leader_partition__offset_for_leader_topic_)
@@ -442,50 +459,59 @@ def _decode_offset_for_leader_partition_flexible(buf, pos, end, opts):
     ) = _S2.unpack_from(buf, pos)
     pos += 12
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_partition_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_for_leader_partition_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_partition_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_partition_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_partition_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_for_leader_partition_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_partition_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_partition_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_for_leader_partition_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return OffsetForLeaderPartitionFlexible(partition, current_leader_epoch, leader_epoch, tagged_fields), pos
 
 
 def _encode_offset_for_leader_partition_flexible(obj, out, index):
     """Append one offset_for_leader_partition_flexible to out."""
-    own_ = type(obj) is OffsetForLeaderPartitionFlexible
-    partition = obj.partition if own_ else getattr(obj, "partition", 0)
-    current_leader_epoch = obj.current_leader_epoch if own_ else getattr(obj, "current_leader_epoch", -1)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetForLeaderPartitionFlexible:
+        partition = obj.partition
+        current_leader_epoch = obj.current_leader_epoch
+        leader_epoch = obj.leader_epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition = getattr(obj, "partition", 0)
+        current_leader_epoch = getattr(obj, "current_leader_epoch", -1)
+        leader_epoch = getattr(obj, "leader_epoch", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(partition, current_leader_epoch, leader_epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_for_leader_partition_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "offset_for_leader_partition_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_offset_for_leader_topic_flexible(buf, pos, end, opts):
@@ -560,45 +586,52 @@ def _decode_offset_for_leader_topic_flexible(buf, pos, end, opts):
             ) from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_topic_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_for_leader_topic_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_topic_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_topic_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_topic_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_for_leader_topic_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_topic_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_topic_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_for_leader_topic_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return OffsetForLeaderTopicFlexible(topic, partitions, tagged_fields), pos
 
 
 def _encode_offset_for_leader_topic_flexible(obj, out, index):
     """Append one offset_for_leader_topic_flexible to out."""
-    own_ = type(obj) is OffsetForLeaderTopicFlexible
-    topic = obj.topic if own_ else getattr(obj, "topic", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetForLeaderTopicFlexible:
+        topic = obj.topic
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic = getattr(obj, "topic", "")
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if topic is None:
         raise _InvalidValueError("may not be null", path="offset_for_leader_topic_flexible.topic")
     else:
@@ -629,9 +662,10 @@ def _encode_offset_for_leader_topic_flexible(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"offset_for_leader_topic_flexible.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_for_leader_topic_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "offset_for_leader_topic_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_offset_for_leader_epoch_request_flexible(buf, pos, end, opts, api_version):
@@ -707,36 +741,39 @@ def _decode_offset_for_leader_epoch_request_flexible(buf, pos, end, opts, api_ve
                     path="offset_for_leader_epoch_request_flexible.topics",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_epoch_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_for_leader_epoch_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_epoch_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_epoch_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_epoch_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_for_leader_epoch_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_epoch_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_epoch_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_for_leader_epoch_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return OffsetForLeaderEpochRequestFlexible(replica_id, topics, tagged_fields), pos
 
 
@@ -842,63 +879,68 @@ def _fdecode_offset_for_leader_epoch_request_flexible(buf, pos, end, opts, api_v
             ) = _S2.unpack_from(buf, pos)
             pos += 12
             tagged_fields_offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_ = []
-            sec__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_ = pos
-            (
-                prev__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_,
-                odd__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "offset_for_leader_partition_flexible.tagged_fields"
-                )
-            if n_tags__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="offset_for_leader_partition_flexible.tagged_fields",
-                )
-            for __offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_ in range(
-                n_tags__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_
-            ):
-                tag__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "offset_for_leader_partition_flexible.tagged_fields"
-                )
-                size__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "offset_for_leader_partition_flexible.tagged_fields"
-                )
-                if size__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_} declares {size__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_} bytes, {end - pos} left",
+                sec__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_ = pos
+                (
+                    prev__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_,
+                    odd__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_, pos = (
+                        _read_uvarint32(buf, pos, end, "offset_for_leader_partition_flexible.tagged_fields")
+                    )
+                if n_tags__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="offset_for_leader_partition_flexible.tagged_fields",
                     )
-                stop__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_ = (
-                    pos + size__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_
-                )
-                if (
-                    tag__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_
-                    <= prev__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_
+                for __offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_ in range(
+                    n_tags__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_
                 ):
-                    odd__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_ = True
-                prev__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_ = (
-                    tag__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_
-                )
-                tagged_fields_offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_.append(
-                    (
-                        tag__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_,
-                        bytes(buf[pos:stop__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_]),
+                    tag__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "offset_for_leader_partition_flexible.tagged_fields"
                     )
-                )
-                pos = stop__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_
-            if odd__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_:
-                tagged_fields_offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_ = _keep_tags(
-                    tagged_fields_offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_,
-                    buf[sec__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_:pos],
-                    (),
-                )
+                    size__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_, pos = (
+                        _read_uvarint32(buf, pos, end, "offset_for_leader_partition_flexible.tagged_fields")
+                    )
+                    if size__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_} declares {size__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="offset_for_leader_partition_flexible.tagged_fields",
+                        )
+                    stop__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_ = (
+                        pos + size__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_
+                    )
+                    if (
+                        tag__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_
+                        <= prev__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_
+                    ):
+                        odd__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_ = True
+                    prev__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_ = (
+                        tag__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_
+                    )
+                    tagged_fields_offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_.append(
+                        (
+                            tag__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_,
+                            bytes(
+                                buf[pos:stop__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_]
+                            ),
+                        )
+                    )
+                    pos = stop__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_
+                if odd__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_:
+                    tagged_fields_offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_ = _keep_tags(
+                        tagged_fields_offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_,
+                        buf[sec__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_:pos],
+                        (),
+                    )
             value__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_ = _new_object(
                 OffsetForLeaderPartitionFlexible
             )
@@ -919,46 +961,49 @@ def _fdecode_offset_for_leader_epoch_request_flexible(buf, pos, end, opts, api_v
             )
             append_partitions_offset_for_leader_topic_flexible_(item__offset_for_leader_topic_flexible_)
         tagged_fields_offset_for_leader_topic_flexible_ = []
-        sec__offset_for_leader_topic_flexible_ = pos
-        prev__offset_for_leader_topic_flexible_, odd__offset_for_leader_topic_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__offset_for_leader_topic_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__offset_for_leader_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "offset_for_leader_topic_flexible.tagged_fields"
-            )
-        if n_tags__offset_for_leader_topic_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__offset_for_leader_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="offset_for_leader_topic_flexible.tagged_fields",
-            )
-        for __offset_for_leader_topic_flexible_ in range(n_tags__offset_for_leader_topic_flexible_):
-            tag__offset_for_leader_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "offset_for_leader_topic_flexible.tagged_fields"
-            )
-            size__offset_for_leader_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "offset_for_leader_topic_flexible.tagged_fields"
-            )
-            if size__offset_for_leader_topic_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__offset_for_leader_topic_flexible_} declares {size__offset_for_leader_topic_flexible_} bytes, {end - pos} left",
+            sec__offset_for_leader_topic_flexible_ = pos
+            prev__offset_for_leader_topic_flexible_, odd__offset_for_leader_topic_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__offset_for_leader_topic_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__offset_for_leader_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "offset_for_leader_topic_flexible.tagged_fields"
+                )
+            if n_tags__offset_for_leader_topic_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__offset_for_leader_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="offset_for_leader_topic_flexible.tagged_fields",
                 )
-            stop__offset_for_leader_topic_flexible_ = pos + size__offset_for_leader_topic_flexible_
-            if tag__offset_for_leader_topic_flexible_ <= prev__offset_for_leader_topic_flexible_:
-                odd__offset_for_leader_topic_flexible_ = True
-            prev__offset_for_leader_topic_flexible_ = tag__offset_for_leader_topic_flexible_
-            tagged_fields_offset_for_leader_topic_flexible_.append(
-                (tag__offset_for_leader_topic_flexible_, bytes(buf[pos:stop__offset_for_leader_topic_flexible_]))
-            )
-            pos = stop__offset_for_leader_topic_flexible_
-        if odd__offset_for_leader_topic_flexible_:
-            tagged_fields_offset_for_leader_topic_flexible_ = _keep_tags(
-                tagged_fields_offset_for_leader_topic_flexible_, buf[sec__offset_for_leader_topic_flexible_:pos], ()
-            )
+            for __offset_for_leader_topic_flexible_ in range(n_tags__offset_for_leader_topic_flexible_):
+                tag__offset_for_leader_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "offset_for_leader_topic_flexible.tagged_fields"
+                )
+                size__offset_for_leader_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "offset_for_leader_topic_flexible.tagged_fields"
+                )
+                if size__offset_for_leader_topic_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__offset_for_leader_topic_flexible_} declares {size__offset_for_leader_topic_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="offset_for_leader_topic_flexible.tagged_fields",
+                    )
+                stop__offset_for_leader_topic_flexible_ = pos + size__offset_for_leader_topic_flexible_
+                if tag__offset_for_leader_topic_flexible_ <= prev__offset_for_leader_topic_flexible_:
+                    odd__offset_for_leader_topic_flexible_ = True
+                prev__offset_for_leader_topic_flexible_ = tag__offset_for_leader_topic_flexible_
+                tagged_fields_offset_for_leader_topic_flexible_.append(
+                    (tag__offset_for_leader_topic_flexible_, bytes(buf[pos:stop__offset_for_leader_topic_flexible_]))
+                )
+                pos = stop__offset_for_leader_topic_flexible_
+            if odd__offset_for_leader_topic_flexible_:
+                tagged_fields_offset_for_leader_topic_flexible_ = _keep_tags(
+                    tagged_fields_offset_for_leader_topic_flexible_, buf[sec__offset_for_leader_topic_flexible_:pos], ()
+                )
         value__offset_for_leader_topic_flexible_ = _new_object(OffsetForLeaderTopicFlexible)
         value__offset_for_leader_topic_flexible_.topic = topic_offset_for_leader_topic_flexible_
         value__offset_for_leader_topic_flexible_.partitions = partitions_offset_for_leader_topic_flexible_
@@ -970,36 +1015,39 @@ def _fdecode_offset_for_leader_epoch_request_flexible(buf, pos, end, opts, api_v
             if budget_topics < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_epoch_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_for_leader_epoch_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_epoch_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_epoch_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_epoch_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_for_leader_epoch_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_epoch_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_epoch_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_for_leader_epoch_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(OffsetForLeaderEpochRequestFlexible)
     value_.replica_id = replica_id
     value_.topics = topics
@@ -1014,10 +1062,14 @@ def _encode_offset_for_leader_epoch_request_flexible(obj, out, index, api_versio
             f"OffsetForLeaderEpochRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 4) and (<params>.api_version <= 4)))",
             path="offset_for_leader_epoch_request_flexible",
         )
-    own_ = type(obj) is OffsetForLeaderEpochRequestFlexible
-    replica_id = obj.replica_id if own_ else getattr(obj, "replica_id", -2)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetForLeaderEpochRequestFlexible:
+        replica_id = obj.replica_id
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        replica_id = getattr(obj, "replica_id", -2)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(replica_id)
     n_ = len(topics)
     if -1 <= n_ < 0x3FFF:
@@ -1038,9 +1090,10 @@ def _encode_offset_for_leader_epoch_request_flexible(obj, out, index, api_versio
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"offset_for_leader_epoch_request_flexible.topics[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_for_leader_epoch_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "offset_for_leader_epoch_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_offset_for_leader_epoch_request_flexible(obj, out, index, api_version):
@@ -1050,10 +1103,14 @@ def _fencode_offset_for_leader_epoch_request_flexible(obj, out, index, api_versi
             f"OffsetForLeaderEpochRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 4) and (<params>.api_version <= 4)))",
             path="offset_for_leader_epoch_request_flexible",
         )
-    own_ = type(obj) is OffsetForLeaderEpochRequestFlexible
-    replica_id = obj.replica_id if own_ else getattr(obj, "replica_id", -2)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetForLeaderEpochRequestFlexible:
+        replica_id = obj.replica_id
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:
+        replica_id = getattr(obj, "replica_id", -2)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(replica_id)
     n_ = len(topics)
     if -1 <= n_ < 16383:
@@ -1061,16 +1118,14 @@ def _fencode_offset_for_leader_epoch_request_flexible(obj, out, index, api_versi
     else:
         _write_uvarint(out, n_ + 1, "offset_for_leader_epoch_request_flexible.topics")
     for item_ in topics:
-        own__offset_for_leader_topic_flexible_ = type(item_) is OffsetForLeaderTopicFlexible
-        topic_offset_for_leader_topic_flexible_ = (
-            item_.topic if own__offset_for_leader_topic_flexible_ else getattr(item_, "topic", "")
-        )
-        partitions_offset_for_leader_topic_flexible_ = (
-            item_.partitions if own__offset_for_leader_topic_flexible_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_offset_for_leader_topic_flexible_ = (
-            item_.tagged_fields if own__offset_for_leader_topic_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is OffsetForLeaderTopicFlexible:
+            topic_offset_for_leader_topic_flexible_ = item_.topic
+            partitions_offset_for_leader_topic_flexible_ = item_.partitions
+            tagged_fields_offset_for_leader_topic_flexible_ = item_.tagged_fields
+        else:
+            topic_offset_for_leader_topic_flexible_ = getattr(item_, "topic", "")
+            partitions_offset_for_leader_topic_flexible_ = getattr(item_, "partitions", None)
+            tagged_fields_offset_for_leader_topic_flexible_ = getattr(item_, "tagged_fields", None)
         b__offset_for_leader_topic_flexible_ = _STR_ENCODED.get(topic_offset_for_leader_topic_flexible_)
         topic_offset_for_leader_topic_flexible_ = (
             _encode_str(topic_offset_for_leader_topic_flexible_)
@@ -1089,55 +1144,68 @@ def _fencode_offset_for_leader_epoch_request_flexible(obj, out, index, api_versi
         else:
             _write_uvarint(out, n__offset_for_leader_topic_flexible_ + 1, "offset_for_leader_topic_flexible.partitions")
         for item__offset_for_leader_topic_flexible_ in partitions_offset_for_leader_topic_flexible_:
-            own__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_ = (
-                type(item__offset_for_leader_topic_flexible_) is OffsetForLeaderPartitionFlexible
-            )
-            partition_offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_ = (
-                item__offset_for_leader_topic_flexible_.partition
-                if own__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_
-                else getattr(item__offset_for_leader_topic_flexible_, "partition", 0)
-            )
-            current_leader_epoch_offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_ = (
-                item__offset_for_leader_topic_flexible_.current_leader_epoch
-                if own__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_
-                else getattr(item__offset_for_leader_topic_flexible_, "current_leader_epoch", -1)
-            )
-            leader_epoch_offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_ = (
-                item__offset_for_leader_topic_flexible_.leader_epoch
-                if own__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_
-                else getattr(item__offset_for_leader_topic_flexible_, "leader_epoch", 0)
-            )
-            tagged_fields_offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_ = (
-                item__offset_for_leader_topic_flexible_.tagged_fields
-                if own__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_
-                else getattr(item__offset_for_leader_topic_flexible_, "tagged_fields", None)
-            )
+            if type(item__offset_for_leader_topic_flexible_) is OffsetForLeaderPartitionFlexible:
+                partition_offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_ = (
+                    item__offset_for_leader_topic_flexible_.partition
+                )
+                current_leader_epoch_offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_ = (
+                    item__offset_for_leader_topic_flexible_.current_leader_epoch
+                )
+                leader_epoch_offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_ = (
+                    item__offset_for_leader_topic_flexible_.leader_epoch
+                )
+                tagged_fields_offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_ = (
+                    item__offset_for_leader_topic_flexible_.tagged_fields
+                )
+            else:
+                partition_offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_ = getattr(
+                    item__offset_for_leader_topic_flexible_, "partition", 0
+                )
+                current_leader_epoch_offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_ = getattr(
+                    item__offset_for_leader_topic_flexible_, "current_leader_epoch", -1
+                )
+                leader_epoch_offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_ = getattr(
+                    item__offset_for_leader_topic_flexible_, "leader_epoch", 0
+                )
+                tagged_fields_offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_ = getattr(
+                    item__offset_for_leader_topic_flexible_, "tagged_fields", None
+                )
             out += _S2.pack(
                 partition_offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_,
                 current_leader_epoch_offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_,
                 leader_epoch_offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_,
             )
-            tags__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_ = []
-            valid__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_ = None
+            if (
+                tagged_fields_offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_
+                or tagged_fields_offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_.__class__
+                is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_,
+                    "offset_for_leader_partition_flexible.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if (
+            tagged_fields_offset_for_leader_topic_flexible_
+            or tagged_fields_offset_for_leader_topic_flexible_.__class__ is _TagSection
+        ):
             _write_tagged(
                 out,
-                tags__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_,
-                tagged_fields_offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_,
-                "offset_for_leader_partition_flexible.tagged_fields",
-                valid__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_,
+                [],
+                tagged_fields_offset_for_leader_topic_flexible_,
+                "offset_for_leader_topic_flexible.tagged_fields",
+                None,
             )
-        tags__offset_for_leader_topic_flexible_ = []
-        valid__offset_for_leader_topic_flexible_ = None
-        _write_tagged(
-            out,
-            tags__offset_for_leader_topic_flexible_,
-            tagged_fields_offset_for_leader_topic_flexible_,
-            "offset_for_leader_topic_flexible.tagged_fields",
-            valid__offset_for_leader_topic_flexible_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_for_leader_epoch_request_flexible.tagged_fields", valid_)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "offset_for_leader_epoch_request_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_offset_for_leader_epoch_request_by_version(buf, pos, end, opts, api_version):

@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -90,11 +91,16 @@ def _decode_epoch_end_offset(buf, pos, end, opts, api_version):
 
 def _encode_epoch_end_offset(obj, out, index, api_version):
     """Append one epoch_end_offset to out."""
-    own_ = type(obj) is EpochEndOffset
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    partition = obj.partition if own_ else getattr(obj, "partition", 0)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", -1)
-    end_offset = obj.end_offset if own_ else getattr(obj, "end_offset", -1)
+    if type(obj) is EpochEndOffset:
+        error_code = obj.error_code
+        partition = obj.partition
+        leader_epoch = obj.leader_epoch
+        end_offset = obj.end_offset
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        partition = getattr(obj, "partition", 0)
+        leader_epoch = getattr(obj, "leader_epoch", -1)
+        end_offset = getattr(obj, "end_offset", -1)
     out += _S0.pack(error_code, partition)
     if api_version >= 1:
         out += _S1.pack(leader_epoch)
@@ -159,9 +165,12 @@ def _decode_offset_for_leader_topic_result(buf, pos, end, opts, api_version):
 
 def _encode_offset_for_leader_topic_result(obj, out, index, api_version):
     """Append one offset_for_leader_topic_result to out."""
-    own_ = type(obj) is OffsetForLeaderTopicResult
-    topic = obj.topic if own_ else getattr(obj, "topic", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
+    if type(obj) is OffsetForLeaderTopicResult:
+        topic = obj.topic
+        partitions = obj.partitions
+    else:  # another class: its fields by name, a missing one at its default
+        topic = getattr(obj, "topic", "")
+        partitions = getattr(obj, "partitions", None)
     if topic is None:
         raise _InvalidValueError("may not be null", path="offset_for_leader_topic_result.topic")
     else:
@@ -372,9 +381,12 @@ def _encode_offset_for_leader_epoch_response(obj, out, index, api_version):
             f"OffsetForLeaderEpochResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 3))",
             path="offset_for_leader_epoch_response",
         )
-    own_ = type(obj) is OffsetForLeaderEpochResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
+    if type(obj) is OffsetForLeaderEpochResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        topics = obj.topics
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        topics = getattr(obj, "topics", None)
     if api_version >= 2:
         out += _S1.pack(throttle_time_ms)
     out += _S1.pack(len(topics))
@@ -397,20 +409,22 @@ def _fencode_offset_for_leader_epoch_response(obj, out, index, api_version):
             f"OffsetForLeaderEpochResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 3))",
             path="offset_for_leader_epoch_response",
         )
-    own_ = type(obj) is OffsetForLeaderEpochResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
+    if type(obj) is OffsetForLeaderEpochResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        topics = obj.topics
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        topics = getattr(obj, "topics", None)
     if api_version >= 2:
         out += _S1.pack(throttle_time_ms)
     out += _S1.pack(len(topics))
     for item_ in topics:
-        own__offset_for_leader_topic_result_ = type(item_) is OffsetForLeaderTopicResult
-        topic_offset_for_leader_topic_result_ = (
-            item_.topic if own__offset_for_leader_topic_result_ else getattr(item_, "topic", "")
-        )
-        partitions_offset_for_leader_topic_result_ = (
-            item_.partitions if own__offset_for_leader_topic_result_ else getattr(item_, "partitions", None)
-        )
+        if type(item_) is OffsetForLeaderTopicResult:
+            topic_offset_for_leader_topic_result_ = item_.topic
+            partitions_offset_for_leader_topic_result_ = item_.partitions
+        else:
+            topic_offset_for_leader_topic_result_ = getattr(item_, "topic", "")
+            partitions_offset_for_leader_topic_result_ = getattr(item_, "partitions", None)
         b__offset_for_leader_topic_result_ = _STR_ENCODED.get(topic_offset_for_leader_topic_result_)
         topic_offset_for_leader_topic_result_ = (
             _encode_str(topic_offset_for_leader_topic_result_)
@@ -421,29 +435,32 @@ def _fencode_offset_for_leader_epoch_response(obj, out, index, api_version):
         out += topic_offset_for_leader_topic_result_
         out += _S1.pack(len(partitions_offset_for_leader_topic_result_))
         for item__offset_for_leader_topic_result_ in partitions_offset_for_leader_topic_result_:
-            own__epoch_end_offset__offset_for_leader_topic_result_ = (
-                type(item__offset_for_leader_topic_result_) is EpochEndOffset
-            )
-            error_code_epoch_end_offset__offset_for_leader_topic_result_ = (
-                item__offset_for_leader_topic_result_.error_code
-                if own__epoch_end_offset__offset_for_leader_topic_result_
-                else getattr(item__offset_for_leader_topic_result_, "error_code", 0)
-            )
-            partition_epoch_end_offset__offset_for_leader_topic_result_ = (
-                item__offset_for_leader_topic_result_.partition
-                if own__epoch_end_offset__offset_for_leader_topic_result_
-                else getattr(item__offset_for_leader_topic_result_, "partition", 0)
-            )
-            leader_epoch_epoch_end_offset__offset_for_leader_topic_result_ = (
-                item__offset_for_leader_topic_result_.leader_epoch
-                if own__epoch_end_offset__offset_for_leader_topic_result_
-                else getattr(item__offset_for_leader_topic_result_, "leader_epoch", -1)
-            )
-            end_offset_epoch_end_offset__offset_for_leader_topic_result_ = (
-                item__offset_for_leader_topic_result_.end_offset
-                if own__epoch_end_offset__offset_for_leader_topic_result_
-                else getattr(item__offset_for_leader_topic_result_, "end_offset", -1)
-            )
+            if type(item__offset_for_leader_topic_result_) is EpochEndOffset:
+                error_code_epoch_end_offset__offset_for_leader_topic_result_ = (
+                    item__offset_for_leader_topic_result_.error_code
+                )
+                partition_epoch_end_offset__offset_for_leader_topic_result_ = (
+                    item__offset_for_leader_topic_result_.partition
+                )
+                leader_epoch_epoch_end_offset__offset_for_leader_topic_result_ = (
+                    item__offset_for_leader_topic_result_.leader_epoch
+                )
+                end_offset_epoch_end_offset__offset_for_leader_topic_result_ = (
+                    item__offset_for_leader_topic_result_.end_offset
+                )
+            else:
+                error_code_epoch_end_offset__offset_for_leader_topic_result_ = getattr(
+                    item__offset_for_leader_topic_result_, "error_code", 0
+                )
+                partition_epoch_end_offset__offset_for_leader_topic_result_ = getattr(
+                    item__offset_for_leader_topic_result_, "partition", 0
+                )
+                leader_epoch_epoch_end_offset__offset_for_leader_topic_result_ = getattr(
+                    item__offset_for_leader_topic_result_, "leader_epoch", -1
+                )
+                end_offset_epoch_end_offset__offset_for_leader_topic_result_ = getattr(
+                    item__offset_for_leader_topic_result_, "end_offset", -1
+                )
             out += _S0.pack(
                 error_code_epoch_end_offset__offset_for_leader_topic_result_,
                 partition_epoch_end_offset__offset_for_leader_topic_result_,
@@ -465,51 +482,61 @@ def _decode_epoch_end_offset_flexible(buf, pos, end, opts):
     ) = _S4.unpack_from(buf, pos)
     pos += 18
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "epoch_end_offset_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="epoch_end_offset_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "epoch_end_offset_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "epoch_end_offset_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "epoch_end_offset_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="epoch_end_offset_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "epoch_end_offset_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "epoch_end_offset_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="epoch_end_offset_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return EpochEndOffsetFlexible(error_code, partition, leader_epoch, end_offset, tagged_fields), pos
 
 
 def _encode_epoch_end_offset_flexible(obj, out, index):
     """Append one epoch_end_offset_flexible to out."""
-    own_ = type(obj) is EpochEndOffsetFlexible
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    partition = obj.partition if own_ else getattr(obj, "partition", 0)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", -1)
-    end_offset = obj.end_offset if own_ else getattr(obj, "end_offset", -1)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is EpochEndOffsetFlexible:
+        error_code = obj.error_code
+        partition = obj.partition
+        leader_epoch = obj.leader_epoch
+        end_offset = obj.end_offset
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        partition = getattr(obj, "partition", 0)
+        leader_epoch = getattr(obj, "leader_epoch", -1)
+        end_offset = getattr(obj, "end_offset", -1)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S4.pack(error_code, partition, leader_epoch, end_offset)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "epoch_end_offset_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "epoch_end_offset_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_offset_for_leader_topic_result_flexible(buf, pos, end, opts):
@@ -586,45 +613,52 @@ def _decode_offset_for_leader_topic_result_flexible(buf, pos, end, opts):
             ) from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_topic_result_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_for_leader_topic_result_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_topic_result_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_topic_result_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_topic_result_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_for_leader_topic_result_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_topic_result_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_topic_result_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_for_leader_topic_result_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return OffsetForLeaderTopicResultFlexible(topic, partitions, tagged_fields), pos
 
 
 def _encode_offset_for_leader_topic_result_flexible(obj, out, index):
     """Append one offset_for_leader_topic_result_flexible to out."""
-    own_ = type(obj) is OffsetForLeaderTopicResultFlexible
-    topic = obj.topic if own_ else getattr(obj, "topic", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetForLeaderTopicResultFlexible:
+        topic = obj.topic
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic = getattr(obj, "topic", "")
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if topic is None:
         raise _InvalidValueError("may not be null", path="offset_for_leader_topic_result_flexible.topic")
     else:
@@ -656,9 +690,10 @@ def _encode_offset_for_leader_topic_result_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"offset_for_leader_topic_result_flexible.partitions[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_for_leader_topic_result_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "offset_for_leader_topic_result_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_offset_for_leader_epoch_response_flexible(buf, pos, end, opts, api_version):
@@ -734,36 +769,39 @@ def _decode_offset_for_leader_epoch_response_flexible(buf, pos, end, opts, api_v
                     path="offset_for_leader_epoch_response_flexible.topics",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_epoch_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_for_leader_epoch_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_epoch_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_epoch_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_epoch_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_for_leader_epoch_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_epoch_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_epoch_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_for_leader_epoch_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return OffsetForLeaderEpochResponseFlexible(throttle_time_ms, topics, tagged_fields), pos
 
 
@@ -880,63 +918,66 @@ def _fdecode_offset_for_leader_epoch_response_flexible(buf, pos, end, opts, api_
             ) = _S4.unpack_from(buf, pos)
             pos += 18
             tagged_fields_epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_ = []
-            sec__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_ = pos
-            (
-                prev__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_,
-                odd__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "epoch_end_offset_flexible.tagged_fields"
-                )
-            if n_tags__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="epoch_end_offset_flexible.tagged_fields",
-                )
-            for __epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_ in range(
-                n_tags__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_
-            ):
-                tag__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "epoch_end_offset_flexible.tagged_fields"
-                )
-                size__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "epoch_end_offset_flexible.tagged_fields"
-                )
-                if size__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_} declares {size__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_} bytes, {end - pos} left",
+                sec__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_ = pos
+                (
+                    prev__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_,
+                    odd__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "epoch_end_offset_flexible.tagged_fields"
+                    )
+                if n_tags__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="epoch_end_offset_flexible.tagged_fields",
                     )
-                stop__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_ = (
-                    pos + size__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_
-                )
-                if (
-                    tag__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_
-                    <= prev__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_
+                for __epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_ in range(
+                    n_tags__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_
                 ):
-                    odd__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_ = True
-                prev__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_ = (
-                    tag__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_
-                )
-                tagged_fields_epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_.append(
-                    (
-                        tag__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_,
-                        bytes(buf[pos:stop__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_]),
+                    tag__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "epoch_end_offset_flexible.tagged_fields"
                     )
-                )
-                pos = stop__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_
-            if odd__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_:
-                tagged_fields_epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_ = _keep_tags(
-                    tagged_fields_epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_,
-                    buf[sec__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_:pos],
-                    (),
-                )
+                    size__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "epoch_end_offset_flexible.tagged_fields"
+                    )
+                    if size__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_} declares {size__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="epoch_end_offset_flexible.tagged_fields",
+                        )
+                    stop__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_ = (
+                        pos + size__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_
+                    )
+                    if (
+                        tag__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_
+                        <= prev__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_
+                    ):
+                        odd__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_ = True
+                    prev__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_ = (
+                        tag__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_
+                    )
+                    tagged_fields_epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_.append(
+                        (
+                            tag__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_,
+                            bytes(buf[pos:stop__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_]),
+                        )
+                    )
+                    pos = stop__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_
+                if odd__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_:
+                    tagged_fields_epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_ = _keep_tags(
+                        tagged_fields_epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_,
+                        buf[sec__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_:pos],
+                        (),
+                    )
             value__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_ = _new_object(
                 EpochEndOffsetFlexible
             )
@@ -960,51 +1001,54 @@ def _fdecode_offset_for_leader_epoch_response_flexible(buf, pos, end, opts, api_
             )
             append_partitions_offset_for_leader_topic_result_flexible_(item__offset_for_leader_topic_result_flexible_)
         tagged_fields_offset_for_leader_topic_result_flexible_ = []
-        sec__offset_for_leader_topic_result_flexible_ = pos
-        prev__offset_for_leader_topic_result_flexible_, odd__offset_for_leader_topic_result_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__offset_for_leader_topic_result_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__offset_for_leader_topic_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "offset_for_leader_topic_result_flexible.tagged_fields"
-            )
-        if n_tags__offset_for_leader_topic_result_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__offset_for_leader_topic_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="offset_for_leader_topic_result_flexible.tagged_fields",
-            )
-        for __offset_for_leader_topic_result_flexible_ in range(n_tags__offset_for_leader_topic_result_flexible_):
-            tag__offset_for_leader_topic_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "offset_for_leader_topic_result_flexible.tagged_fields"
-            )
-            size__offset_for_leader_topic_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "offset_for_leader_topic_result_flexible.tagged_fields"
-            )
-            if size__offset_for_leader_topic_result_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__offset_for_leader_topic_result_flexible_} declares {size__offset_for_leader_topic_result_flexible_} bytes, {end - pos} left",
+            sec__offset_for_leader_topic_result_flexible_ = pos
+            prev__offset_for_leader_topic_result_flexible_, odd__offset_for_leader_topic_result_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__offset_for_leader_topic_result_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__offset_for_leader_topic_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "offset_for_leader_topic_result_flexible.tagged_fields"
+                )
+            if n_tags__offset_for_leader_topic_result_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__offset_for_leader_topic_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="offset_for_leader_topic_result_flexible.tagged_fields",
                 )
-            stop__offset_for_leader_topic_result_flexible_ = pos + size__offset_for_leader_topic_result_flexible_
-            if tag__offset_for_leader_topic_result_flexible_ <= prev__offset_for_leader_topic_result_flexible_:
-                odd__offset_for_leader_topic_result_flexible_ = True
-            prev__offset_for_leader_topic_result_flexible_ = tag__offset_for_leader_topic_result_flexible_
-            tagged_fields_offset_for_leader_topic_result_flexible_.append(
-                (
-                    tag__offset_for_leader_topic_result_flexible_,
-                    bytes(buf[pos:stop__offset_for_leader_topic_result_flexible_]),
+            for __offset_for_leader_topic_result_flexible_ in range(n_tags__offset_for_leader_topic_result_flexible_):
+                tag__offset_for_leader_topic_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "offset_for_leader_topic_result_flexible.tagged_fields"
                 )
-            )
-            pos = stop__offset_for_leader_topic_result_flexible_
-        if odd__offset_for_leader_topic_result_flexible_:
-            tagged_fields_offset_for_leader_topic_result_flexible_ = _keep_tags(
-                tagged_fields_offset_for_leader_topic_result_flexible_,
-                buf[sec__offset_for_leader_topic_result_flexible_:pos],
-                (),
-            )
+                size__offset_for_leader_topic_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "offset_for_leader_topic_result_flexible.tagged_fields"
+                )
+                if size__offset_for_leader_topic_result_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__offset_for_leader_topic_result_flexible_} declares {size__offset_for_leader_topic_result_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="offset_for_leader_topic_result_flexible.tagged_fields",
+                    )
+                stop__offset_for_leader_topic_result_flexible_ = pos + size__offset_for_leader_topic_result_flexible_
+                if tag__offset_for_leader_topic_result_flexible_ <= prev__offset_for_leader_topic_result_flexible_:
+                    odd__offset_for_leader_topic_result_flexible_ = True
+                prev__offset_for_leader_topic_result_flexible_ = tag__offset_for_leader_topic_result_flexible_
+                tagged_fields_offset_for_leader_topic_result_flexible_.append(
+                    (
+                        tag__offset_for_leader_topic_result_flexible_,
+                        bytes(buf[pos:stop__offset_for_leader_topic_result_flexible_]),
+                    )
+                )
+                pos = stop__offset_for_leader_topic_result_flexible_
+            if odd__offset_for_leader_topic_result_flexible_:
+                tagged_fields_offset_for_leader_topic_result_flexible_ = _keep_tags(
+                    tagged_fields_offset_for_leader_topic_result_flexible_,
+                    buf[sec__offset_for_leader_topic_result_flexible_:pos],
+                    (),
+                )
         value__offset_for_leader_topic_result_flexible_ = _new_object(OffsetForLeaderTopicResultFlexible)
         value__offset_for_leader_topic_result_flexible_.topic = topic_offset_for_leader_topic_result_flexible_
         value__offset_for_leader_topic_result_flexible_.partitions = partitions_offset_for_leader_topic_result_flexible_
@@ -1018,36 +1062,39 @@ def _fdecode_offset_for_leader_epoch_response_flexible(buf, pos, end, opts, api_
             if budget_topics < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_epoch_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="offset_for_leader_epoch_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_epoch_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_epoch_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_epoch_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="offset_for_leader_epoch_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_epoch_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_epoch_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="offset_for_leader_epoch_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(OffsetForLeaderEpochResponseFlexible)
     value_.throttle_time_ms = throttle_time_ms
     value_.topics = topics
@@ -1062,10 +1109,14 @@ def _encode_offset_for_leader_epoch_response_flexible(obj, out, index, api_versi
             f"OffsetForLeaderEpochResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 4) and (<params>.api_version <= 4)))",
             path="offset_for_leader_epoch_response_flexible",
         )
-    own_ = type(obj) is OffsetForLeaderEpochResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetForLeaderEpochResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(throttle_time_ms)
     n_ = len(topics)
     if -1 <= n_ < 0x3FFF:
@@ -1086,9 +1137,10 @@ def _encode_offset_for_leader_epoch_response_flexible(obj, out, index, api_versi
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"offset_for_leader_epoch_response_flexible.topics[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_for_leader_epoch_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "offset_for_leader_epoch_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_offset_for_leader_epoch_response_flexible(obj, out, index, api_version):
@@ -1098,10 +1150,14 @@ def _fencode_offset_for_leader_epoch_response_flexible(obj, out, index, api_vers
             f"OffsetForLeaderEpochResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 4) and (<params>.api_version <= 4)))",
             path="offset_for_leader_epoch_response_flexible",
         )
-    own_ = type(obj) is OffsetForLeaderEpochResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is OffsetForLeaderEpochResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(throttle_time_ms)
     n_ = len(topics)
     if -1 <= n_ < 16383:
@@ -1109,18 +1165,14 @@ def _fencode_offset_for_leader_epoch_response_flexible(obj, out, index, api_vers
     else:
         _write_uvarint(out, n_ + 1, "offset_for_leader_epoch_response_flexible.topics")
     for item_ in topics:
-        own__offset_for_leader_topic_result_flexible_ = type(item_) is OffsetForLeaderTopicResultFlexible
-        topic_offset_for_leader_topic_result_flexible_ = (
-            item_.topic if own__offset_for_leader_topic_result_flexible_ else getattr(item_, "topic", "")
-        )
-        partitions_offset_for_leader_topic_result_flexible_ = (
-            item_.partitions if own__offset_for_leader_topic_result_flexible_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_offset_for_leader_topic_result_flexible_ = (
-            item_.tagged_fields
-            if own__offset_for_leader_topic_result_flexible_
-            else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is OffsetForLeaderTopicResultFlexible:
+            topic_offset_for_leader_topic_result_flexible_ = item_.topic
+            partitions_offset_for_leader_topic_result_flexible_ = item_.partitions
+            tagged_fields_offset_for_leader_topic_result_flexible_ = item_.tagged_fields
+        else:
+            topic_offset_for_leader_topic_result_flexible_ = getattr(item_, "topic", "")
+            partitions_offset_for_leader_topic_result_flexible_ = getattr(item_, "partitions", None)
+            tagged_fields_offset_for_leader_topic_result_flexible_ = getattr(item_, "tagged_fields", None)
         b__offset_for_leader_topic_result_flexible_ = _STR_ENCODED.get(topic_offset_for_leader_topic_result_flexible_)
         topic_offset_for_leader_topic_result_flexible_ = (
             _encode_str(topic_offset_for_leader_topic_result_flexible_)
@@ -1145,61 +1197,75 @@ def _fencode_offset_for_leader_epoch_response_flexible(obj, out, index, api_vers
                 "offset_for_leader_topic_result_flexible.partitions",
             )
         for item__offset_for_leader_topic_result_flexible_ in partitions_offset_for_leader_topic_result_flexible_:
-            own__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_ = (
-                type(item__offset_for_leader_topic_result_flexible_) is EpochEndOffsetFlexible
-            )
-            error_code_epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_ = (
-                item__offset_for_leader_topic_result_flexible_.error_code
-                if own__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_
-                else getattr(item__offset_for_leader_topic_result_flexible_, "error_code", 0)
-            )
-            partition_epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_ = (
-                item__offset_for_leader_topic_result_flexible_.partition
-                if own__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_
-                else getattr(item__offset_for_leader_topic_result_flexible_, "partition", 0)
-            )
-            leader_epoch_epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_ = (
-                item__offset_for_leader_topic_result_flexible_.leader_epoch
-                if own__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_
-                else getattr(item__offset_for_leader_topic_result_flexible_, "leader_epoch", -1)
-            )
-            end_offset_epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_ = (
-                item__offset_for_leader_topic_result_flexible_.end_offset
-                if own__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_
-                else getattr(item__offset_for_leader_topic_result_flexible_, "end_offset", -1)
-            )
-            tagged_fields_epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_ = (
-                item__offset_for_leader_topic_result_flexible_.tagged_fields
-                if own__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_
-                else getattr(item__offset_for_leader_topic_result_flexible_, "tagged_fields", None)
-            )
+            if type(item__offset_for_leader_topic_result_flexible_) is EpochEndOffsetFlexible:
+                error_code_epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_ = (
+                    item__offset_for_leader_topic_result_flexible_.error_code
+                )
+                partition_epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_ = (
+                    item__offset_for_leader_topic_result_flexible_.partition
+                )
+                leader_epoch_epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_ = (
+                    item__offset_for_leader_topic_result_flexible_.leader_epoch
+                )
+                end_offset_epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_ = (
+                    item__offset_for_leader_topic_result_flexible_.end_offset
+                )
+                tagged_fields_epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_ = (
+                    item__offset_for_leader_topic_result_flexible_.tagged_fields
+                )
+            else:
+                error_code_epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_ = getattr(
+                    item__offset_for_leader_topic_result_flexible_, "error_code", 0
+                )
+                partition_epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_ = getattr(
+                    item__offset_for_leader_topic_result_flexible_, "partition", 0
+                )
+                leader_epoch_epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_ = getattr(
+                    item__offset_for_leader_topic_result_flexible_, "leader_epoch", -1
+                )
+                end_offset_epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_ = getattr(
+                    item__offset_for_leader_topic_result_flexible_, "end_offset", -1
+                )
+                tagged_fields_epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_ = getattr(
+                    item__offset_for_leader_topic_result_flexible_, "tagged_fields", None
+                )
             out += _S4.pack(
                 error_code_epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_,
                 partition_epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_,
                 leader_epoch_epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_,
                 end_offset_epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_,
             )
-            tags__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_ = []
-            valid__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_ = None
+            if (
+                tagged_fields_epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_
+                or tagged_fields_epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_.__class__
+                is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_,
+                    "epoch_end_offset_flexible.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if (
+            tagged_fields_offset_for_leader_topic_result_flexible_
+            or tagged_fields_offset_for_leader_topic_result_flexible_.__class__ is _TagSection
+        ):
             _write_tagged(
                 out,
-                tags__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_,
-                tagged_fields_epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_,
-                "epoch_end_offset_flexible.tagged_fields",
-                valid__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_,
+                [],
+                tagged_fields_offset_for_leader_topic_result_flexible_,
+                "offset_for_leader_topic_result_flexible.tagged_fields",
+                None,
             )
-        tags__offset_for_leader_topic_result_flexible_ = []
-        valid__offset_for_leader_topic_result_flexible_ = None
-        _write_tagged(
-            out,
-            tags__offset_for_leader_topic_result_flexible_,
-            tagged_fields_offset_for_leader_topic_result_flexible_,
-            "offset_for_leader_topic_result_flexible.tagged_fields",
-            valid__offset_for_leader_topic_result_flexible_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "offset_for_leader_epoch_response_flexible.tagged_fields", valid_)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "offset_for_leader_epoch_response_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_offset_for_leader_epoch_response_by_version(buf, pos, end, opts, api_version):

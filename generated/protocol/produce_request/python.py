@@ -30,6 +30,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -101,9 +102,12 @@ def _decode_partition_produce_data(buf, pos, end, opts):
 
 def _encode_partition_produce_data(obj, out, index):
     """Append one partition_produce_data to out."""
-    own_ = type(obj) is PartitionProduceData
-    index_field = obj.index_field if own_ else getattr(obj, "index_field", 0)
-    records = obj.records if own_ else getattr(obj, "records", None)
+    if type(obj) is PartitionProduceData:
+        index_field = obj.index_field
+        records = obj.records
+    else:  # another class: its fields by name, a missing one at its default
+        index_field = getattr(obj, "index_field", 0)
+        records = getattr(obj, "records", None)
     out += _S0.pack(index_field)
     if records is None:
         out += _S0.pack(-1)
@@ -164,9 +168,12 @@ def _decode_topic_produce_data(buf, pos, end, opts):
 
 def _encode_topic_produce_data(obj, out, index):
     """Append one topic_produce_data to out."""
-    own_ = type(obj) is TopicProduceData
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partition_data = obj.partition_data if own_ else getattr(obj, "partition_data", None)
+    if type(obj) is TopicProduceData:
+        name = obj.name
+        partition_data = obj.partition_data
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partition_data = getattr(obj, "partition_data", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="topic_produce_data.name")
     else:
@@ -402,11 +409,16 @@ def _encode_produce_request(obj, out, index, api_version):
             f"ProduceRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 8))",
             path="produce_request",
         )
-    own_ = type(obj) is ProduceRequest
-    transactional_id = obj.transactional_id if own_ else getattr(obj, "transactional_id", None)
-    acks = obj.acks if own_ else getattr(obj, "acks", 0)
-    timeout_ms = obj.timeout_ms if own_ else getattr(obj, "timeout_ms", 0)
-    topic_data = obj.topic_data if own_ else getattr(obj, "topic_data", None)
+    if type(obj) is ProduceRequest:
+        transactional_id = obj.transactional_id
+        acks = obj.acks
+        timeout_ms = obj.timeout_ms
+        topic_data = obj.topic_data
+    else:  # another class: its fields by name, a missing one at its default
+        transactional_id = getattr(obj, "transactional_id", None)
+        acks = getattr(obj, "acks", 0)
+        timeout_ms = getattr(obj, "timeout_ms", 0)
+        topic_data = getattr(obj, "topic_data", None)
     if api_version >= 3:
         if transactional_id is None:
             out += _S2.pack(-1)
@@ -436,11 +448,16 @@ def _fencode_produce_request(obj, out, index, api_version):
             f"ProduceRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 8))",
             path="produce_request",
         )
-    own_ = type(obj) is ProduceRequest
-    transactional_id = obj.transactional_id if own_ else getattr(obj, "transactional_id", None)
-    acks = obj.acks if own_ else getattr(obj, "acks", 0)
-    timeout_ms = obj.timeout_ms if own_ else getattr(obj, "timeout_ms", 0)
-    topic_data = obj.topic_data if own_ else getattr(obj, "topic_data", None)
+    if type(obj) is ProduceRequest:
+        transactional_id = obj.transactional_id
+        acks = obj.acks
+        timeout_ms = obj.timeout_ms
+        topic_data = obj.topic_data
+    else:
+        transactional_id = getattr(obj, "transactional_id", None)
+        acks = getattr(obj, "acks", 0)
+        timeout_ms = getattr(obj, "timeout_ms", 0)
+        topic_data = getattr(obj, "topic_data", None)
     if api_version >= 3:
         if transactional_id is None:
             out += _S2.pack(-1)
@@ -452,11 +469,12 @@ def _fencode_produce_request(obj, out, index, api_version):
     out += _S3.pack(acks, timeout_ms)
     out += _S0.pack(len(topic_data))
     for item_ in topic_data:
-        own__topic_produce_data_ = type(item_) is TopicProduceData
-        name_topic_produce_data_ = item_.name if own__topic_produce_data_ else getattr(item_, "name", "")
-        partition_data_topic_produce_data_ = (
-            item_.partition_data if own__topic_produce_data_ else getattr(item_, "partition_data", None)
-        )
+        if type(item_) is TopicProduceData:
+            name_topic_produce_data_ = item_.name
+            partition_data_topic_produce_data_ = item_.partition_data
+        else:
+            name_topic_produce_data_ = getattr(item_, "name", "")
+            partition_data_topic_produce_data_ = getattr(item_, "partition_data", None)
         b__topic_produce_data_ = _STR_ENCODED.get(name_topic_produce_data_)
         name_topic_produce_data_ = (
             _encode_str(name_topic_produce_data_) if b__topic_produce_data_ is None else b__topic_produce_data_
@@ -465,17 +483,16 @@ def _fencode_produce_request(obj, out, index, api_version):
         out += name_topic_produce_data_
         out += _S0.pack(len(partition_data_topic_produce_data_))
         for item__topic_produce_data_ in partition_data_topic_produce_data_:
-            own__partition_produce_data__topic_produce_data_ = type(item__topic_produce_data_) is PartitionProduceData
-            index_field_partition_produce_data__topic_produce_data_ = (
-                item__topic_produce_data_.index_field
-                if own__partition_produce_data__topic_produce_data_
-                else getattr(item__topic_produce_data_, "index_field", 0)
-            )
-            records_partition_produce_data__topic_produce_data_ = (
-                item__topic_produce_data_.records
-                if own__partition_produce_data__topic_produce_data_
-                else getattr(item__topic_produce_data_, "records", None)
-            )
+            if type(item__topic_produce_data_) is PartitionProduceData:
+                index_field_partition_produce_data__topic_produce_data_ = item__topic_produce_data_.index_field
+                records_partition_produce_data__topic_produce_data_ = item__topic_produce_data_.records
+            else:
+                index_field_partition_produce_data__topic_produce_data_ = getattr(
+                    item__topic_produce_data_, "index_field", 0
+                )
+                records_partition_produce_data__topic_produce_data_ = getattr(
+                    item__topic_produce_data_, "records", None
+                )
             out += _S0.pack(index_field_partition_produce_data__topic_produce_data_)
             if records_partition_produce_data__topic_produce_data_ is None:
                 out += _S0.pack(-1)
@@ -518,45 +535,52 @@ def _decode_partition_produce_data_flexible(buf, pos, end, opts):
         records = _view(buf, pos, n_records)
         pos += n_records
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_produce_data_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="partition_produce_data_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "partition_produce_data_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "partition_produce_data_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_produce_data_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="partition_produce_data_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "partition_produce_data_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "partition_produce_data_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="partition_produce_data_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return PartitionProduceDataFlexible(index_field, records, tagged_fields), pos
 
 
 def _encode_partition_produce_data_flexible(obj, out, index):
     """Append one partition_produce_data_flexible to out."""
-    own_ = type(obj) is PartitionProduceDataFlexible
-    index_field = obj.index_field if own_ else getattr(obj, "index_field", 0)
-    records = obj.records if own_ else getattr(obj, "records", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is PartitionProduceDataFlexible:
+        index_field = obj.index_field
+        records = obj.records
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        index_field = getattr(obj, "index_field", 0)
+        records = getattr(obj, "records", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(index_field)
     if records is None:
         out.append(0)
@@ -568,9 +592,10 @@ def _encode_partition_produce_data_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "partition_produce_data_flexible.records")
 
         _put_set(out, records)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "partition_produce_data_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "partition_produce_data_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_topic_produce_data_flexible(buf, pos, end, opts):
@@ -643,45 +668,52 @@ def _decode_topic_produce_data_flexible(buf, pos, end, opts):
             ) from None
         append_partition_data(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_produce_data_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="topic_produce_data_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "topic_produce_data_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "topic_produce_data_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_produce_data_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="topic_produce_data_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "topic_produce_data_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "topic_produce_data_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="topic_produce_data_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TopicProduceDataFlexible(name, partition_data, tagged_fields), pos
 
 
 def _encode_topic_produce_data_flexible(obj, out, index):
     """Append one topic_produce_data_flexible to out."""
-    own_ = type(obj) is TopicProduceDataFlexible
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partition_data = obj.partition_data if own_ else getattr(obj, "partition_data", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TopicProduceDataFlexible:
+        name = obj.name
+        partition_data = obj.partition_data
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partition_data = getattr(obj, "partition_data", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="topic_produce_data_flexible.name")
     else:
@@ -712,9 +744,10 @@ def _encode_topic_produce_data_flexible(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_produce_data_flexible.partition_data[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "topic_produce_data_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "topic_produce_data_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_produce_request_flexible(buf, pos, end, opts, api_version):
@@ -820,36 +853,39 @@ def _decode_produce_request_flexible(buf, pos, end, opts, api_version):
                     path="produce_request_flexible.topic_data",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "produce_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="produce_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "produce_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "produce_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "produce_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="produce_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "produce_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "produce_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="produce_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ProduceRequestFlexible(transactional_id, acks, timeout_ms, topic_data, tagged_fields), pos
 
 
@@ -997,63 +1033,66 @@ def _fdecode_produce_request_flexible(buf, pos, end, opts, api_version):
                 )
                 pos += n_records_partition_produce_data_flexible__topic_produce_data_flexible_
             tagged_fields_partition_produce_data_flexible__topic_produce_data_flexible_ = []
-            sec__partition_produce_data_flexible__topic_produce_data_flexible_ = pos
-            (
-                prev__partition_produce_data_flexible__topic_produce_data_flexible_,
-                odd__partition_produce_data_flexible__topic_produce_data_flexible_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__partition_produce_data_flexible__topic_produce_data_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__partition_produce_data_flexible__topic_produce_data_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_produce_data_flexible.tagged_fields"
-                )
-            if n_tags__partition_produce_data_flexible__topic_produce_data_flexible_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__partition_produce_data_flexible__topic_produce_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="partition_produce_data_flexible.tagged_fields",
-                )
-            for __partition_produce_data_flexible__topic_produce_data_flexible_ in range(
-                n_tags__partition_produce_data_flexible__topic_produce_data_flexible_
-            ):
-                tag__partition_produce_data_flexible__topic_produce_data_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_produce_data_flexible.tagged_fields"
-                )
-                size__partition_produce_data_flexible__topic_produce_data_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_produce_data_flexible.tagged_fields"
-                )
-                if size__partition_produce_data_flexible__topic_produce_data_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__partition_produce_data_flexible__topic_produce_data_flexible_} declares {size__partition_produce_data_flexible__topic_produce_data_flexible_} bytes, {end - pos} left",
+                sec__partition_produce_data_flexible__topic_produce_data_flexible_ = pos
+                (
+                    prev__partition_produce_data_flexible__topic_produce_data_flexible_,
+                    odd__partition_produce_data_flexible__topic_produce_data_flexible_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__partition_produce_data_flexible__topic_produce_data_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__partition_produce_data_flexible__topic_produce_data_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_produce_data_flexible.tagged_fields"
+                    )
+                if n_tags__partition_produce_data_flexible__topic_produce_data_flexible_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__partition_produce_data_flexible__topic_produce_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="partition_produce_data_flexible.tagged_fields",
                     )
-                stop__partition_produce_data_flexible__topic_produce_data_flexible_ = (
-                    pos + size__partition_produce_data_flexible__topic_produce_data_flexible_
-                )
-                if (
-                    tag__partition_produce_data_flexible__topic_produce_data_flexible_
-                    <= prev__partition_produce_data_flexible__topic_produce_data_flexible_
+                for __partition_produce_data_flexible__topic_produce_data_flexible_ in range(
+                    n_tags__partition_produce_data_flexible__topic_produce_data_flexible_
                 ):
-                    odd__partition_produce_data_flexible__topic_produce_data_flexible_ = True
-                prev__partition_produce_data_flexible__topic_produce_data_flexible_ = (
-                    tag__partition_produce_data_flexible__topic_produce_data_flexible_
-                )
-                tagged_fields_partition_produce_data_flexible__topic_produce_data_flexible_.append(
-                    (
-                        tag__partition_produce_data_flexible__topic_produce_data_flexible_,
-                        bytes(buf[pos:stop__partition_produce_data_flexible__topic_produce_data_flexible_]),
+                    tag__partition_produce_data_flexible__topic_produce_data_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_produce_data_flexible.tagged_fields"
                     )
-                )
-                pos = stop__partition_produce_data_flexible__topic_produce_data_flexible_
-            if odd__partition_produce_data_flexible__topic_produce_data_flexible_:
-                tagged_fields_partition_produce_data_flexible__topic_produce_data_flexible_ = _keep_tags(
-                    tagged_fields_partition_produce_data_flexible__topic_produce_data_flexible_,
-                    buf[sec__partition_produce_data_flexible__topic_produce_data_flexible_:pos],
-                    (),
-                )
+                    size__partition_produce_data_flexible__topic_produce_data_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_produce_data_flexible.tagged_fields"
+                    )
+                    if size__partition_produce_data_flexible__topic_produce_data_flexible_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__partition_produce_data_flexible__topic_produce_data_flexible_} declares {size__partition_produce_data_flexible__topic_produce_data_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="partition_produce_data_flexible.tagged_fields",
+                        )
+                    stop__partition_produce_data_flexible__topic_produce_data_flexible_ = (
+                        pos + size__partition_produce_data_flexible__topic_produce_data_flexible_
+                    )
+                    if (
+                        tag__partition_produce_data_flexible__topic_produce_data_flexible_
+                        <= prev__partition_produce_data_flexible__topic_produce_data_flexible_
+                    ):
+                        odd__partition_produce_data_flexible__topic_produce_data_flexible_ = True
+                    prev__partition_produce_data_flexible__topic_produce_data_flexible_ = (
+                        tag__partition_produce_data_flexible__topic_produce_data_flexible_
+                    )
+                    tagged_fields_partition_produce_data_flexible__topic_produce_data_flexible_.append(
+                        (
+                            tag__partition_produce_data_flexible__topic_produce_data_flexible_,
+                            bytes(buf[pos:stop__partition_produce_data_flexible__topic_produce_data_flexible_]),
+                        )
+                    )
+                    pos = stop__partition_produce_data_flexible__topic_produce_data_flexible_
+                if odd__partition_produce_data_flexible__topic_produce_data_flexible_:
+                    tagged_fields_partition_produce_data_flexible__topic_produce_data_flexible_ = _keep_tags(
+                        tagged_fields_partition_produce_data_flexible__topic_produce_data_flexible_,
+                        buf[sec__partition_produce_data_flexible__topic_produce_data_flexible_:pos],
+                        (),
+                    )
             value__partition_produce_data_flexible__topic_produce_data_flexible_ = _new_object(
                 PartitionProduceDataFlexible
             )
@@ -1069,46 +1108,49 @@ def _fdecode_produce_request_flexible(buf, pos, end, opts, api_version):
             item__topic_produce_data_flexible_ = value__partition_produce_data_flexible__topic_produce_data_flexible_
             append_partition_data_topic_produce_data_flexible_(item__topic_produce_data_flexible_)
         tagged_fields_topic_produce_data_flexible_ = []
-        sec__topic_produce_data_flexible_ = pos
-        prev__topic_produce_data_flexible_, odd__topic_produce_data_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__topic_produce_data_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__topic_produce_data_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "topic_produce_data_flexible.tagged_fields"
-            )
-        if n_tags__topic_produce_data_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__topic_produce_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="topic_produce_data_flexible.tagged_fields",
-            )
-        for __topic_produce_data_flexible_ in range(n_tags__topic_produce_data_flexible_):
-            tag__topic_produce_data_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "topic_produce_data_flexible.tagged_fields"
-            )
-            size__topic_produce_data_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "topic_produce_data_flexible.tagged_fields"
-            )
-            if size__topic_produce_data_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__topic_produce_data_flexible_} declares {size__topic_produce_data_flexible_} bytes, {end - pos} left",
+            sec__topic_produce_data_flexible_ = pos
+            prev__topic_produce_data_flexible_, odd__topic_produce_data_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__topic_produce_data_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__topic_produce_data_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "topic_produce_data_flexible.tagged_fields"
+                )
+            if n_tags__topic_produce_data_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__topic_produce_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="topic_produce_data_flexible.tagged_fields",
                 )
-            stop__topic_produce_data_flexible_ = pos + size__topic_produce_data_flexible_
-            if tag__topic_produce_data_flexible_ <= prev__topic_produce_data_flexible_:
-                odd__topic_produce_data_flexible_ = True
-            prev__topic_produce_data_flexible_ = tag__topic_produce_data_flexible_
-            tagged_fields_topic_produce_data_flexible_.append(
-                (tag__topic_produce_data_flexible_, bytes(buf[pos:stop__topic_produce_data_flexible_]))
-            )
-            pos = stop__topic_produce_data_flexible_
-        if odd__topic_produce_data_flexible_:
-            tagged_fields_topic_produce_data_flexible_ = _keep_tags(
-                tagged_fields_topic_produce_data_flexible_, buf[sec__topic_produce_data_flexible_:pos], ()
-            )
+            for __topic_produce_data_flexible_ in range(n_tags__topic_produce_data_flexible_):
+                tag__topic_produce_data_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "topic_produce_data_flexible.tagged_fields"
+                )
+                size__topic_produce_data_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "topic_produce_data_flexible.tagged_fields"
+                )
+                if size__topic_produce_data_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__topic_produce_data_flexible_} declares {size__topic_produce_data_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="topic_produce_data_flexible.tagged_fields",
+                    )
+                stop__topic_produce_data_flexible_ = pos + size__topic_produce_data_flexible_
+                if tag__topic_produce_data_flexible_ <= prev__topic_produce_data_flexible_:
+                    odd__topic_produce_data_flexible_ = True
+                prev__topic_produce_data_flexible_ = tag__topic_produce_data_flexible_
+                tagged_fields_topic_produce_data_flexible_.append(
+                    (tag__topic_produce_data_flexible_, bytes(buf[pos:stop__topic_produce_data_flexible_]))
+                )
+                pos = stop__topic_produce_data_flexible_
+            if odd__topic_produce_data_flexible_:
+                tagged_fields_topic_produce_data_flexible_ = _keep_tags(
+                    tagged_fields_topic_produce_data_flexible_, buf[sec__topic_produce_data_flexible_:pos], ()
+                )
         value__topic_produce_data_flexible_ = _new_object(TopicProduceDataFlexible)
         value__topic_produce_data_flexible_.name = name_topic_produce_data_flexible_
         value__topic_produce_data_flexible_.partition_data = partition_data_topic_produce_data_flexible_
@@ -1120,36 +1162,39 @@ def _fdecode_produce_request_flexible(buf, pos, end, opts, api_version):
             if budget_topic_data < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "produce_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="produce_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "produce_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "produce_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "produce_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="produce_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "produce_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "produce_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="produce_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ProduceRequestFlexible)
     value_.transactional_id = transactional_id
     value_.acks = acks
@@ -1166,12 +1211,18 @@ def _encode_produce_request_flexible(obj, out, index, api_version):
             f"ProduceRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 9) and (<params>.api_version <= 11)))",
             path="produce_request_flexible",
         )
-    own_ = type(obj) is ProduceRequestFlexible
-    transactional_id = obj.transactional_id if own_ else getattr(obj, "transactional_id", None)
-    acks = obj.acks if own_ else getattr(obj, "acks", 0)
-    timeout_ms = obj.timeout_ms if own_ else getattr(obj, "timeout_ms", 0)
-    topic_data = obj.topic_data if own_ else getattr(obj, "topic_data", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ProduceRequestFlexible:
+        transactional_id = obj.transactional_id
+        acks = obj.acks
+        timeout_ms = obj.timeout_ms
+        topic_data = obj.topic_data
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        transactional_id = getattr(obj, "transactional_id", None)
+        acks = getattr(obj, "acks", 0)
+        timeout_ms = getattr(obj, "timeout_ms", 0)
+        topic_data = getattr(obj, "topic_data", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if transactional_id is None:
         out.append(0)
     else:
@@ -1201,9 +1252,10 @@ def _encode_produce_request_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"produce_request_flexible.topic_data[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "produce_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "produce_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_produce_request_flexible(obj, out, index, api_version):
@@ -1213,12 +1265,18 @@ def _fencode_produce_request_flexible(obj, out, index, api_version):
             f"ProduceRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 9) and (<params>.api_version <= 11)))",
             path="produce_request_flexible",
         )
-    own_ = type(obj) is ProduceRequestFlexible
-    transactional_id = obj.transactional_id if own_ else getattr(obj, "transactional_id", None)
-    acks = obj.acks if own_ else getattr(obj, "acks", 0)
-    timeout_ms = obj.timeout_ms if own_ else getattr(obj, "timeout_ms", 0)
-    topic_data = obj.topic_data if own_ else getattr(obj, "topic_data", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ProduceRequestFlexible:
+        transactional_id = obj.transactional_id
+        acks = obj.acks
+        timeout_ms = obj.timeout_ms
+        topic_data = obj.topic_data
+        tagged_fields = obj.tagged_fields
+    else:
+        transactional_id = getattr(obj, "transactional_id", None)
+        acks = getattr(obj, "acks", 0)
+        timeout_ms = getattr(obj, "timeout_ms", 0)
+        topic_data = getattr(obj, "topic_data", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if transactional_id is None:
         out.append(0)
     else:
@@ -1237,16 +1295,14 @@ def _fencode_produce_request_flexible(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "produce_request_flexible.topic_data")
     for item_ in topic_data:
-        own__topic_produce_data_flexible_ = type(item_) is TopicProduceDataFlexible
-        name_topic_produce_data_flexible_ = (
-            item_.name if own__topic_produce_data_flexible_ else getattr(item_, "name", "")
-        )
-        partition_data_topic_produce_data_flexible_ = (
-            item_.partition_data if own__topic_produce_data_flexible_ else getattr(item_, "partition_data", None)
-        )
-        tagged_fields_topic_produce_data_flexible_ = (
-            item_.tagged_fields if own__topic_produce_data_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is TopicProduceDataFlexible:
+            name_topic_produce_data_flexible_ = item_.name
+            partition_data_topic_produce_data_flexible_ = item_.partition_data
+            tagged_fields_topic_produce_data_flexible_ = item_.tagged_fields
+        else:
+            name_topic_produce_data_flexible_ = getattr(item_, "name", "")
+            partition_data_topic_produce_data_flexible_ = getattr(item_, "partition_data", None)
+            tagged_fields_topic_produce_data_flexible_ = getattr(item_, "tagged_fields", None)
         b__topic_produce_data_flexible_ = _STR_ENCODED.get(name_topic_produce_data_flexible_)
         name_topic_produce_data_flexible_ = (
             _encode_str(name_topic_produce_data_flexible_)
@@ -1265,24 +1321,26 @@ def _fencode_produce_request_flexible(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__topic_produce_data_flexible_ + 1, "topic_produce_data_flexible.partition_data")
         for item__topic_produce_data_flexible_ in partition_data_topic_produce_data_flexible_:
-            own__partition_produce_data_flexible__topic_produce_data_flexible_ = (
-                type(item__topic_produce_data_flexible_) is PartitionProduceDataFlexible
-            )
-            index_field_partition_produce_data_flexible__topic_produce_data_flexible_ = (
-                item__topic_produce_data_flexible_.index_field
-                if own__partition_produce_data_flexible__topic_produce_data_flexible_
-                else getattr(item__topic_produce_data_flexible_, "index_field", 0)
-            )
-            records_partition_produce_data_flexible__topic_produce_data_flexible_ = (
-                item__topic_produce_data_flexible_.records
-                if own__partition_produce_data_flexible__topic_produce_data_flexible_
-                else getattr(item__topic_produce_data_flexible_, "records", None)
-            )
-            tagged_fields_partition_produce_data_flexible__topic_produce_data_flexible_ = (
-                item__topic_produce_data_flexible_.tagged_fields
-                if own__partition_produce_data_flexible__topic_produce_data_flexible_
-                else getattr(item__topic_produce_data_flexible_, "tagged_fields", None)
-            )
+            if type(item__topic_produce_data_flexible_) is PartitionProduceDataFlexible:
+                index_field_partition_produce_data_flexible__topic_produce_data_flexible_ = (
+                    item__topic_produce_data_flexible_.index_field
+                )
+                records_partition_produce_data_flexible__topic_produce_data_flexible_ = (
+                    item__topic_produce_data_flexible_.records
+                )
+                tagged_fields_partition_produce_data_flexible__topic_produce_data_flexible_ = (
+                    item__topic_produce_data_flexible_.tagged_fields
+                )
+            else:
+                index_field_partition_produce_data_flexible__topic_produce_data_flexible_ = getattr(
+                    item__topic_produce_data_flexible_, "index_field", 0
+                )
+                records_partition_produce_data_flexible__topic_produce_data_flexible_ = getattr(
+                    item__topic_produce_data_flexible_, "records", None
+                )
+                tagged_fields_partition_produce_data_flexible__topic_produce_data_flexible_ = getattr(
+                    item__topic_produce_data_flexible_, "tagged_fields", None
+                )
             out += _S0.pack(index_field_partition_produce_data_flexible__topic_produce_data_flexible_)
             if records_partition_produce_data_flexible__topic_produce_data_flexible_ is None:
                 out.append(0)
@@ -1299,27 +1357,32 @@ def _fencode_produce_request_flexible(obj, out, index, api_version):
                         "partition_produce_data_flexible.records",
                     )
                 _put_set(out, records_partition_produce_data_flexible__topic_produce_data_flexible_)
-            tags__partition_produce_data_flexible__topic_produce_data_flexible_ = []
-            valid__partition_produce_data_flexible__topic_produce_data_flexible_ = None
+            if (
+                tagged_fields_partition_produce_data_flexible__topic_produce_data_flexible_
+                or tagged_fields_partition_produce_data_flexible__topic_produce_data_flexible_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_partition_produce_data_flexible__topic_produce_data_flexible_,
+                    "partition_produce_data_flexible.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if (
+            tagged_fields_topic_produce_data_flexible_
+            or tagged_fields_topic_produce_data_flexible_.__class__ is _TagSection
+        ):
             _write_tagged(
-                out,
-                tags__partition_produce_data_flexible__topic_produce_data_flexible_,
-                tagged_fields_partition_produce_data_flexible__topic_produce_data_flexible_,
-                "partition_produce_data_flexible.tagged_fields",
-                valid__partition_produce_data_flexible__topic_produce_data_flexible_,
+                out, [], tagged_fields_topic_produce_data_flexible_, "topic_produce_data_flexible.tagged_fields", None
             )
-        tags__topic_produce_data_flexible_ = []
-        valid__topic_produce_data_flexible_ = None
-        _write_tagged(
-            out,
-            tags__topic_produce_data_flexible_,
-            tagged_fields_topic_produce_data_flexible_,
-            "topic_produce_data_flexible.tagged_fields",
-            valid__topic_produce_data_flexible_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "produce_request_flexible.tagged_fields", valid_)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "produce_request_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_partition_produce_data_v12(buf, pos, end, opts):
@@ -1356,45 +1419,52 @@ def _decode_partition_produce_data_v12(buf, pos, end, opts):
         records = _view(buf, pos, n_records)
         pos += n_records
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_produce_data_v12.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="partition_produce_data_v12.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "partition_produce_data_v12.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "partition_produce_data_v12.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_produce_data_v12.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="partition_produce_data_v12.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "partition_produce_data_v12.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "partition_produce_data_v12.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="partition_produce_data_v12.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return PartitionProduceDataV12(index_field, records, tagged_fields), pos
 
 
 def _encode_partition_produce_data_v12(obj, out, index):
     """Append one partition_produce_data_v12 to out."""
-    own_ = type(obj) is PartitionProduceDataV12
-    index_field = obj.index_field if own_ else getattr(obj, "index_field", 0)
-    records = obj.records if own_ else getattr(obj, "records", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is PartitionProduceDataV12:
+        index_field = obj.index_field
+        records = obj.records
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        index_field = getattr(obj, "index_field", 0)
+        records = getattr(obj, "records", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(index_field)
     if records is None:
         out.append(0)
@@ -1406,9 +1476,10 @@ def _encode_partition_produce_data_v12(obj, out, index):
             _write_uvarint(out, n_ + 1, "partition_produce_data_v12.records")
 
         _put_set(out, records)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "partition_produce_data_v12.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "partition_produce_data_v12.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_topic_produce_data_v12(buf, pos, end, opts, api_version):
@@ -1489,46 +1560,54 @@ def _decode_topic_produce_data_v12(buf, pos, end, opts, api_version):
             ) from None
         append_partition_data(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_produce_data_v12.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="topic_produce_data_v12.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "topic_produce_data_v12.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "topic_produce_data_v12.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_produce_data_v12.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="topic_produce_data_v12.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "topic_produce_data_v12.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "topic_produce_data_v12.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="topic_produce_data_v12.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TopicProduceDataV12(name, topic_id, partition_data, tagged_fields), pos
 
 
 def _encode_topic_produce_data_v12(obj, out, index, api_version):
     """Append one topic_produce_data_v12 to out."""
-    own_ = type(obj) is TopicProduceDataV12
-    name = obj.name if own_ else getattr(obj, "name", "")
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    partition_data = obj.partition_data if own_ else getattr(obj, "partition_data", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TopicProduceDataV12:
+        name = obj.name
+        topic_id = obj.topic_id
+        partition_data = obj.partition_data
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        topic_id = getattr(obj, "topic_id", None)
+        partition_data = getattr(obj, "partition_data", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if api_version <= 12:
         if name is None:
             raise _InvalidValueError("may not be null", path="topic_produce_data_v12.name")
@@ -1560,9 +1639,10 @@ def _encode_topic_produce_data_v12(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_produce_data_v12.partition_data[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "topic_produce_data_v12.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "topic_produce_data_v12.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_produce_request_v12(buf, pos, end, opts, api_version):
@@ -1662,36 +1742,39 @@ def _decode_produce_request_v12(buf, pos, end, opts, api_version):
                     path="produce_request_v12.topic_data",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "produce_request_v12.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="produce_request_v12.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "produce_request_v12.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "produce_request_v12.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "produce_request_v12.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="produce_request_v12.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "produce_request_v12.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "produce_request_v12.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="produce_request_v12.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ProduceRequestV12(transactional_id, acks, timeout_ms, topic_data, tagged_fields), pos
 
 
@@ -1843,63 +1926,66 @@ def _fdecode_produce_request_v12(buf, pos, end, opts, api_version):
                 )
                 pos += n_records_partition_produce_data_v12__topic_produce_data_v12_
             tagged_fields_partition_produce_data_v12__topic_produce_data_v12_ = []
-            sec__partition_produce_data_v12__topic_produce_data_v12_ = pos
-            (
-                prev__partition_produce_data_v12__topic_produce_data_v12_,
-                odd__partition_produce_data_v12__topic_produce_data_v12_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__partition_produce_data_v12__topic_produce_data_v12_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__partition_produce_data_v12__topic_produce_data_v12_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_produce_data_v12.tagged_fields"
-                )
-            if n_tags__partition_produce_data_v12__topic_produce_data_v12_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__partition_produce_data_v12__topic_produce_data_v12_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="partition_produce_data_v12.tagged_fields",
-                )
-            for __partition_produce_data_v12__topic_produce_data_v12_ in range(
-                n_tags__partition_produce_data_v12__topic_produce_data_v12_
-            ):
-                tag__partition_produce_data_v12__topic_produce_data_v12_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_produce_data_v12.tagged_fields"
-                )
-                size__partition_produce_data_v12__topic_produce_data_v12_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_produce_data_v12.tagged_fields"
-                )
-                if size__partition_produce_data_v12__topic_produce_data_v12_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__partition_produce_data_v12__topic_produce_data_v12_} declares {size__partition_produce_data_v12__topic_produce_data_v12_} bytes, {end - pos} left",
+                sec__partition_produce_data_v12__topic_produce_data_v12_ = pos
+                (
+                    prev__partition_produce_data_v12__topic_produce_data_v12_,
+                    odd__partition_produce_data_v12__topic_produce_data_v12_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__partition_produce_data_v12__topic_produce_data_v12_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__partition_produce_data_v12__topic_produce_data_v12_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_produce_data_v12.tagged_fields"
+                    )
+                if n_tags__partition_produce_data_v12__topic_produce_data_v12_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__partition_produce_data_v12__topic_produce_data_v12_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="partition_produce_data_v12.tagged_fields",
                     )
-                stop__partition_produce_data_v12__topic_produce_data_v12_ = (
-                    pos + size__partition_produce_data_v12__topic_produce_data_v12_
-                )
-                if (
-                    tag__partition_produce_data_v12__topic_produce_data_v12_
-                    <= prev__partition_produce_data_v12__topic_produce_data_v12_
+                for __partition_produce_data_v12__topic_produce_data_v12_ in range(
+                    n_tags__partition_produce_data_v12__topic_produce_data_v12_
                 ):
-                    odd__partition_produce_data_v12__topic_produce_data_v12_ = True
-                prev__partition_produce_data_v12__topic_produce_data_v12_ = (
-                    tag__partition_produce_data_v12__topic_produce_data_v12_
-                )
-                tagged_fields_partition_produce_data_v12__topic_produce_data_v12_.append(
-                    (
-                        tag__partition_produce_data_v12__topic_produce_data_v12_,
-                        bytes(buf[pos:stop__partition_produce_data_v12__topic_produce_data_v12_]),
+                    tag__partition_produce_data_v12__topic_produce_data_v12_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_produce_data_v12.tagged_fields"
                     )
-                )
-                pos = stop__partition_produce_data_v12__topic_produce_data_v12_
-            if odd__partition_produce_data_v12__topic_produce_data_v12_:
-                tagged_fields_partition_produce_data_v12__topic_produce_data_v12_ = _keep_tags(
-                    tagged_fields_partition_produce_data_v12__topic_produce_data_v12_,
-                    buf[sec__partition_produce_data_v12__topic_produce_data_v12_:pos],
-                    (),
-                )
+                    size__partition_produce_data_v12__topic_produce_data_v12_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_produce_data_v12.tagged_fields"
+                    )
+                    if size__partition_produce_data_v12__topic_produce_data_v12_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__partition_produce_data_v12__topic_produce_data_v12_} declares {size__partition_produce_data_v12__topic_produce_data_v12_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="partition_produce_data_v12.tagged_fields",
+                        )
+                    stop__partition_produce_data_v12__topic_produce_data_v12_ = (
+                        pos + size__partition_produce_data_v12__topic_produce_data_v12_
+                    )
+                    if (
+                        tag__partition_produce_data_v12__topic_produce_data_v12_
+                        <= prev__partition_produce_data_v12__topic_produce_data_v12_
+                    ):
+                        odd__partition_produce_data_v12__topic_produce_data_v12_ = True
+                    prev__partition_produce_data_v12__topic_produce_data_v12_ = (
+                        tag__partition_produce_data_v12__topic_produce_data_v12_
+                    )
+                    tagged_fields_partition_produce_data_v12__topic_produce_data_v12_.append(
+                        (
+                            tag__partition_produce_data_v12__topic_produce_data_v12_,
+                            bytes(buf[pos:stop__partition_produce_data_v12__topic_produce_data_v12_]),
+                        )
+                    )
+                    pos = stop__partition_produce_data_v12__topic_produce_data_v12_
+                if odd__partition_produce_data_v12__topic_produce_data_v12_:
+                    tagged_fields_partition_produce_data_v12__topic_produce_data_v12_ = _keep_tags(
+                        tagged_fields_partition_produce_data_v12__topic_produce_data_v12_,
+                        buf[sec__partition_produce_data_v12__topic_produce_data_v12_:pos],
+                        (),
+                    )
             value__partition_produce_data_v12__topic_produce_data_v12_ = _new_object(PartitionProduceDataV12)
             value__partition_produce_data_v12__topic_produce_data_v12_.index_field = (
                 index_field_partition_produce_data_v12__topic_produce_data_v12_
@@ -1913,42 +1999,49 @@ def _fdecode_produce_request_v12(buf, pos, end, opts, api_version):
             item__topic_produce_data_v12_ = value__partition_produce_data_v12__topic_produce_data_v12_
             append_partition_data_topic_produce_data_v12_(item__topic_produce_data_v12_)
         tagged_fields_topic_produce_data_v12_ = []
-        sec__topic_produce_data_v12_ = pos
-        prev__topic_produce_data_v12_, odd__topic_produce_data_v12_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__topic_produce_data_v12_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__topic_produce_data_v12_, pos = _read_uvarint32(
-                buf, pos, end, "topic_produce_data_v12.tagged_fields"
-            )
-        if n_tags__topic_produce_data_v12_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__topic_produce_data_v12_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="topic_produce_data_v12.tagged_fields",
-            )
-        for __topic_produce_data_v12_ in range(n_tags__topic_produce_data_v12_):
-            tag__topic_produce_data_v12_, pos = _read_uvarint32(buf, pos, end, "topic_produce_data_v12.tagged_fields")
-            size__topic_produce_data_v12_, pos = _read_uvarint32(buf, pos, end, "topic_produce_data_v12.tagged_fields")
-            if size__topic_produce_data_v12_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__topic_produce_data_v12_} declares {size__topic_produce_data_v12_} bytes, {end - pos} left",
+            sec__topic_produce_data_v12_ = pos
+            prev__topic_produce_data_v12_, odd__topic_produce_data_v12_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__topic_produce_data_v12_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__topic_produce_data_v12_, pos = _read_uvarint32(
+                    buf, pos, end, "topic_produce_data_v12.tagged_fields"
+                )
+            if n_tags__topic_produce_data_v12_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__topic_produce_data_v12_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="topic_produce_data_v12.tagged_fields",
                 )
-            stop__topic_produce_data_v12_ = pos + size__topic_produce_data_v12_
-            if tag__topic_produce_data_v12_ <= prev__topic_produce_data_v12_:
-                odd__topic_produce_data_v12_ = True
-            prev__topic_produce_data_v12_ = tag__topic_produce_data_v12_
-            tagged_fields_topic_produce_data_v12_.append(
-                (tag__topic_produce_data_v12_, bytes(buf[pos:stop__topic_produce_data_v12_]))
-            )
-            pos = stop__topic_produce_data_v12_
-        if odd__topic_produce_data_v12_:
-            tagged_fields_topic_produce_data_v12_ = _keep_tags(
-                tagged_fields_topic_produce_data_v12_, buf[sec__topic_produce_data_v12_:pos], ()
-            )
+            for __topic_produce_data_v12_ in range(n_tags__topic_produce_data_v12_):
+                tag__topic_produce_data_v12_, pos = _read_uvarint32(
+                    buf, pos, end, "topic_produce_data_v12.tagged_fields"
+                )
+                size__topic_produce_data_v12_, pos = _read_uvarint32(
+                    buf, pos, end, "topic_produce_data_v12.tagged_fields"
+                )
+                if size__topic_produce_data_v12_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__topic_produce_data_v12_} declares {size__topic_produce_data_v12_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="topic_produce_data_v12.tagged_fields",
+                    )
+                stop__topic_produce_data_v12_ = pos + size__topic_produce_data_v12_
+                if tag__topic_produce_data_v12_ <= prev__topic_produce_data_v12_:
+                    odd__topic_produce_data_v12_ = True
+                prev__topic_produce_data_v12_ = tag__topic_produce_data_v12_
+                tagged_fields_topic_produce_data_v12_.append(
+                    (tag__topic_produce_data_v12_, bytes(buf[pos:stop__topic_produce_data_v12_]))
+                )
+                pos = stop__topic_produce_data_v12_
+            if odd__topic_produce_data_v12_:
+                tagged_fields_topic_produce_data_v12_ = _keep_tags(
+                    tagged_fields_topic_produce_data_v12_, buf[sec__topic_produce_data_v12_:pos], ()
+                )
         value__topic_produce_data_v12_ = _new_object(TopicProduceDataV12)
         value__topic_produce_data_v12_.name = name_topic_produce_data_v12_
         value__topic_produce_data_v12_.topic_id = topic_id_topic_produce_data_v12_
@@ -1961,36 +2054,39 @@ def _fdecode_produce_request_v12(buf, pos, end, opts, api_version):
             if budget_topic_data < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "produce_request_v12.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="produce_request_v12.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "produce_request_v12.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "produce_request_v12.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "produce_request_v12.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="produce_request_v12.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "produce_request_v12.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "produce_request_v12.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="produce_request_v12.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ProduceRequestV12)
     value_.transactional_id = transactional_id
     value_.acks = acks
@@ -2007,12 +2103,18 @@ def _encode_produce_request_v12(obj, out, index, api_version):
             f"ProduceRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 12) and (<params>.api_version <= 13)))",
             path="produce_request_v12",
         )
-    own_ = type(obj) is ProduceRequestV12
-    transactional_id = obj.transactional_id if own_ else getattr(obj, "transactional_id", None)
-    acks = obj.acks if own_ else getattr(obj, "acks", 0)
-    timeout_ms = obj.timeout_ms if own_ else getattr(obj, "timeout_ms", 0)
-    topic_data = obj.topic_data if own_ else getattr(obj, "topic_data", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ProduceRequestV12:
+        transactional_id = obj.transactional_id
+        acks = obj.acks
+        timeout_ms = obj.timeout_ms
+        topic_data = obj.topic_data
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        transactional_id = getattr(obj, "transactional_id", None)
+        acks = getattr(obj, "acks", 0)
+        timeout_ms = getattr(obj, "timeout_ms", 0)
+        topic_data = getattr(obj, "topic_data", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if transactional_id is None:
         out.append(0)
     else:
@@ -2042,9 +2144,10 @@ def _encode_produce_request_v12(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"produce_request_v12.topic_data[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "produce_request_v12.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "produce_request_v12.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_produce_request_v12(obj, out, index, api_version):
@@ -2054,12 +2157,18 @@ def _fencode_produce_request_v12(obj, out, index, api_version):
             f"ProduceRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 12) and (<params>.api_version <= 13)))",
             path="produce_request_v12",
         )
-    own_ = type(obj) is ProduceRequestV12
-    transactional_id = obj.transactional_id if own_ else getattr(obj, "transactional_id", None)
-    acks = obj.acks if own_ else getattr(obj, "acks", 0)
-    timeout_ms = obj.timeout_ms if own_ else getattr(obj, "timeout_ms", 0)
-    topic_data = obj.topic_data if own_ else getattr(obj, "topic_data", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ProduceRequestV12:
+        transactional_id = obj.transactional_id
+        acks = obj.acks
+        timeout_ms = obj.timeout_ms
+        topic_data = obj.topic_data
+        tagged_fields = obj.tagged_fields
+    else:
+        transactional_id = getattr(obj, "transactional_id", None)
+        acks = getattr(obj, "acks", 0)
+        timeout_ms = getattr(obj, "timeout_ms", 0)
+        topic_data = getattr(obj, "topic_data", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if transactional_id is None:
         out.append(0)
     else:
@@ -2078,17 +2187,16 @@ def _fencode_produce_request_v12(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "produce_request_v12.topic_data")
     for item_ in topic_data:
-        own__topic_produce_data_v12_ = type(item_) is TopicProduceDataV12
-        name_topic_produce_data_v12_ = item_.name if own__topic_produce_data_v12_ else getattr(item_, "name", "")
-        topic_id_topic_produce_data_v12_ = (
-            item_.topic_id if own__topic_produce_data_v12_ else getattr(item_, "topic_id", None)
-        )
-        partition_data_topic_produce_data_v12_ = (
-            item_.partition_data if own__topic_produce_data_v12_ else getattr(item_, "partition_data", None)
-        )
-        tagged_fields_topic_produce_data_v12_ = (
-            item_.tagged_fields if own__topic_produce_data_v12_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is TopicProduceDataV12:
+            name_topic_produce_data_v12_ = item_.name
+            topic_id_topic_produce_data_v12_ = item_.topic_id
+            partition_data_topic_produce_data_v12_ = item_.partition_data
+            tagged_fields_topic_produce_data_v12_ = item_.tagged_fields
+        else:
+            name_topic_produce_data_v12_ = getattr(item_, "name", "")
+            topic_id_topic_produce_data_v12_ = getattr(item_, "topic_id", None)
+            partition_data_topic_produce_data_v12_ = getattr(item_, "partition_data", None)
+            tagged_fields_topic_produce_data_v12_ = getattr(item_, "tagged_fields", None)
         if api_version <= 12:
             b__topic_produce_data_v12_ = _STR_ENCODED.get(name_topic_produce_data_v12_)
             name_topic_produce_data_v12_ = (
@@ -2110,24 +2218,24 @@ def _fencode_produce_request_v12(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__topic_produce_data_v12_ + 1, "topic_produce_data_v12.partition_data")
         for item__topic_produce_data_v12_ in partition_data_topic_produce_data_v12_:
-            own__partition_produce_data_v12__topic_produce_data_v12_ = (
-                type(item__topic_produce_data_v12_) is PartitionProduceDataV12
-            )
-            index_field_partition_produce_data_v12__topic_produce_data_v12_ = (
-                item__topic_produce_data_v12_.index_field
-                if own__partition_produce_data_v12__topic_produce_data_v12_
-                else getattr(item__topic_produce_data_v12_, "index_field", 0)
-            )
-            records_partition_produce_data_v12__topic_produce_data_v12_ = (
-                item__topic_produce_data_v12_.records
-                if own__partition_produce_data_v12__topic_produce_data_v12_
-                else getattr(item__topic_produce_data_v12_, "records", None)
-            )
-            tagged_fields_partition_produce_data_v12__topic_produce_data_v12_ = (
-                item__topic_produce_data_v12_.tagged_fields
-                if own__partition_produce_data_v12__topic_produce_data_v12_
-                else getattr(item__topic_produce_data_v12_, "tagged_fields", None)
-            )
+            if type(item__topic_produce_data_v12_) is PartitionProduceDataV12:
+                index_field_partition_produce_data_v12__topic_produce_data_v12_ = (
+                    item__topic_produce_data_v12_.index_field
+                )
+                records_partition_produce_data_v12__topic_produce_data_v12_ = item__topic_produce_data_v12_.records
+                tagged_fields_partition_produce_data_v12__topic_produce_data_v12_ = (
+                    item__topic_produce_data_v12_.tagged_fields
+                )
+            else:
+                index_field_partition_produce_data_v12__topic_produce_data_v12_ = getattr(
+                    item__topic_produce_data_v12_, "index_field", 0
+                )
+                records_partition_produce_data_v12__topic_produce_data_v12_ = getattr(
+                    item__topic_produce_data_v12_, "records", None
+                )
+                tagged_fields_partition_produce_data_v12__topic_produce_data_v12_ = getattr(
+                    item__topic_produce_data_v12_, "tagged_fields", None
+                )
             out += _S0.pack(index_field_partition_produce_data_v12__topic_produce_data_v12_)
             if records_partition_produce_data_v12__topic_produce_data_v12_ is None:
                 out.append(0)
@@ -2144,27 +2252,27 @@ def _fencode_produce_request_v12(obj, out, index, api_version):
                         "partition_produce_data_v12.records",
                     )
                 _put_set(out, records_partition_produce_data_v12__topic_produce_data_v12_)
-            tags__partition_produce_data_v12__topic_produce_data_v12_ = []
-            valid__partition_produce_data_v12__topic_produce_data_v12_ = None
-            _write_tagged(
-                out,
-                tags__partition_produce_data_v12__topic_produce_data_v12_,
-                tagged_fields_partition_produce_data_v12__topic_produce_data_v12_,
-                "partition_produce_data_v12.tagged_fields",
-                valid__partition_produce_data_v12__topic_produce_data_v12_,
-            )
-        tags__topic_produce_data_v12_ = []
-        valid__topic_produce_data_v12_ = None
-        _write_tagged(
-            out,
-            tags__topic_produce_data_v12_,
-            tagged_fields_topic_produce_data_v12_,
-            "topic_produce_data_v12.tagged_fields",
-            valid__topic_produce_data_v12_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "produce_request_v12.tagged_fields", valid_)
+            if (
+                tagged_fields_partition_produce_data_v12__topic_produce_data_v12_
+                or tagged_fields_partition_produce_data_v12__topic_produce_data_v12_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_partition_produce_data_v12__topic_produce_data_v12_,
+                    "partition_produce_data_v12.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if tagged_fields_topic_produce_data_v12_ or tagged_fields_topic_produce_data_v12_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_topic_produce_data_v12_, "topic_produce_data_v12.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "produce_request_v12.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_produce_request_by_version(buf, pos, end, opts, api_version):

@@ -114,11 +114,12 @@ def _decode_batch_index_and_error_message(buf, pos, end, opts):
 
 def _encode_batch_index_and_error_message(obj, out, index):
     """Append one batch_index_and_error_message to out."""
-    own_ = type(obj) is BatchIndexAndErrorMessage
-    batch_index = obj.batch_index if own_ else getattr(obj, "batch_index", 0)
-    batch_index_error_message = (
-        obj.batch_index_error_message if own_ else getattr(obj, "batch_index_error_message", None)
-    )
+    if type(obj) is BatchIndexAndErrorMessage:
+        batch_index = obj.batch_index
+        batch_index_error_message = obj.batch_index_error_message
+    else:  # another class: its fields by name, a missing one at its default
+        batch_index = getattr(obj, "batch_index", 0)
+        batch_index_error_message = getattr(obj, "batch_index_error_message", None)
     out += _S0.pack(batch_index)
     if batch_index_error_message is None:
         out += _S1.pack(-1)
@@ -221,14 +222,22 @@ def _decode_partition_produce_response(buf, pos, end, opts, api_version):
 
 def _encode_partition_produce_response(obj, out, index, api_version):
     """Append one partition_produce_response to out."""
-    own_ = type(obj) is PartitionProduceResponse
-    index_field = obj.index_field if own_ else getattr(obj, "index_field", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    base_offset = obj.base_offset if own_ else getattr(obj, "base_offset", 0)
-    log_append_time_ms = obj.log_append_time_ms if own_ else getattr(obj, "log_append_time_ms", -1)
-    log_start_offset = obj.log_start_offset if own_ else getattr(obj, "log_start_offset", -1)
-    record_errors = obj.record_errors if own_ else getattr(obj, "record_errors", None)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", None)
+    if type(obj) is PartitionProduceResponse:
+        index_field = obj.index_field
+        error_code = obj.error_code
+        base_offset = obj.base_offset
+        log_append_time_ms = obj.log_append_time_ms
+        log_start_offset = obj.log_start_offset
+        record_errors = obj.record_errors
+        error_message = obj.error_message
+    else:  # another class: its fields by name, a missing one at its default
+        index_field = getattr(obj, "index_field", 0)
+        error_code = getattr(obj, "error_code", 0)
+        base_offset = getattr(obj, "base_offset", 0)
+        log_append_time_ms = getattr(obj, "log_append_time_ms", -1)
+        log_start_offset = getattr(obj, "log_start_offset", -1)
+        record_errors = getattr(obj, "record_errors", None)
+        error_message = getattr(obj, "error_message", None)
     out += _S3.pack(index_field, error_code, base_offset)
     if api_version >= 2:
         out += _S4.pack(log_append_time_ms)
@@ -317,9 +326,12 @@ def _decode_topic_produce_response(buf, pos, end, opts, api_version):
 
 def _encode_topic_produce_response(obj, out, index, api_version):
     """Append one topic_produce_response to out."""
-    own_ = type(obj) is TopicProduceResponse
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partition_responses = obj.partition_responses if own_ else getattr(obj, "partition_responses", None)
+    if type(obj) is TopicProduceResponse:
+        name = obj.name
+        partition_responses = obj.partition_responses
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partition_responses = getattr(obj, "partition_responses", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="topic_produce_response.name")
     else:
@@ -623,9 +635,12 @@ def _encode_produce_response(obj, out, index, api_version):
             f"ProduceResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 8))",
             path="produce_response",
         )
-    own_ = type(obj) is ProduceResponse
-    responses = obj.responses if own_ else getattr(obj, "responses", None)
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
+    if type(obj) is ProduceResponse:
+        responses = obj.responses
+        throttle_time_ms = obj.throttle_time_ms
+    else:  # another class: its fields by name, a missing one at its default
+        responses = getattr(obj, "responses", None)
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
     out += _S0.pack(len(responses))
     index_ = 0
     try:
@@ -648,16 +663,20 @@ def _fencode_produce_response(obj, out, index, api_version):
             f"ProduceResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 8))",
             path="produce_response",
         )
-    own_ = type(obj) is ProduceResponse
-    responses = obj.responses if own_ else getattr(obj, "responses", None)
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
+    if type(obj) is ProduceResponse:
+        responses = obj.responses
+        throttle_time_ms = obj.throttle_time_ms
+    else:
+        responses = getattr(obj, "responses", None)
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
     out += _S0.pack(len(responses))
     for item_ in responses:
-        own__topic_produce_response_ = type(item_) is TopicProduceResponse
-        name_topic_produce_response_ = item_.name if own__topic_produce_response_ else getattr(item_, "name", "")
-        partition_responses_topic_produce_response_ = (
-            item_.partition_responses if own__topic_produce_response_ else getattr(item_, "partition_responses", None)
-        )
+        if type(item_) is TopicProduceResponse:
+            name_topic_produce_response_ = item_.name
+            partition_responses_topic_produce_response_ = item_.partition_responses
+        else:
+            name_topic_produce_response_ = getattr(item_, "name", "")
+            partition_responses_topic_produce_response_ = getattr(item_, "partition_responses", None)
         b__topic_produce_response_ = _STR_ENCODED.get(name_topic_produce_response_)
         name_topic_produce_response_ = (
             _encode_str(name_topic_produce_response_)
@@ -668,44 +687,50 @@ def _fencode_produce_response(obj, out, index, api_version):
         out += name_topic_produce_response_
         out += _S0.pack(len(partition_responses_topic_produce_response_))
         for item__topic_produce_response_ in partition_responses_topic_produce_response_:
-            own__partition_produce_response__topic_produce_response_ = (
-                type(item__topic_produce_response_) is PartitionProduceResponse
-            )
-            index_field_partition_produce_response__topic_produce_response_ = (
-                item__topic_produce_response_.index_field
-                if own__partition_produce_response__topic_produce_response_
-                else getattr(item__topic_produce_response_, "index_field", 0)
-            )
-            error_code_partition_produce_response__topic_produce_response_ = (
-                item__topic_produce_response_.error_code
-                if own__partition_produce_response__topic_produce_response_
-                else getattr(item__topic_produce_response_, "error_code", 0)
-            )
-            base_offset_partition_produce_response__topic_produce_response_ = (
-                item__topic_produce_response_.base_offset
-                if own__partition_produce_response__topic_produce_response_
-                else getattr(item__topic_produce_response_, "base_offset", 0)
-            )
-            log_append_time_ms_partition_produce_response__topic_produce_response_ = (
-                item__topic_produce_response_.log_append_time_ms
-                if own__partition_produce_response__topic_produce_response_
-                else getattr(item__topic_produce_response_, "log_append_time_ms", -1)
-            )
-            log_start_offset_partition_produce_response__topic_produce_response_ = (
-                item__topic_produce_response_.log_start_offset
-                if own__partition_produce_response__topic_produce_response_
-                else getattr(item__topic_produce_response_, "log_start_offset", -1)
-            )
-            record_errors_partition_produce_response__topic_produce_response_ = (
-                item__topic_produce_response_.record_errors
-                if own__partition_produce_response__topic_produce_response_
-                else getattr(item__topic_produce_response_, "record_errors", None)
-            )
-            error_message_partition_produce_response__topic_produce_response_ = (
-                item__topic_produce_response_.error_message
-                if own__partition_produce_response__topic_produce_response_
-                else getattr(item__topic_produce_response_, "error_message", None)
-            )
+            if type(item__topic_produce_response_) is PartitionProduceResponse:
+                index_field_partition_produce_response__topic_produce_response_ = (
+                    item__topic_produce_response_.index_field
+                )
+                error_code_partition_produce_response__topic_produce_response_ = (
+                    item__topic_produce_response_.error_code
+                )
+                base_offset_partition_produce_response__topic_produce_response_ = (
+                    item__topic_produce_response_.base_offset
+                )
+                log_append_time_ms_partition_produce_response__topic_produce_response_ = (
+                    item__topic_produce_response_.log_append_time_ms
+                )
+                log_start_offset_partition_produce_response__topic_produce_response_ = (
+                    item__topic_produce_response_.log_start_offset
+                )
+                record_errors_partition_produce_response__topic_produce_response_ = (
+                    item__topic_produce_response_.record_errors
+                )
+                error_message_partition_produce_response__topic_produce_response_ = (
+                    item__topic_produce_response_.error_message
+                )
+            else:
+                index_field_partition_produce_response__topic_produce_response_ = getattr(
+                    item__topic_produce_response_, "index_field", 0
+                )
+                error_code_partition_produce_response__topic_produce_response_ = getattr(
+                    item__topic_produce_response_, "error_code", 0
+                )
+                base_offset_partition_produce_response__topic_produce_response_ = getattr(
+                    item__topic_produce_response_, "base_offset", 0
+                )
+                log_append_time_ms_partition_produce_response__topic_produce_response_ = getattr(
+                    item__topic_produce_response_, "log_append_time_ms", -1
+                )
+                log_start_offset_partition_produce_response__topic_produce_response_ = getattr(
+                    item__topic_produce_response_, "log_start_offset", -1
+                )
+                record_errors_partition_produce_response__topic_produce_response_ = getattr(
+                    item__topic_produce_response_, "record_errors", None
+                )
+                error_message_partition_produce_response__topic_produce_response_ = getattr(
+                    item__topic_produce_response_, "error_message", None
+                )
             out += _S3.pack(
                 index_field_partition_produce_response__topic_produce_response_,
                 error_code_partition_produce_response__topic_produce_response_,
@@ -720,21 +745,16 @@ def _fencode_produce_response(obj, out, index, api_version):
                 for (
                     item__partition_produce_response__topic_produce_response_
                 ) in record_errors_partition_produce_response__topic_produce_response_:
-                    own__batch_index_and_error_message__partition_produce_response__topic_produce_response_ = (
-                        type(item__partition_produce_response__topic_produce_response_) is BatchIndexAndErrorMessage
-                    )
-                    batch_index_batch_index_and_error_message__partition_produce_response__topic_produce_response_ = (
-                        item__partition_produce_response__topic_produce_response_.batch_index
-                        if own__batch_index_and_error_message__partition_produce_response__topic_produce_response_
-                        else getattr(item__partition_produce_response__topic_produce_response_, "batch_index", 0)
-                    )
-                    batch_index_error_message_batch_index_and_error_message__partition_produce_response__topic_produce_response_ = (
-                        item__partition_produce_response__topic_produce_response_.batch_index_error_message
-                        if own__batch_index_and_error_message__partition_produce_response__topic_produce_response_
-                        else getattr(
+                    if type(item__partition_produce_response__topic_produce_response_) is BatchIndexAndErrorMessage:
+                        batch_index_batch_index_and_error_message__partition_produce_response__topic_produce_response_ = item__partition_produce_response__topic_produce_response_.batch_index
+                        batch_index_error_message_batch_index_and_error_message__partition_produce_response__topic_produce_response_ = item__partition_produce_response__topic_produce_response_.batch_index_error_message
+                    else:
+                        batch_index_batch_index_and_error_message__partition_produce_response__topic_produce_response_ = getattr(
+                            item__partition_produce_response__topic_produce_response_, "batch_index", 0
+                        )
+                        batch_index_error_message_batch_index_and_error_message__partition_produce_response__topic_produce_response_ = getattr(
                             item__partition_produce_response__topic_produce_response_, "batch_index_error_message", None
                         )
-                    )
                     out += _S0.pack(
                         batch_index_batch_index_and_error_message__partition_produce_response__topic_produce_response_
                     )
@@ -823,47 +843,52 @@ def _decode_batch_index_and_error_message_flexible(buf, pos, end, opts):
         batch_index_error_message = str(buf[pos : pos + n_batch_index_error_message], "utf-8", "surrogateescape")
         pos += n_batch_index_error_message
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "batch_index_and_error_message_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="batch_index_and_error_message_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "batch_index_and_error_message_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "batch_index_and_error_message_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "batch_index_and_error_message_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="batch_index_and_error_message_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "batch_index_and_error_message_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "batch_index_and_error_message_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="batch_index_and_error_message_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return BatchIndexAndErrorMessageFlexible(batch_index, batch_index_error_message, tagged_fields), pos
 
 
 def _encode_batch_index_and_error_message_flexible(obj, out, index):
     """Append one batch_index_and_error_message_flexible to out."""
-    own_ = type(obj) is BatchIndexAndErrorMessageFlexible
-    batch_index = obj.batch_index if own_ else getattr(obj, "batch_index", 0)
-    batch_index_error_message = (
-        obj.batch_index_error_message if own_ else getattr(obj, "batch_index_error_message", None)
-    )
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is BatchIndexAndErrorMessageFlexible:
+        batch_index = obj.batch_index
+        batch_index_error_message = obj.batch_index_error_message
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        batch_index = getattr(obj, "batch_index", 0)
+        batch_index_error_message = getattr(obj, "batch_index_error_message", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(batch_index)
     if batch_index_error_message is None:
         out.append(0)
@@ -877,9 +902,10 @@ def _encode_batch_index_and_error_message_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "batch_index_and_error_message_flexible.batch_index_error_message")
 
         out += batch_index_error_message
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "batch_index_and_error_message_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "batch_index_and_error_message_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_leader_id_and_epoch(buf, pos, end, opts):
@@ -892,36 +918,39 @@ def _decode_leader_id_and_epoch(buf, pos, end, opts):
     ) = _S5.unpack_from(buf, pos)
     pos += 8
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="leader_id_and_epoch.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="leader_id_and_epoch.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="leader_id_and_epoch.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return LeaderIdAndEpoch(leader_id, leader_epoch, tagged_fields), pos
 
 
@@ -933,36 +962,39 @@ def _fdecode_leader_id_and_epoch(buf, pos, end, opts):
     ) = _S5.unpack_from(buf, pos)
     pos += 8
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="leader_id_and_epoch.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="leader_id_and_epoch.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="leader_id_and_epoch.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(LeaderIdAndEpoch)  # slots set directly: a third of the cost of calling __init__
     value_.leader_id = leader_id
     value_.leader_epoch = leader_epoch
@@ -972,26 +1004,36 @@ def _fdecode_leader_id_and_epoch(buf, pos, end, opts):
 
 def _encode_leader_id_and_epoch(obj, out, index):
     """Append one leader_id_and_epoch to out."""
-    own_ = type(obj) is LeaderIdAndEpoch
-    leader_id = obj.leader_id if own_ else getattr(obj, "leader_id", -1)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", -1)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is LeaderIdAndEpoch:
+        leader_id = obj.leader_id
+        leader_epoch = obj.leader_epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        leader_id = getattr(obj, "leader_id", -1)
+        leader_epoch = getattr(obj, "leader_epoch", -1)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S5.pack(leader_id, leader_epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "leader_id_and_epoch.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "leader_id_and_epoch.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_leader_id_and_epoch(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is LeaderIdAndEpoch
-    leader_id = obj.leader_id if own_ else getattr(obj, "leader_id", -1)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", -1)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is LeaderIdAndEpoch:
+        leader_id = obj.leader_id
+        leader_epoch = obj.leader_epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        leader_id = getattr(obj, "leader_id", -1)
+        leader_epoch = getattr(obj, "leader_epoch", -1)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S5.pack(leader_id, leader_epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "leader_id_and_epoch.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "leader_id_and_epoch.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_partition_produce_response_flexible_current_leader_tag(buf, pos, end, opts):
@@ -1106,56 +1148,61 @@ def _decode_partition_produce_response_flexible(buf, pos, end, opts, api_version
         error_message = str(buf[pos : pos + n_error_message], "utf-8", "surrogateescape")
         pos += n_error_message
     tagged_fields = []
-    current_leader = _decode_partition_produce_response_flexible_current_leader_tag(
-        b"\xff\xff\xff\xff\xff\xff\xff\xff\x00", 0, b"\xff\xff\xff\xff\xff\xff\xff\xff\x00".__len__(), opts
-    )[0]  # absent: new partition_produce_response_flexible_current_leader_tag()
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    current_leader = LeaderIdAndEpoch(
+        leader_id=-1, leader_epoch=-1, tagged_fields=[]
+    )  # absent: new partition_produce_response_flexible_current_leader_tag() (generator.ir.empty)
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_produce_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="partition_produce_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "partition_produce_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "partition_produce_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_produce_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="partition_produce_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0 and api_version >= 10:
-            current_leader, q_ = _decode_partition_produce_response_flexible_current_leader_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "partition_produce_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "partition_produce_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="partition_produce_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            if tag_ == 0 and api_version >= 10:
+                current_leader, q_ = _decode_partition_produce_response_flexible_current_leader_tag(
+                    buf, pos, stop_, opts
+                )
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (current_leader) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="partition_produce_response_flexible.tagged_fields.current_leader",
+                    )
+                if buf[pos:stop_] == b"\xff\xff\xff\xff\xff\xff\xff\xff\x00":  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 0:  # Kafka's reader: "Tag N is not valid for version V"
                 raise _InvalidValueError(
-                    f"tag 0 (current_leader) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
+                    "tag 0 (current_leader) is not valid at this version",
+                    offset=pos,
                     path="partition_produce_response_flexible.tagged_fields.current_leader",
                 )
-            if buf[pos:stop_] == b"\xff\xff\xff\xff\xff\xff\xff\xff\x00":  # written at its default: kept as read
-                odd_ = True
-        elif tag_ == 0:  # Kafka's reader: "Tag N is not valid for version V"
-            raise _InvalidValueError(
-                "tag 0 (current_leader) is not valid at this version",
-                offset=pos,
-                path="partition_produce_response_flexible.tagged_fields.current_leader",
-            )
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, b"\xff\xff\xff\xff\xff\xff\xff\xff\x00"),))
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, b"\xff\xff\xff\xff\xff\xff\xff\xff\x00"),))
     return PartitionProduceResponseFlexible(
         index_field,
         error_code,
@@ -1171,15 +1218,24 @@ def _decode_partition_produce_response_flexible(buf, pos, end, opts, api_version
 
 def _encode_partition_produce_response_flexible(obj, out, index, api_version):
     """Append one partition_produce_response_flexible to out."""
-    own_ = type(obj) is PartitionProduceResponseFlexible
-    index_field = obj.index_field if own_ else getattr(obj, "index_field", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    base_offset = obj.base_offset if own_ else getattr(obj, "base_offset", 0)
-    log_append_time_ms = obj.log_append_time_ms if own_ else getattr(obj, "log_append_time_ms", -1)
-    log_start_offset = obj.log_start_offset if own_ else getattr(obj, "log_start_offset", -1)
-    record_errors = obj.record_errors if own_ else getattr(obj, "record_errors", None)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is PartitionProduceResponseFlexible:
+        index_field = obj.index_field
+        error_code = obj.error_code
+        base_offset = obj.base_offset
+        log_append_time_ms = obj.log_append_time_ms
+        log_start_offset = obj.log_start_offset
+        record_errors = obj.record_errors
+        error_message = obj.error_message
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        index_field = getattr(obj, "index_field", 0)
+        error_code = getattr(obj, "error_code", 0)
+        base_offset = getattr(obj, "base_offset", 0)
+        log_append_time_ms = getattr(obj, "log_append_time_ms", -1)
+        log_start_offset = getattr(obj, "log_start_offset", -1)
+        record_errors = getattr(obj, "record_errors", None)
+        error_message = getattr(obj, "error_message", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S6.pack(index_field, error_code, base_offset, log_append_time_ms, log_start_offset)
     n_ = len(record_errors)
     if -1 <= n_ < 0x3FFF:
@@ -1229,7 +1285,10 @@ def _encode_partition_produce_response_flexible(obj, out, index, api_version):
         ):  # left out when it encodes as the empty struct it reads as absent
             tags_.append((0, tmp_))
     valid_ = (0 if api_version >= 10 else -1,) if tagged_fields.__class__ is _TagSection else None
-    _write_tagged(out, tags_, tagged_fields, "partition_produce_response_flexible.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "partition_produce_response_flexible.tagged_fields", valid_)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_topic_produce_response_flexible(buf, pos, end, opts, api_version):
@@ -1308,45 +1367,52 @@ def _decode_topic_produce_response_flexible(buf, pos, end, opts, api_version):
             ) from None
         append_partition_responses(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_produce_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="topic_produce_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "topic_produce_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "topic_produce_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_produce_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="topic_produce_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "topic_produce_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "topic_produce_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="topic_produce_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TopicProduceResponseFlexible(name, partition_responses, tagged_fields), pos
 
 
 def _encode_topic_produce_response_flexible(obj, out, index, api_version):
     """Append one topic_produce_response_flexible to out."""
-    own_ = type(obj) is TopicProduceResponseFlexible
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partition_responses = obj.partition_responses if own_ else getattr(obj, "partition_responses", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TopicProduceResponseFlexible:
+        name = obj.name
+        partition_responses = obj.partition_responses
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partition_responses = getattr(obj, "partition_responses", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="topic_produce_response_flexible.name")
     else:
@@ -1378,9 +1444,10 @@ def _encode_topic_produce_response_flexible(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"topic_produce_response_flexible.partition_responses[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "topic_produce_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "topic_produce_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_node_endpoint(buf, pos, end, opts):
@@ -1440,43 +1507,56 @@ def _decode_node_endpoint(buf, pos, end, opts):
         rack = str(buf[pos : pos + n_rack], "utf-8", "surrogateescape")
         pos += n_rack
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="node_endpoint.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="node_endpoint.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="node_endpoint.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="node_endpoint.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return NodeEndpoint(node_id, host, port, rack, tagged_fields), pos
 
 
 def _encode_node_endpoint(obj, out, index):
     """Append one node_endpoint to out."""
-    own_ = type(obj) is NodeEndpoint
-    node_id = obj.node_id if own_ else getattr(obj, "node_id", 0)
-    host = obj.host if own_ else getattr(obj, "host", "")
-    port = obj.port if own_ else getattr(obj, "port", 0)
-    rack = obj.rack if own_ else getattr(obj, "rack", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is NodeEndpoint:
+        node_id = obj.node_id
+        host = obj.host
+        port = obj.port
+        rack = obj.rack
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        node_id = getattr(obj, "node_id", 0)
+        host = getattr(obj, "host", "")
+        port = getattr(obj, "port", 0)
+        rack = getattr(obj, "rack", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(node_id)
     if host is None:
         raise _InvalidValueError("may not be null", path="node_endpoint.host")
@@ -1503,9 +1583,10 @@ def _encode_node_endpoint(obj, out, index):
             _write_uvarint(out, n_ + 1, "node_endpoint.rack")
 
         out += rack
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "node_endpoint.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "node_endpoint.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_produce_response_flexible_node_endpoints_tag(buf, pos, end, opts):
@@ -1636,36 +1717,41 @@ def _fdecode_produce_response_flexible_node_endpoints_tag(buf, pos, end, opts):
                 rack_node_endpoint_ = _decode_str(r__node_endpoint_)
             pos += n_rack_node_endpoint_
         tagged_fields_node_endpoint_ = []
-        sec__node_endpoint_ = pos
-        prev__node_endpoint_, odd__node_endpoint_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__node_endpoint_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-        if n_tags__node_endpoint_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__node_endpoint_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="node_endpoint.tagged_fields",
-            )
-        for __node_endpoint_ in range(n_tags__node_endpoint_):
-            tag__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-            size__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-            if size__node_endpoint_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__node_endpoint_} declares {size__node_endpoint_} bytes, {end - pos} left",
+            sec__node_endpoint_ = pos
+            prev__node_endpoint_, odd__node_endpoint_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__node_endpoint_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+            if n_tags__node_endpoint_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__node_endpoint_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="node_endpoint.tagged_fields",
                 )
-            stop__node_endpoint_ = pos + size__node_endpoint_
-            if tag__node_endpoint_ <= prev__node_endpoint_:
-                odd__node_endpoint_ = True
-            prev__node_endpoint_ = tag__node_endpoint_
-            tagged_fields_node_endpoint_.append((tag__node_endpoint_, bytes(buf[pos:stop__node_endpoint_])))
-            pos = stop__node_endpoint_
-        if odd__node_endpoint_:
-            tagged_fields_node_endpoint_ = _keep_tags(tagged_fields_node_endpoint_, buf[sec__node_endpoint_:pos], ())
+            for __node_endpoint_ in range(n_tags__node_endpoint_):
+                tag__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+                size__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+                if size__node_endpoint_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__node_endpoint_} declares {size__node_endpoint_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="node_endpoint.tagged_fields",
+                    )
+                stop__node_endpoint_ = pos + size__node_endpoint_
+                if tag__node_endpoint_ <= prev__node_endpoint_:
+                    odd__node_endpoint_ = True
+                prev__node_endpoint_ = tag__node_endpoint_
+                tagged_fields_node_endpoint_.append((tag__node_endpoint_, bytes(buf[pos:stop__node_endpoint_])))
+                pos = stop__node_endpoint_
+            if odd__node_endpoint_:
+                tagged_fields_node_endpoint_ = _keep_tags(
+                    tagged_fields_node_endpoint_, buf[sec__node_endpoint_:pos], ()
+                )
         value__node_endpoint_ = _new_object(NodeEndpoint)
         value__node_endpoint_.node_id = node_id_node_endpoint_
         value__node_endpoint_.host = host_node_endpoint_
@@ -1708,14 +1794,18 @@ def _fencode_produce_response_flexible_node_endpoints_tag(obj, out, index):
     else:
         _write_uvarint(out, n_ + 1, "produce_response_flexible_node_endpoints_tag.value")
     for item_ in value:
-        own__node_endpoint_ = type(item_) is NodeEndpoint
-        node_id_node_endpoint_ = item_.node_id if own__node_endpoint_ else getattr(item_, "node_id", 0)
-        host_node_endpoint_ = item_.host if own__node_endpoint_ else getattr(item_, "host", "")
-        port_node_endpoint_ = item_.port if own__node_endpoint_ else getattr(item_, "port", 0)
-        rack_node_endpoint_ = item_.rack if own__node_endpoint_ else getattr(item_, "rack", None)
-        tagged_fields_node_endpoint_ = (
-            item_.tagged_fields if own__node_endpoint_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is NodeEndpoint:
+            node_id_node_endpoint_ = item_.node_id
+            host_node_endpoint_ = item_.host
+            port_node_endpoint_ = item_.port
+            rack_node_endpoint_ = item_.rack
+            tagged_fields_node_endpoint_ = item_.tagged_fields
+        else:
+            node_id_node_endpoint_ = getattr(item_, "node_id", 0)
+            host_node_endpoint_ = getattr(item_, "host", "")
+            port_node_endpoint_ = getattr(item_, "port", 0)
+            rack_node_endpoint_ = getattr(item_, "rack", None)
+            tagged_fields_node_endpoint_ = getattr(item_, "tagged_fields", None)
         out += _S0.pack(node_id_node_endpoint_)
         b__node_endpoint_ = _STR_ENCODED.get(host_node_endpoint_)
         host_node_endpoint_ = _encode_str(host_node_endpoint_) if b__node_endpoint_ is None else b__node_endpoint_
@@ -1737,15 +1827,10 @@ def _fencode_produce_response_flexible_node_endpoints_tag(obj, out, index):
             else:
                 _write_uvarint(out, n__node_endpoint_ + 1, "node_endpoint.rack")
             out += rack_node_endpoint_
-        tags__node_endpoint_ = []
-        valid__node_endpoint_ = None
-        _write_tagged(
-            out,
-            tags__node_endpoint_,
-            tagged_fields_node_endpoint_,
-            "node_endpoint.tagged_fields",
-            valid__node_endpoint_,
-        )
+        if tagged_fields_node_endpoint_ or tagged_fields_node_endpoint_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_node_endpoint_, "node_endpoint.tagged_fields", None)
+        else:
+            out.append(0)
 
 
 def _decode_produce_response_flexible(buf, pos, end, opts, api_version):
@@ -1818,55 +1903,58 @@ def _decode_produce_response_flexible(buf, pos, end, opts, api_version):
     pos += 4
     tagged_fields = []
     node_endpoints = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "produce_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="produce_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "produce_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "produce_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "produce_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="produce_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0 and api_version >= 10:
-            node_endpoints, q_ = _decode_produce_response_flexible_node_endpoints_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "produce_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "produce_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="produce_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            if tag_ == 0 and api_version >= 10:
+                node_endpoints, q_ = _decode_produce_response_flexible_node_endpoints_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (node_endpoints) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="produce_response_flexible.tagged_fields.node_endpoints",
+                    )
+                if node_endpoints == [] or node_endpoints is None:  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 0:  # Kafka's reader: "Tag N is not valid for version V"
                 raise _InvalidValueError(
-                    f"tag 0 (node_endpoints) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
+                    "tag 0 (node_endpoints) is not valid at this version",
+                    offset=pos,
                     path="produce_response_flexible.tagged_fields.node_endpoints",
                 )
-            if node_endpoints == [] or node_endpoints is None:  # written at its default: kept as read
-                odd_ = True
-        elif tag_ == 0:  # Kafka's reader: "Tag N is not valid for version V"
-            raise _InvalidValueError(
-                "tag 0 (node_endpoints) is not valid at this version",
-                offset=pos,
-                path="produce_response_flexible.tagged_fields.node_endpoints",
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(
+                tagged_fields, buf[sec_:pos], ((0, (node_endpoints == [] or node_endpoints is None)),)
             )
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(
-            tagged_fields, buf[sec_:pos], ((0, (node_endpoints == [] or node_endpoints is None)),)
-        )
     return ProduceResponseFlexible(responses, throttle_time_ms, tagged_fields, node_endpoints), pos
 
 
@@ -2074,79 +2162,82 @@ def _fdecode_produce_response_flexible(buf, pos, end, opts, api_version):
                         )
                     pos += n_batch_index_error_message_batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_
                 tagged_fields_batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_ = []
-                sec__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_ = pos
-                (
-                    prev__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_,
-                    odd__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_,
-                ) = (-1, False)
-                if pos < end and buf[pos] < 128:
-                    n_tags__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_ = buf[
-                        pos
-                    ]
+                if pos < end and buf[pos] == 0:
                     pos += 1
                 else:
+                    sec__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_ = pos
                     (
-                        n_tags__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_,
-                        pos,
-                    ) = _read_uvarint32(buf, pos, end, "batch_index_and_error_message_flexible.tagged_fields")
-                if (
-                    n_tags__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_
-                    > (end - pos) // 2
-                ):
-                    raise _InvalidValueError(
-                        f"{n_tags__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                        offset=pos,
-                        path="batch_index_and_error_message_flexible.tagged_fields",
-                    )
-                for __batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_ in range(
-                    n_tags__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_
-                ):
-                    (
-                        tag__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_,
-                        pos,
-                    ) = _read_uvarint32(buf, pos, end, "batch_index_and_error_message_flexible.tagged_fields")
-                    (
-                        size__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_,
-                        pos,
-                    ) = _read_uvarint32(buf, pos, end, "batch_index_and_error_message_flexible.tagged_fields")
+                        prev__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_,
+                        odd__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_,
+                    ) = (-1, False)
+                    if pos < end and buf[pos] < 128:
+                        n_tags__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_ = buf[
+                            pos
+                        ]
+                        pos += 1
+                    else:
+                        (
+                            n_tags__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_,
+                            pos,
+                        ) = _read_uvarint32(buf, pos, end, "batch_index_and_error_message_flexible.tagged_fields")
                     if (
-                        size__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_
-                        > end - pos
+                        n_tags__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_
+                        > (end - pos) // 2
                     ):
-                        raise _TruncatedError(
-                            f"tag {tag__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_} declares {size__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_} bytes, {end - pos} left",
+                        raise _InvalidValueError(
+                            f"{n_tags__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_} tagged fields cannot fit in {end - pos} bytes",
                             offset=pos,
                             path="batch_index_and_error_message_flexible.tagged_fields",
                         )
-                    stop__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_ = (
-                        pos
-                        + size__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_
-                    )
-                    if (
-                        tag__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_
-                        <= prev__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_
+                    for __batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_ in range(
+                        n_tags__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_
                     ):
-                        odd__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_ = True
-                    prev__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_ = tag__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_
-                    tagged_fields_batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_.append(
                         (
                             tag__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_,
-                            bytes(
-                                buf[
-                                    pos:stop__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_
-                                ]
-                            ),
+                            pos,
+                        ) = _read_uvarint32(buf, pos, end, "batch_index_and_error_message_flexible.tagged_fields")
+                        (
+                            size__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_,
+                            pos,
+                        ) = _read_uvarint32(buf, pos, end, "batch_index_and_error_message_flexible.tagged_fields")
+                        if (
+                            size__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_
+                            > end - pos
+                        ):
+                            raise _TruncatedError(
+                                f"tag {tag__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_} declares {size__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_} bytes, {end - pos} left",
+                                offset=pos,
+                                path="batch_index_and_error_message_flexible.tagged_fields",
+                            )
+                        stop__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_ = (
+                            pos
+                            + size__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_
                         )
-                    )
-                    pos = stop__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_
-                if odd__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_:
-                    tagged_fields_batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_ = _keep_tags(
-                        tagged_fields_batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_,
-                        buf[
-                            sec__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_:pos
-                        ],
-                        (),
-                    )
+                        if (
+                            tag__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_
+                            <= prev__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_
+                        ):
+                            odd__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_ = True
+                        prev__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_ = tag__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_
+                        tagged_fields_batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_.append(
+                            (
+                                tag__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_,
+                                bytes(
+                                    buf[
+                                        pos:stop__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_
+                                    ]
+                                ),
+                            )
+                        )
+                        pos = stop__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_
+                    if odd__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_:
+                        tagged_fields_batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_ = _keep_tags(
+                            tagged_fields_batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_,
+                            buf[
+                                sec__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_:pos
+                            ],
+                            (),
+                        )
                 value__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_ = _new_object(
                     BatchIndexAndErrorMessageFlexible
                 )
@@ -2193,99 +2284,102 @@ def _fdecode_produce_response_flexible(buf, pos, end, opts, api_version):
                     )
                 pos += n_error_message_partition_produce_response_flexible__topic_produce_response_flexible_
             tagged_fields_partition_produce_response_flexible__topic_produce_response_flexible_ = []
-            current_leader_partition_produce_response_flexible__topic_produce_response_flexible_ = (
-                _fdecode_partition_produce_response_flexible_current_leader_tag(
-                    b"\xff\xff\xff\xff\xff\xff\xff\xff\x00", 0, b"\xff\xff\xff\xff\xff\xff\xff\xff\x00".__len__(), opts
-                )[0]
+            current_leader_partition_produce_response_flexible__topic_produce_response_flexible_ = LeaderIdAndEpoch(
+                leader_id=-1, leader_epoch=-1, tagged_fields=[]
             )
-            sec__partition_produce_response_flexible__topic_produce_response_flexible_ = pos
-            (
-                prev__partition_produce_response_flexible__topic_produce_response_flexible_,
-                odd__partition_produce_response_flexible__topic_produce_response_flexible_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__partition_produce_response_flexible__topic_produce_response_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__partition_produce_response_flexible__topic_produce_response_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_produce_response_flexible.tagged_fields"
-                )
-            if n_tags__partition_produce_response_flexible__topic_produce_response_flexible_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__partition_produce_response_flexible__topic_produce_response_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="partition_produce_response_flexible.tagged_fields",
-                )
-            for __partition_produce_response_flexible__topic_produce_response_flexible_ in range(
-                n_tags__partition_produce_response_flexible__topic_produce_response_flexible_
-            ):
-                tag__partition_produce_response_flexible__topic_produce_response_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_produce_response_flexible.tagged_fields"
-                )
-                size__partition_produce_response_flexible__topic_produce_response_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_produce_response_flexible.tagged_fields"
-                )
-                if size__partition_produce_response_flexible__topic_produce_response_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__partition_produce_response_flexible__topic_produce_response_flexible_} declares {size__partition_produce_response_flexible__topic_produce_response_flexible_} bytes, {end - pos} left",
+                sec__partition_produce_response_flexible__topic_produce_response_flexible_ = pos
+                (
+                    prev__partition_produce_response_flexible__topic_produce_response_flexible_,
+                    odd__partition_produce_response_flexible__topic_produce_response_flexible_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__partition_produce_response_flexible__topic_produce_response_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__partition_produce_response_flexible__topic_produce_response_flexible_, pos = (
+                        _read_uvarint32(buf, pos, end, "partition_produce_response_flexible.tagged_fields")
+                    )
+                if n_tags__partition_produce_response_flexible__topic_produce_response_flexible_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__partition_produce_response_flexible__topic_produce_response_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="partition_produce_response_flexible.tagged_fields",
                     )
-                stop__partition_produce_response_flexible__topic_produce_response_flexible_ = (
-                    pos + size__partition_produce_response_flexible__topic_produce_response_flexible_
-                )
-                if (
-                    tag__partition_produce_response_flexible__topic_produce_response_flexible_
-                    <= prev__partition_produce_response_flexible__topic_produce_response_flexible_
+                for __partition_produce_response_flexible__topic_produce_response_flexible_ in range(
+                    n_tags__partition_produce_response_flexible__topic_produce_response_flexible_
                 ):
-                    odd__partition_produce_response_flexible__topic_produce_response_flexible_ = True
-                prev__partition_produce_response_flexible__topic_produce_response_flexible_ = (
-                    tag__partition_produce_response_flexible__topic_produce_response_flexible_
-                )
-                if (
-                    tag__partition_produce_response_flexible__topic_produce_response_flexible_ == 0
-                    and api_version >= 10
-                ):
-                    (
-                        current_leader_partition_produce_response_flexible__topic_produce_response_flexible_,
-                        q__partition_produce_response_flexible__topic_produce_response_flexible_,
-                    ) = _fdecode_partition_produce_response_flexible_current_leader_tag(
-                        buf, pos, stop__partition_produce_response_flexible__topic_produce_response_flexible_, opts
+                    tag__partition_produce_response_flexible__topic_produce_response_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_produce_response_flexible.tagged_fields"
+                    )
+                    size__partition_produce_response_flexible__topic_produce_response_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_produce_response_flexible.tagged_fields"
+                    )
+                    if size__partition_produce_response_flexible__topic_produce_response_flexible_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__partition_produce_response_flexible__topic_produce_response_flexible_} declares {size__partition_produce_response_flexible__topic_produce_response_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="partition_produce_response_flexible.tagged_fields",
+                        )
+                    stop__partition_produce_response_flexible__topic_produce_response_flexible_ = (
+                        pos + size__partition_produce_response_flexible__topic_produce_response_flexible_
                     )
                     if (
-                        q__partition_produce_response_flexible__topic_produce_response_flexible_
-                        != stop__partition_produce_response_flexible__topic_produce_response_flexible_
-                    ):
-                        raise _InvalidValueError(
-                            f"tag 0 (current_leader) holds {size__partition_produce_response_flexible__topic_produce_response_flexible_} bytes, its value {q__partition_produce_response_flexible__topic_produce_response_flexible_ - pos}",
-                            offset=q__partition_produce_response_flexible__topic_produce_response_flexible_,
-                            path="partition_produce_response_flexible.tagged_fields.current_leader",
-                        )
-                    if (
-                        buf[pos:stop__partition_produce_response_flexible__topic_produce_response_flexible_]
-                        == b"\xff\xff\xff\xff\xff\xff\xff\xff\x00"
+                        tag__partition_produce_response_flexible__topic_produce_response_flexible_
+                        <= prev__partition_produce_response_flexible__topic_produce_response_flexible_
                     ):
                         odd__partition_produce_response_flexible__topic_produce_response_flexible_ = True
-                elif tag__partition_produce_response_flexible__topic_produce_response_flexible_ == 0:
-                    raise _InvalidValueError(
-                        "tag 0 (current_leader) is not valid at this version",
-                        offset=pos,
-                        path="partition_produce_response_flexible.tagged_fields.current_leader",
+                    prev__partition_produce_response_flexible__topic_produce_response_flexible_ = (
+                        tag__partition_produce_response_flexible__topic_produce_response_flexible_
                     )
-                else:
-                    tagged_fields_partition_produce_response_flexible__topic_produce_response_flexible_.append(
+                    if (
+                        tag__partition_produce_response_flexible__topic_produce_response_flexible_ == 0
+                        and api_version >= 10
+                    ):
                         (
-                            tag__partition_produce_response_flexible__topic_produce_response_flexible_,
-                            bytes(buf[pos:stop__partition_produce_response_flexible__topic_produce_response_flexible_]),
+                            current_leader_partition_produce_response_flexible__topic_produce_response_flexible_,
+                            q__partition_produce_response_flexible__topic_produce_response_flexible_,
+                        ) = _fdecode_partition_produce_response_flexible_current_leader_tag(
+                            buf, pos, stop__partition_produce_response_flexible__topic_produce_response_flexible_, opts
                         )
+                        if (
+                            q__partition_produce_response_flexible__topic_produce_response_flexible_
+                            != stop__partition_produce_response_flexible__topic_produce_response_flexible_
+                        ):
+                            raise _InvalidValueError(
+                                f"tag 0 (current_leader) holds {size__partition_produce_response_flexible__topic_produce_response_flexible_} bytes, its value {q__partition_produce_response_flexible__topic_produce_response_flexible_ - pos}",
+                                offset=q__partition_produce_response_flexible__topic_produce_response_flexible_,
+                                path="partition_produce_response_flexible.tagged_fields.current_leader",
+                            )
+                        if (
+                            buf[pos:stop__partition_produce_response_flexible__topic_produce_response_flexible_]
+                            == b"\xff\xff\xff\xff\xff\xff\xff\xff\x00"
+                        ):
+                            odd__partition_produce_response_flexible__topic_produce_response_flexible_ = True
+                    elif tag__partition_produce_response_flexible__topic_produce_response_flexible_ == 0:
+                        raise _InvalidValueError(
+                            "tag 0 (current_leader) is not valid at this version",
+                            offset=pos,
+                            path="partition_produce_response_flexible.tagged_fields.current_leader",
+                        )
+                    else:
+                        tagged_fields_partition_produce_response_flexible__topic_produce_response_flexible_.append(
+                            (
+                                tag__partition_produce_response_flexible__topic_produce_response_flexible_,
+                                bytes(
+                                    buf[pos:stop__partition_produce_response_flexible__topic_produce_response_flexible_]
+                                ),
+                            )
+                        )
+                    pos = stop__partition_produce_response_flexible__topic_produce_response_flexible_
+                if odd__partition_produce_response_flexible__topic_produce_response_flexible_:
+                    tagged_fields_partition_produce_response_flexible__topic_produce_response_flexible_ = _keep_tags(
+                        tagged_fields_partition_produce_response_flexible__topic_produce_response_flexible_,
+                        buf[sec__partition_produce_response_flexible__topic_produce_response_flexible_:pos],
+                        ((0, b"\xff\xff\xff\xff\xff\xff\xff\xff\x00"),),
                     )
-                pos = stop__partition_produce_response_flexible__topic_produce_response_flexible_
-            if odd__partition_produce_response_flexible__topic_produce_response_flexible_:
-                tagged_fields_partition_produce_response_flexible__topic_produce_response_flexible_ = _keep_tags(
-                    tagged_fields_partition_produce_response_flexible__topic_produce_response_flexible_,
-                    buf[sec__partition_produce_response_flexible__topic_produce_response_flexible_:pos],
-                    ((0, b"\xff\xff\xff\xff\xff\xff\xff\xff\x00"),),
-                )
             value__partition_produce_response_flexible__topic_produce_response_flexible_ = _new_object(
                 PartitionProduceResponseFlexible
             )
@@ -2321,46 +2415,49 @@ def _fdecode_produce_response_flexible(buf, pos, end, opts, api_version):
             )
             append_partition_responses_topic_produce_response_flexible_(item__topic_produce_response_flexible_)
         tagged_fields_topic_produce_response_flexible_ = []
-        sec__topic_produce_response_flexible_ = pos
-        prev__topic_produce_response_flexible_, odd__topic_produce_response_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__topic_produce_response_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__topic_produce_response_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "topic_produce_response_flexible.tagged_fields"
-            )
-        if n_tags__topic_produce_response_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__topic_produce_response_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="topic_produce_response_flexible.tagged_fields",
-            )
-        for __topic_produce_response_flexible_ in range(n_tags__topic_produce_response_flexible_):
-            tag__topic_produce_response_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "topic_produce_response_flexible.tagged_fields"
-            )
-            size__topic_produce_response_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "topic_produce_response_flexible.tagged_fields"
-            )
-            if size__topic_produce_response_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__topic_produce_response_flexible_} declares {size__topic_produce_response_flexible_} bytes, {end - pos} left",
+            sec__topic_produce_response_flexible_ = pos
+            prev__topic_produce_response_flexible_, odd__topic_produce_response_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__topic_produce_response_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__topic_produce_response_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "topic_produce_response_flexible.tagged_fields"
+                )
+            if n_tags__topic_produce_response_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__topic_produce_response_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="topic_produce_response_flexible.tagged_fields",
                 )
-            stop__topic_produce_response_flexible_ = pos + size__topic_produce_response_flexible_
-            if tag__topic_produce_response_flexible_ <= prev__topic_produce_response_flexible_:
-                odd__topic_produce_response_flexible_ = True
-            prev__topic_produce_response_flexible_ = tag__topic_produce_response_flexible_
-            tagged_fields_topic_produce_response_flexible_.append(
-                (tag__topic_produce_response_flexible_, bytes(buf[pos:stop__topic_produce_response_flexible_]))
-            )
-            pos = stop__topic_produce_response_flexible_
-        if odd__topic_produce_response_flexible_:
-            tagged_fields_topic_produce_response_flexible_ = _keep_tags(
-                tagged_fields_topic_produce_response_flexible_, buf[sec__topic_produce_response_flexible_:pos], ()
-            )
+            for __topic_produce_response_flexible_ in range(n_tags__topic_produce_response_flexible_):
+                tag__topic_produce_response_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "topic_produce_response_flexible.tagged_fields"
+                )
+                size__topic_produce_response_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "topic_produce_response_flexible.tagged_fields"
+                )
+                if size__topic_produce_response_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__topic_produce_response_flexible_} declares {size__topic_produce_response_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="topic_produce_response_flexible.tagged_fields",
+                    )
+                stop__topic_produce_response_flexible_ = pos + size__topic_produce_response_flexible_
+                if tag__topic_produce_response_flexible_ <= prev__topic_produce_response_flexible_:
+                    odd__topic_produce_response_flexible_ = True
+                prev__topic_produce_response_flexible_ = tag__topic_produce_response_flexible_
+                tagged_fields_topic_produce_response_flexible_.append(
+                    (tag__topic_produce_response_flexible_, bytes(buf[pos:stop__topic_produce_response_flexible_]))
+                )
+                pos = stop__topic_produce_response_flexible_
+            if odd__topic_produce_response_flexible_:
+                tagged_fields_topic_produce_response_flexible_ = _keep_tags(
+                    tagged_fields_topic_produce_response_flexible_, buf[sec__topic_produce_response_flexible_:pos], ()
+                )
         value__topic_produce_response_flexible_ = _new_object(TopicProduceResponseFlexible)
         value__topic_produce_response_flexible_.name = name_topic_produce_response_flexible_
         value__topic_produce_response_flexible_.partition_responses = (
@@ -2377,53 +2474,58 @@ def _fdecode_produce_response_flexible(buf, pos, end, opts, api_version):
     pos += 4
     tagged_fields = []
     node_endpoints = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "produce_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="produce_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "produce_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "produce_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "produce_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="produce_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0 and api_version >= 10:
-            node_endpoints, q_ = _fdecode_produce_response_flexible_node_endpoints_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "produce_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "produce_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="produce_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            if tag_ == 0 and api_version >= 10:
+                node_endpoints, q_ = _fdecode_produce_response_flexible_node_endpoints_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (node_endpoints) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="produce_response_flexible.tagged_fields.node_endpoints",
+                    )
+                if node_endpoints == [] or node_endpoints is None:
+                    odd_ = True
+            elif tag_ == 0:
                 raise _InvalidValueError(
-                    f"tag 0 (node_endpoints) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
+                    "tag 0 (node_endpoints) is not valid at this version",
+                    offset=pos,
                     path="produce_response_flexible.tagged_fields.node_endpoints",
                 )
-            if node_endpoints == [] or node_endpoints is None:
-                odd_ = True
-        elif tag_ == 0:
-            raise _InvalidValueError(
-                "tag 0 (node_endpoints) is not valid at this version",
-                offset=pos,
-                path="produce_response_flexible.tagged_fields.node_endpoints",
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(
+                tagged_fields, buf[sec_:pos], ((0, node_endpoints == [] or node_endpoints is None),)
             )
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, node_endpoints == [] or node_endpoints is None),))
     value_ = _new_object(ProduceResponseFlexible)
     value_.responses = responses
     value_.throttle_time_ms = throttle_time_ms
@@ -2439,10 +2541,14 @@ def _encode_produce_response_flexible(obj, out, index, api_version):
             f"ProduceResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 9) and (<params>.api_version <= 11)))",
             path="produce_response_flexible",
         )
-    own_ = type(obj) is ProduceResponseFlexible
-    responses = obj.responses if own_ else getattr(obj, "responses", None)
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ProduceResponseFlexible:
+        responses = obj.responses
+        throttle_time_ms = obj.throttle_time_ms
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        responses = getattr(obj, "responses", None)
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(responses)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -2467,7 +2573,10 @@ def _encode_produce_response_flexible(obj, out, index, api_version):
         _encode_produce_response_flexible_node_endpoints_tag(node_endpoints, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = (0 if api_version >= 10 else -1,) if tagged_fields.__class__ is _TagSection else None
-    _write_tagged(out, tags_, tagged_fields, "produce_response_flexible.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "produce_response_flexible.tagged_fields", valid_)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_produce_response_flexible(obj, out, index, api_version):
@@ -2477,28 +2586,28 @@ def _fencode_produce_response_flexible(obj, out, index, api_version):
             f"ProduceResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 9) and (<params>.api_version <= 11)))",
             path="produce_response_flexible",
         )
-    own_ = type(obj) is ProduceResponseFlexible
-    responses = obj.responses if own_ else getattr(obj, "responses", None)
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ProduceResponseFlexible:
+        responses = obj.responses
+        throttle_time_ms = obj.throttle_time_ms
+        tagged_fields = obj.tagged_fields
+    else:
+        responses = getattr(obj, "responses", None)
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(responses)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "produce_response_flexible.responses")
     for item_ in responses:
-        own__topic_produce_response_flexible_ = type(item_) is TopicProduceResponseFlexible
-        name_topic_produce_response_flexible_ = (
-            item_.name if own__topic_produce_response_flexible_ else getattr(item_, "name", "")
-        )
-        partition_responses_topic_produce_response_flexible_ = (
-            item_.partition_responses
-            if own__topic_produce_response_flexible_
-            else getattr(item_, "partition_responses", None)
-        )
-        tagged_fields_topic_produce_response_flexible_ = (
-            item_.tagged_fields if own__topic_produce_response_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is TopicProduceResponseFlexible:
+            name_topic_produce_response_flexible_ = item_.name
+            partition_responses_topic_produce_response_flexible_ = item_.partition_responses
+            tagged_fields_topic_produce_response_flexible_ = item_.tagged_fields
+        else:
+            name_topic_produce_response_flexible_ = getattr(item_, "name", "")
+            partition_responses_topic_produce_response_flexible_ = getattr(item_, "partition_responses", None)
+            tagged_fields_topic_produce_response_flexible_ = getattr(item_, "tagged_fields", None)
         b__topic_produce_response_flexible_ = _STR_ENCODED.get(name_topic_produce_response_flexible_)
         name_topic_produce_response_flexible_ = (
             _encode_str(name_topic_produce_response_flexible_)
@@ -2519,49 +2628,56 @@ def _fencode_produce_response_flexible(obj, out, index, api_version):
                 out, n__topic_produce_response_flexible_ + 1, "topic_produce_response_flexible.partition_responses"
             )
         for item__topic_produce_response_flexible_ in partition_responses_topic_produce_response_flexible_:
-            own__partition_produce_response_flexible__topic_produce_response_flexible_ = (
-                type(item__topic_produce_response_flexible_) is PartitionProduceResponseFlexible
-            )
-            index_field_partition_produce_response_flexible__topic_produce_response_flexible_ = (
-                item__topic_produce_response_flexible_.index_field
-                if own__partition_produce_response_flexible__topic_produce_response_flexible_
-                else getattr(item__topic_produce_response_flexible_, "index_field", 0)
-            )
-            error_code_partition_produce_response_flexible__topic_produce_response_flexible_ = (
-                item__topic_produce_response_flexible_.error_code
-                if own__partition_produce_response_flexible__topic_produce_response_flexible_
-                else getattr(item__topic_produce_response_flexible_, "error_code", 0)
-            )
-            base_offset_partition_produce_response_flexible__topic_produce_response_flexible_ = (
-                item__topic_produce_response_flexible_.base_offset
-                if own__partition_produce_response_flexible__topic_produce_response_flexible_
-                else getattr(item__topic_produce_response_flexible_, "base_offset", 0)
-            )
-            log_append_time_ms_partition_produce_response_flexible__topic_produce_response_flexible_ = (
-                item__topic_produce_response_flexible_.log_append_time_ms
-                if own__partition_produce_response_flexible__topic_produce_response_flexible_
-                else getattr(item__topic_produce_response_flexible_, "log_append_time_ms", -1)
-            )
-            log_start_offset_partition_produce_response_flexible__topic_produce_response_flexible_ = (
-                item__topic_produce_response_flexible_.log_start_offset
-                if own__partition_produce_response_flexible__topic_produce_response_flexible_
-                else getattr(item__topic_produce_response_flexible_, "log_start_offset", -1)
-            )
-            record_errors_partition_produce_response_flexible__topic_produce_response_flexible_ = (
-                item__topic_produce_response_flexible_.record_errors
-                if own__partition_produce_response_flexible__topic_produce_response_flexible_
-                else getattr(item__topic_produce_response_flexible_, "record_errors", None)
-            )
-            error_message_partition_produce_response_flexible__topic_produce_response_flexible_ = (
-                item__topic_produce_response_flexible_.error_message
-                if own__partition_produce_response_flexible__topic_produce_response_flexible_
-                else getattr(item__topic_produce_response_flexible_, "error_message", None)
-            )
-            tagged_fields_partition_produce_response_flexible__topic_produce_response_flexible_ = (
-                item__topic_produce_response_flexible_.tagged_fields
-                if own__partition_produce_response_flexible__topic_produce_response_flexible_
-                else getattr(item__topic_produce_response_flexible_, "tagged_fields", None)
-            )
+            if type(item__topic_produce_response_flexible_) is PartitionProduceResponseFlexible:
+                index_field_partition_produce_response_flexible__topic_produce_response_flexible_ = (
+                    item__topic_produce_response_flexible_.index_field
+                )
+                error_code_partition_produce_response_flexible__topic_produce_response_flexible_ = (
+                    item__topic_produce_response_flexible_.error_code
+                )
+                base_offset_partition_produce_response_flexible__topic_produce_response_flexible_ = (
+                    item__topic_produce_response_flexible_.base_offset
+                )
+                log_append_time_ms_partition_produce_response_flexible__topic_produce_response_flexible_ = (
+                    item__topic_produce_response_flexible_.log_append_time_ms
+                )
+                log_start_offset_partition_produce_response_flexible__topic_produce_response_flexible_ = (
+                    item__topic_produce_response_flexible_.log_start_offset
+                )
+                record_errors_partition_produce_response_flexible__topic_produce_response_flexible_ = (
+                    item__topic_produce_response_flexible_.record_errors
+                )
+                error_message_partition_produce_response_flexible__topic_produce_response_flexible_ = (
+                    item__topic_produce_response_flexible_.error_message
+                )
+                tagged_fields_partition_produce_response_flexible__topic_produce_response_flexible_ = (
+                    item__topic_produce_response_flexible_.tagged_fields
+                )
+            else:
+                index_field_partition_produce_response_flexible__topic_produce_response_flexible_ = getattr(
+                    item__topic_produce_response_flexible_, "index_field", 0
+                )
+                error_code_partition_produce_response_flexible__topic_produce_response_flexible_ = getattr(
+                    item__topic_produce_response_flexible_, "error_code", 0
+                )
+                base_offset_partition_produce_response_flexible__topic_produce_response_flexible_ = getattr(
+                    item__topic_produce_response_flexible_, "base_offset", 0
+                )
+                log_append_time_ms_partition_produce_response_flexible__topic_produce_response_flexible_ = getattr(
+                    item__topic_produce_response_flexible_, "log_append_time_ms", -1
+                )
+                log_start_offset_partition_produce_response_flexible__topic_produce_response_flexible_ = getattr(
+                    item__topic_produce_response_flexible_, "log_start_offset", -1
+                )
+                record_errors_partition_produce_response_flexible__topic_produce_response_flexible_ = getattr(
+                    item__topic_produce_response_flexible_, "record_errors", None
+                )
+                error_message_partition_produce_response_flexible__topic_produce_response_flexible_ = getattr(
+                    item__topic_produce_response_flexible_, "error_message", None
+                )
+                tagged_fields_partition_produce_response_flexible__topic_produce_response_flexible_ = getattr(
+                    item__topic_produce_response_flexible_, "tagged_fields", None
+                )
             out += _S6.pack(
                 index_field_partition_produce_response_flexible__topic_produce_response_flexible_,
                 error_code_partition_produce_response_flexible__topic_produce_response_flexible_,
@@ -2583,35 +2699,27 @@ def _fencode_produce_response_flexible(obj, out, index, api_version):
             for (
                 item__partition_produce_response_flexible__topic_produce_response_flexible_
             ) in record_errors_partition_produce_response_flexible__topic_produce_response_flexible_:
-                own__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_ = (
+                if (
                     type(item__partition_produce_response_flexible__topic_produce_response_flexible_)
                     is BatchIndexAndErrorMessageFlexible
-                )
-                batch_index_batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_ = (
-                    item__partition_produce_response_flexible__topic_produce_response_flexible_.batch_index
-                    if own__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_
-                    else getattr(
+                ):
+                    batch_index_batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_ = item__partition_produce_response_flexible__topic_produce_response_flexible_.batch_index
+                    batch_index_error_message_batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_ = item__partition_produce_response_flexible__topic_produce_response_flexible_.batch_index_error_message
+                    tagged_fields_batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_ = item__partition_produce_response_flexible__topic_produce_response_flexible_.tagged_fields
+                else:
+                    batch_index_batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_ = getattr(
                         item__partition_produce_response_flexible__topic_produce_response_flexible_, "batch_index", 0
                     )
-                )
-                batch_index_error_message_batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_ = (
-                    item__partition_produce_response_flexible__topic_produce_response_flexible_.batch_index_error_message
-                    if own__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_
-                    else getattr(
+                    batch_index_error_message_batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_ = getattr(
                         item__partition_produce_response_flexible__topic_produce_response_flexible_,
                         "batch_index_error_message",
                         None,
                     )
-                )
-                tagged_fields_batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_ = (
-                    item__partition_produce_response_flexible__topic_produce_response_flexible_.tagged_fields
-                    if own__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_
-                    else getattr(
+                    tagged_fields_batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_ = getattr(
                         item__partition_produce_response_flexible__topic_produce_response_flexible_,
                         "tagged_fields",
                         None,
                     )
-                )
                 out += _S0.pack(
                     batch_index_batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_
                 )
@@ -2652,15 +2760,20 @@ def _fencode_produce_response_flexible(obj, out, index, api_version):
                             "batch_index_and_error_message_flexible.batch_index_error_message",
                         )
                     out += batch_index_error_message_batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_
-                tags__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_ = []
-                valid__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_ = None
-                _write_tagged(
-                    out,
-                    tags__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_,
-                    tagged_fields_batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_,
-                    "batch_index_and_error_message_flexible.tagged_fields",
-                    valid__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_,
-                )
+                if (
+                    tagged_fields_batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_
+                    or tagged_fields_batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_.__class__
+                    is _TagSection
+                ):
+                    _write_tagged(
+                        out,
+                        [],
+                        tagged_fields_batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_,
+                        "batch_index_and_error_message_flexible.tagged_fields",
+                        None,
+                    )
+                else:
+                    out.append(0)
             if error_message_partition_produce_response_flexible__topic_produce_response_flexible_ is None:
                 out.append(0)
             else:
@@ -2730,22 +2843,34 @@ def _fencode_produce_response_flexible(obj, out, index, api_version):
                 is _TagSection
                 else None
             )
+            if (
+                tags__partition_produce_response_flexible__topic_produce_response_flexible_
+                or tagged_fields_partition_produce_response_flexible__topic_produce_response_flexible_
+                or tagged_fields_partition_produce_response_flexible__topic_produce_response_flexible_.__class__
+                is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    tags__partition_produce_response_flexible__topic_produce_response_flexible_,
+                    tagged_fields_partition_produce_response_flexible__topic_produce_response_flexible_,
+                    "partition_produce_response_flexible.tagged_fields",
+                    valid__partition_produce_response_flexible__topic_produce_response_flexible_,
+                )
+            else:
+                out.append(0)
+        if (
+            tagged_fields_topic_produce_response_flexible_
+            or tagged_fields_topic_produce_response_flexible_.__class__ is _TagSection
+        ):
             _write_tagged(
                 out,
-                tags__partition_produce_response_flexible__topic_produce_response_flexible_,
-                tagged_fields_partition_produce_response_flexible__topic_produce_response_flexible_,
-                "partition_produce_response_flexible.tagged_fields",
-                valid__partition_produce_response_flexible__topic_produce_response_flexible_,
+                [],
+                tagged_fields_topic_produce_response_flexible_,
+                "topic_produce_response_flexible.tagged_fields",
+                None,
             )
-        tags__topic_produce_response_flexible_ = []
-        valid__topic_produce_response_flexible_ = None
-        _write_tagged(
-            out,
-            tags__topic_produce_response_flexible_,
-            tagged_fields_topic_produce_response_flexible_,
-            "topic_produce_response_flexible.tagged_fields",
-            valid__topic_produce_response_flexible_,
-        )
+        else:
+            out.append(0)
     out += _S0.pack(throttle_time_ms)
     tags_ = []
     node_endpoints = getattr(obj, "node_endpoints", [])
@@ -2754,7 +2879,10 @@ def _fencode_produce_response_flexible(obj, out, index, api_version):
         _fencode_produce_response_flexible_node_endpoints_tag(node_endpoints, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = (0 if api_version >= 10 else -1,) if tagged_fields.__class__ is _TagSection else None
-    _write_tagged(out, tags_, tagged_fields, "produce_response_flexible.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "produce_response_flexible.tagged_fields", valid_)
+    else:
+        out.append(0)
 
 
 def _decode_batch_index_and_error_message_v12(buf, pos, end, opts):
@@ -2797,47 +2925,52 @@ def _decode_batch_index_and_error_message_v12(buf, pos, end, opts):
         batch_index_error_message = str(buf[pos : pos + n_batch_index_error_message], "utf-8", "surrogateescape")
         pos += n_batch_index_error_message
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "batch_index_and_error_message_v12.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="batch_index_and_error_message_v12.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "batch_index_and_error_message_v12.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "batch_index_and_error_message_v12.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "batch_index_and_error_message_v12.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="batch_index_and_error_message_v12.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "batch_index_and_error_message_v12.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "batch_index_and_error_message_v12.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="batch_index_and_error_message_v12.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return BatchIndexAndErrorMessageV12(batch_index, batch_index_error_message, tagged_fields), pos
 
 
 def _encode_batch_index_and_error_message_v12(obj, out, index):
     """Append one batch_index_and_error_message_v12 to out."""
-    own_ = type(obj) is BatchIndexAndErrorMessageV12
-    batch_index = obj.batch_index if own_ else getattr(obj, "batch_index", 0)
-    batch_index_error_message = (
-        obj.batch_index_error_message if own_ else getattr(obj, "batch_index_error_message", None)
-    )
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is BatchIndexAndErrorMessageV12:
+        batch_index = obj.batch_index
+        batch_index_error_message = obj.batch_index_error_message
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        batch_index = getattr(obj, "batch_index", 0)
+        batch_index_error_message = getattr(obj, "batch_index_error_message", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(batch_index)
     if batch_index_error_message is None:
         out.append(0)
@@ -2851,9 +2984,10 @@ def _encode_batch_index_and_error_message_v12(obj, out, index):
             _write_uvarint(out, n_ + 1, "batch_index_and_error_message_v12.batch_index_error_message")
 
         out += batch_index_error_message
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "batch_index_and_error_message_v12.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "batch_index_and_error_message_v12.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_partition_produce_response_v12_current_leader_tag(buf, pos, end, opts):
@@ -2964,50 +3098,53 @@ def _decode_partition_produce_response_v12(buf, pos, end, opts):
         error_message = str(buf[pos : pos + n_error_message], "utf-8", "surrogateescape")
         pos += n_error_message
     tagged_fields = []
-    current_leader = _decode_partition_produce_response_v12_current_leader_tag(
-        b"\xff\xff\xff\xff\xff\xff\xff\xff\x00", 0, b"\xff\xff\xff\xff\xff\xff\xff\xff\x00".__len__(), opts
-    )[0]  # absent: new partition_produce_response_v12_current_leader_tag()
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    current_leader = LeaderIdAndEpoch(
+        leader_id=-1, leader_epoch=-1, tagged_fields=[]
+    )  # absent: new partition_produce_response_v12_current_leader_tag() (generator.ir.empty)
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_produce_response_v12.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="partition_produce_response_v12.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "partition_produce_response_v12.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "partition_produce_response_v12.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_produce_response_v12.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="partition_produce_response_v12.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0:
-            current_leader, q_ = _decode_partition_produce_response_v12_current_leader_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 0 (current_leader) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="partition_produce_response_v12.tagged_fields.current_leader",
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "partition_produce_response_v12.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "partition_produce_response_v12.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="partition_produce_response_v12.tagged_fields",
                 )
-            if buf[pos:stop_] == b"\xff\xff\xff\xff\xff\xff\xff\xff\x00":  # written at its default: kept as read
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
                 odd_ = True
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, b"\xff\xff\xff\xff\xff\xff\xff\xff\x00"),))
+            prev_ = tag_
+            if tag_ == 0:
+                current_leader, q_ = _decode_partition_produce_response_v12_current_leader_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (current_leader) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="partition_produce_response_v12.tagged_fields.current_leader",
+                    )
+                if buf[pos:stop_] == b"\xff\xff\xff\xff\xff\xff\xff\xff\x00":  # written at its default: kept as read
+                    odd_ = True
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, b"\xff\xff\xff\xff\xff\xff\xff\xff\x00"),))
     return PartitionProduceResponseV12(
         index_field,
         error_code,
@@ -3023,15 +3160,24 @@ def _decode_partition_produce_response_v12(buf, pos, end, opts):
 
 def _encode_partition_produce_response_v12(obj, out, index):
     """Append one partition_produce_response_v12 to out."""
-    own_ = type(obj) is PartitionProduceResponseV12
-    index_field = obj.index_field if own_ else getattr(obj, "index_field", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    base_offset = obj.base_offset if own_ else getattr(obj, "base_offset", 0)
-    log_append_time_ms = obj.log_append_time_ms if own_ else getattr(obj, "log_append_time_ms", -1)
-    log_start_offset = obj.log_start_offset if own_ else getattr(obj, "log_start_offset", -1)
-    record_errors = obj.record_errors if own_ else getattr(obj, "record_errors", None)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is PartitionProduceResponseV12:
+        index_field = obj.index_field
+        error_code = obj.error_code
+        base_offset = obj.base_offset
+        log_append_time_ms = obj.log_append_time_ms
+        log_start_offset = obj.log_start_offset
+        record_errors = obj.record_errors
+        error_message = obj.error_message
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        index_field = getattr(obj, "index_field", 0)
+        error_code = getattr(obj, "error_code", 0)
+        base_offset = getattr(obj, "base_offset", 0)
+        log_append_time_ms = getattr(obj, "log_append_time_ms", -1)
+        log_start_offset = getattr(obj, "log_start_offset", -1)
+        record_errors = getattr(obj, "record_errors", None)
+        error_message = getattr(obj, "error_message", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S6.pack(index_field, error_code, base_offset, log_append_time_ms, log_start_offset)
     n_ = len(record_errors)
     if -1 <= n_ < 0x3FFF:
@@ -3081,7 +3227,10 @@ def _encode_partition_produce_response_v12(obj, out, index):
         ):  # left out when it encodes as the empty struct it reads as absent
             tags_.append((0, tmp_))
     valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "partition_produce_response_v12.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "partition_produce_response_v12.tagged_fields", valid_)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_topic_produce_response_v12(buf, pos, end, opts, api_version):
@@ -3166,46 +3315,54 @@ def _decode_topic_produce_response_v12(buf, pos, end, opts, api_version):
             ) from None
         append_partition_responses(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_produce_response_v12.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="topic_produce_response_v12.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "topic_produce_response_v12.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "topic_produce_response_v12.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_produce_response_v12.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="topic_produce_response_v12.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "topic_produce_response_v12.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "topic_produce_response_v12.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="topic_produce_response_v12.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TopicProduceResponseV12(name, topic_id, partition_responses, tagged_fields), pos
 
 
 def _encode_topic_produce_response_v12(obj, out, index, api_version):
     """Append one topic_produce_response_v12 to out."""
-    own_ = type(obj) is TopicProduceResponseV12
-    name = obj.name if own_ else getattr(obj, "name", "")
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    partition_responses = obj.partition_responses if own_ else getattr(obj, "partition_responses", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TopicProduceResponseV12:
+        name = obj.name
+        topic_id = obj.topic_id
+        partition_responses = obj.partition_responses
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        topic_id = getattr(obj, "topic_id", None)
+        partition_responses = getattr(obj, "partition_responses", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if api_version <= 12:
         if name is None:
             raise _InvalidValueError("may not be null", path="topic_produce_response_v12.name")
@@ -3240,9 +3397,10 @@ def _encode_topic_produce_response_v12(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"topic_produce_response_v12.partition_responses[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "topic_produce_response_v12.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "topic_produce_response_v12.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_produce_response_v12_node_endpoints_tag(buf, pos, end, opts):
@@ -3373,36 +3531,41 @@ def _fdecode_produce_response_v12_node_endpoints_tag(buf, pos, end, opts):
                 rack_node_endpoint_ = _decode_str(r__node_endpoint_)
             pos += n_rack_node_endpoint_
         tagged_fields_node_endpoint_ = []
-        sec__node_endpoint_ = pos
-        prev__node_endpoint_, odd__node_endpoint_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__node_endpoint_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-        if n_tags__node_endpoint_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__node_endpoint_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="node_endpoint.tagged_fields",
-            )
-        for __node_endpoint_ in range(n_tags__node_endpoint_):
-            tag__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-            size__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-            if size__node_endpoint_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__node_endpoint_} declares {size__node_endpoint_} bytes, {end - pos} left",
+            sec__node_endpoint_ = pos
+            prev__node_endpoint_, odd__node_endpoint_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__node_endpoint_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+            if n_tags__node_endpoint_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__node_endpoint_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="node_endpoint.tagged_fields",
                 )
-            stop__node_endpoint_ = pos + size__node_endpoint_
-            if tag__node_endpoint_ <= prev__node_endpoint_:
-                odd__node_endpoint_ = True
-            prev__node_endpoint_ = tag__node_endpoint_
-            tagged_fields_node_endpoint_.append((tag__node_endpoint_, bytes(buf[pos:stop__node_endpoint_])))
-            pos = stop__node_endpoint_
-        if odd__node_endpoint_:
-            tagged_fields_node_endpoint_ = _keep_tags(tagged_fields_node_endpoint_, buf[sec__node_endpoint_:pos], ())
+            for __node_endpoint_ in range(n_tags__node_endpoint_):
+                tag__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+                size__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+                if size__node_endpoint_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__node_endpoint_} declares {size__node_endpoint_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="node_endpoint.tagged_fields",
+                    )
+                stop__node_endpoint_ = pos + size__node_endpoint_
+                if tag__node_endpoint_ <= prev__node_endpoint_:
+                    odd__node_endpoint_ = True
+                prev__node_endpoint_ = tag__node_endpoint_
+                tagged_fields_node_endpoint_.append((tag__node_endpoint_, bytes(buf[pos:stop__node_endpoint_])))
+                pos = stop__node_endpoint_
+            if odd__node_endpoint_:
+                tagged_fields_node_endpoint_ = _keep_tags(
+                    tagged_fields_node_endpoint_, buf[sec__node_endpoint_:pos], ()
+                )
         value__node_endpoint_ = _new_object(NodeEndpoint)
         value__node_endpoint_.node_id = node_id_node_endpoint_
         value__node_endpoint_.host = host_node_endpoint_
@@ -3445,14 +3608,18 @@ def _fencode_produce_response_v12_node_endpoints_tag(obj, out, index):
     else:
         _write_uvarint(out, n_ + 1, "produce_response_v12_node_endpoints_tag.value")
     for item_ in value:
-        own__node_endpoint_ = type(item_) is NodeEndpoint
-        node_id_node_endpoint_ = item_.node_id if own__node_endpoint_ else getattr(item_, "node_id", 0)
-        host_node_endpoint_ = item_.host if own__node_endpoint_ else getattr(item_, "host", "")
-        port_node_endpoint_ = item_.port if own__node_endpoint_ else getattr(item_, "port", 0)
-        rack_node_endpoint_ = item_.rack if own__node_endpoint_ else getattr(item_, "rack", None)
-        tagged_fields_node_endpoint_ = (
-            item_.tagged_fields if own__node_endpoint_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is NodeEndpoint:
+            node_id_node_endpoint_ = item_.node_id
+            host_node_endpoint_ = item_.host
+            port_node_endpoint_ = item_.port
+            rack_node_endpoint_ = item_.rack
+            tagged_fields_node_endpoint_ = item_.tagged_fields
+        else:
+            node_id_node_endpoint_ = getattr(item_, "node_id", 0)
+            host_node_endpoint_ = getattr(item_, "host", "")
+            port_node_endpoint_ = getattr(item_, "port", 0)
+            rack_node_endpoint_ = getattr(item_, "rack", None)
+            tagged_fields_node_endpoint_ = getattr(item_, "tagged_fields", None)
         out += _S0.pack(node_id_node_endpoint_)
         b__node_endpoint_ = _STR_ENCODED.get(host_node_endpoint_)
         host_node_endpoint_ = _encode_str(host_node_endpoint_) if b__node_endpoint_ is None else b__node_endpoint_
@@ -3474,15 +3641,10 @@ def _fencode_produce_response_v12_node_endpoints_tag(obj, out, index):
             else:
                 _write_uvarint(out, n__node_endpoint_ + 1, "node_endpoint.rack")
             out += rack_node_endpoint_
-        tags__node_endpoint_ = []
-        valid__node_endpoint_ = None
-        _write_tagged(
-            out,
-            tags__node_endpoint_,
-            tagged_fields_node_endpoint_,
-            "node_endpoint.tagged_fields",
-            valid__node_endpoint_,
-        )
+        if tagged_fields_node_endpoint_ or tagged_fields_node_endpoint_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_node_endpoint_, "node_endpoint.tagged_fields", None)
+        else:
+            out.append(0)
 
 
 def _decode_produce_response_v12(buf, pos, end, opts, api_version):
@@ -3551,49 +3713,52 @@ def _decode_produce_response_v12(buf, pos, end, opts, api_version):
     pos += 4
     tagged_fields = []
     node_endpoints = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "produce_response_v12.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="produce_response_v12.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "produce_response_v12.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "produce_response_v12.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "produce_response_v12.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="produce_response_v12.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0:
-            node_endpoints, q_ = _decode_produce_response_v12_node_endpoints_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 0 (node_endpoints) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="produce_response_v12.tagged_fields.node_endpoints",
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "produce_response_v12.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "produce_response_v12.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="produce_response_v12.tagged_fields",
                 )
-            if node_endpoints == [] or node_endpoints is None:  # written at its default: kept as read
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
                 odd_ = True
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(
-            tagged_fields, buf[sec_:pos], ((0, (node_endpoints == [] or node_endpoints is None)),)
-        )
+            prev_ = tag_
+            if tag_ == 0:
+                node_endpoints, q_ = _decode_produce_response_v12_node_endpoints_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (node_endpoints) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="produce_response_v12.tagged_fields.node_endpoints",
+                    )
+                if node_endpoints == [] or node_endpoints is None:  # written at its default: kept as read
+                    odd_ = True
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(
+                tagged_fields, buf[sec_:pos], ((0, (node_endpoints == [] or node_endpoints is None)),)
+            )
     return ProduceResponseV12(responses, throttle_time_ms, tagged_fields, node_endpoints), pos
 
 
@@ -3801,83 +3966,84 @@ def _fdecode_produce_response_v12(buf, pos, end, opts, api_version):
                         )
                     pos += n_batch_index_error_message_batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_
                 tagged_fields_batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_ = []
-                sec__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_ = (
-                    pos
-                )
-                (
-                    prev__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_,
-                    odd__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_,
-                ) = (-1, False)
-                if pos < end and buf[pos] < 128:
-                    n_tags__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_ = buf[
-                        pos
-                    ]
+                if pos < end and buf[pos] == 0:
                     pos += 1
                 else:
+                    sec__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_ = pos
                     (
-                        n_tags__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_,
-                        pos,
-                    ) = _read_uvarint32(buf, pos, end, "batch_index_and_error_message_v12.tagged_fields")
-                if (
-                    n_tags__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_
-                    > (end - pos) // 2
-                ):
-                    raise _InvalidValueError(
-                        f"{n_tags__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_} tagged fields cannot fit in {end - pos} bytes",
-                        offset=pos,
-                        path="batch_index_and_error_message_v12.tagged_fields",
-                    )
-                for (
-                    __batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_
-                ) in range(
-                    n_tags__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_
-                ):
-                    (
-                        tag__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_,
-                        pos,
-                    ) = _read_uvarint32(buf, pos, end, "batch_index_and_error_message_v12.tagged_fields")
-                    (
-                        size__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_,
-                        pos,
-                    ) = _read_uvarint32(buf, pos, end, "batch_index_and_error_message_v12.tagged_fields")
+                        prev__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_,
+                        odd__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_,
+                    ) = (-1, False)
+                    if pos < end and buf[pos] < 128:
+                        n_tags__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_ = buf[
+                            pos
+                        ]
+                        pos += 1
+                    else:
+                        (
+                            n_tags__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_,
+                            pos,
+                        ) = _read_uvarint32(buf, pos, end, "batch_index_and_error_message_v12.tagged_fields")
                     if (
-                        size__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_
-                        > end - pos
+                        n_tags__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_
+                        > (end - pos) // 2
                     ):
-                        raise _TruncatedError(
-                            f"tag {tag__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_} declares {size__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_} bytes, {end - pos} left",
+                        raise _InvalidValueError(
+                            f"{n_tags__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_} tagged fields cannot fit in {end - pos} bytes",
                             offset=pos,
                             path="batch_index_and_error_message_v12.tagged_fields",
                         )
-                    stop__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_ = (
-                        pos
-                        + size__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_
-                    )
-                    if (
-                        tag__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_
-                        <= prev__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_
+                    for (
+                        __batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_
+                    ) in range(
+                        n_tags__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_
                     ):
-                        odd__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_ = True
-                    prev__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_ = tag__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_
-                    tagged_fields_batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_.append(
                         (
                             tag__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_,
-                            bytes(
-                                buf[
-                                    pos:stop__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_
-                                ]
-                            ),
+                            pos,
+                        ) = _read_uvarint32(buf, pos, end, "batch_index_and_error_message_v12.tagged_fields")
+                        (
+                            size__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_,
+                            pos,
+                        ) = _read_uvarint32(buf, pos, end, "batch_index_and_error_message_v12.tagged_fields")
+                        if (
+                            size__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_
+                            > end - pos
+                        ):
+                            raise _TruncatedError(
+                                f"tag {tag__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_} declares {size__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_} bytes, {end - pos} left",
+                                offset=pos,
+                                path="batch_index_and_error_message_v12.tagged_fields",
+                            )
+                        stop__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_ = (
+                            pos
+                            + size__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_
                         )
-                    )
-                    pos = stop__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_
-                if odd__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_:
-                    tagged_fields_batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_ = _keep_tags(
-                        tagged_fields_batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_,
-                        buf[
-                            sec__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_:pos
-                        ],
-                        (),
-                    )
+                        if (
+                            tag__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_
+                            <= prev__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_
+                        ):
+                            odd__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_ = True
+                        prev__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_ = tag__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_
+                        tagged_fields_batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_.append(
+                            (
+                                tag__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_,
+                                bytes(
+                                    buf[
+                                        pos:stop__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_
+                                    ]
+                                ),
+                            )
+                        )
+                        pos = stop__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_
+                    if odd__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_:
+                        tagged_fields_batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_ = _keep_tags(
+                            tagged_fields_batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_,
+                            buf[
+                                sec__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_:pos
+                            ],
+                            (),
+                        )
                 value__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_ = _new_object(
                     BatchIndexAndErrorMessageV12
                 )
@@ -3921,90 +4087,91 @@ def _fdecode_produce_response_v12(buf, pos, end, opts, api_version):
                     )
                 pos += n_error_message_partition_produce_response_v12__topic_produce_response_v12_
             tagged_fields_partition_produce_response_v12__topic_produce_response_v12_ = []
-            current_leader_partition_produce_response_v12__topic_produce_response_v12_ = (
-                _fdecode_partition_produce_response_v12_current_leader_tag(
-                    b"\xff\xff\xff\xff\xff\xff\xff\xff\x00", 0, b"\xff\xff\xff\xff\xff\xff\xff\xff\x00".__len__(), opts
-                )[0]
+            current_leader_partition_produce_response_v12__topic_produce_response_v12_ = LeaderIdAndEpoch(
+                leader_id=-1, leader_epoch=-1, tagged_fields=[]
             )
-            sec__partition_produce_response_v12__topic_produce_response_v12_ = pos
-            (
-                prev__partition_produce_response_v12__topic_produce_response_v12_,
-                odd__partition_produce_response_v12__topic_produce_response_v12_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__partition_produce_response_v12__topic_produce_response_v12_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__partition_produce_response_v12__topic_produce_response_v12_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_produce_response_v12.tagged_fields"
-                )
-            if n_tags__partition_produce_response_v12__topic_produce_response_v12_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__partition_produce_response_v12__topic_produce_response_v12_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="partition_produce_response_v12.tagged_fields",
-                )
-            for __partition_produce_response_v12__topic_produce_response_v12_ in range(
-                n_tags__partition_produce_response_v12__topic_produce_response_v12_
-            ):
-                tag__partition_produce_response_v12__topic_produce_response_v12_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_produce_response_v12.tagged_fields"
-                )
-                size__partition_produce_response_v12__topic_produce_response_v12_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_produce_response_v12.tagged_fields"
-                )
-                if size__partition_produce_response_v12__topic_produce_response_v12_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__partition_produce_response_v12__topic_produce_response_v12_} declares {size__partition_produce_response_v12__topic_produce_response_v12_} bytes, {end - pos} left",
+                sec__partition_produce_response_v12__topic_produce_response_v12_ = pos
+                (
+                    prev__partition_produce_response_v12__topic_produce_response_v12_,
+                    odd__partition_produce_response_v12__topic_produce_response_v12_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__partition_produce_response_v12__topic_produce_response_v12_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__partition_produce_response_v12__topic_produce_response_v12_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_produce_response_v12.tagged_fields"
+                    )
+                if n_tags__partition_produce_response_v12__topic_produce_response_v12_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__partition_produce_response_v12__topic_produce_response_v12_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="partition_produce_response_v12.tagged_fields",
                     )
-                stop__partition_produce_response_v12__topic_produce_response_v12_ = (
-                    pos + size__partition_produce_response_v12__topic_produce_response_v12_
-                )
-                if (
-                    tag__partition_produce_response_v12__topic_produce_response_v12_
-                    <= prev__partition_produce_response_v12__topic_produce_response_v12_
+                for __partition_produce_response_v12__topic_produce_response_v12_ in range(
+                    n_tags__partition_produce_response_v12__topic_produce_response_v12_
                 ):
-                    odd__partition_produce_response_v12__topic_produce_response_v12_ = True
-                prev__partition_produce_response_v12__topic_produce_response_v12_ = (
-                    tag__partition_produce_response_v12__topic_produce_response_v12_
-                )
-                if tag__partition_produce_response_v12__topic_produce_response_v12_ == 0:
-                    (
-                        current_leader_partition_produce_response_v12__topic_produce_response_v12_,
-                        q__partition_produce_response_v12__topic_produce_response_v12_,
-                    ) = _fdecode_partition_produce_response_v12_current_leader_tag(
-                        buf, pos, stop__partition_produce_response_v12__topic_produce_response_v12_, opts
+                    tag__partition_produce_response_v12__topic_produce_response_v12_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_produce_response_v12.tagged_fields"
+                    )
+                    size__partition_produce_response_v12__topic_produce_response_v12_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_produce_response_v12.tagged_fields"
+                    )
+                    if size__partition_produce_response_v12__topic_produce_response_v12_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__partition_produce_response_v12__topic_produce_response_v12_} declares {size__partition_produce_response_v12__topic_produce_response_v12_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="partition_produce_response_v12.tagged_fields",
+                        )
+                    stop__partition_produce_response_v12__topic_produce_response_v12_ = (
+                        pos + size__partition_produce_response_v12__topic_produce_response_v12_
                     )
                     if (
-                        q__partition_produce_response_v12__topic_produce_response_v12_
-                        != stop__partition_produce_response_v12__topic_produce_response_v12_
-                    ):
-                        raise _InvalidValueError(
-                            f"tag 0 (current_leader) holds {size__partition_produce_response_v12__topic_produce_response_v12_} bytes, its value {q__partition_produce_response_v12__topic_produce_response_v12_ - pos}",
-                            offset=q__partition_produce_response_v12__topic_produce_response_v12_,
-                            path="partition_produce_response_v12.tagged_fields.current_leader",
-                        )
-                    if (
-                        buf[pos:stop__partition_produce_response_v12__topic_produce_response_v12_]
-                        == b"\xff\xff\xff\xff\xff\xff\xff\xff\x00"
+                        tag__partition_produce_response_v12__topic_produce_response_v12_
+                        <= prev__partition_produce_response_v12__topic_produce_response_v12_
                     ):
                         odd__partition_produce_response_v12__topic_produce_response_v12_ = True
-                else:
-                    tagged_fields_partition_produce_response_v12__topic_produce_response_v12_.append(
-                        (
-                            tag__partition_produce_response_v12__topic_produce_response_v12_,
-                            bytes(buf[pos:stop__partition_produce_response_v12__topic_produce_response_v12_]),
-                        )
+                    prev__partition_produce_response_v12__topic_produce_response_v12_ = (
+                        tag__partition_produce_response_v12__topic_produce_response_v12_
                     )
-                pos = stop__partition_produce_response_v12__topic_produce_response_v12_
-            if odd__partition_produce_response_v12__topic_produce_response_v12_:
-                tagged_fields_partition_produce_response_v12__topic_produce_response_v12_ = _keep_tags(
-                    tagged_fields_partition_produce_response_v12__topic_produce_response_v12_,
-                    buf[sec__partition_produce_response_v12__topic_produce_response_v12_:pos],
-                    ((0, b"\xff\xff\xff\xff\xff\xff\xff\xff\x00"),),
-                )
+                    if tag__partition_produce_response_v12__topic_produce_response_v12_ == 0:
+                        (
+                            current_leader_partition_produce_response_v12__topic_produce_response_v12_,
+                            q__partition_produce_response_v12__topic_produce_response_v12_,
+                        ) = _fdecode_partition_produce_response_v12_current_leader_tag(
+                            buf, pos, stop__partition_produce_response_v12__topic_produce_response_v12_, opts
+                        )
+                        if (
+                            q__partition_produce_response_v12__topic_produce_response_v12_
+                            != stop__partition_produce_response_v12__topic_produce_response_v12_
+                        ):
+                            raise _InvalidValueError(
+                                f"tag 0 (current_leader) holds {size__partition_produce_response_v12__topic_produce_response_v12_} bytes, its value {q__partition_produce_response_v12__topic_produce_response_v12_ - pos}",
+                                offset=q__partition_produce_response_v12__topic_produce_response_v12_,
+                                path="partition_produce_response_v12.tagged_fields.current_leader",
+                            )
+                        if (
+                            buf[pos:stop__partition_produce_response_v12__topic_produce_response_v12_]
+                            == b"\xff\xff\xff\xff\xff\xff\xff\xff\x00"
+                        ):
+                            odd__partition_produce_response_v12__topic_produce_response_v12_ = True
+                    else:
+                        tagged_fields_partition_produce_response_v12__topic_produce_response_v12_.append(
+                            (
+                                tag__partition_produce_response_v12__topic_produce_response_v12_,
+                                bytes(buf[pos:stop__partition_produce_response_v12__topic_produce_response_v12_]),
+                            )
+                        )
+                    pos = stop__partition_produce_response_v12__topic_produce_response_v12_
+                if odd__partition_produce_response_v12__topic_produce_response_v12_:
+                    tagged_fields_partition_produce_response_v12__topic_produce_response_v12_ = _keep_tags(
+                        tagged_fields_partition_produce_response_v12__topic_produce_response_v12_,
+                        buf[sec__partition_produce_response_v12__topic_produce_response_v12_:pos],
+                        ((0, b"\xff\xff\xff\xff\xff\xff\xff\xff\x00"),),
+                    )
             value__partition_produce_response_v12__topic_produce_response_v12_ = _new_object(
                 PartitionProduceResponseV12
             )
@@ -4038,46 +4205,49 @@ def _fdecode_produce_response_v12(buf, pos, end, opts, api_version):
             item__topic_produce_response_v12_ = value__partition_produce_response_v12__topic_produce_response_v12_
             append_partition_responses_topic_produce_response_v12_(item__topic_produce_response_v12_)
         tagged_fields_topic_produce_response_v12_ = []
-        sec__topic_produce_response_v12_ = pos
-        prev__topic_produce_response_v12_, odd__topic_produce_response_v12_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__topic_produce_response_v12_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__topic_produce_response_v12_, pos = _read_uvarint32(
-                buf, pos, end, "topic_produce_response_v12.tagged_fields"
-            )
-        if n_tags__topic_produce_response_v12_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__topic_produce_response_v12_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="topic_produce_response_v12.tagged_fields",
-            )
-        for __topic_produce_response_v12_ in range(n_tags__topic_produce_response_v12_):
-            tag__topic_produce_response_v12_, pos = _read_uvarint32(
-                buf, pos, end, "topic_produce_response_v12.tagged_fields"
-            )
-            size__topic_produce_response_v12_, pos = _read_uvarint32(
-                buf, pos, end, "topic_produce_response_v12.tagged_fields"
-            )
-            if size__topic_produce_response_v12_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__topic_produce_response_v12_} declares {size__topic_produce_response_v12_} bytes, {end - pos} left",
+            sec__topic_produce_response_v12_ = pos
+            prev__topic_produce_response_v12_, odd__topic_produce_response_v12_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__topic_produce_response_v12_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__topic_produce_response_v12_, pos = _read_uvarint32(
+                    buf, pos, end, "topic_produce_response_v12.tagged_fields"
+                )
+            if n_tags__topic_produce_response_v12_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__topic_produce_response_v12_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="topic_produce_response_v12.tagged_fields",
                 )
-            stop__topic_produce_response_v12_ = pos + size__topic_produce_response_v12_
-            if tag__topic_produce_response_v12_ <= prev__topic_produce_response_v12_:
-                odd__topic_produce_response_v12_ = True
-            prev__topic_produce_response_v12_ = tag__topic_produce_response_v12_
-            tagged_fields_topic_produce_response_v12_.append(
-                (tag__topic_produce_response_v12_, bytes(buf[pos:stop__topic_produce_response_v12_]))
-            )
-            pos = stop__topic_produce_response_v12_
-        if odd__topic_produce_response_v12_:
-            tagged_fields_topic_produce_response_v12_ = _keep_tags(
-                tagged_fields_topic_produce_response_v12_, buf[sec__topic_produce_response_v12_:pos], ()
-            )
+            for __topic_produce_response_v12_ in range(n_tags__topic_produce_response_v12_):
+                tag__topic_produce_response_v12_, pos = _read_uvarint32(
+                    buf, pos, end, "topic_produce_response_v12.tagged_fields"
+                )
+                size__topic_produce_response_v12_, pos = _read_uvarint32(
+                    buf, pos, end, "topic_produce_response_v12.tagged_fields"
+                )
+                if size__topic_produce_response_v12_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__topic_produce_response_v12_} declares {size__topic_produce_response_v12_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="topic_produce_response_v12.tagged_fields",
+                    )
+                stop__topic_produce_response_v12_ = pos + size__topic_produce_response_v12_
+                if tag__topic_produce_response_v12_ <= prev__topic_produce_response_v12_:
+                    odd__topic_produce_response_v12_ = True
+                prev__topic_produce_response_v12_ = tag__topic_produce_response_v12_
+                tagged_fields_topic_produce_response_v12_.append(
+                    (tag__topic_produce_response_v12_, bytes(buf[pos:stop__topic_produce_response_v12_]))
+                )
+                pos = stop__topic_produce_response_v12_
+            if odd__topic_produce_response_v12_:
+                tagged_fields_topic_produce_response_v12_ = _keep_tags(
+                    tagged_fields_topic_produce_response_v12_, buf[sec__topic_produce_response_v12_:pos], ()
+                )
         value__topic_produce_response_v12_ = _new_object(TopicProduceResponseV12)
         value__topic_produce_response_v12_.name = name_topic_produce_response_v12_
         value__topic_produce_response_v12_.topic_id = topic_id_topic_produce_response_v12_
@@ -4093,47 +4263,52 @@ def _fdecode_produce_response_v12(buf, pos, end, opts, api_version):
     pos += 4
     tagged_fields = []
     node_endpoints = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "produce_response_v12.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="produce_response_v12.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "produce_response_v12.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "produce_response_v12.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "produce_response_v12.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="produce_response_v12.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0:
-            node_endpoints, q_ = _fdecode_produce_response_v12_node_endpoints_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 0 (node_endpoints) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="produce_response_v12.tagged_fields.node_endpoints",
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "produce_response_v12.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "produce_response_v12.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="produce_response_v12.tagged_fields",
                 )
-            if node_endpoints == [] or node_endpoints is None:
+            stop_ = pos + size_
+            if tag_ <= prev_:
                 odd_ = True
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, node_endpoints == [] or node_endpoints is None),))
+            prev_ = tag_
+            if tag_ == 0:
+                node_endpoints, q_ = _fdecode_produce_response_v12_node_endpoints_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (node_endpoints) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="produce_response_v12.tagged_fields.node_endpoints",
+                    )
+                if node_endpoints == [] or node_endpoints is None:
+                    odd_ = True
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(
+                tagged_fields, buf[sec_:pos], ((0, node_endpoints == [] or node_endpoints is None),)
+            )
     value_ = _new_object(ProduceResponseV12)
     value_.responses = responses
     value_.throttle_time_ms = throttle_time_ms
@@ -4149,10 +4324,14 @@ def _encode_produce_response_v12(obj, out, index, api_version):
             f"ProduceResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 12) and (<params>.api_version <= 13)))",
             path="produce_response_v12",
         )
-    own_ = type(obj) is ProduceResponseV12
-    responses = obj.responses if own_ else getattr(obj, "responses", None)
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ProduceResponseV12:
+        responses = obj.responses
+        throttle_time_ms = obj.throttle_time_ms
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        responses = getattr(obj, "responses", None)
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(responses)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -4177,7 +4356,10 @@ def _encode_produce_response_v12(obj, out, index, api_version):
         _encode_produce_response_v12_node_endpoints_tag(node_endpoints, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "produce_response_v12.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "produce_response_v12.tagged_fields", valid_)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_produce_response_v12(obj, out, index, api_version):
@@ -4187,31 +4369,30 @@ def _fencode_produce_response_v12(obj, out, index, api_version):
             f"ProduceResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 12) and (<params>.api_version <= 13)))",
             path="produce_response_v12",
         )
-    own_ = type(obj) is ProduceResponseV12
-    responses = obj.responses if own_ else getattr(obj, "responses", None)
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ProduceResponseV12:
+        responses = obj.responses
+        throttle_time_ms = obj.throttle_time_ms
+        tagged_fields = obj.tagged_fields
+    else:
+        responses = getattr(obj, "responses", None)
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(responses)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "produce_response_v12.responses")
     for item_ in responses:
-        own__topic_produce_response_v12_ = type(item_) is TopicProduceResponseV12
-        name_topic_produce_response_v12_ = (
-            item_.name if own__topic_produce_response_v12_ else getattr(item_, "name", "")
-        )
-        topic_id_topic_produce_response_v12_ = (
-            item_.topic_id if own__topic_produce_response_v12_ else getattr(item_, "topic_id", None)
-        )
-        partition_responses_topic_produce_response_v12_ = (
-            item_.partition_responses
-            if own__topic_produce_response_v12_
-            else getattr(item_, "partition_responses", None)
-        )
-        tagged_fields_topic_produce_response_v12_ = (
-            item_.tagged_fields if own__topic_produce_response_v12_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is TopicProduceResponseV12:
+            name_topic_produce_response_v12_ = item_.name
+            topic_id_topic_produce_response_v12_ = item_.topic_id
+            partition_responses_topic_produce_response_v12_ = item_.partition_responses
+            tagged_fields_topic_produce_response_v12_ = item_.tagged_fields
+        else:
+            name_topic_produce_response_v12_ = getattr(item_, "name", "")
+            topic_id_topic_produce_response_v12_ = getattr(item_, "topic_id", None)
+            partition_responses_topic_produce_response_v12_ = getattr(item_, "partition_responses", None)
+            tagged_fields_topic_produce_response_v12_ = getattr(item_, "tagged_fields", None)
         if api_version <= 12:
             b__topic_produce_response_v12_ = _STR_ENCODED.get(name_topic_produce_response_v12_)
             name_topic_produce_response_v12_ = (
@@ -4233,49 +4414,56 @@ def _fencode_produce_response_v12(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__topic_produce_response_v12_ + 1, "topic_produce_response_v12.partition_responses")
         for item__topic_produce_response_v12_ in partition_responses_topic_produce_response_v12_:
-            own__partition_produce_response_v12__topic_produce_response_v12_ = (
-                type(item__topic_produce_response_v12_) is PartitionProduceResponseV12
-            )
-            index_field_partition_produce_response_v12__topic_produce_response_v12_ = (
-                item__topic_produce_response_v12_.index_field
-                if own__partition_produce_response_v12__topic_produce_response_v12_
-                else getattr(item__topic_produce_response_v12_, "index_field", 0)
-            )
-            error_code_partition_produce_response_v12__topic_produce_response_v12_ = (
-                item__topic_produce_response_v12_.error_code
-                if own__partition_produce_response_v12__topic_produce_response_v12_
-                else getattr(item__topic_produce_response_v12_, "error_code", 0)
-            )
-            base_offset_partition_produce_response_v12__topic_produce_response_v12_ = (
-                item__topic_produce_response_v12_.base_offset
-                if own__partition_produce_response_v12__topic_produce_response_v12_
-                else getattr(item__topic_produce_response_v12_, "base_offset", 0)
-            )
-            log_append_time_ms_partition_produce_response_v12__topic_produce_response_v12_ = (
-                item__topic_produce_response_v12_.log_append_time_ms
-                if own__partition_produce_response_v12__topic_produce_response_v12_
-                else getattr(item__topic_produce_response_v12_, "log_append_time_ms", -1)
-            )
-            log_start_offset_partition_produce_response_v12__topic_produce_response_v12_ = (
-                item__topic_produce_response_v12_.log_start_offset
-                if own__partition_produce_response_v12__topic_produce_response_v12_
-                else getattr(item__topic_produce_response_v12_, "log_start_offset", -1)
-            )
-            record_errors_partition_produce_response_v12__topic_produce_response_v12_ = (
-                item__topic_produce_response_v12_.record_errors
-                if own__partition_produce_response_v12__topic_produce_response_v12_
-                else getattr(item__topic_produce_response_v12_, "record_errors", None)
-            )
-            error_message_partition_produce_response_v12__topic_produce_response_v12_ = (
-                item__topic_produce_response_v12_.error_message
-                if own__partition_produce_response_v12__topic_produce_response_v12_
-                else getattr(item__topic_produce_response_v12_, "error_message", None)
-            )
-            tagged_fields_partition_produce_response_v12__topic_produce_response_v12_ = (
-                item__topic_produce_response_v12_.tagged_fields
-                if own__partition_produce_response_v12__topic_produce_response_v12_
-                else getattr(item__topic_produce_response_v12_, "tagged_fields", None)
-            )
+            if type(item__topic_produce_response_v12_) is PartitionProduceResponseV12:
+                index_field_partition_produce_response_v12__topic_produce_response_v12_ = (
+                    item__topic_produce_response_v12_.index_field
+                )
+                error_code_partition_produce_response_v12__topic_produce_response_v12_ = (
+                    item__topic_produce_response_v12_.error_code
+                )
+                base_offset_partition_produce_response_v12__topic_produce_response_v12_ = (
+                    item__topic_produce_response_v12_.base_offset
+                )
+                log_append_time_ms_partition_produce_response_v12__topic_produce_response_v12_ = (
+                    item__topic_produce_response_v12_.log_append_time_ms
+                )
+                log_start_offset_partition_produce_response_v12__topic_produce_response_v12_ = (
+                    item__topic_produce_response_v12_.log_start_offset
+                )
+                record_errors_partition_produce_response_v12__topic_produce_response_v12_ = (
+                    item__topic_produce_response_v12_.record_errors
+                )
+                error_message_partition_produce_response_v12__topic_produce_response_v12_ = (
+                    item__topic_produce_response_v12_.error_message
+                )
+                tagged_fields_partition_produce_response_v12__topic_produce_response_v12_ = (
+                    item__topic_produce_response_v12_.tagged_fields
+                )
+            else:
+                index_field_partition_produce_response_v12__topic_produce_response_v12_ = getattr(
+                    item__topic_produce_response_v12_, "index_field", 0
+                )
+                error_code_partition_produce_response_v12__topic_produce_response_v12_ = getattr(
+                    item__topic_produce_response_v12_, "error_code", 0
+                )
+                base_offset_partition_produce_response_v12__topic_produce_response_v12_ = getattr(
+                    item__topic_produce_response_v12_, "base_offset", 0
+                )
+                log_append_time_ms_partition_produce_response_v12__topic_produce_response_v12_ = getattr(
+                    item__topic_produce_response_v12_, "log_append_time_ms", -1
+                )
+                log_start_offset_partition_produce_response_v12__topic_produce_response_v12_ = getattr(
+                    item__topic_produce_response_v12_, "log_start_offset", -1
+                )
+                record_errors_partition_produce_response_v12__topic_produce_response_v12_ = getattr(
+                    item__topic_produce_response_v12_, "record_errors", None
+                )
+                error_message_partition_produce_response_v12__topic_produce_response_v12_ = getattr(
+                    item__topic_produce_response_v12_, "error_message", None
+                )
+                tagged_fields_partition_produce_response_v12__topic_produce_response_v12_ = getattr(
+                    item__topic_produce_response_v12_, "tagged_fields", None
+                )
             out += _S6.pack(
                 index_field_partition_produce_response_v12__topic_produce_response_v12_,
                 error_code_partition_produce_response_v12__topic_produce_response_v12_,
@@ -4297,31 +4485,25 @@ def _fencode_produce_response_v12(obj, out, index, api_version):
             for (
                 item__partition_produce_response_v12__topic_produce_response_v12_
             ) in record_errors_partition_produce_response_v12__topic_produce_response_v12_:
-                own__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_ = (
+                if (
                     type(item__partition_produce_response_v12__topic_produce_response_v12_)
                     is BatchIndexAndErrorMessageV12
-                )
-                batch_index_batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_ = (
-                    item__partition_produce_response_v12__topic_produce_response_v12_.batch_index
-                    if own__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_
-                    else getattr(item__partition_produce_response_v12__topic_produce_response_v12_, "batch_index", 0)
-                )
-                batch_index_error_message_batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_ = (
-                    item__partition_produce_response_v12__topic_produce_response_v12_.batch_index_error_message
-                    if own__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_
-                    else getattr(
+                ):
+                    batch_index_batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_ = item__partition_produce_response_v12__topic_produce_response_v12_.batch_index
+                    batch_index_error_message_batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_ = item__partition_produce_response_v12__topic_produce_response_v12_.batch_index_error_message
+                    tagged_fields_batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_ = item__partition_produce_response_v12__topic_produce_response_v12_.tagged_fields
+                else:
+                    batch_index_batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_ = getattr(
+                        item__partition_produce_response_v12__topic_produce_response_v12_, "batch_index", 0
+                    )
+                    batch_index_error_message_batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_ = getattr(
                         item__partition_produce_response_v12__topic_produce_response_v12_,
                         "batch_index_error_message",
                         None,
                     )
-                )
-                tagged_fields_batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_ = (
-                    item__partition_produce_response_v12__topic_produce_response_v12_.tagged_fields
-                    if own__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_
-                    else getattr(
+                    tagged_fields_batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_ = getattr(
                         item__partition_produce_response_v12__topic_produce_response_v12_, "tagged_fields", None
                     )
-                )
                 out += _S0.pack(
                     batch_index_batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_
                 )
@@ -4362,15 +4544,20 @@ def _fencode_produce_response_v12(obj, out, index, api_version):
                             "batch_index_and_error_message_v12.batch_index_error_message",
                         )
                     out += batch_index_error_message_batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_
-                tags__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_ = []
-                valid__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_ = None
-                _write_tagged(
-                    out,
-                    tags__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_,
-                    tagged_fields_batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_,
-                    "batch_index_and_error_message_v12.tagged_fields",
-                    valid__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_,
-                )
+                if (
+                    tagged_fields_batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_
+                    or tagged_fields_batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_.__class__
+                    is _TagSection
+                ):
+                    _write_tagged(
+                        out,
+                        [],
+                        tagged_fields_batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_,
+                        "batch_index_and_error_message_v12.tagged_fields",
+                        None,
+                    )
+                else:
+                    out.append(0)
             if error_message_partition_produce_response_v12__topic_produce_response_v12_ is None:
                 out.append(0)
             else:
@@ -4424,22 +4611,29 @@ def _fencode_produce_response_v12(obj, out, index, api_version):
                         (0, tmp__partition_produce_response_v12__topic_produce_response_v12_)
                     )
             valid__partition_produce_response_v12__topic_produce_response_v12_ = None
+            if (
+                tags__partition_produce_response_v12__topic_produce_response_v12_
+                or tagged_fields_partition_produce_response_v12__topic_produce_response_v12_
+                or tagged_fields_partition_produce_response_v12__topic_produce_response_v12_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    tags__partition_produce_response_v12__topic_produce_response_v12_,
+                    tagged_fields_partition_produce_response_v12__topic_produce_response_v12_,
+                    "partition_produce_response_v12.tagged_fields",
+                    valid__partition_produce_response_v12__topic_produce_response_v12_,
+                )
+            else:
+                out.append(0)
+        if (
+            tagged_fields_topic_produce_response_v12_
+            or tagged_fields_topic_produce_response_v12_.__class__ is _TagSection
+        ):
             _write_tagged(
-                out,
-                tags__partition_produce_response_v12__topic_produce_response_v12_,
-                tagged_fields_partition_produce_response_v12__topic_produce_response_v12_,
-                "partition_produce_response_v12.tagged_fields",
-                valid__partition_produce_response_v12__topic_produce_response_v12_,
+                out, [], tagged_fields_topic_produce_response_v12_, "topic_produce_response_v12.tagged_fields", None
             )
-        tags__topic_produce_response_v12_ = []
-        valid__topic_produce_response_v12_ = None
-        _write_tagged(
-            out,
-            tags__topic_produce_response_v12_,
-            tagged_fields_topic_produce_response_v12_,
-            "topic_produce_response_v12.tagged_fields",
-            valid__topic_produce_response_v12_,
-        )
+        else:
+            out.append(0)
     out += _S0.pack(throttle_time_ms)
     tags_ = []
     node_endpoints = getattr(obj, "node_endpoints", [])
@@ -4448,7 +4642,10 @@ def _fencode_produce_response_v12(obj, out, index, api_version):
         _fencode_produce_response_v12_node_endpoints_tag(node_endpoints, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "produce_response_v12.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "produce_response_v12.tagged_fields", valid_)
+    else:
+        out.append(0)
 
 
 def _decode_produce_response_by_version(buf, pos, end, opts, api_version):

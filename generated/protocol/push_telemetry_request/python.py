@@ -22,6 +22,7 @@ from kfmt.runtime.scalars import uuid16 as _uuid16
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -98,36 +99,39 @@ def _decode_push_telemetry_request(buf, pos, end, opts, api_version):
         metrics = buf[pos : pos + n_metrics]
         pos += n_metrics
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "push_telemetry_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="push_telemetry_request.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "push_telemetry_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "push_telemetry_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "push_telemetry_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="push_telemetry_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "push_telemetry_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "push_telemetry_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="push_telemetry_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return PushTelemetryRequest(
         client_instance_id, subscription_id, terminating, compression_type, metrics, tagged_fields
     ), pos
@@ -168,36 +172,39 @@ def _fdecode_push_telemetry_request(buf, pos, end, opts, api_version):
         metrics = buf[pos : pos + n_metrics]
         pos += n_metrics
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "push_telemetry_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="push_telemetry_request.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "push_telemetry_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "push_telemetry_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "push_telemetry_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="push_telemetry_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "push_telemetry_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "push_telemetry_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="push_telemetry_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(PushTelemetryRequest)  # slots set directly: a third of the cost of calling __init__
     value_.client_instance_id = client_instance_id
     value_.subscription_id = subscription_id
@@ -215,13 +222,20 @@ def _encode_push_telemetry_request(obj, out, index, api_version):
             f"PushTelemetryRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="push_telemetry_request",
         )
-    own_ = type(obj) is PushTelemetryRequest
-    client_instance_id = obj.client_instance_id if own_ else getattr(obj, "client_instance_id", None)
-    subscription_id = obj.subscription_id if own_ else getattr(obj, "subscription_id", 0)
-    terminating = obj.terminating if own_ else getattr(obj, "terminating", False)
-    compression_type = obj.compression_type if own_ else getattr(obj, "compression_type", 0)
-    metrics = obj.metrics if own_ else getattr(obj, "metrics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is PushTelemetryRequest:
+        client_instance_id = obj.client_instance_id
+        subscription_id = obj.subscription_id
+        terminating = obj.terminating
+        compression_type = obj.compression_type
+        metrics = obj.metrics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        client_instance_id = getattr(obj, "client_instance_id", None)
+        subscription_id = getattr(obj, "subscription_id", 0)
+        terminating = getattr(obj, "terminating", False)
+        compression_type = getattr(obj, "compression_type", 0)
+        metrics = getattr(obj, "metrics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(_uuid16(client_instance_id), subscription_id, terminating, compression_type)
     if metrics is None:
         raise _InvalidValueError("may not be null", path="push_telemetry_request.metrics")
@@ -233,9 +247,10 @@ def _encode_push_telemetry_request(obj, out, index, api_version):
             _write_uvarint(out, n_ + 1, "push_telemetry_request.metrics")
 
         out += metrics
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "push_telemetry_request.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "push_telemetry_request.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_push_telemetry_request(obj, out, index, api_version):
@@ -245,13 +260,20 @@ def _fencode_push_telemetry_request(obj, out, index, api_version):
             f"PushTelemetryRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="push_telemetry_request",
         )
-    own_ = type(obj) is PushTelemetryRequest
-    client_instance_id = obj.client_instance_id if own_ else getattr(obj, "client_instance_id", None)
-    subscription_id = obj.subscription_id if own_ else getattr(obj, "subscription_id", 0)
-    terminating = obj.terminating if own_ else getattr(obj, "terminating", False)
-    compression_type = obj.compression_type if own_ else getattr(obj, "compression_type", 0)
-    metrics = obj.metrics if own_ else getattr(obj, "metrics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is PushTelemetryRequest:
+        client_instance_id = obj.client_instance_id
+        subscription_id = obj.subscription_id
+        terminating = obj.terminating
+        compression_type = obj.compression_type
+        metrics = obj.metrics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        client_instance_id = getattr(obj, "client_instance_id", None)
+        subscription_id = getattr(obj, "subscription_id", 0)
+        terminating = getattr(obj, "terminating", False)
+        compression_type = getattr(obj, "compression_type", 0)
+        metrics = getattr(obj, "metrics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(_uuid16(client_instance_id), subscription_id, terminating, compression_type)
     n_ = len(metrics)
     if -1 <= n_ < 0x3FFF:
@@ -260,9 +282,10 @@ def _fencode_push_telemetry_request(obj, out, index, api_version):
         _write_uvarint(out, n_ + 1, "push_telemetry_request.metrics")
 
     out += metrics
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "push_telemetry_request.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "push_telemetry_request.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_push_telemetry_request_by_version(buf, pos, end, opts, api_version):

@@ -26,6 +26,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -64,45 +65,57 @@ def _decode_partition_data(buf, pos, end, opts):
     ) = _S0.unpack_from(buf, pos)
     pos += 8
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="partition_data.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="partition_data.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="partition_data.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="partition_data.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return PartitionData(partition, leader_epoch, tagged_fields), pos
 
 
 def _encode_partition_data(obj, out, index):
     """Append one partition_data to out."""
-    own_ = type(obj) is PartitionData
-    partition = obj.partition if own_ else getattr(obj, "partition", 0)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is PartitionData:
+        partition = obj.partition
+        leader_epoch = obj.leader_epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition = getattr(obj, "partition", 0)
+        leader_epoch = getattr(obj, "leader_epoch", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition, leader_epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "partition_data.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "partition_data.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_read_state_summary_data(buf, pos, end, opts):
@@ -148,45 +161,52 @@ def _decode_read_state_summary_data(buf, pos, end, opts):
             raise exc.within("read_state_summary_data.partitions", i_partitions, "partition_data") from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "read_state_summary_data.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="read_state_summary_data.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "read_state_summary_data.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "read_state_summary_data.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "read_state_summary_data.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="read_state_summary_data.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "read_state_summary_data.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "read_state_summary_data.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="read_state_summary_data.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ReadStateSummaryData(topic_id, partitions, tagged_fields), pos
 
 
 def _encode_read_state_summary_data(obj, out, index):
     """Append one read_state_summary_data to out."""
-    own_ = type(obj) is ReadStateSummaryData
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ReadStateSummaryData:
+        topic_id = obj.topic_id
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_id = getattr(obj, "topic_id", None)
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(_uuid16(topic_id))
     n_ = len(partitions)
     if -1 <= n_ < 0x3FFF:
@@ -204,9 +224,10 @@ def _encode_read_state_summary_data(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"read_state_summary_data.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "read_state_summary_data.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "read_state_summary_data.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_read_share_group_state_summary_request(buf, pos, end, opts, api_version):
@@ -309,36 +330,39 @@ def _decode_read_share_group_state_summary_request(buf, pos, end, opts, api_vers
                     path="read_share_group_state_summary_request.topics",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "read_share_group_state_summary_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="read_share_group_state_summary_request.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "read_share_group_state_summary_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "read_share_group_state_summary_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "read_share_group_state_summary_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="read_share_group_state_summary_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "read_share_group_state_summary_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "read_share_group_state_summary_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="read_share_group_state_summary_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ReadShareGroupStateSummaryRequest(group_id, topics, tagged_fields), pos
 
 
@@ -438,51 +462,61 @@ def _fdecode_read_share_group_state_summary_request(buf, pos, end, opts, api_ver
             ) = _S0.unpack_from(buf, pos)
             pos += 8
             tagged_fields_partition_data__read_state_summary_data_ = []
-            sec__partition_data__read_state_summary_data_ = pos
-            prev__partition_data__read_state_summary_data_, odd__partition_data__read_state_summary_data_ = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__partition_data__read_state_summary_data_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__partition_data__read_state_summary_data_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_data.tagged_fields"
+                sec__partition_data__read_state_summary_data_ = pos
+                prev__partition_data__read_state_summary_data_, odd__partition_data__read_state_summary_data_ = (
+                    -1,
+                    False,
                 )
-            if n_tags__partition_data__read_state_summary_data_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__partition_data__read_state_summary_data_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="partition_data.tagged_fields",
-                )
-            for __partition_data__read_state_summary_data_ in range(n_tags__partition_data__read_state_summary_data_):
-                tag__partition_data__read_state_summary_data_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_data.tagged_fields"
-                )
-                size__partition_data__read_state_summary_data_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_data.tagged_fields"
-                )
-                if size__partition_data__read_state_summary_data_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__partition_data__read_state_summary_data_} declares {size__partition_data__read_state_summary_data_} bytes, {end - pos} left",
+                if pos < end and buf[pos] < 128:
+                    n_tags__partition_data__read_state_summary_data_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__partition_data__read_state_summary_data_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_data.tagged_fields"
+                    )
+                if n_tags__partition_data__read_state_summary_data_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__partition_data__read_state_summary_data_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="partition_data.tagged_fields",
                     )
-                stop__partition_data__read_state_summary_data_ = pos + size__partition_data__read_state_summary_data_
-                if tag__partition_data__read_state_summary_data_ <= prev__partition_data__read_state_summary_data_:
-                    odd__partition_data__read_state_summary_data_ = True
-                prev__partition_data__read_state_summary_data_ = tag__partition_data__read_state_summary_data_
-                tagged_fields_partition_data__read_state_summary_data_.append(
-                    (
-                        tag__partition_data__read_state_summary_data_,
-                        bytes(buf[pos:stop__partition_data__read_state_summary_data_]),
+                for __partition_data__read_state_summary_data_ in range(
+                    n_tags__partition_data__read_state_summary_data_
+                ):
+                    tag__partition_data__read_state_summary_data_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_data.tagged_fields"
                     )
-                )
-                pos = stop__partition_data__read_state_summary_data_
-            if odd__partition_data__read_state_summary_data_:
-                tagged_fields_partition_data__read_state_summary_data_ = _keep_tags(
-                    tagged_fields_partition_data__read_state_summary_data_,
-                    buf[sec__partition_data__read_state_summary_data_:pos],
-                    (),
-                )
+                    size__partition_data__read_state_summary_data_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_data.tagged_fields"
+                    )
+                    if size__partition_data__read_state_summary_data_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__partition_data__read_state_summary_data_} declares {size__partition_data__read_state_summary_data_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="partition_data.tagged_fields",
+                        )
+                    stop__partition_data__read_state_summary_data_ = (
+                        pos + size__partition_data__read_state_summary_data_
+                    )
+                    if tag__partition_data__read_state_summary_data_ <= prev__partition_data__read_state_summary_data_:
+                        odd__partition_data__read_state_summary_data_ = True
+                    prev__partition_data__read_state_summary_data_ = tag__partition_data__read_state_summary_data_
+                    tagged_fields_partition_data__read_state_summary_data_.append(
+                        (
+                            tag__partition_data__read_state_summary_data_,
+                            bytes(buf[pos:stop__partition_data__read_state_summary_data_]),
+                        )
+                    )
+                    pos = stop__partition_data__read_state_summary_data_
+                if odd__partition_data__read_state_summary_data_:
+                    tagged_fields_partition_data__read_state_summary_data_ = _keep_tags(
+                        tagged_fields_partition_data__read_state_summary_data_,
+                        buf[sec__partition_data__read_state_summary_data_:pos],
+                        (),
+                    )
             value__partition_data__read_state_summary_data_ = _new_object(PartitionData)
             value__partition_data__read_state_summary_data_.partition = (
                 partition_partition_data__read_state_summary_data_
@@ -496,44 +530,49 @@ def _fdecode_read_share_group_state_summary_request(buf, pos, end, opts, api_ver
             item__read_state_summary_data_ = value__partition_data__read_state_summary_data_
             append_partitions_read_state_summary_data_(item__read_state_summary_data_)
         tagged_fields_read_state_summary_data_ = []
-        sec__read_state_summary_data_ = pos
-        prev__read_state_summary_data_, odd__read_state_summary_data_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__read_state_summary_data_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__read_state_summary_data_, pos = _read_uvarint32(
-                buf, pos, end, "read_state_summary_data.tagged_fields"
-            )
-        if n_tags__read_state_summary_data_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__read_state_summary_data_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="read_state_summary_data.tagged_fields",
-            )
-        for __read_state_summary_data_ in range(n_tags__read_state_summary_data_):
-            tag__read_state_summary_data_, pos = _read_uvarint32(buf, pos, end, "read_state_summary_data.tagged_fields")
-            size__read_state_summary_data_, pos = _read_uvarint32(
-                buf, pos, end, "read_state_summary_data.tagged_fields"
-            )
-            if size__read_state_summary_data_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__read_state_summary_data_} declares {size__read_state_summary_data_} bytes, {end - pos} left",
+            sec__read_state_summary_data_ = pos
+            prev__read_state_summary_data_, odd__read_state_summary_data_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__read_state_summary_data_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__read_state_summary_data_, pos = _read_uvarint32(
+                    buf, pos, end, "read_state_summary_data.tagged_fields"
+                )
+            if n_tags__read_state_summary_data_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__read_state_summary_data_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="read_state_summary_data.tagged_fields",
                 )
-            stop__read_state_summary_data_ = pos + size__read_state_summary_data_
-            if tag__read_state_summary_data_ <= prev__read_state_summary_data_:
-                odd__read_state_summary_data_ = True
-            prev__read_state_summary_data_ = tag__read_state_summary_data_
-            tagged_fields_read_state_summary_data_.append(
-                (tag__read_state_summary_data_, bytes(buf[pos:stop__read_state_summary_data_]))
-            )
-            pos = stop__read_state_summary_data_
-        if odd__read_state_summary_data_:
-            tagged_fields_read_state_summary_data_ = _keep_tags(
-                tagged_fields_read_state_summary_data_, buf[sec__read_state_summary_data_:pos], ()
-            )
+            for __read_state_summary_data_ in range(n_tags__read_state_summary_data_):
+                tag__read_state_summary_data_, pos = _read_uvarint32(
+                    buf, pos, end, "read_state_summary_data.tagged_fields"
+                )
+                size__read_state_summary_data_, pos = _read_uvarint32(
+                    buf, pos, end, "read_state_summary_data.tagged_fields"
+                )
+                if size__read_state_summary_data_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__read_state_summary_data_} declares {size__read_state_summary_data_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="read_state_summary_data.tagged_fields",
+                    )
+                stop__read_state_summary_data_ = pos + size__read_state_summary_data_
+                if tag__read_state_summary_data_ <= prev__read_state_summary_data_:
+                    odd__read_state_summary_data_ = True
+                prev__read_state_summary_data_ = tag__read_state_summary_data_
+                tagged_fields_read_state_summary_data_.append(
+                    (tag__read_state_summary_data_, bytes(buf[pos:stop__read_state_summary_data_]))
+                )
+                pos = stop__read_state_summary_data_
+            if odd__read_state_summary_data_:
+                tagged_fields_read_state_summary_data_ = _keep_tags(
+                    tagged_fields_read_state_summary_data_, buf[sec__read_state_summary_data_:pos], ()
+                )
         value__read_state_summary_data_ = _new_object(ReadStateSummaryData)
         value__read_state_summary_data_.topic_id = topic_id_read_state_summary_data_
         value__read_state_summary_data_.partitions = partitions_read_state_summary_data_
@@ -545,36 +584,39 @@ def _fdecode_read_share_group_state_summary_request(buf, pos, end, opts, api_ver
             if budget_topics < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "read_share_group_state_summary_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="read_share_group_state_summary_request.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "read_share_group_state_summary_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "read_share_group_state_summary_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "read_share_group_state_summary_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="read_share_group_state_summary_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "read_share_group_state_summary_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "read_share_group_state_summary_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="read_share_group_state_summary_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ReadShareGroupStateSummaryRequest)
     value_.group_id = group_id
     value_.topics = topics
@@ -589,10 +631,14 @@ def _encode_read_share_group_state_summary_request(obj, out, index, api_version)
             f"ReadShareGroupStateSummaryRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="read_share_group_state_summary_request",
         )
-    own_ = type(obj) is ReadShareGroupStateSummaryRequest
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ReadShareGroupStateSummaryRequest:
+        group_id = obj.group_id
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", "")
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if group_id is None:
         raise _InvalidValueError("may not be null", path="read_share_group_state_summary_request.group_id")
     else:
@@ -622,9 +668,10 @@ def _encode_read_share_group_state_summary_request(obj, out, index, api_version)
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"read_share_group_state_summary_request.topics[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "read_share_group_state_summary_request.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "read_share_group_state_summary_request.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_read_share_group_state_summary_request(obj, out, index, api_version):
@@ -634,10 +681,14 @@ def _fencode_read_share_group_state_summary_request(obj, out, index, api_version
             f"ReadShareGroupStateSummaryRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="read_share_group_state_summary_request",
         )
-    own_ = type(obj) is ReadShareGroupStateSummaryRequest
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ReadShareGroupStateSummaryRequest:
+        group_id = obj.group_id
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:
+        group_id = getattr(obj, "group_id", "")
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     b_ = _STR_ENCODED.get(group_id)
     group_id = _encode_str(group_id) if b_ is None else b_
     n_ = len(group_id)
@@ -652,16 +703,14 @@ def _fencode_read_share_group_state_summary_request(obj, out, index, api_version
     else:
         _write_uvarint(out, n_ + 1, "read_share_group_state_summary_request.topics")
     for item_ in topics:
-        own__read_state_summary_data_ = type(item_) is ReadStateSummaryData
-        topic_id_read_state_summary_data_ = (
-            item_.topic_id if own__read_state_summary_data_ else getattr(item_, "topic_id", None)
-        )
-        partitions_read_state_summary_data_ = (
-            item_.partitions if own__read_state_summary_data_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_read_state_summary_data_ = (
-            item_.tagged_fields if own__read_state_summary_data_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is ReadStateSummaryData:
+            topic_id_read_state_summary_data_ = item_.topic_id
+            partitions_read_state_summary_data_ = item_.partitions
+            tagged_fields_read_state_summary_data_ = item_.tagged_fields
+        else:
+            topic_id_read_state_summary_data_ = getattr(item_, "topic_id", None)
+            partitions_read_state_summary_data_ = getattr(item_, "partitions", None)
+            tagged_fields_read_state_summary_data_ = getattr(item_, "tagged_fields", None)
         out += _S1.pack(_uuid16(topic_id_read_state_summary_data_))
         n__read_state_summary_data_ = len(partitions_read_state_summary_data_)
         if -1 <= n__read_state_summary_data_ < 16383:
@@ -669,47 +718,47 @@ def _fencode_read_share_group_state_summary_request(obj, out, index, api_version
         else:
             _write_uvarint(out, n__read_state_summary_data_ + 1, "read_state_summary_data.partitions")
         for item__read_state_summary_data_ in partitions_read_state_summary_data_:
-            own__partition_data__read_state_summary_data_ = type(item__read_state_summary_data_) is PartitionData
-            partition_partition_data__read_state_summary_data_ = (
-                item__read_state_summary_data_.partition
-                if own__partition_data__read_state_summary_data_
-                else getattr(item__read_state_summary_data_, "partition", 0)
-            )
-            leader_epoch_partition_data__read_state_summary_data_ = (
-                item__read_state_summary_data_.leader_epoch
-                if own__partition_data__read_state_summary_data_
-                else getattr(item__read_state_summary_data_, "leader_epoch", 0)
-            )
-            tagged_fields_partition_data__read_state_summary_data_ = (
-                item__read_state_summary_data_.tagged_fields
-                if own__partition_data__read_state_summary_data_
-                else getattr(item__read_state_summary_data_, "tagged_fields", None)
-            )
+            if type(item__read_state_summary_data_) is PartitionData:
+                partition_partition_data__read_state_summary_data_ = item__read_state_summary_data_.partition
+                leader_epoch_partition_data__read_state_summary_data_ = item__read_state_summary_data_.leader_epoch
+                tagged_fields_partition_data__read_state_summary_data_ = item__read_state_summary_data_.tagged_fields
+            else:
+                partition_partition_data__read_state_summary_data_ = getattr(
+                    item__read_state_summary_data_, "partition", 0
+                )
+                leader_epoch_partition_data__read_state_summary_data_ = getattr(
+                    item__read_state_summary_data_, "leader_epoch", 0
+                )
+                tagged_fields_partition_data__read_state_summary_data_ = getattr(
+                    item__read_state_summary_data_, "tagged_fields", None
+                )
             out += _S0.pack(
                 partition_partition_data__read_state_summary_data_,
                 leader_epoch_partition_data__read_state_summary_data_,
             )
-            tags__partition_data__read_state_summary_data_ = []
-            valid__partition_data__read_state_summary_data_ = None
+            if (
+                tagged_fields_partition_data__read_state_summary_data_
+                or tagged_fields_partition_data__read_state_summary_data_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_partition_data__read_state_summary_data_,
+                    "partition_data.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if tagged_fields_read_state_summary_data_ or tagged_fields_read_state_summary_data_.__class__ is _TagSection:
             _write_tagged(
-                out,
-                tags__partition_data__read_state_summary_data_,
-                tagged_fields_partition_data__read_state_summary_data_,
-                "partition_data.tagged_fields",
-                valid__partition_data__read_state_summary_data_,
+                out, [], tagged_fields_read_state_summary_data_, "read_state_summary_data.tagged_fields", None
             )
-        tags__read_state_summary_data_ = []
-        valid__read_state_summary_data_ = None
-        _write_tagged(
-            out,
-            tags__read_state_summary_data_,
-            tagged_fields_read_state_summary_data_,
-            "read_state_summary_data.tagged_fields",
-            valid__read_state_summary_data_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "read_share_group_state_summary_request.tagged_fields", valid_)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "read_share_group_state_summary_request.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_read_share_group_state_summary_request_by_version(buf, pos, end, opts, api_version):

@@ -26,6 +26,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -99,48 +100,58 @@ def _decode_partition_result(buf, pos, end, opts):
     ) = _S1.unpack_from(buf, pos)
     pos += 12
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_result.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="partition_result.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "partition_result.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "partition_result.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_result.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="partition_result.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "partition_result.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "partition_result.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="partition_result.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return PartitionResult(partition, error_code, error_message, state_epoch, start_offset, tagged_fields), pos
 
 
 def _encode_partition_result(obj, out, index):
     """Append one partition_result to out."""
-    own_ = type(obj) is PartitionResult
-    partition = obj.partition if own_ else getattr(obj, "partition", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", None)
-    state_epoch = obj.state_epoch if own_ else getattr(obj, "state_epoch", 0)
-    start_offset = obj.start_offset if own_ else getattr(obj, "start_offset", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is PartitionResult:
+        partition = obj.partition
+        error_code = obj.error_code
+        error_message = obj.error_message
+        state_epoch = obj.state_epoch
+        start_offset = obj.start_offset
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition = getattr(obj, "partition", 0)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", None)
+        state_epoch = getattr(obj, "state_epoch", 0)
+        start_offset = getattr(obj, "start_offset", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition, error_code)
     if error_message is None:
         out.append(0)
@@ -155,9 +166,10 @@ def _encode_partition_result(obj, out, index):
 
         out += error_message
     out += _S1.pack(state_epoch, start_offset)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "partition_result.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "partition_result.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_read_state_summary_result(buf, pos, end, opts):
@@ -203,45 +215,52 @@ def _decode_read_state_summary_result(buf, pos, end, opts):
             raise exc.within("read_state_summary_result.partitions", i_partitions, "partition_result") from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "read_state_summary_result.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="read_state_summary_result.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "read_state_summary_result.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "read_state_summary_result.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "read_state_summary_result.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="read_state_summary_result.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "read_state_summary_result.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "read_state_summary_result.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="read_state_summary_result.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ReadStateSummaryResult(topic_id, partitions, tagged_fields), pos
 
 
 def _encode_read_state_summary_result(obj, out, index):
     """Append one read_state_summary_result to out."""
-    own_ = type(obj) is ReadStateSummaryResult
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ReadStateSummaryResult:
+        topic_id = obj.topic_id
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_id = getattr(obj, "topic_id", None)
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(_uuid16(topic_id))
     n_ = len(partitions)
     if -1 <= n_ < 0x3FFF:
@@ -259,9 +278,10 @@ def _encode_read_state_summary_result(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"read_state_summary_result.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "read_state_summary_result.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "read_state_summary_result.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_read_share_group_state_summary_response(buf, pos, end, opts, api_version):
@@ -331,36 +351,39 @@ def _decode_read_share_group_state_summary_response(buf, pos, end, opts, api_ver
                     path="read_share_group_state_summary_response.results",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "read_share_group_state_summary_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="read_share_group_state_summary_response.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "read_share_group_state_summary_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "read_share_group_state_summary_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "read_share_group_state_summary_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="read_share_group_state_summary_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "read_share_group_state_summary_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "read_share_group_state_summary_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="read_share_group_state_summary_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ReadShareGroupStateSummaryResponse(results, tagged_fields), pos
 
 
@@ -477,61 +500,66 @@ def _fdecode_read_share_group_state_summary_response(buf, pos, end, opts, api_ve
             ) = _S1.unpack_from(buf, pos)
             pos += 12
             tagged_fields_partition_result__read_state_summary_result_ = []
-            sec__partition_result__read_state_summary_result_ = pos
-            prev__partition_result__read_state_summary_result_, odd__partition_result__read_state_summary_result_ = (
-                -1,
-                False,
-            )
-            if pos < end and buf[pos] < 128:
-                n_tags__partition_result__read_state_summary_result_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__partition_result__read_state_summary_result_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_result.tagged_fields"
-                )
-            if n_tags__partition_result__read_state_summary_result_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__partition_result__read_state_summary_result_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="partition_result.tagged_fields",
-                )
-            for __partition_result__read_state_summary_result_ in range(
-                n_tags__partition_result__read_state_summary_result_
-            ):
-                tag__partition_result__read_state_summary_result_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_result.tagged_fields"
-                )
-                size__partition_result__read_state_summary_result_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_result.tagged_fields"
-                )
-                if size__partition_result__read_state_summary_result_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__partition_result__read_state_summary_result_} declares {size__partition_result__read_state_summary_result_} bytes, {end - pos} left",
+                sec__partition_result__read_state_summary_result_ = pos
+                (
+                    prev__partition_result__read_state_summary_result_,
+                    odd__partition_result__read_state_summary_result_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__partition_result__read_state_summary_result_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__partition_result__read_state_summary_result_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_result.tagged_fields"
+                    )
+                if n_tags__partition_result__read_state_summary_result_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__partition_result__read_state_summary_result_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="partition_result.tagged_fields",
                     )
-                stop__partition_result__read_state_summary_result_ = (
-                    pos + size__partition_result__read_state_summary_result_
-                )
-                if (
-                    tag__partition_result__read_state_summary_result_
-                    <= prev__partition_result__read_state_summary_result_
+                for __partition_result__read_state_summary_result_ in range(
+                    n_tags__partition_result__read_state_summary_result_
                 ):
-                    odd__partition_result__read_state_summary_result_ = True
-                prev__partition_result__read_state_summary_result_ = tag__partition_result__read_state_summary_result_
-                tagged_fields_partition_result__read_state_summary_result_.append(
-                    (
-                        tag__partition_result__read_state_summary_result_,
-                        bytes(buf[pos:stop__partition_result__read_state_summary_result_]),
+                    tag__partition_result__read_state_summary_result_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_result.tagged_fields"
                     )
-                )
-                pos = stop__partition_result__read_state_summary_result_
-            if odd__partition_result__read_state_summary_result_:
-                tagged_fields_partition_result__read_state_summary_result_ = _keep_tags(
-                    tagged_fields_partition_result__read_state_summary_result_,
-                    buf[sec__partition_result__read_state_summary_result_:pos],
-                    (),
-                )
+                    size__partition_result__read_state_summary_result_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_result.tagged_fields"
+                    )
+                    if size__partition_result__read_state_summary_result_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__partition_result__read_state_summary_result_} declares {size__partition_result__read_state_summary_result_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="partition_result.tagged_fields",
+                        )
+                    stop__partition_result__read_state_summary_result_ = (
+                        pos + size__partition_result__read_state_summary_result_
+                    )
+                    if (
+                        tag__partition_result__read_state_summary_result_
+                        <= prev__partition_result__read_state_summary_result_
+                    ):
+                        odd__partition_result__read_state_summary_result_ = True
+                    prev__partition_result__read_state_summary_result_ = (
+                        tag__partition_result__read_state_summary_result_
+                    )
+                    tagged_fields_partition_result__read_state_summary_result_.append(
+                        (
+                            tag__partition_result__read_state_summary_result_,
+                            bytes(buf[pos:stop__partition_result__read_state_summary_result_]),
+                        )
+                    )
+                    pos = stop__partition_result__read_state_summary_result_
+                if odd__partition_result__read_state_summary_result_:
+                    tagged_fields_partition_result__read_state_summary_result_ = _keep_tags(
+                        tagged_fields_partition_result__read_state_summary_result_,
+                        buf[sec__partition_result__read_state_summary_result_:pos],
+                        (),
+                    )
             value__partition_result__read_state_summary_result_ = _new_object(PartitionResult)
             value__partition_result__read_state_summary_result_.partition = (
                 partition_partition_result__read_state_summary_result_
@@ -554,46 +582,49 @@ def _fdecode_read_share_group_state_summary_response(buf, pos, end, opts, api_ve
             item__read_state_summary_result_ = value__partition_result__read_state_summary_result_
             append_partitions_read_state_summary_result_(item__read_state_summary_result_)
         tagged_fields_read_state_summary_result_ = []
-        sec__read_state_summary_result_ = pos
-        prev__read_state_summary_result_, odd__read_state_summary_result_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__read_state_summary_result_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__read_state_summary_result_, pos = _read_uvarint32(
-                buf, pos, end, "read_state_summary_result.tagged_fields"
-            )
-        if n_tags__read_state_summary_result_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__read_state_summary_result_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="read_state_summary_result.tagged_fields",
-            )
-        for __read_state_summary_result_ in range(n_tags__read_state_summary_result_):
-            tag__read_state_summary_result_, pos = _read_uvarint32(
-                buf, pos, end, "read_state_summary_result.tagged_fields"
-            )
-            size__read_state_summary_result_, pos = _read_uvarint32(
-                buf, pos, end, "read_state_summary_result.tagged_fields"
-            )
-            if size__read_state_summary_result_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__read_state_summary_result_} declares {size__read_state_summary_result_} bytes, {end - pos} left",
+            sec__read_state_summary_result_ = pos
+            prev__read_state_summary_result_, odd__read_state_summary_result_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__read_state_summary_result_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__read_state_summary_result_, pos = _read_uvarint32(
+                    buf, pos, end, "read_state_summary_result.tagged_fields"
+                )
+            if n_tags__read_state_summary_result_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__read_state_summary_result_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="read_state_summary_result.tagged_fields",
                 )
-            stop__read_state_summary_result_ = pos + size__read_state_summary_result_
-            if tag__read_state_summary_result_ <= prev__read_state_summary_result_:
-                odd__read_state_summary_result_ = True
-            prev__read_state_summary_result_ = tag__read_state_summary_result_
-            tagged_fields_read_state_summary_result_.append(
-                (tag__read_state_summary_result_, bytes(buf[pos:stop__read_state_summary_result_]))
-            )
-            pos = stop__read_state_summary_result_
-        if odd__read_state_summary_result_:
-            tagged_fields_read_state_summary_result_ = _keep_tags(
-                tagged_fields_read_state_summary_result_, buf[sec__read_state_summary_result_:pos], ()
-            )
+            for __read_state_summary_result_ in range(n_tags__read_state_summary_result_):
+                tag__read_state_summary_result_, pos = _read_uvarint32(
+                    buf, pos, end, "read_state_summary_result.tagged_fields"
+                )
+                size__read_state_summary_result_, pos = _read_uvarint32(
+                    buf, pos, end, "read_state_summary_result.tagged_fields"
+                )
+                if size__read_state_summary_result_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__read_state_summary_result_} declares {size__read_state_summary_result_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="read_state_summary_result.tagged_fields",
+                    )
+                stop__read_state_summary_result_ = pos + size__read_state_summary_result_
+                if tag__read_state_summary_result_ <= prev__read_state_summary_result_:
+                    odd__read_state_summary_result_ = True
+                prev__read_state_summary_result_ = tag__read_state_summary_result_
+                tagged_fields_read_state_summary_result_.append(
+                    (tag__read_state_summary_result_, bytes(buf[pos:stop__read_state_summary_result_]))
+                )
+                pos = stop__read_state_summary_result_
+            if odd__read_state_summary_result_:
+                tagged_fields_read_state_summary_result_ = _keep_tags(
+                    tagged_fields_read_state_summary_result_, buf[sec__read_state_summary_result_:pos], ()
+                )
         value__read_state_summary_result_ = _new_object(ReadStateSummaryResult)
         value__read_state_summary_result_.topic_id = topic_id_read_state_summary_result_
         value__read_state_summary_result_.partitions = partitions_read_state_summary_result_
@@ -605,36 +636,39 @@ def _fdecode_read_share_group_state_summary_response(buf, pos, end, opts, api_ve
             if budget_results < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "read_share_group_state_summary_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="read_share_group_state_summary_response.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "read_share_group_state_summary_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "read_share_group_state_summary_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "read_share_group_state_summary_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="read_share_group_state_summary_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "read_share_group_state_summary_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "read_share_group_state_summary_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="read_share_group_state_summary_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ReadShareGroupStateSummaryResponse)
     value_.results = results
     value_.tagged_fields = tagged_fields
@@ -648,9 +682,12 @@ def _encode_read_share_group_state_summary_response(obj, out, index, api_version
             f"ReadShareGroupStateSummaryResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="read_share_group_state_summary_response",
         )
-    own_ = type(obj) is ReadShareGroupStateSummaryResponse
-    results = obj.results if own_ else getattr(obj, "results", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ReadShareGroupStateSummaryResponse:
+        results = obj.results
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        results = getattr(obj, "results", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(results)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -670,9 +707,10 @@ def _encode_read_share_group_state_summary_response(obj, out, index, api_version
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"read_share_group_state_summary_response.results[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "read_share_group_state_summary_response.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "read_share_group_state_summary_response.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_read_share_group_state_summary_response(obj, out, index, api_version):
@@ -682,25 +720,26 @@ def _fencode_read_share_group_state_summary_response(obj, out, index, api_versio
             f"ReadShareGroupStateSummaryResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="read_share_group_state_summary_response",
         )
-    own_ = type(obj) is ReadShareGroupStateSummaryResponse
-    results = obj.results if own_ else getattr(obj, "results", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ReadShareGroupStateSummaryResponse:
+        results = obj.results
+        tagged_fields = obj.tagged_fields
+    else:
+        results = getattr(obj, "results", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(results)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "read_share_group_state_summary_response.results")
     for item_ in results:
-        own__read_state_summary_result_ = type(item_) is ReadStateSummaryResult
-        topic_id_read_state_summary_result_ = (
-            item_.topic_id if own__read_state_summary_result_ else getattr(item_, "topic_id", None)
-        )
-        partitions_read_state_summary_result_ = (
-            item_.partitions if own__read_state_summary_result_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_read_state_summary_result_ = (
-            item_.tagged_fields if own__read_state_summary_result_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is ReadStateSummaryResult:
+            topic_id_read_state_summary_result_ = item_.topic_id
+            partitions_read_state_summary_result_ = item_.partitions
+            tagged_fields_read_state_summary_result_ = item_.tagged_fields
+        else:
+            topic_id_read_state_summary_result_ = getattr(item_, "topic_id", None)
+            partitions_read_state_summary_result_ = getattr(item_, "partitions", None)
+            tagged_fields_read_state_summary_result_ = getattr(item_, "tagged_fields", None)
         out += _S2.pack(_uuid16(topic_id_read_state_summary_result_))
         n__read_state_summary_result_ = len(partitions_read_state_summary_result_)
         if -1 <= n__read_state_summary_result_ < 16383:
@@ -708,39 +747,38 @@ def _fencode_read_share_group_state_summary_response(obj, out, index, api_versio
         else:
             _write_uvarint(out, n__read_state_summary_result_ + 1, "read_state_summary_result.partitions")
         for item__read_state_summary_result_ in partitions_read_state_summary_result_:
-            own__partition_result__read_state_summary_result_ = (
-                type(item__read_state_summary_result_) is PartitionResult
-            )
-            partition_partition_result__read_state_summary_result_ = (
-                item__read_state_summary_result_.partition
-                if own__partition_result__read_state_summary_result_
-                else getattr(item__read_state_summary_result_, "partition", 0)
-            )
-            error_code_partition_result__read_state_summary_result_ = (
-                item__read_state_summary_result_.error_code
-                if own__partition_result__read_state_summary_result_
-                else getattr(item__read_state_summary_result_, "error_code", 0)
-            )
-            error_message_partition_result__read_state_summary_result_ = (
-                item__read_state_summary_result_.error_message
-                if own__partition_result__read_state_summary_result_
-                else getattr(item__read_state_summary_result_, "error_message", None)
-            )
-            state_epoch_partition_result__read_state_summary_result_ = (
-                item__read_state_summary_result_.state_epoch
-                if own__partition_result__read_state_summary_result_
-                else getattr(item__read_state_summary_result_, "state_epoch", 0)
-            )
-            start_offset_partition_result__read_state_summary_result_ = (
-                item__read_state_summary_result_.start_offset
-                if own__partition_result__read_state_summary_result_
-                else getattr(item__read_state_summary_result_, "start_offset", 0)
-            )
-            tagged_fields_partition_result__read_state_summary_result_ = (
-                item__read_state_summary_result_.tagged_fields
-                if own__partition_result__read_state_summary_result_
-                else getattr(item__read_state_summary_result_, "tagged_fields", None)
-            )
+            if type(item__read_state_summary_result_) is PartitionResult:
+                partition_partition_result__read_state_summary_result_ = item__read_state_summary_result_.partition
+                error_code_partition_result__read_state_summary_result_ = item__read_state_summary_result_.error_code
+                error_message_partition_result__read_state_summary_result_ = (
+                    item__read_state_summary_result_.error_message
+                )
+                state_epoch_partition_result__read_state_summary_result_ = item__read_state_summary_result_.state_epoch
+                start_offset_partition_result__read_state_summary_result_ = (
+                    item__read_state_summary_result_.start_offset
+                )
+                tagged_fields_partition_result__read_state_summary_result_ = (
+                    item__read_state_summary_result_.tagged_fields
+                )
+            else:
+                partition_partition_result__read_state_summary_result_ = getattr(
+                    item__read_state_summary_result_, "partition", 0
+                )
+                error_code_partition_result__read_state_summary_result_ = getattr(
+                    item__read_state_summary_result_, "error_code", 0
+                )
+                error_message_partition_result__read_state_summary_result_ = getattr(
+                    item__read_state_summary_result_, "error_message", None
+                )
+                state_epoch_partition_result__read_state_summary_result_ = getattr(
+                    item__read_state_summary_result_, "state_epoch", 0
+                )
+                start_offset_partition_result__read_state_summary_result_ = getattr(
+                    item__read_state_summary_result_, "start_offset", 0
+                )
+                tagged_fields_partition_result__read_state_summary_result_ = getattr(
+                    item__read_state_summary_result_, "tagged_fields", None
+                )
             out += _S0.pack(
                 partition_partition_result__read_state_summary_result_,
                 error_code_partition_result__read_state_summary_result_,
@@ -770,27 +808,32 @@ def _fencode_read_share_group_state_summary_response(obj, out, index, api_versio
                 state_epoch_partition_result__read_state_summary_result_,
                 start_offset_partition_result__read_state_summary_result_,
             )
-            tags__partition_result__read_state_summary_result_ = []
-            valid__partition_result__read_state_summary_result_ = None
+            if (
+                tagged_fields_partition_result__read_state_summary_result_
+                or tagged_fields_partition_result__read_state_summary_result_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_partition_result__read_state_summary_result_,
+                    "partition_result.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if (
+            tagged_fields_read_state_summary_result_
+            or tagged_fields_read_state_summary_result_.__class__ is _TagSection
+        ):
             _write_tagged(
-                out,
-                tags__partition_result__read_state_summary_result_,
-                tagged_fields_partition_result__read_state_summary_result_,
-                "partition_result.tagged_fields",
-                valid__partition_result__read_state_summary_result_,
+                out, [], tagged_fields_read_state_summary_result_, "read_state_summary_result.tagged_fields", None
             )
-        tags__read_state_summary_result_ = []
-        valid__read_state_summary_result_ = None
-        _write_tagged(
-            out,
-            tags__read_state_summary_result_,
-            tagged_fields_read_state_summary_result_,
-            "read_state_summary_result.tagged_fields",
-            valid__read_state_summary_result_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "read_share_group_state_summary_response.tagged_fields", valid_)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "read_share_group_state_summary_response.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_read_share_group_state_summary_response_by_version(buf, pos, end, opts, api_version):

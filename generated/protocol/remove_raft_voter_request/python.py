@@ -26,6 +26,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -98,36 +99,39 @@ def _decode_remove_raft_voter_request(buf, pos, end, opts, api_version):
     ) = _S0.unpack_from(buf, pos)
     pos += 20
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "remove_raft_voter_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="remove_raft_voter_request.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "remove_raft_voter_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "remove_raft_voter_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "remove_raft_voter_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="remove_raft_voter_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "remove_raft_voter_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "remove_raft_voter_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="remove_raft_voter_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return RemoveRaftVoterRequest(cluster_id, voter_id, voter_directory_id, tagged_fields), pos
 
 
@@ -167,36 +171,39 @@ def _fdecode_remove_raft_voter_request(buf, pos, end, opts, api_version):
     ) = _S0.unpack_from(buf, pos)
     pos += 20
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "remove_raft_voter_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="remove_raft_voter_request.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "remove_raft_voter_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "remove_raft_voter_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "remove_raft_voter_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="remove_raft_voter_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "remove_raft_voter_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "remove_raft_voter_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="remove_raft_voter_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(RemoveRaftVoterRequest)  # slots set directly: a third of the cost of calling __init__
     value_.cluster_id = cluster_id
     value_.voter_id = voter_id
@@ -212,11 +219,16 @@ def _encode_remove_raft_voter_request(obj, out, index, api_version):
             f"RemoveRaftVoterRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="remove_raft_voter_request",
         )
-    own_ = type(obj) is RemoveRaftVoterRequest
-    cluster_id = obj.cluster_id if own_ else getattr(obj, "cluster_id", "")
-    voter_id = obj.voter_id if own_ else getattr(obj, "voter_id", 0)
-    voter_directory_id = obj.voter_directory_id if own_ else getattr(obj, "voter_directory_id", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is RemoveRaftVoterRequest:
+        cluster_id = obj.cluster_id
+        voter_id = obj.voter_id
+        voter_directory_id = obj.voter_directory_id
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        cluster_id = getattr(obj, "cluster_id", "")
+        voter_id = getattr(obj, "voter_id", 0)
+        voter_directory_id = getattr(obj, "voter_directory_id", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if cluster_id is None:
         out.append(0)
     else:
@@ -230,9 +242,10 @@ def _encode_remove_raft_voter_request(obj, out, index, api_version):
 
         out += cluster_id
     out += _S0.pack(voter_id, _uuid16(voter_directory_id))
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "remove_raft_voter_request.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "remove_raft_voter_request.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_remove_raft_voter_request(obj, out, index, api_version):
@@ -242,11 +255,16 @@ def _fencode_remove_raft_voter_request(obj, out, index, api_version):
             f"RemoveRaftVoterRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="remove_raft_voter_request",
         )
-    own_ = type(obj) is RemoveRaftVoterRequest
-    cluster_id = obj.cluster_id if own_ else getattr(obj, "cluster_id", "")
-    voter_id = obj.voter_id if own_ else getattr(obj, "voter_id", 0)
-    voter_directory_id = obj.voter_directory_id if own_ else getattr(obj, "voter_directory_id", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is RemoveRaftVoterRequest:
+        cluster_id = obj.cluster_id
+        voter_id = obj.voter_id
+        voter_directory_id = obj.voter_directory_id
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        cluster_id = getattr(obj, "cluster_id", "")
+        voter_id = getattr(obj, "voter_id", 0)
+        voter_directory_id = getattr(obj, "voter_directory_id", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if cluster_id is None:
         out.append(0)
     else:
@@ -260,9 +278,10 @@ def _fencode_remove_raft_voter_request(obj, out, index, api_version):
 
         out += cluster_id
     out += _S0.pack(voter_id, _uuid16(voter_directory_id))
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "remove_raft_voter_request.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "remove_raft_voter_request.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_remove_raft_voter_request_by_version(buf, pos, end, opts, api_version):

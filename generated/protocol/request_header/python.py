@@ -23,6 +23,7 @@ from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
 from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -137,11 +138,16 @@ def _encode_request_header(obj, out, index, header_version):
             f"RequestHeader is not defined for header_version {header_version} (this schema has it for (<params>.header_version <= 1))",
             path="request_header",
         )
-    own_ = type(obj) is RequestHeader
-    request_api_key = obj.request_api_key if own_ else getattr(obj, "request_api_key", None)
-    request_api_version = obj.request_api_version if own_ else getattr(obj, "request_api_version", None)
-    correlation_id = obj.correlation_id if own_ else getattr(obj, "correlation_id", None)
-    client_id = obj.client_id if own_ else getattr(obj, "client_id", None)
+    if type(obj) is RequestHeader:
+        request_api_key = obj.request_api_key
+        request_api_version = obj.request_api_version
+        correlation_id = obj.correlation_id
+        client_id = obj.client_id
+    else:  # another class: its fields by name, a missing one at its default
+        request_api_key = getattr(obj, "request_api_key", None)
+        request_api_version = getattr(obj, "request_api_version", None)
+        correlation_id = getattr(obj, "correlation_id", None)
+        client_id = getattr(obj, "client_id", None)
     out += _S0.pack(request_api_key, request_api_version, correlation_id)
     if header_version >= 1:
         if client_id is None:
@@ -160,11 +166,16 @@ def _fencode_request_header(obj, out, index, header_version):
             f"RequestHeader is not defined for header_version {header_version} (this schema has it for (<params>.header_version <= 1))",
             path="request_header",
         )
-    own_ = type(obj) is RequestHeader
-    request_api_key = obj.request_api_key if own_ else getattr(obj, "request_api_key", None)
-    request_api_version = obj.request_api_version if own_ else getattr(obj, "request_api_version", None)
-    correlation_id = obj.correlation_id if own_ else getattr(obj, "correlation_id", None)
-    client_id = obj.client_id if own_ else getattr(obj, "client_id", None)
+    if type(obj) is RequestHeader:
+        request_api_key = obj.request_api_key
+        request_api_version = obj.request_api_version
+        correlation_id = obj.correlation_id
+        client_id = obj.client_id
+    else:  # another class: its fields by name, a missing one at its default
+        request_api_key = getattr(obj, "request_api_key", None)
+        request_api_version = getattr(obj, "request_api_version", None)
+        correlation_id = getattr(obj, "correlation_id", None)
+        client_id = getattr(obj, "client_id", None)
     out += _S0.pack(request_api_key, request_api_version, correlation_id)
     if header_version >= 1:
         if client_id is None:
@@ -212,36 +223,39 @@ def _decode_request_header_flexible(buf, pos, end, opts, header_version):
         client_id = str(buf[pos : pos + n_client_id], "utf-8", "surrogateescape")
         pos += n_client_id
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "request_header_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="request_header_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "request_header_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "request_header_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "request_header_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="request_header_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "request_header_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "request_header_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="request_header_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return RequestHeaderFlexible(request_api_key, request_api_version, correlation_id, client_id, tagged_fields), pos
 
 
@@ -272,36 +286,39 @@ def _fdecode_request_header_flexible(buf, pos, end, opts, header_version):
             client_id = _decode_str(r_)
         pos += n_client_id
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "request_header_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="request_header_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "request_header_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "request_header_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "request_header_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="request_header_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "request_header_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "request_header_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="request_header_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(RequestHeaderFlexible)  # slots set directly: a third of the cost of calling __init__
     value_.request_api_key = request_api_key
     value_.request_api_version = request_api_version
@@ -318,12 +335,18 @@ def _encode_request_header_flexible(obj, out, index, header_version):
             f"RequestHeader is not defined for header_version {header_version} (this schema has it for ((<params>.header_version >= 2) and (<params>.header_version <= 2)))",
             path="request_header_flexible",
         )
-    own_ = type(obj) is RequestHeaderFlexible
-    request_api_key = obj.request_api_key if own_ else getattr(obj, "request_api_key", None)
-    request_api_version = obj.request_api_version if own_ else getattr(obj, "request_api_version", None)
-    correlation_id = obj.correlation_id if own_ else getattr(obj, "correlation_id", None)
-    client_id = obj.client_id if own_ else getattr(obj, "client_id", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is RequestHeaderFlexible:
+        request_api_key = obj.request_api_key
+        request_api_version = obj.request_api_version
+        correlation_id = obj.correlation_id
+        client_id = obj.client_id
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        request_api_key = getattr(obj, "request_api_key", None)
+        request_api_version = getattr(obj, "request_api_version", None)
+        correlation_id = getattr(obj, "correlation_id", None)
+        client_id = getattr(obj, "client_id", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(request_api_key, request_api_version, correlation_id)
     if client_id is None:
         out += _S1.pack(-1)
@@ -332,9 +355,10 @@ def _encode_request_header_flexible(obj, out, index, header_version):
         client_id = _encode_str(client_id) if b_ is None else b_
         out += _S1.pack(len(client_id))
         out += client_id
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "request_header_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "request_header_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_request_header_flexible(obj, out, index, header_version):
@@ -344,12 +368,18 @@ def _fencode_request_header_flexible(obj, out, index, header_version):
             f"RequestHeader is not defined for header_version {header_version} (this schema has it for ((<params>.header_version >= 2) and (<params>.header_version <= 2)))",
             path="request_header_flexible",
         )
-    own_ = type(obj) is RequestHeaderFlexible
-    request_api_key = obj.request_api_key if own_ else getattr(obj, "request_api_key", None)
-    request_api_version = obj.request_api_version if own_ else getattr(obj, "request_api_version", None)
-    correlation_id = obj.correlation_id if own_ else getattr(obj, "correlation_id", None)
-    client_id = obj.client_id if own_ else getattr(obj, "client_id", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is RequestHeaderFlexible:
+        request_api_key = obj.request_api_key
+        request_api_version = obj.request_api_version
+        correlation_id = obj.correlation_id
+        client_id = obj.client_id
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        request_api_key = getattr(obj, "request_api_key", None)
+        request_api_version = getattr(obj, "request_api_version", None)
+        correlation_id = getattr(obj, "correlation_id", None)
+        client_id = getattr(obj, "client_id", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(request_api_key, request_api_version, correlation_id)
     if client_id is None:
         out += _S1.pack(-1)
@@ -358,9 +388,10 @@ def _fencode_request_header_flexible(obj, out, index, header_version):
         client_id = _encode_str(client_id) if b_ is None else b_
         out += _S1.pack(len(client_id))
         out += client_id
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "request_header_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "request_header_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_request_header_by_version(buf, pos, end, opts, header_version):

@@ -21,6 +21,7 @@ from kfmt.runtime.options import options_for as _options_for
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -175,36 +176,39 @@ def _decode_sasl_authenticate_request_flexible(buf, pos, end, opts, api_version)
         auth_bytes = buf[pos : pos + n_auth_bytes]
         pos += n_auth_bytes
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "sasl_authenticate_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="sasl_authenticate_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "sasl_authenticate_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "sasl_authenticate_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "sasl_authenticate_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="sasl_authenticate_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "sasl_authenticate_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "sasl_authenticate_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="sasl_authenticate_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return SaslAuthenticateRequestFlexible(auth_bytes, tagged_fields), pos
 
 
@@ -236,36 +240,39 @@ def _fdecode_sasl_authenticate_request_flexible(buf, pos, end, opts, api_version
         auth_bytes = buf[pos : pos + n_auth_bytes]
         pos += n_auth_bytes
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "sasl_authenticate_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="sasl_authenticate_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "sasl_authenticate_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "sasl_authenticate_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "sasl_authenticate_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="sasl_authenticate_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "sasl_authenticate_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "sasl_authenticate_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="sasl_authenticate_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(SaslAuthenticateRequestFlexible)  # slots set directly: a third of the cost of calling __init__
     value_.auth_bytes = auth_bytes
     value_.tagged_fields = tagged_fields
@@ -279,9 +286,12 @@ def _encode_sasl_authenticate_request_flexible(obj, out, index, api_version):
             f"SaslAuthenticateRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 2)))",
             path="sasl_authenticate_request_flexible",
         )
-    own_ = type(obj) is SaslAuthenticateRequestFlexible
-    auth_bytes = obj.auth_bytes if own_ else getattr(obj, "auth_bytes", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is SaslAuthenticateRequestFlexible:
+        auth_bytes = obj.auth_bytes
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        auth_bytes = getattr(obj, "auth_bytes", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if auth_bytes is None:
         raise _InvalidValueError("may not be null", path="sasl_authenticate_request_flexible.auth_bytes")
     else:
@@ -292,9 +302,10 @@ def _encode_sasl_authenticate_request_flexible(obj, out, index, api_version):
             _write_uvarint(out, n_ + 1, "sasl_authenticate_request_flexible.auth_bytes")
 
         out += auth_bytes
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "sasl_authenticate_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "sasl_authenticate_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_sasl_authenticate_request_flexible(obj, out, index, api_version):
@@ -304,9 +315,12 @@ def _fencode_sasl_authenticate_request_flexible(obj, out, index, api_version):
             f"SaslAuthenticateRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 2)))",
             path="sasl_authenticate_request_flexible",
         )
-    own_ = type(obj) is SaslAuthenticateRequestFlexible
-    auth_bytes = obj.auth_bytes if own_ else getattr(obj, "auth_bytes", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is SaslAuthenticateRequestFlexible:
+        auth_bytes = obj.auth_bytes
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        auth_bytes = getattr(obj, "auth_bytes", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(auth_bytes)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -314,9 +328,10 @@ def _fencode_sasl_authenticate_request_flexible(obj, out, index, api_version):
         _write_uvarint(out, n_ + 1, "sasl_authenticate_request_flexible.auth_bytes")
 
     out += auth_bytes
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "sasl_authenticate_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "sasl_authenticate_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_sasl_authenticate_request_by_version(buf, pos, end, opts, api_version):

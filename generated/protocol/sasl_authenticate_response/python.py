@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -178,11 +179,16 @@ def _encode_sasl_authenticate_response(obj, out, index, api_version):
             f"SaslAuthenticateResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="sasl_authenticate_response",
         )
-    own_ = type(obj) is SaslAuthenticateResponse
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    auth_bytes = obj.auth_bytes if own_ else getattr(obj, "auth_bytes", None)
-    session_lifetime_ms = obj.session_lifetime_ms if own_ else getattr(obj, "session_lifetime_ms", 0)
+    if type(obj) is SaslAuthenticateResponse:
+        error_code = obj.error_code
+        error_message = obj.error_message
+        auth_bytes = obj.auth_bytes
+        session_lifetime_ms = obj.session_lifetime_ms
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        auth_bytes = getattr(obj, "auth_bytes", None)
+        session_lifetime_ms = getattr(obj, "session_lifetime_ms", 0)
     out += _S0.pack(error_code)
     if error_message is None:
         out += _S0.pack(-1)
@@ -207,11 +213,16 @@ def _fencode_sasl_authenticate_response(obj, out, index, api_version):
             f"SaslAuthenticateResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="sasl_authenticate_response",
         )
-    own_ = type(obj) is SaslAuthenticateResponse
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    auth_bytes = obj.auth_bytes if own_ else getattr(obj, "auth_bytes", None)
-    session_lifetime_ms = obj.session_lifetime_ms if own_ else getattr(obj, "session_lifetime_ms", 0)
+    if type(obj) is SaslAuthenticateResponse:
+        error_code = obj.error_code
+        error_message = obj.error_message
+        auth_bytes = obj.auth_bytes
+        session_lifetime_ms = obj.session_lifetime_ms
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        auth_bytes = getattr(obj, "auth_bytes", None)
+        session_lifetime_ms = getattr(obj, "session_lifetime_ms", 0)
     out += _S0.pack(error_code)
     if error_message is None:
         out += _S0.pack(-1)
@@ -311,36 +322,39 @@ def _decode_sasl_authenticate_response_flexible(buf, pos, end, opts, api_version
     (session_lifetime_ms,) = _S2.unpack_from(buf, pos)
     pos += 8
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "sasl_authenticate_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="sasl_authenticate_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "sasl_authenticate_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "sasl_authenticate_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "sasl_authenticate_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="sasl_authenticate_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "sasl_authenticate_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "sasl_authenticate_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="sasl_authenticate_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return SaslAuthenticateResponseFlexible(
         error_code, error_message, auth_bytes, session_lifetime_ms, tagged_fields
     ), pos
@@ -400,36 +414,39 @@ def _fdecode_sasl_authenticate_response_flexible(buf, pos, end, opts, api_versio
     (session_lifetime_ms,) = _S2.unpack_from(buf, pos)
     pos += 8
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "sasl_authenticate_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="sasl_authenticate_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "sasl_authenticate_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "sasl_authenticate_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "sasl_authenticate_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="sasl_authenticate_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "sasl_authenticate_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "sasl_authenticate_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="sasl_authenticate_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(
         SaslAuthenticateResponseFlexible
     )  # slots set directly: a third of the cost of calling __init__
@@ -448,12 +465,18 @@ def _encode_sasl_authenticate_response_flexible(obj, out, index, api_version):
             f"SaslAuthenticateResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 2)))",
             path="sasl_authenticate_response_flexible",
         )
-    own_ = type(obj) is SaslAuthenticateResponseFlexible
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    auth_bytes = obj.auth_bytes if own_ else getattr(obj, "auth_bytes", None)
-    session_lifetime_ms = obj.session_lifetime_ms if own_ else getattr(obj, "session_lifetime_ms", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is SaslAuthenticateResponseFlexible:
+        error_code = obj.error_code
+        error_message = obj.error_message
+        auth_bytes = obj.auth_bytes
+        session_lifetime_ms = obj.session_lifetime_ms
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        auth_bytes = getattr(obj, "auth_bytes", None)
+        session_lifetime_ms = getattr(obj, "session_lifetime_ms", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(error_code)
     if error_message is None:
         out.append(0)
@@ -478,9 +501,10 @@ def _encode_sasl_authenticate_response_flexible(obj, out, index, api_version):
 
         out += auth_bytes
     out += _S2.pack(session_lifetime_ms)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "sasl_authenticate_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "sasl_authenticate_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_sasl_authenticate_response_flexible(obj, out, index, api_version):
@@ -490,12 +514,18 @@ def _fencode_sasl_authenticate_response_flexible(obj, out, index, api_version):
             f"SaslAuthenticateResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 2)))",
             path="sasl_authenticate_response_flexible",
         )
-    own_ = type(obj) is SaslAuthenticateResponseFlexible
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    auth_bytes = obj.auth_bytes if own_ else getattr(obj, "auth_bytes", None)
-    session_lifetime_ms = obj.session_lifetime_ms if own_ else getattr(obj, "session_lifetime_ms", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is SaslAuthenticateResponseFlexible:
+        error_code = obj.error_code
+        error_message = obj.error_message
+        auth_bytes = obj.auth_bytes
+        session_lifetime_ms = obj.session_lifetime_ms
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        auth_bytes = getattr(obj, "auth_bytes", None)
+        session_lifetime_ms = getattr(obj, "session_lifetime_ms", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(error_code)
     if error_message is None:
         out.append(0)
@@ -517,9 +547,10 @@ def _fencode_sasl_authenticate_response_flexible(obj, out, index, api_version):
 
     out += auth_bytes
     out += _S2.pack(session_lifetime_ms)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "sasl_authenticate_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "sasl_authenticate_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_sasl_authenticate_response_by_version(buf, pos, end, opts, api_version):

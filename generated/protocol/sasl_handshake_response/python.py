@@ -207,9 +207,12 @@ def _encode_sasl_handshake_response(obj, out, index, api_version):
             f"SaslHandshakeResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="sasl_handshake_response",
         )
-    own_ = type(obj) is SaslHandshakeResponse
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    mechanisms = obj.mechanisms if own_ else getattr(obj, "mechanisms", None)
+    if type(obj) is SaslHandshakeResponse:
+        error_code = obj.error_code
+        mechanisms = obj.mechanisms
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        mechanisms = getattr(obj, "mechanisms", None)
     out += _S0.pack(error_code)
     out += _S1.pack(len(mechanisms))
     index_ = 0
@@ -233,9 +236,12 @@ def _fencode_sasl_handshake_response(obj, out, index, api_version):
             f"SaslHandshakeResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="sasl_handshake_response",
         )
-    own_ = type(obj) is SaslHandshakeResponse
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    mechanisms = obj.mechanisms if own_ else getattr(obj, "mechanisms", None)
+    if type(obj) is SaslHandshakeResponse:
+        error_code = obj.error_code
+        mechanisms = obj.mechanisms
+    else:
+        error_code = getattr(obj, "error_code", 0)
+        mechanisms = getattr(obj, "mechanisms", None)
     out += _S0.pack(error_code)
     out += _S1.pack(len(mechanisms))
     for item_ in mechanisms:

@@ -19,6 +19,8 @@ from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
 from kfmt.runtime.scalars import uuid16 as _uuid16
+from kfmt.runtime.scalars import PACKED as _PACKED
+from kfmt.runtime.scalars import PACKED_MAX as _PACKED_MAX
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -26,6 +28,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -130,46 +133,54 @@ def _decode_acknowledgement_batch(buf, pos, end, opts):
             ) from None
         append_acknowledge_types(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "acknowledgement_batch.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="acknowledgement_batch.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "acknowledgement_batch.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "acknowledgement_batch.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "acknowledgement_batch.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="acknowledgement_batch.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "acknowledgement_batch.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "acknowledgement_batch.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="acknowledgement_batch.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return AcknowledgementBatch(first_offset, last_offset, acknowledge_types, tagged_fields), pos
 
 
 def _encode_acknowledgement_batch(obj, out, index):
     """Append one acknowledgement_batch to out."""
-    own_ = type(obj) is AcknowledgementBatch
-    first_offset = obj.first_offset if own_ else getattr(obj, "first_offset", 0)
-    last_offset = obj.last_offset if own_ else getattr(obj, "last_offset", 0)
-    acknowledge_types = obj.acknowledge_types if own_ else getattr(obj, "acknowledge_types", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AcknowledgementBatch:
+        first_offset = obj.first_offset
+        last_offset = obj.last_offset
+        acknowledge_types = obj.acknowledge_types
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        first_offset = getattr(obj, "first_offset", 0)
+        last_offset = getattr(obj, "last_offset", 0)
+        acknowledge_types = getattr(obj, "acknowledge_types", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(first_offset, last_offset)
     n_ = len(acknowledge_types)
     if -1 <= n_ < 0x3FFF:
@@ -189,9 +200,10 @@ def _encode_acknowledgement_batch(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"acknowledgement_batch.acknowledge_types[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "acknowledgement_batch.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "acknowledgement_batch.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_acknowledge_partition(buf, pos, end, opts):
@@ -243,45 +255,52 @@ def _decode_acknowledge_partition(buf, pos, end, opts):
             ) from None
         append_acknowledgement_batches(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "acknowledge_partition.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="acknowledge_partition.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "acknowledge_partition.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "acknowledge_partition.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "acknowledge_partition.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="acknowledge_partition.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "acknowledge_partition.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "acknowledge_partition.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="acknowledge_partition.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return AcknowledgePartition(partition_index, acknowledgement_batches, tagged_fields), pos
 
 
 def _encode_acknowledge_partition(obj, out, index):
     """Append one acknowledge_partition to out."""
-    own_ = type(obj) is AcknowledgePartition
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    acknowledgement_batches = obj.acknowledgement_batches if own_ else getattr(obj, "acknowledgement_batches", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AcknowledgePartition:
+        partition_index = obj.partition_index
+        acknowledgement_batches = obj.acknowledgement_batches
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        acknowledgement_batches = getattr(obj, "acknowledgement_batches", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(partition_index)
     n_ = len(acknowledgement_batches)
     if -1 <= n_ < 0x3FFF:
@@ -300,9 +319,10 @@ def _encode_acknowledge_partition(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"acknowledge_partition.acknowledgement_batches[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "acknowledge_partition.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "acknowledge_partition.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_acknowledge_topic(buf, pos, end, opts):
@@ -346,45 +366,52 @@ def _decode_acknowledge_topic(buf, pos, end, opts):
             raise exc.within("acknowledge_topic.partitions", i_partitions, "acknowledge_partition") from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "acknowledge_topic.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="acknowledge_topic.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "acknowledge_topic.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "acknowledge_topic.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "acknowledge_topic.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="acknowledge_topic.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "acknowledge_topic.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "acknowledge_topic.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="acknowledge_topic.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return AcknowledgeTopic(topic_id, partitions, tagged_fields), pos
 
 
 def _encode_acknowledge_topic(obj, out, index):
     """Append one acknowledge_topic to out."""
-    own_ = type(obj) is AcknowledgeTopic
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AcknowledgeTopic:
+        topic_id = obj.topic_id
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_id = getattr(obj, "topic_id", None)
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S3.pack(_uuid16(topic_id))
     n_ = len(partitions)
     if -1 <= n_ < 0x3FFF:
@@ -402,9 +429,10 @@ def _encode_acknowledge_topic(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"acknowledge_topic.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "acknowledge_topic.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "acknowledge_topic.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_share_acknowledge_request(buf, pos, end, opts, api_version):
@@ -526,36 +554,39 @@ def _decode_share_acknowledge_request(buf, pos, end, opts, api_version):
                     path="share_acknowledge_request.topics",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_acknowledge_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="share_acknowledge_request.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "share_acknowledge_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "share_acknowledge_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "share_acknowledge_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="share_acknowledge_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "share_acknowledge_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "share_acknowledge_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="share_acknowledge_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ShareAcknowledgeRequest(group_id, member_id, share_session_epoch, topics, tagged_fields), pos
 
 
@@ -758,63 +789,66 @@ def _fdecode_share_acknowledge_request(buf, pos, end, opts, api_version):
                         item__acknowledgement_batch__acknowledge_partition__acknowledge_topic_
                     )
                 tagged_fields_acknowledgement_batch__acknowledge_partition__acknowledge_topic_ = []
-                sec__acknowledgement_batch__acknowledge_partition__acknowledge_topic_ = pos
-                (
-                    prev__acknowledgement_batch__acknowledge_partition__acknowledge_topic_,
-                    odd__acknowledgement_batch__acknowledge_partition__acknowledge_topic_,
-                ) = (-1, False)
-                if pos < end and buf[pos] < 128:
-                    n_tags__acknowledgement_batch__acknowledge_partition__acknowledge_topic_ = buf[pos]
+                if pos < end and buf[pos] == 0:
                     pos += 1
                 else:
-                    n_tags__acknowledgement_batch__acknowledge_partition__acknowledge_topic_, pos = _read_uvarint32(
-                        buf, pos, end, "acknowledgement_batch.tagged_fields"
-                    )
-                if n_tags__acknowledgement_batch__acknowledge_partition__acknowledge_topic_ > (end - pos) // 2:
-                    raise _InvalidValueError(
-                        f"{n_tags__acknowledgement_batch__acknowledge_partition__acknowledge_topic_} tagged fields cannot fit in {end - pos} bytes",
-                        offset=pos,
-                        path="acknowledgement_batch.tagged_fields",
-                    )
-                for __acknowledgement_batch__acknowledge_partition__acknowledge_topic_ in range(
-                    n_tags__acknowledgement_batch__acknowledge_partition__acknowledge_topic_
-                ):
-                    tag__acknowledgement_batch__acknowledge_partition__acknowledge_topic_, pos = _read_uvarint32(
-                        buf, pos, end, "acknowledgement_batch.tagged_fields"
-                    )
-                    size__acknowledgement_batch__acknowledge_partition__acknowledge_topic_, pos = _read_uvarint32(
-                        buf, pos, end, "acknowledgement_batch.tagged_fields"
-                    )
-                    if size__acknowledgement_batch__acknowledge_partition__acknowledge_topic_ > end - pos:
-                        raise _TruncatedError(
-                            f"tag {tag__acknowledgement_batch__acknowledge_partition__acknowledge_topic_} declares {size__acknowledgement_batch__acknowledge_partition__acknowledge_topic_} bytes, {end - pos} left",
+                    sec__acknowledgement_batch__acknowledge_partition__acknowledge_topic_ = pos
+                    (
+                        prev__acknowledgement_batch__acknowledge_partition__acknowledge_topic_,
+                        odd__acknowledgement_batch__acknowledge_partition__acknowledge_topic_,
+                    ) = (-1, False)
+                    if pos < end and buf[pos] < 128:
+                        n_tags__acknowledgement_batch__acknowledge_partition__acknowledge_topic_ = buf[pos]
+                        pos += 1
+                    else:
+                        n_tags__acknowledgement_batch__acknowledge_partition__acknowledge_topic_, pos = _read_uvarint32(
+                            buf, pos, end, "acknowledgement_batch.tagged_fields"
+                        )
+                    if n_tags__acknowledgement_batch__acknowledge_partition__acknowledge_topic_ > (end - pos) // 2:
+                        raise _InvalidValueError(
+                            f"{n_tags__acknowledgement_batch__acknowledge_partition__acknowledge_topic_} tagged fields cannot fit in {end - pos} bytes",
                             offset=pos,
                             path="acknowledgement_batch.tagged_fields",
                         )
-                    stop__acknowledgement_batch__acknowledge_partition__acknowledge_topic_ = (
-                        pos + size__acknowledgement_batch__acknowledge_partition__acknowledge_topic_
-                    )
-                    if (
-                        tag__acknowledgement_batch__acknowledge_partition__acknowledge_topic_
-                        <= prev__acknowledgement_batch__acknowledge_partition__acknowledge_topic_
+                    for __acknowledgement_batch__acknowledge_partition__acknowledge_topic_ in range(
+                        n_tags__acknowledgement_batch__acknowledge_partition__acknowledge_topic_
                     ):
-                        odd__acknowledgement_batch__acknowledge_partition__acknowledge_topic_ = True
-                    prev__acknowledgement_batch__acknowledge_partition__acknowledge_topic_ = (
-                        tag__acknowledgement_batch__acknowledge_partition__acknowledge_topic_
-                    )
-                    tagged_fields_acknowledgement_batch__acknowledge_partition__acknowledge_topic_.append(
-                        (
-                            tag__acknowledgement_batch__acknowledge_partition__acknowledge_topic_,
-                            bytes(buf[pos:stop__acknowledgement_batch__acknowledge_partition__acknowledge_topic_]),
+                        tag__acknowledgement_batch__acknowledge_partition__acknowledge_topic_, pos = _read_uvarint32(
+                            buf, pos, end, "acknowledgement_batch.tagged_fields"
                         )
-                    )
-                    pos = stop__acknowledgement_batch__acknowledge_partition__acknowledge_topic_
-                if odd__acknowledgement_batch__acknowledge_partition__acknowledge_topic_:
-                    tagged_fields_acknowledgement_batch__acknowledge_partition__acknowledge_topic_ = _keep_tags(
-                        tagged_fields_acknowledgement_batch__acknowledge_partition__acknowledge_topic_,
-                        buf[sec__acknowledgement_batch__acknowledge_partition__acknowledge_topic_:pos],
-                        (),
-                    )
+                        size__acknowledgement_batch__acknowledge_partition__acknowledge_topic_, pos = _read_uvarint32(
+                            buf, pos, end, "acknowledgement_batch.tagged_fields"
+                        )
+                        if size__acknowledgement_batch__acknowledge_partition__acknowledge_topic_ > end - pos:
+                            raise _TruncatedError(
+                                f"tag {tag__acknowledgement_batch__acknowledge_partition__acknowledge_topic_} declares {size__acknowledgement_batch__acknowledge_partition__acknowledge_topic_} bytes, {end - pos} left",
+                                offset=pos,
+                                path="acknowledgement_batch.tagged_fields",
+                            )
+                        stop__acknowledgement_batch__acknowledge_partition__acknowledge_topic_ = (
+                            pos + size__acknowledgement_batch__acknowledge_partition__acknowledge_topic_
+                        )
+                        if (
+                            tag__acknowledgement_batch__acknowledge_partition__acknowledge_topic_
+                            <= prev__acknowledgement_batch__acknowledge_partition__acknowledge_topic_
+                        ):
+                            odd__acknowledgement_batch__acknowledge_partition__acknowledge_topic_ = True
+                        prev__acknowledgement_batch__acknowledge_partition__acknowledge_topic_ = (
+                            tag__acknowledgement_batch__acknowledge_partition__acknowledge_topic_
+                        )
+                        tagged_fields_acknowledgement_batch__acknowledge_partition__acknowledge_topic_.append(
+                            (
+                                tag__acknowledgement_batch__acknowledge_partition__acknowledge_topic_,
+                                bytes(buf[pos:stop__acknowledgement_batch__acknowledge_partition__acknowledge_topic_]),
+                            )
+                        )
+                        pos = stop__acknowledgement_batch__acknowledge_partition__acknowledge_topic_
+                    if odd__acknowledgement_batch__acknowledge_partition__acknowledge_topic_:
+                        tagged_fields_acknowledgement_batch__acknowledge_partition__acknowledge_topic_ = _keep_tags(
+                            tagged_fields_acknowledgement_batch__acknowledge_partition__acknowledge_topic_,
+                            buf[sec__acknowledgement_batch__acknowledge_partition__acknowledge_topic_:pos],
+                            (),
+                        )
                 value__acknowledgement_batch__acknowledge_partition__acknowledge_topic_ = _new_object(
                     AcknowledgementBatch
                 )
@@ -837,54 +871,64 @@ def _fdecode_share_acknowledge_request(buf, pos, end, opts, api_version):
                     item__acknowledge_partition__acknowledge_topic_
                 )
             tagged_fields_acknowledge_partition__acknowledge_topic_ = []
-            sec__acknowledge_partition__acknowledge_topic_ = pos
-            prev__acknowledge_partition__acknowledge_topic_, odd__acknowledge_partition__acknowledge_topic_ = (
-                -1,
-                False,
-            )
-            if pos < end and buf[pos] < 128:
-                n_tags__acknowledge_partition__acknowledge_topic_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__acknowledge_partition__acknowledge_topic_, pos = _read_uvarint32(
-                    buf, pos, end, "acknowledge_partition.tagged_fields"
+                sec__acknowledge_partition__acknowledge_topic_ = pos
+                prev__acknowledge_partition__acknowledge_topic_, odd__acknowledge_partition__acknowledge_topic_ = (
+                    -1,
+                    False,
                 )
-            if n_tags__acknowledge_partition__acknowledge_topic_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__acknowledge_partition__acknowledge_topic_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="acknowledge_partition.tagged_fields",
-                )
-            for __acknowledge_partition__acknowledge_topic_ in range(n_tags__acknowledge_partition__acknowledge_topic_):
-                tag__acknowledge_partition__acknowledge_topic_, pos = _read_uvarint32(
-                    buf, pos, end, "acknowledge_partition.tagged_fields"
-                )
-                size__acknowledge_partition__acknowledge_topic_, pos = _read_uvarint32(
-                    buf, pos, end, "acknowledge_partition.tagged_fields"
-                )
-                if size__acknowledge_partition__acknowledge_topic_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__acknowledge_partition__acknowledge_topic_} declares {size__acknowledge_partition__acknowledge_topic_} bytes, {end - pos} left",
+                if pos < end and buf[pos] < 128:
+                    n_tags__acknowledge_partition__acknowledge_topic_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__acknowledge_partition__acknowledge_topic_, pos = _read_uvarint32(
+                        buf, pos, end, "acknowledge_partition.tagged_fields"
+                    )
+                if n_tags__acknowledge_partition__acknowledge_topic_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__acknowledge_partition__acknowledge_topic_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="acknowledge_partition.tagged_fields",
                     )
-                stop__acknowledge_partition__acknowledge_topic_ = pos + size__acknowledge_partition__acknowledge_topic_
-                if tag__acknowledge_partition__acknowledge_topic_ <= prev__acknowledge_partition__acknowledge_topic_:
-                    odd__acknowledge_partition__acknowledge_topic_ = True
-                prev__acknowledge_partition__acknowledge_topic_ = tag__acknowledge_partition__acknowledge_topic_
-                tagged_fields_acknowledge_partition__acknowledge_topic_.append(
-                    (
-                        tag__acknowledge_partition__acknowledge_topic_,
-                        bytes(buf[pos:stop__acknowledge_partition__acknowledge_topic_]),
+                for __acknowledge_partition__acknowledge_topic_ in range(
+                    n_tags__acknowledge_partition__acknowledge_topic_
+                ):
+                    tag__acknowledge_partition__acknowledge_topic_, pos = _read_uvarint32(
+                        buf, pos, end, "acknowledge_partition.tagged_fields"
                     )
-                )
-                pos = stop__acknowledge_partition__acknowledge_topic_
-            if odd__acknowledge_partition__acknowledge_topic_:
-                tagged_fields_acknowledge_partition__acknowledge_topic_ = _keep_tags(
-                    tagged_fields_acknowledge_partition__acknowledge_topic_,
-                    buf[sec__acknowledge_partition__acknowledge_topic_:pos],
-                    (),
-                )
+                    size__acknowledge_partition__acknowledge_topic_, pos = _read_uvarint32(
+                        buf, pos, end, "acknowledge_partition.tagged_fields"
+                    )
+                    if size__acknowledge_partition__acknowledge_topic_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__acknowledge_partition__acknowledge_topic_} declares {size__acknowledge_partition__acknowledge_topic_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="acknowledge_partition.tagged_fields",
+                        )
+                    stop__acknowledge_partition__acknowledge_topic_ = (
+                        pos + size__acknowledge_partition__acknowledge_topic_
+                    )
+                    if (
+                        tag__acknowledge_partition__acknowledge_topic_
+                        <= prev__acknowledge_partition__acknowledge_topic_
+                    ):
+                        odd__acknowledge_partition__acknowledge_topic_ = True
+                    prev__acknowledge_partition__acknowledge_topic_ = tag__acknowledge_partition__acknowledge_topic_
+                    tagged_fields_acknowledge_partition__acknowledge_topic_.append(
+                        (
+                            tag__acknowledge_partition__acknowledge_topic_,
+                            bytes(buf[pos:stop__acknowledge_partition__acknowledge_topic_]),
+                        )
+                    )
+                    pos = stop__acknowledge_partition__acknowledge_topic_
+                if odd__acknowledge_partition__acknowledge_topic_:
+                    tagged_fields_acknowledge_partition__acknowledge_topic_ = _keep_tags(
+                        tagged_fields_acknowledge_partition__acknowledge_topic_,
+                        buf[sec__acknowledge_partition__acknowledge_topic_:pos],
+                        (),
+                    )
             value__acknowledge_partition__acknowledge_topic_ = _new_object(AcknowledgePartition)
             value__acknowledge_partition__acknowledge_topic_.partition_index = (
                 partition_index_acknowledge_partition__acknowledge_topic_
@@ -898,38 +942,43 @@ def _fdecode_share_acknowledge_request(buf, pos, end, opts, api_version):
             item__acknowledge_topic_ = value__acknowledge_partition__acknowledge_topic_
             append_partitions_acknowledge_topic_(item__acknowledge_topic_)
         tagged_fields_acknowledge_topic_ = []
-        sec__acknowledge_topic_ = pos
-        prev__acknowledge_topic_, odd__acknowledge_topic_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__acknowledge_topic_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__acknowledge_topic_, pos = _read_uvarint32(buf, pos, end, "acknowledge_topic.tagged_fields")
-        if n_tags__acknowledge_topic_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__acknowledge_topic_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="acknowledge_topic.tagged_fields",
-            )
-        for __acknowledge_topic_ in range(n_tags__acknowledge_topic_):
-            tag__acknowledge_topic_, pos = _read_uvarint32(buf, pos, end, "acknowledge_topic.tagged_fields")
-            size__acknowledge_topic_, pos = _read_uvarint32(buf, pos, end, "acknowledge_topic.tagged_fields")
-            if size__acknowledge_topic_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__acknowledge_topic_} declares {size__acknowledge_topic_} bytes, {end - pos} left",
+            sec__acknowledge_topic_ = pos
+            prev__acknowledge_topic_, odd__acknowledge_topic_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__acknowledge_topic_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__acknowledge_topic_, pos = _read_uvarint32(buf, pos, end, "acknowledge_topic.tagged_fields")
+            if n_tags__acknowledge_topic_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__acknowledge_topic_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="acknowledge_topic.tagged_fields",
                 )
-            stop__acknowledge_topic_ = pos + size__acknowledge_topic_
-            if tag__acknowledge_topic_ <= prev__acknowledge_topic_:
-                odd__acknowledge_topic_ = True
-            prev__acknowledge_topic_ = tag__acknowledge_topic_
-            tagged_fields_acknowledge_topic_.append((tag__acknowledge_topic_, bytes(buf[pos:stop__acknowledge_topic_])))
-            pos = stop__acknowledge_topic_
-        if odd__acknowledge_topic_:
-            tagged_fields_acknowledge_topic_ = _keep_tags(
-                tagged_fields_acknowledge_topic_, buf[sec__acknowledge_topic_:pos], ()
-            )
+            for __acknowledge_topic_ in range(n_tags__acknowledge_topic_):
+                tag__acknowledge_topic_, pos = _read_uvarint32(buf, pos, end, "acknowledge_topic.tagged_fields")
+                size__acknowledge_topic_, pos = _read_uvarint32(buf, pos, end, "acknowledge_topic.tagged_fields")
+                if size__acknowledge_topic_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__acknowledge_topic_} declares {size__acknowledge_topic_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="acknowledge_topic.tagged_fields",
+                    )
+                stop__acknowledge_topic_ = pos + size__acknowledge_topic_
+                if tag__acknowledge_topic_ <= prev__acknowledge_topic_:
+                    odd__acknowledge_topic_ = True
+                prev__acknowledge_topic_ = tag__acknowledge_topic_
+                tagged_fields_acknowledge_topic_.append(
+                    (tag__acknowledge_topic_, bytes(buf[pos:stop__acknowledge_topic_]))
+                )
+                pos = stop__acknowledge_topic_
+            if odd__acknowledge_topic_:
+                tagged_fields_acknowledge_topic_ = _keep_tags(
+                    tagged_fields_acknowledge_topic_, buf[sec__acknowledge_topic_:pos], ()
+                )
         value__acknowledge_topic_ = _new_object(AcknowledgeTopic)
         value__acknowledge_topic_.topic_id = topic_id_acknowledge_topic_
         value__acknowledge_topic_.partitions = partitions_acknowledge_topic_
@@ -941,36 +990,39 @@ def _fdecode_share_acknowledge_request(buf, pos, end, opts, api_version):
             if budget_topics < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_acknowledge_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="share_acknowledge_request.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "share_acknowledge_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "share_acknowledge_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "share_acknowledge_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="share_acknowledge_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "share_acknowledge_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "share_acknowledge_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="share_acknowledge_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ShareAcknowledgeRequest)
     value_.group_id = group_id
     value_.member_id = member_id
@@ -987,12 +1039,18 @@ def _encode_share_acknowledge_request(obj, out, index, api_version):
             f"ShareAcknowledgeRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="share_acknowledge_request",
         )
-    own_ = type(obj) is ShareAcknowledgeRequest
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", None)
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    share_session_epoch = obj.share_session_epoch if own_ else getattr(obj, "share_session_epoch", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ShareAcknowledgeRequest:
+        group_id = obj.group_id
+        member_id = obj.member_id
+        share_session_epoch = obj.share_session_epoch
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", None)
+        member_id = getattr(obj, "member_id", "")
+        share_session_epoch = getattr(obj, "share_session_epoch", 0)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if group_id is None:
         out.append(0)
     else:
@@ -1034,9 +1092,10 @@ def _encode_share_acknowledge_request(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"share_acknowledge_request.topics[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "share_acknowledge_request.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "share_acknowledge_request.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_share_acknowledge_request(obj, out, index, api_version):
@@ -1046,12 +1105,18 @@ def _fencode_share_acknowledge_request(obj, out, index, api_version):
             f"ShareAcknowledgeRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="share_acknowledge_request",
         )
-    own_ = type(obj) is ShareAcknowledgeRequest
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", None)
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    share_session_epoch = obj.share_session_epoch if own_ else getattr(obj, "share_session_epoch", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ShareAcknowledgeRequest:
+        group_id = obj.group_id
+        member_id = obj.member_id
+        share_session_epoch = obj.share_session_epoch
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:
+        group_id = getattr(obj, "group_id", None)
+        member_id = getattr(obj, "member_id", "")
+        share_session_epoch = getattr(obj, "share_session_epoch", 0)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if group_id is None:
         out.append(0)
     else:
@@ -1081,14 +1146,14 @@ def _fencode_share_acknowledge_request(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "share_acknowledge_request.topics")
     for item_ in topics:
-        own__acknowledge_topic_ = type(item_) is AcknowledgeTopic
-        topic_id_acknowledge_topic_ = item_.topic_id if own__acknowledge_topic_ else getattr(item_, "topic_id", None)
-        partitions_acknowledge_topic_ = (
-            item_.partitions if own__acknowledge_topic_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_acknowledge_topic_ = (
-            item_.tagged_fields if own__acknowledge_topic_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is AcknowledgeTopic:
+            topic_id_acknowledge_topic_ = item_.topic_id
+            partitions_acknowledge_topic_ = item_.partitions
+            tagged_fields_acknowledge_topic_ = item_.tagged_fields
+        else:
+            topic_id_acknowledge_topic_ = getattr(item_, "topic_id", None)
+            partitions_acknowledge_topic_ = getattr(item_, "partitions", None)
+            tagged_fields_acknowledge_topic_ = getattr(item_, "tagged_fields", None)
         out += _S3.pack(_uuid16(topic_id_acknowledge_topic_))
         n__acknowledge_topic_ = len(partitions_acknowledge_topic_)
         if -1 <= n__acknowledge_topic_ < 16383:
@@ -1096,22 +1161,22 @@ def _fencode_share_acknowledge_request(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__acknowledge_topic_ + 1, "acknowledge_topic.partitions")
         for item__acknowledge_topic_ in partitions_acknowledge_topic_:
-            own__acknowledge_partition__acknowledge_topic_ = type(item__acknowledge_topic_) is AcknowledgePartition
-            partition_index_acknowledge_partition__acknowledge_topic_ = (
-                item__acknowledge_topic_.partition_index
-                if own__acknowledge_partition__acknowledge_topic_
-                else getattr(item__acknowledge_topic_, "partition_index", 0)
-            )
-            acknowledgement_batches_acknowledge_partition__acknowledge_topic_ = (
-                item__acknowledge_topic_.acknowledgement_batches
-                if own__acknowledge_partition__acknowledge_topic_
-                else getattr(item__acknowledge_topic_, "acknowledgement_batches", None)
-            )
-            tagged_fields_acknowledge_partition__acknowledge_topic_ = (
-                item__acknowledge_topic_.tagged_fields
-                if own__acknowledge_partition__acknowledge_topic_
-                else getattr(item__acknowledge_topic_, "tagged_fields", None)
-            )
+            if type(item__acknowledge_topic_) is AcknowledgePartition:
+                partition_index_acknowledge_partition__acknowledge_topic_ = item__acknowledge_topic_.partition_index
+                acknowledgement_batches_acknowledge_partition__acknowledge_topic_ = (
+                    item__acknowledge_topic_.acknowledgement_batches
+                )
+                tagged_fields_acknowledge_partition__acknowledge_topic_ = item__acknowledge_topic_.tagged_fields
+            else:
+                partition_index_acknowledge_partition__acknowledge_topic_ = getattr(
+                    item__acknowledge_topic_, "partition_index", 0
+                )
+                acknowledgement_batches_acknowledge_partition__acknowledge_topic_ = getattr(
+                    item__acknowledge_topic_, "acknowledgement_batches", None
+                )
+                tagged_fields_acknowledge_partition__acknowledge_topic_ = getattr(
+                    item__acknowledge_topic_, "tagged_fields", None
+                )
             out += _S2.pack(partition_index_acknowledge_partition__acknowledge_topic_)
             n__acknowledge_partition__acknowledge_topic_ = len(
                 acknowledgement_batches_acknowledge_partition__acknowledge_topic_
@@ -1127,29 +1192,32 @@ def _fencode_share_acknowledge_request(obj, out, index, api_version):
             for (
                 item__acknowledge_partition__acknowledge_topic_
             ) in acknowledgement_batches_acknowledge_partition__acknowledge_topic_:
-                own__acknowledgement_batch__acknowledge_partition__acknowledge_topic_ = (
-                    type(item__acknowledge_partition__acknowledge_topic_) is AcknowledgementBatch
-                )
-                first_offset_acknowledgement_batch__acknowledge_partition__acknowledge_topic_ = (
-                    item__acknowledge_partition__acknowledge_topic_.first_offset
-                    if own__acknowledgement_batch__acknowledge_partition__acknowledge_topic_
-                    else getattr(item__acknowledge_partition__acknowledge_topic_, "first_offset", 0)
-                )
-                last_offset_acknowledgement_batch__acknowledge_partition__acknowledge_topic_ = (
-                    item__acknowledge_partition__acknowledge_topic_.last_offset
-                    if own__acknowledgement_batch__acknowledge_partition__acknowledge_topic_
-                    else getattr(item__acknowledge_partition__acknowledge_topic_, "last_offset", 0)
-                )
-                acknowledge_types_acknowledgement_batch__acknowledge_partition__acknowledge_topic_ = (
-                    item__acknowledge_partition__acknowledge_topic_.acknowledge_types
-                    if own__acknowledgement_batch__acknowledge_partition__acknowledge_topic_
-                    else getattr(item__acknowledge_partition__acknowledge_topic_, "acknowledge_types", None)
-                )
-                tagged_fields_acknowledgement_batch__acknowledge_partition__acknowledge_topic_ = (
-                    item__acknowledge_partition__acknowledge_topic_.tagged_fields
-                    if own__acknowledgement_batch__acknowledge_partition__acknowledge_topic_
-                    else getattr(item__acknowledge_partition__acknowledge_topic_, "tagged_fields", None)
-                )
+                if type(item__acknowledge_partition__acknowledge_topic_) is AcknowledgementBatch:
+                    first_offset_acknowledgement_batch__acknowledge_partition__acknowledge_topic_ = (
+                        item__acknowledge_partition__acknowledge_topic_.first_offset
+                    )
+                    last_offset_acknowledgement_batch__acknowledge_partition__acknowledge_topic_ = (
+                        item__acknowledge_partition__acknowledge_topic_.last_offset
+                    )
+                    acknowledge_types_acknowledgement_batch__acknowledge_partition__acknowledge_topic_ = (
+                        item__acknowledge_partition__acknowledge_topic_.acknowledge_types
+                    )
+                    tagged_fields_acknowledgement_batch__acknowledge_partition__acknowledge_topic_ = (
+                        item__acknowledge_partition__acknowledge_topic_.tagged_fields
+                    )
+                else:
+                    first_offset_acknowledgement_batch__acknowledge_partition__acknowledge_topic_ = getattr(
+                        item__acknowledge_partition__acknowledge_topic_, "first_offset", 0
+                    )
+                    last_offset_acknowledgement_batch__acknowledge_partition__acknowledge_topic_ = getattr(
+                        item__acknowledge_partition__acknowledge_topic_, "last_offset", 0
+                    )
+                    acknowledge_types_acknowledgement_batch__acknowledge_partition__acknowledge_topic_ = getattr(
+                        item__acknowledge_partition__acknowledge_topic_, "acknowledge_types", None
+                    )
+                    tagged_fields_acknowledgement_batch__acknowledge_partition__acknowledge_topic_ = getattr(
+                        item__acknowledge_partition__acknowledge_topic_, "tagged_fields", None
+                    )
                 out += _S1.pack(
                     first_offset_acknowledgement_batch__acknowledge_partition__acknowledge_topic_,
                     last_offset_acknowledgement_batch__acknowledge_partition__acknowledge_topic_,
@@ -1165,54 +1233,64 @@ def _fencode_share_acknowledge_request(obj, out, index, api_version):
                         n__acknowledgement_batch__acknowledge_partition__acknowledge_topic_ + 1,
                         "acknowledgement_batch.acknowledge_types",
                     )
-                for (
-                    item__acknowledgement_batch__acknowledge_partition__acknowledge_topic_
-                ) in acknowledge_types_acknowledgement_batch__acknowledge_partition__acknowledge_topic_:
-                    value_acknowledgement_batch_acknowledge_types_item__acknowledgement_batch__acknowledge_partition__acknowledge_topic_ = item__acknowledgement_batch__acknowledge_partition__acknowledge_topic_
-                    if (
-                        -128
-                        <= value_acknowledgement_batch_acknowledge_types_item__acknowledgement_batch__acknowledge_partition__acknowledge_topic_
-                        <= 127
-                    ):
-                        out.append(
-                            value_acknowledgement_batch_acknowledge_types_item__acknowledgement_batch__acknowledge_partition__acknowledge_topic_
-                            & 255
-                        )
-                    else:
-                        raise _InvalidValueError(
-                            f"{value_acknowledgement_batch_acknowledge_types_item__acknowledgement_batch__acknowledge_partition__acknowledge_topic_} does not fit int8",
-                            path="acknowledgement_batch_acknowledge_types_item.value",
-                        )
-                tags__acknowledgement_batch__acknowledge_partition__acknowledge_topic_ = []
-                valid__acknowledgement_batch__acknowledge_partition__acknowledge_topic_ = None
+                if n__acknowledgement_batch__acknowledge_partition__acknowledge_topic_ <= _PACKED_MAX:
+                    out += _PACKED["b"][n__acknowledgement_batch__acknowledge_partition__acknowledge_topic_].pack(
+                        *acknowledge_types_acknowledgement_batch__acknowledge_partition__acknowledge_topic_
+                    )
+                else:
+                    for (
+                        item__acknowledgement_batch__acknowledge_partition__acknowledge_topic_
+                    ) in acknowledge_types_acknowledgement_batch__acknowledge_partition__acknowledge_topic_:
+                        value_acknowledgement_batch_acknowledge_types_item__acknowledgement_batch__acknowledge_partition__acknowledge_topic_ = item__acknowledgement_batch__acknowledge_partition__acknowledge_topic_
+                        if (
+                            -128
+                            <= value_acknowledgement_batch_acknowledge_types_item__acknowledgement_batch__acknowledge_partition__acknowledge_topic_
+                            <= 127
+                        ):
+                            out.append(
+                                value_acknowledgement_batch_acknowledge_types_item__acknowledgement_batch__acknowledge_partition__acknowledge_topic_
+                                & 255
+                            )
+                        else:
+                            raise _InvalidValueError(
+                                f"{value_acknowledgement_batch_acknowledge_types_item__acknowledgement_batch__acknowledge_partition__acknowledge_topic_} does not fit int8",
+                                path="acknowledgement_batch_acknowledge_types_item.value",
+                            )
+                if (
+                    tagged_fields_acknowledgement_batch__acknowledge_partition__acknowledge_topic_
+                    or tagged_fields_acknowledgement_batch__acknowledge_partition__acknowledge_topic_.__class__
+                    is _TagSection
+                ):
+                    _write_tagged(
+                        out,
+                        [],
+                        tagged_fields_acknowledgement_batch__acknowledge_partition__acknowledge_topic_,
+                        "acknowledgement_batch.tagged_fields",
+                        None,
+                    )
+                else:
+                    out.append(0)
+            if (
+                tagged_fields_acknowledge_partition__acknowledge_topic_
+                or tagged_fields_acknowledge_partition__acknowledge_topic_.__class__ is _TagSection
+            ):
                 _write_tagged(
                     out,
-                    tags__acknowledgement_batch__acknowledge_partition__acknowledge_topic_,
-                    tagged_fields_acknowledgement_batch__acknowledge_partition__acknowledge_topic_,
-                    "acknowledgement_batch.tagged_fields",
-                    valid__acknowledgement_batch__acknowledge_partition__acknowledge_topic_,
+                    [],
+                    tagged_fields_acknowledge_partition__acknowledge_topic_,
+                    "acknowledge_partition.tagged_fields",
+                    None,
                 )
-            tags__acknowledge_partition__acknowledge_topic_ = []
-            valid__acknowledge_partition__acknowledge_topic_ = None
-            _write_tagged(
-                out,
-                tags__acknowledge_partition__acknowledge_topic_,
-                tagged_fields_acknowledge_partition__acknowledge_topic_,
-                "acknowledge_partition.tagged_fields",
-                valid__acknowledge_partition__acknowledge_topic_,
-            )
-        tags__acknowledge_topic_ = []
-        valid__acknowledge_topic_ = None
-        _write_tagged(
-            out,
-            tags__acknowledge_topic_,
-            tagged_fields_acknowledge_topic_,
-            "acknowledge_topic.tagged_fields",
-            valid__acknowledge_topic_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "share_acknowledge_request.tagged_fields", valid_)
+            else:
+                out.append(0)
+        if tagged_fields_acknowledge_topic_ or tagged_fields_acknowledge_topic_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_acknowledge_topic_, "acknowledge_topic.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "share_acknowledge_request.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_share_acknowledge_request_by_version(buf, pos, end, opts, api_version):

@@ -26,6 +26,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -74,36 +75,39 @@ def _decode_leader_id_and_epoch(buf, pos, end, opts):
     ) = _S0.unpack_from(buf, pos)
     pos += 8
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="leader_id_and_epoch.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="leader_id_and_epoch.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="leader_id_and_epoch.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return LeaderIdAndEpoch(leader_id, leader_epoch, tagged_fields), pos
 
 
@@ -115,36 +119,39 @@ def _fdecode_leader_id_and_epoch(buf, pos, end, opts):
     ) = _S0.unpack_from(buf, pos)
     pos += 8
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="leader_id_and_epoch.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="leader_id_and_epoch.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="leader_id_and_epoch.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(LeaderIdAndEpoch)  # slots set directly: a third of the cost of calling __init__
     value_.leader_id = leader_id
     value_.leader_epoch = leader_epoch
@@ -154,26 +161,36 @@ def _fdecode_leader_id_and_epoch(buf, pos, end, opts):
 
 def _encode_leader_id_and_epoch(obj, out, index):
     """Append one leader_id_and_epoch to out."""
-    own_ = type(obj) is LeaderIdAndEpoch
-    leader_id = obj.leader_id if own_ else getattr(obj, "leader_id", 0)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is LeaderIdAndEpoch:
+        leader_id = obj.leader_id
+        leader_epoch = obj.leader_epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        leader_id = getattr(obj, "leader_id", 0)
+        leader_epoch = getattr(obj, "leader_epoch", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(leader_id, leader_epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "leader_id_and_epoch.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "leader_id_and_epoch.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_leader_id_and_epoch(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is LeaderIdAndEpoch
-    leader_id = obj.leader_id if own_ else getattr(obj, "leader_id", 0)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is LeaderIdAndEpoch:
+        leader_id = obj.leader_id
+        leader_epoch = obj.leader_epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        leader_id = getattr(obj, "leader_id", 0)
+        leader_epoch = getattr(obj, "leader_epoch", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(leader_id, leader_epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "leader_id_and_epoch.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "leader_id_and_epoch.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_partition_data(buf, pos, end, opts):
@@ -214,43 +231,56 @@ def _decode_partition_data(buf, pos, end, opts):
         pos += n_error_message
     current_leader, pos = _decode_leader_id_and_epoch(buf, pos, end, opts)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="partition_data.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="partition_data.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="partition_data.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="partition_data.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return PartitionData(partition_index, error_code, error_message, current_leader, tagged_fields), pos
 
 
 def _encode_partition_data(obj, out, index):
     """Append one partition_data to out."""
-    own_ = type(obj) is PartitionData
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", None)
-    current_leader = obj.current_leader if own_ else getattr(obj, "current_leader", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is PartitionData:
+        partition_index = obj.partition_index
+        error_code = obj.error_code
+        error_message = obj.error_message
+        current_leader = obj.current_leader
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", None)
+        current_leader = getattr(obj, "current_leader", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(partition_index, error_code)
     if error_message is None:
         out.append(0)
@@ -265,9 +295,10 @@ def _encode_partition_data(obj, out, index):
 
         out += error_message
     _encode_leader_id_and_epoch(current_leader, out, 0)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "partition_data.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "partition_data.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_share_acknowledge_topic_response(buf, pos, end, opts):
@@ -315,45 +346,52 @@ def _decode_share_acknowledge_topic_response(buf, pos, end, opts):
             raise exc.within("share_acknowledge_topic_response.partitions", i_partitions, "partition_data") from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_acknowledge_topic_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="share_acknowledge_topic_response.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "share_acknowledge_topic_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "share_acknowledge_topic_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "share_acknowledge_topic_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="share_acknowledge_topic_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "share_acknowledge_topic_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "share_acknowledge_topic_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="share_acknowledge_topic_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ShareAcknowledgeTopicResponse(topic_id, partitions, tagged_fields), pos
 
 
 def _encode_share_acknowledge_topic_response(obj, out, index):
     """Append one share_acknowledge_topic_response to out."""
-    own_ = type(obj) is ShareAcknowledgeTopicResponse
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ShareAcknowledgeTopicResponse:
+        topic_id = obj.topic_id
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_id = getattr(obj, "topic_id", None)
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(_uuid16(topic_id))
     n_ = len(partitions)
     if -1 <= n_ < 0x3FFF:
@@ -371,9 +409,10 @@ def _encode_share_acknowledge_topic_response(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"share_acknowledge_topic_response.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "share_acknowledge_topic_response.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "share_acknowledge_topic_response.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_node_endpoint(buf, pos, end, opts):
@@ -433,43 +472,56 @@ def _decode_node_endpoint(buf, pos, end, opts):
         rack = str(buf[pos : pos + n_rack], "utf-8", "surrogateescape")
         pos += n_rack
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="node_endpoint.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="node_endpoint.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="node_endpoint.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="node_endpoint.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return NodeEndpoint(node_id, host, port, rack, tagged_fields), pos
 
 
 def _encode_node_endpoint(obj, out, index):
     """Append one node_endpoint to out."""
-    own_ = type(obj) is NodeEndpoint
-    node_id = obj.node_id if own_ else getattr(obj, "node_id", 0)
-    host = obj.host if own_ else getattr(obj, "host", "")
-    port = obj.port if own_ else getattr(obj, "port", 0)
-    rack = obj.rack if own_ else getattr(obj, "rack", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is NodeEndpoint:
+        node_id = obj.node_id
+        host = obj.host
+        port = obj.port
+        rack = obj.rack
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        node_id = getattr(obj, "node_id", 0)
+        host = getattr(obj, "host", "")
+        port = getattr(obj, "port", 0)
+        rack = getattr(obj, "rack", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S3.pack(node_id)
     if host is None:
         raise _InvalidValueError("may not be null", path="node_endpoint.host")
@@ -496,9 +548,10 @@ def _encode_node_endpoint(obj, out, index):
             _write_uvarint(out, n_ + 1, "node_endpoint.rack")
 
         out += rack
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "node_endpoint.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "node_endpoint.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_share_acknowledge_response(buf, pos, end, opts, api_version):
@@ -648,36 +701,39 @@ def _decode_share_acknowledge_response(buf, pos, end, opts, api_version):
             raise exc.within("share_acknowledge_response.node_endpoints", i_node_endpoints, "node_endpoint") from None
         append_node_endpoints(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_acknowledge_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="share_acknowledge_response.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "share_acknowledge_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "share_acknowledge_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "share_acknowledge_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="share_acknowledge_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "share_acknowledge_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "share_acknowledge_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="share_acknowledge_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ShareAcknowledgeResponse(
         throttle_time_ms, error_code, error_message, responses, node_endpoints, tagged_fields
     ), pos
@@ -817,63 +873,66 @@ def _fdecode_share_acknowledge_response(buf, pos, end, opts, api_version):
                 buf, pos, end, opts
             )
             tagged_fields_partition_data__share_acknowledge_topic_response_ = []
-            sec__partition_data__share_acknowledge_topic_response_ = pos
-            (
-                prev__partition_data__share_acknowledge_topic_response_,
-                odd__partition_data__share_acknowledge_topic_response_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__partition_data__share_acknowledge_topic_response_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__partition_data__share_acknowledge_topic_response_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_data.tagged_fields"
-                )
-            if n_tags__partition_data__share_acknowledge_topic_response_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__partition_data__share_acknowledge_topic_response_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="partition_data.tagged_fields",
-                )
-            for __partition_data__share_acknowledge_topic_response_ in range(
-                n_tags__partition_data__share_acknowledge_topic_response_
-            ):
-                tag__partition_data__share_acknowledge_topic_response_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_data.tagged_fields"
-                )
-                size__partition_data__share_acknowledge_topic_response_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_data.tagged_fields"
-                )
-                if size__partition_data__share_acknowledge_topic_response_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__partition_data__share_acknowledge_topic_response_} declares {size__partition_data__share_acknowledge_topic_response_} bytes, {end - pos} left",
+                sec__partition_data__share_acknowledge_topic_response_ = pos
+                (
+                    prev__partition_data__share_acknowledge_topic_response_,
+                    odd__partition_data__share_acknowledge_topic_response_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__partition_data__share_acknowledge_topic_response_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__partition_data__share_acknowledge_topic_response_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_data.tagged_fields"
+                    )
+                if n_tags__partition_data__share_acknowledge_topic_response_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__partition_data__share_acknowledge_topic_response_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="partition_data.tagged_fields",
                     )
-                stop__partition_data__share_acknowledge_topic_response_ = (
-                    pos + size__partition_data__share_acknowledge_topic_response_
-                )
-                if (
-                    tag__partition_data__share_acknowledge_topic_response_
-                    <= prev__partition_data__share_acknowledge_topic_response_
+                for __partition_data__share_acknowledge_topic_response_ in range(
+                    n_tags__partition_data__share_acknowledge_topic_response_
                 ):
-                    odd__partition_data__share_acknowledge_topic_response_ = True
-                prev__partition_data__share_acknowledge_topic_response_ = (
-                    tag__partition_data__share_acknowledge_topic_response_
-                )
-                tagged_fields_partition_data__share_acknowledge_topic_response_.append(
-                    (
-                        tag__partition_data__share_acknowledge_topic_response_,
-                        bytes(buf[pos:stop__partition_data__share_acknowledge_topic_response_]),
+                    tag__partition_data__share_acknowledge_topic_response_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_data.tagged_fields"
                     )
-                )
-                pos = stop__partition_data__share_acknowledge_topic_response_
-            if odd__partition_data__share_acknowledge_topic_response_:
-                tagged_fields_partition_data__share_acknowledge_topic_response_ = _keep_tags(
-                    tagged_fields_partition_data__share_acknowledge_topic_response_,
-                    buf[sec__partition_data__share_acknowledge_topic_response_:pos],
-                    (),
-                )
+                    size__partition_data__share_acknowledge_topic_response_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_data.tagged_fields"
+                    )
+                    if size__partition_data__share_acknowledge_topic_response_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__partition_data__share_acknowledge_topic_response_} declares {size__partition_data__share_acknowledge_topic_response_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="partition_data.tagged_fields",
+                        )
+                    stop__partition_data__share_acknowledge_topic_response_ = (
+                        pos + size__partition_data__share_acknowledge_topic_response_
+                    )
+                    if (
+                        tag__partition_data__share_acknowledge_topic_response_
+                        <= prev__partition_data__share_acknowledge_topic_response_
+                    ):
+                        odd__partition_data__share_acknowledge_topic_response_ = True
+                    prev__partition_data__share_acknowledge_topic_response_ = (
+                        tag__partition_data__share_acknowledge_topic_response_
+                    )
+                    tagged_fields_partition_data__share_acknowledge_topic_response_.append(
+                        (
+                            tag__partition_data__share_acknowledge_topic_response_,
+                            bytes(buf[pos:stop__partition_data__share_acknowledge_topic_response_]),
+                        )
+                    )
+                    pos = stop__partition_data__share_acknowledge_topic_response_
+                if odd__partition_data__share_acknowledge_topic_response_:
+                    tagged_fields_partition_data__share_acknowledge_topic_response_ = _keep_tags(
+                        tagged_fields_partition_data__share_acknowledge_topic_response_,
+                        buf[sec__partition_data__share_acknowledge_topic_response_:pos],
+                        (),
+                    )
             value__partition_data__share_acknowledge_topic_response_ = _new_object(PartitionData)
             value__partition_data__share_acknowledge_topic_response_.partition_index = (
                 partition_index_partition_data__share_acknowledge_topic_response_
@@ -893,46 +952,49 @@ def _fdecode_share_acknowledge_response(buf, pos, end, opts, api_version):
             item__share_acknowledge_topic_response_ = value__partition_data__share_acknowledge_topic_response_
             append_partitions_share_acknowledge_topic_response_(item__share_acknowledge_topic_response_)
         tagged_fields_share_acknowledge_topic_response_ = []
-        sec__share_acknowledge_topic_response_ = pos
-        prev__share_acknowledge_topic_response_, odd__share_acknowledge_topic_response_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__share_acknowledge_topic_response_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__share_acknowledge_topic_response_, pos = _read_uvarint32(
-                buf, pos, end, "share_acknowledge_topic_response.tagged_fields"
-            )
-        if n_tags__share_acknowledge_topic_response_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__share_acknowledge_topic_response_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="share_acknowledge_topic_response.tagged_fields",
-            )
-        for __share_acknowledge_topic_response_ in range(n_tags__share_acknowledge_topic_response_):
-            tag__share_acknowledge_topic_response_, pos = _read_uvarint32(
-                buf, pos, end, "share_acknowledge_topic_response.tagged_fields"
-            )
-            size__share_acknowledge_topic_response_, pos = _read_uvarint32(
-                buf, pos, end, "share_acknowledge_topic_response.tagged_fields"
-            )
-            if size__share_acknowledge_topic_response_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__share_acknowledge_topic_response_} declares {size__share_acknowledge_topic_response_} bytes, {end - pos} left",
+            sec__share_acknowledge_topic_response_ = pos
+            prev__share_acknowledge_topic_response_, odd__share_acknowledge_topic_response_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__share_acknowledge_topic_response_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__share_acknowledge_topic_response_, pos = _read_uvarint32(
+                    buf, pos, end, "share_acknowledge_topic_response.tagged_fields"
+                )
+            if n_tags__share_acknowledge_topic_response_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__share_acknowledge_topic_response_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="share_acknowledge_topic_response.tagged_fields",
                 )
-            stop__share_acknowledge_topic_response_ = pos + size__share_acknowledge_topic_response_
-            if tag__share_acknowledge_topic_response_ <= prev__share_acknowledge_topic_response_:
-                odd__share_acknowledge_topic_response_ = True
-            prev__share_acknowledge_topic_response_ = tag__share_acknowledge_topic_response_
-            tagged_fields_share_acknowledge_topic_response_.append(
-                (tag__share_acknowledge_topic_response_, bytes(buf[pos:stop__share_acknowledge_topic_response_]))
-            )
-            pos = stop__share_acknowledge_topic_response_
-        if odd__share_acknowledge_topic_response_:
-            tagged_fields_share_acknowledge_topic_response_ = _keep_tags(
-                tagged_fields_share_acknowledge_topic_response_, buf[sec__share_acknowledge_topic_response_:pos], ()
-            )
+            for __share_acknowledge_topic_response_ in range(n_tags__share_acknowledge_topic_response_):
+                tag__share_acknowledge_topic_response_, pos = _read_uvarint32(
+                    buf, pos, end, "share_acknowledge_topic_response.tagged_fields"
+                )
+                size__share_acknowledge_topic_response_, pos = _read_uvarint32(
+                    buf, pos, end, "share_acknowledge_topic_response.tagged_fields"
+                )
+                if size__share_acknowledge_topic_response_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__share_acknowledge_topic_response_} declares {size__share_acknowledge_topic_response_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="share_acknowledge_topic_response.tagged_fields",
+                    )
+                stop__share_acknowledge_topic_response_ = pos + size__share_acknowledge_topic_response_
+                if tag__share_acknowledge_topic_response_ <= prev__share_acknowledge_topic_response_:
+                    odd__share_acknowledge_topic_response_ = True
+                prev__share_acknowledge_topic_response_ = tag__share_acknowledge_topic_response_
+                tagged_fields_share_acknowledge_topic_response_.append(
+                    (tag__share_acknowledge_topic_response_, bytes(buf[pos:stop__share_acknowledge_topic_response_]))
+                )
+                pos = stop__share_acknowledge_topic_response_
+            if odd__share_acknowledge_topic_response_:
+                tagged_fields_share_acknowledge_topic_response_ = _keep_tags(
+                    tagged_fields_share_acknowledge_topic_response_, buf[sec__share_acknowledge_topic_response_:pos], ()
+                )
         value__share_acknowledge_topic_response_ = _new_object(ShareAcknowledgeTopicResponse)
         value__share_acknowledge_topic_response_.topic_id = topic_id_share_acknowledge_topic_response_
         value__share_acknowledge_topic_response_.partitions = partitions_share_acknowledge_topic_response_
@@ -1017,36 +1079,41 @@ def _fdecode_share_acknowledge_response(buf, pos, end, opts, api_version):
                 rack_node_endpoint_ = _decode_str(r__node_endpoint_)
             pos += n_rack_node_endpoint_
         tagged_fields_node_endpoint_ = []
-        sec__node_endpoint_ = pos
-        prev__node_endpoint_, odd__node_endpoint_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__node_endpoint_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-        if n_tags__node_endpoint_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__node_endpoint_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="node_endpoint.tagged_fields",
-            )
-        for __node_endpoint_ in range(n_tags__node_endpoint_):
-            tag__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-            size__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-            if size__node_endpoint_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__node_endpoint_} declares {size__node_endpoint_} bytes, {end - pos} left",
+            sec__node_endpoint_ = pos
+            prev__node_endpoint_, odd__node_endpoint_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__node_endpoint_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+            if n_tags__node_endpoint_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__node_endpoint_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="node_endpoint.tagged_fields",
                 )
-            stop__node_endpoint_ = pos + size__node_endpoint_
-            if tag__node_endpoint_ <= prev__node_endpoint_:
-                odd__node_endpoint_ = True
-            prev__node_endpoint_ = tag__node_endpoint_
-            tagged_fields_node_endpoint_.append((tag__node_endpoint_, bytes(buf[pos:stop__node_endpoint_])))
-            pos = stop__node_endpoint_
-        if odd__node_endpoint_:
-            tagged_fields_node_endpoint_ = _keep_tags(tagged_fields_node_endpoint_, buf[sec__node_endpoint_:pos], ())
+            for __node_endpoint_ in range(n_tags__node_endpoint_):
+                tag__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+                size__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+                if size__node_endpoint_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__node_endpoint_} declares {size__node_endpoint_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="node_endpoint.tagged_fields",
+                    )
+                stop__node_endpoint_ = pos + size__node_endpoint_
+                if tag__node_endpoint_ <= prev__node_endpoint_:
+                    odd__node_endpoint_ = True
+                prev__node_endpoint_ = tag__node_endpoint_
+                tagged_fields_node_endpoint_.append((tag__node_endpoint_, bytes(buf[pos:stop__node_endpoint_])))
+                pos = stop__node_endpoint_
+            if odd__node_endpoint_:
+                tagged_fields_node_endpoint_ = _keep_tags(
+                    tagged_fields_node_endpoint_, buf[sec__node_endpoint_:pos], ()
+                )
         value__node_endpoint_ = _new_object(NodeEndpoint)
         value__node_endpoint_.node_id = node_id_node_endpoint_
         value__node_endpoint_.host = host_node_endpoint_
@@ -1056,36 +1123,39 @@ def _fdecode_share_acknowledge_response(buf, pos, end, opts, api_version):
         item_ = value__node_endpoint_
         append_node_endpoints(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_acknowledge_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="share_acknowledge_response.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "share_acknowledge_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "share_acknowledge_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "share_acknowledge_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="share_acknowledge_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "share_acknowledge_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "share_acknowledge_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="share_acknowledge_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ShareAcknowledgeResponse)
     value_.throttle_time_ms = throttle_time_ms
     value_.error_code = error_code
@@ -1103,13 +1173,20 @@ def _encode_share_acknowledge_response(obj, out, index, api_version):
             f"ShareAcknowledgeResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="share_acknowledge_response",
         )
-    own_ = type(obj) is ShareAcknowledgeResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", None)
-    responses = obj.responses if own_ else getattr(obj, "responses", None)
-    node_endpoints = obj.node_endpoints if own_ else getattr(obj, "node_endpoints", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ShareAcknowledgeResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        error_message = obj.error_message
+        responses = obj.responses
+        node_endpoints = obj.node_endpoints
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", None)
+        responses = getattr(obj, "responses", None)
+        node_endpoints = getattr(obj, "node_endpoints", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(throttle_time_ms, error_code)
     if error_message is None:
         out.append(0)
@@ -1155,9 +1232,10 @@ def _encode_share_acknowledge_response(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"share_acknowledge_response.node_endpoints[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "share_acknowledge_response.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "share_acknowledge_response.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_share_acknowledge_response(obj, out, index, api_version):
@@ -1167,13 +1245,20 @@ def _fencode_share_acknowledge_response(obj, out, index, api_version):
             f"ShareAcknowledgeResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="share_acknowledge_response",
         )
-    own_ = type(obj) is ShareAcknowledgeResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", None)
-    responses = obj.responses if own_ else getattr(obj, "responses", None)
-    node_endpoints = obj.node_endpoints if own_ else getattr(obj, "node_endpoints", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ShareAcknowledgeResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        error_message = obj.error_message
+        responses = obj.responses
+        node_endpoints = obj.node_endpoints
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", None)
+        responses = getattr(obj, "responses", None)
+        node_endpoints = getattr(obj, "node_endpoints", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(throttle_time_ms, error_code)
     if error_message is None:
         out.append(0)
@@ -1192,16 +1277,14 @@ def _fencode_share_acknowledge_response(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "share_acknowledge_response.responses")
     for item_ in responses:
-        own__share_acknowledge_topic_response_ = type(item_) is ShareAcknowledgeTopicResponse
-        topic_id_share_acknowledge_topic_response_ = (
-            item_.topic_id if own__share_acknowledge_topic_response_ else getattr(item_, "topic_id", None)
-        )
-        partitions_share_acknowledge_topic_response_ = (
-            item_.partitions if own__share_acknowledge_topic_response_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_share_acknowledge_topic_response_ = (
-            item_.tagged_fields if own__share_acknowledge_topic_response_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is ShareAcknowledgeTopicResponse:
+            topic_id_share_acknowledge_topic_response_ = item_.topic_id
+            partitions_share_acknowledge_topic_response_ = item_.partitions
+            tagged_fields_share_acknowledge_topic_response_ = item_.tagged_fields
+        else:
+            topic_id_share_acknowledge_topic_response_ = getattr(item_, "topic_id", None)
+            partitions_share_acknowledge_topic_response_ = getattr(item_, "partitions", None)
+            tagged_fields_share_acknowledge_topic_response_ = getattr(item_, "tagged_fields", None)
         out += _S2.pack(_uuid16(topic_id_share_acknowledge_topic_response_))
         n__share_acknowledge_topic_response_ = len(partitions_share_acknowledge_topic_response_)
         if -1 <= n__share_acknowledge_topic_response_ < 16383:
@@ -1209,34 +1292,38 @@ def _fencode_share_acknowledge_response(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__share_acknowledge_topic_response_ + 1, "share_acknowledge_topic_response.partitions")
         for item__share_acknowledge_topic_response_ in partitions_share_acknowledge_topic_response_:
-            own__partition_data__share_acknowledge_topic_response_ = (
-                type(item__share_acknowledge_topic_response_) is PartitionData
-            )
-            partition_index_partition_data__share_acknowledge_topic_response_ = (
-                item__share_acknowledge_topic_response_.partition_index
-                if own__partition_data__share_acknowledge_topic_response_
-                else getattr(item__share_acknowledge_topic_response_, "partition_index", 0)
-            )
-            error_code_partition_data__share_acknowledge_topic_response_ = (
-                item__share_acknowledge_topic_response_.error_code
-                if own__partition_data__share_acknowledge_topic_response_
-                else getattr(item__share_acknowledge_topic_response_, "error_code", 0)
-            )
-            error_message_partition_data__share_acknowledge_topic_response_ = (
-                item__share_acknowledge_topic_response_.error_message
-                if own__partition_data__share_acknowledge_topic_response_
-                else getattr(item__share_acknowledge_topic_response_, "error_message", None)
-            )
-            current_leader_partition_data__share_acknowledge_topic_response_ = (
-                item__share_acknowledge_topic_response_.current_leader
-                if own__partition_data__share_acknowledge_topic_response_
-                else getattr(item__share_acknowledge_topic_response_, "current_leader", None)
-            )
-            tagged_fields_partition_data__share_acknowledge_topic_response_ = (
-                item__share_acknowledge_topic_response_.tagged_fields
-                if own__partition_data__share_acknowledge_topic_response_
-                else getattr(item__share_acknowledge_topic_response_, "tagged_fields", None)
-            )
+            if type(item__share_acknowledge_topic_response_) is PartitionData:
+                partition_index_partition_data__share_acknowledge_topic_response_ = (
+                    item__share_acknowledge_topic_response_.partition_index
+                )
+                error_code_partition_data__share_acknowledge_topic_response_ = (
+                    item__share_acknowledge_topic_response_.error_code
+                )
+                error_message_partition_data__share_acknowledge_topic_response_ = (
+                    item__share_acknowledge_topic_response_.error_message
+                )
+                current_leader_partition_data__share_acknowledge_topic_response_ = (
+                    item__share_acknowledge_topic_response_.current_leader
+                )
+                tagged_fields_partition_data__share_acknowledge_topic_response_ = (
+                    item__share_acknowledge_topic_response_.tagged_fields
+                )
+            else:
+                partition_index_partition_data__share_acknowledge_topic_response_ = getattr(
+                    item__share_acknowledge_topic_response_, "partition_index", 0
+                )
+                error_code_partition_data__share_acknowledge_topic_response_ = getattr(
+                    item__share_acknowledge_topic_response_, "error_code", 0
+                )
+                error_message_partition_data__share_acknowledge_topic_response_ = getattr(
+                    item__share_acknowledge_topic_response_, "error_message", None
+                )
+                current_leader_partition_data__share_acknowledge_topic_response_ = getattr(
+                    item__share_acknowledge_topic_response_, "current_leader", None
+                )
+                tagged_fields_partition_data__share_acknowledge_topic_response_ = getattr(
+                    item__share_acknowledge_topic_response_, "tagged_fields", None
+                )
             out += _S1.pack(
                 partition_index_partition_data__share_acknowledge_topic_response_,
                 error_code_partition_data__share_acknowledge_topic_response_,
@@ -1263,38 +1350,50 @@ def _fencode_share_acknowledge_response(obj, out, index, api_version):
                     )
                 out += error_message_partition_data__share_acknowledge_topic_response_
             _fencode_leader_id_and_epoch(current_leader_partition_data__share_acknowledge_topic_response_, out, 0)
-            tags__partition_data__share_acknowledge_topic_response_ = []
-            valid__partition_data__share_acknowledge_topic_response_ = None
+            if (
+                tagged_fields_partition_data__share_acknowledge_topic_response_
+                or tagged_fields_partition_data__share_acknowledge_topic_response_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_partition_data__share_acknowledge_topic_response_,
+                    "partition_data.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if (
+            tagged_fields_share_acknowledge_topic_response_
+            or tagged_fields_share_acknowledge_topic_response_.__class__ is _TagSection
+        ):
             _write_tagged(
                 out,
-                tags__partition_data__share_acknowledge_topic_response_,
-                tagged_fields_partition_data__share_acknowledge_topic_response_,
-                "partition_data.tagged_fields",
-                valid__partition_data__share_acknowledge_topic_response_,
+                [],
+                tagged_fields_share_acknowledge_topic_response_,
+                "share_acknowledge_topic_response.tagged_fields",
+                None,
             )
-        tags__share_acknowledge_topic_response_ = []
-        valid__share_acknowledge_topic_response_ = None
-        _write_tagged(
-            out,
-            tags__share_acknowledge_topic_response_,
-            tagged_fields_share_acknowledge_topic_response_,
-            "share_acknowledge_topic_response.tagged_fields",
-            valid__share_acknowledge_topic_response_,
-        )
+        else:
+            out.append(0)
     n_ = len(node_endpoints)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "share_acknowledge_response.node_endpoints")
     for item_ in node_endpoints:
-        own__node_endpoint_ = type(item_) is NodeEndpoint
-        node_id_node_endpoint_ = item_.node_id if own__node_endpoint_ else getattr(item_, "node_id", 0)
-        host_node_endpoint_ = item_.host if own__node_endpoint_ else getattr(item_, "host", "")
-        port_node_endpoint_ = item_.port if own__node_endpoint_ else getattr(item_, "port", 0)
-        rack_node_endpoint_ = item_.rack if own__node_endpoint_ else getattr(item_, "rack", None)
-        tagged_fields_node_endpoint_ = (
-            item_.tagged_fields if own__node_endpoint_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is NodeEndpoint:
+            node_id_node_endpoint_ = item_.node_id
+            host_node_endpoint_ = item_.host
+            port_node_endpoint_ = item_.port
+            rack_node_endpoint_ = item_.rack
+            tagged_fields_node_endpoint_ = item_.tagged_fields
+        else:
+            node_id_node_endpoint_ = getattr(item_, "node_id", 0)
+            host_node_endpoint_ = getattr(item_, "host", "")
+            port_node_endpoint_ = getattr(item_, "port", 0)
+            rack_node_endpoint_ = getattr(item_, "rack", None)
+            tagged_fields_node_endpoint_ = getattr(item_, "tagged_fields", None)
         out += _S3.pack(node_id_node_endpoint_)
         b__node_endpoint_ = _STR_ENCODED.get(host_node_endpoint_)
         host_node_endpoint_ = _encode_str(host_node_endpoint_) if b__node_endpoint_ is None else b__node_endpoint_
@@ -1316,18 +1415,14 @@ def _fencode_share_acknowledge_response(obj, out, index, api_version):
             else:
                 _write_uvarint(out, n__node_endpoint_ + 1, "node_endpoint.rack")
             out += rack_node_endpoint_
-        tags__node_endpoint_ = []
-        valid__node_endpoint_ = None
-        _write_tagged(
-            out,
-            tags__node_endpoint_,
-            tagged_fields_node_endpoint_,
-            "node_endpoint.tagged_fields",
-            valid__node_endpoint_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "share_acknowledge_response.tagged_fields", valid_)
+        if tagged_fields_node_endpoint_ or tagged_fields_node_endpoint_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_node_endpoint_, "node_endpoint.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "share_acknowledge_response.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_share_acknowledge_response_by_version(buf, pos, end, opts, api_version):

@@ -19,6 +19,8 @@ from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
 from kfmt.runtime.scalars import uuid16 as _uuid16
+from kfmt.runtime.scalars import PACKED as _PACKED
+from kfmt.runtime.scalars import PACKED_MAX as _PACKED_MAX
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -26,6 +28,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -132,46 +135,54 @@ def _decode_acknowledgement_batch(buf, pos, end, opts):
             ) from None
         append_acknowledge_types(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "acknowledgement_batch.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="acknowledgement_batch.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "acknowledgement_batch.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "acknowledgement_batch.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "acknowledgement_batch.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="acknowledgement_batch.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "acknowledgement_batch.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "acknowledgement_batch.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="acknowledgement_batch.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return AcknowledgementBatch(first_offset, last_offset, acknowledge_types, tagged_fields), pos
 
 
 def _encode_acknowledgement_batch(obj, out, index):
     """Append one acknowledgement_batch to out."""
-    own_ = type(obj) is AcknowledgementBatch
-    first_offset = obj.first_offset if own_ else getattr(obj, "first_offset", 0)
-    last_offset = obj.last_offset if own_ else getattr(obj, "last_offset", 0)
-    acknowledge_types = obj.acknowledge_types if own_ else getattr(obj, "acknowledge_types", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is AcknowledgementBatch:
+        first_offset = obj.first_offset
+        last_offset = obj.last_offset
+        acknowledge_types = obj.acknowledge_types
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        first_offset = getattr(obj, "first_offset", 0)
+        last_offset = getattr(obj, "last_offset", 0)
+        acknowledge_types = getattr(obj, "acknowledge_types", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(first_offset, last_offset)
     n_ = len(acknowledge_types)
     if -1 <= n_ < 0x3FFF:
@@ -191,9 +202,10 @@ def _encode_acknowledgement_batch(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"acknowledgement_batch.acknowledge_types[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "acknowledgement_batch.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "acknowledgement_batch.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_fetch_partition(buf, pos, end, opts):
@@ -244,42 +256,54 @@ def _decode_fetch_partition(buf, pos, end, opts):
             ) from None
         append_acknowledgement_batches(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_partition.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="fetch_partition.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "fetch_partition.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "fetch_partition.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="fetch_partition.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_partition.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="fetch_partition.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "fetch_partition.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "fetch_partition.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="fetch_partition.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return FetchPartition(partition_index, partition_max_bytes, acknowledgement_batches, tagged_fields), pos
 
 
 def _encode_fetch_partition(obj, out, index):
     """Append one fetch_partition to out."""
-    own_ = type(obj) is FetchPartition
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    partition_max_bytes = obj.partition_max_bytes if own_ else getattr(obj, "partition_max_bytes", 0)
-    acknowledgement_batches = obj.acknowledgement_batches if own_ else getattr(obj, "acknowledgement_batches", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is FetchPartition:
+        partition_index = obj.partition_index
+        partition_max_bytes = obj.partition_max_bytes
+        acknowledgement_batches = obj.acknowledgement_batches
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        partition_max_bytes = getattr(obj, "partition_max_bytes", 0)
+        acknowledgement_batches = getattr(obj, "acknowledgement_batches", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(partition_index, partition_max_bytes)
     n_ = len(acknowledgement_batches)
     if -1 <= n_ < 0x3FFF:
@@ -297,9 +321,10 @@ def _encode_fetch_partition(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"fetch_partition.acknowledgement_batches[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "fetch_partition.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "fetch_partition.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_fetch_topic(buf, pos, end, opts):
@@ -341,41 +366,48 @@ def _decode_fetch_topic(buf, pos, end, opts):
             raise exc.within("fetch_topic.partitions", i_partitions, "fetch_partition") from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_topic.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="fetch_topic.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "fetch_topic.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "fetch_topic.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="fetch_topic.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_topic.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="fetch_topic.tagged_fields"
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "fetch_topic.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "fetch_topic.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="fetch_topic.tagged_fields"
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return FetchTopic(topic_id, partitions, tagged_fields), pos
 
 
 def _encode_fetch_topic(obj, out, index):
     """Append one fetch_topic to out."""
-    own_ = type(obj) is FetchTopic
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is FetchTopic:
+        topic_id = obj.topic_id
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_id = getattr(obj, "topic_id", None)
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S3.pack(_uuid16(topic_id))
     n_ = len(partitions)
     if -1 <= n_ < 0x3FFF:
@@ -393,9 +425,10 @@ def _encode_fetch_topic(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"fetch_topic.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "fetch_topic.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "fetch_topic.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_forgotten_topic_partitions_item(buf, pos, end, opts):
@@ -454,41 +487,52 @@ def _decode_forgotten_topic(buf, pos, end, opts):
             raise exc.within("forgotten_topic.partitions", i_partitions, "forgotten_topic_partitions_item") from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "forgotten_topic.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="forgotten_topic.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "forgotten_topic.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "forgotten_topic.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="forgotten_topic.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "forgotten_topic.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="forgotten_topic.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "forgotten_topic.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "forgotten_topic.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="forgotten_topic.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ForgottenTopic(topic_id, partitions, tagged_fields), pos
 
 
 def _encode_forgotten_topic(obj, out, index):
     """Append one forgotten_topic to out."""
-    own_ = type(obj) is ForgottenTopic
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ForgottenTopic:
+        topic_id = obj.topic_id
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_id = getattr(obj, "topic_id", None)
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S3.pack(_uuid16(topic_id))
     n_ = len(partitions)
     if -1 <= n_ < 0x3FFF:
@@ -506,9 +550,10 @@ def _encode_forgotten_topic(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"forgotten_topic.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "forgotten_topic.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "forgotten_topic.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_share_fetch_request(buf, pos, end, opts, api_version):
@@ -691,36 +736,39 @@ def _decode_share_fetch_request(buf, pos, end, opts, api_version):
                     path="share_fetch_request.forgotten_topics_data",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_fetch_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="share_fetch_request.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "share_fetch_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "share_fetch_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "share_fetch_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="share_fetch_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "share_fetch_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "share_fetch_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="share_fetch_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ShareFetchRequest(
         group_id,
         member_id,
@@ -928,63 +976,66 @@ def _fdecode_share_fetch_request(buf, pos, end, opts, api_version):
                         item__acknowledgement_batch__fetch_partition__fetch_topic_
                     )
                 tagged_fields_acknowledgement_batch__fetch_partition__fetch_topic_ = []
-                sec__acknowledgement_batch__fetch_partition__fetch_topic_ = pos
-                (
-                    prev__acknowledgement_batch__fetch_partition__fetch_topic_,
-                    odd__acknowledgement_batch__fetch_partition__fetch_topic_,
-                ) = (-1, False)
-                if pos < end and buf[pos] < 128:
-                    n_tags__acknowledgement_batch__fetch_partition__fetch_topic_ = buf[pos]
+                if pos < end and buf[pos] == 0:
                     pos += 1
                 else:
-                    n_tags__acknowledgement_batch__fetch_partition__fetch_topic_, pos = _read_uvarint32(
-                        buf, pos, end, "acknowledgement_batch.tagged_fields"
-                    )
-                if n_tags__acknowledgement_batch__fetch_partition__fetch_topic_ > (end - pos) // 2:
-                    raise _InvalidValueError(
-                        f"{n_tags__acknowledgement_batch__fetch_partition__fetch_topic_} tagged fields cannot fit in {end - pos} bytes",
-                        offset=pos,
-                        path="acknowledgement_batch.tagged_fields",
-                    )
-                for __acknowledgement_batch__fetch_partition__fetch_topic_ in range(
-                    n_tags__acknowledgement_batch__fetch_partition__fetch_topic_
-                ):
-                    tag__acknowledgement_batch__fetch_partition__fetch_topic_, pos = _read_uvarint32(
-                        buf, pos, end, "acknowledgement_batch.tagged_fields"
-                    )
-                    size__acknowledgement_batch__fetch_partition__fetch_topic_, pos = _read_uvarint32(
-                        buf, pos, end, "acknowledgement_batch.tagged_fields"
-                    )
-                    if size__acknowledgement_batch__fetch_partition__fetch_topic_ > end - pos:
-                        raise _TruncatedError(
-                            f"tag {tag__acknowledgement_batch__fetch_partition__fetch_topic_} declares {size__acknowledgement_batch__fetch_partition__fetch_topic_} bytes, {end - pos} left",
+                    sec__acknowledgement_batch__fetch_partition__fetch_topic_ = pos
+                    (
+                        prev__acknowledgement_batch__fetch_partition__fetch_topic_,
+                        odd__acknowledgement_batch__fetch_partition__fetch_topic_,
+                    ) = (-1, False)
+                    if pos < end and buf[pos] < 128:
+                        n_tags__acknowledgement_batch__fetch_partition__fetch_topic_ = buf[pos]
+                        pos += 1
+                    else:
+                        n_tags__acknowledgement_batch__fetch_partition__fetch_topic_, pos = _read_uvarint32(
+                            buf, pos, end, "acknowledgement_batch.tagged_fields"
+                        )
+                    if n_tags__acknowledgement_batch__fetch_partition__fetch_topic_ > (end - pos) // 2:
+                        raise _InvalidValueError(
+                            f"{n_tags__acknowledgement_batch__fetch_partition__fetch_topic_} tagged fields cannot fit in {end - pos} bytes",
                             offset=pos,
                             path="acknowledgement_batch.tagged_fields",
                         )
-                    stop__acknowledgement_batch__fetch_partition__fetch_topic_ = (
-                        pos + size__acknowledgement_batch__fetch_partition__fetch_topic_
-                    )
-                    if (
-                        tag__acknowledgement_batch__fetch_partition__fetch_topic_
-                        <= prev__acknowledgement_batch__fetch_partition__fetch_topic_
+                    for __acknowledgement_batch__fetch_partition__fetch_topic_ in range(
+                        n_tags__acknowledgement_batch__fetch_partition__fetch_topic_
                     ):
-                        odd__acknowledgement_batch__fetch_partition__fetch_topic_ = True
-                    prev__acknowledgement_batch__fetch_partition__fetch_topic_ = (
-                        tag__acknowledgement_batch__fetch_partition__fetch_topic_
-                    )
-                    tagged_fields_acknowledgement_batch__fetch_partition__fetch_topic_.append(
-                        (
-                            tag__acknowledgement_batch__fetch_partition__fetch_topic_,
-                            bytes(buf[pos:stop__acknowledgement_batch__fetch_partition__fetch_topic_]),
+                        tag__acknowledgement_batch__fetch_partition__fetch_topic_, pos = _read_uvarint32(
+                            buf, pos, end, "acknowledgement_batch.tagged_fields"
                         )
-                    )
-                    pos = stop__acknowledgement_batch__fetch_partition__fetch_topic_
-                if odd__acknowledgement_batch__fetch_partition__fetch_topic_:
-                    tagged_fields_acknowledgement_batch__fetch_partition__fetch_topic_ = _keep_tags(
-                        tagged_fields_acknowledgement_batch__fetch_partition__fetch_topic_,
-                        buf[sec__acknowledgement_batch__fetch_partition__fetch_topic_:pos],
-                        (),
-                    )
+                        size__acknowledgement_batch__fetch_partition__fetch_topic_, pos = _read_uvarint32(
+                            buf, pos, end, "acknowledgement_batch.tagged_fields"
+                        )
+                        if size__acknowledgement_batch__fetch_partition__fetch_topic_ > end - pos:
+                            raise _TruncatedError(
+                                f"tag {tag__acknowledgement_batch__fetch_partition__fetch_topic_} declares {size__acknowledgement_batch__fetch_partition__fetch_topic_} bytes, {end - pos} left",
+                                offset=pos,
+                                path="acknowledgement_batch.tagged_fields",
+                            )
+                        stop__acknowledgement_batch__fetch_partition__fetch_topic_ = (
+                            pos + size__acknowledgement_batch__fetch_partition__fetch_topic_
+                        )
+                        if (
+                            tag__acknowledgement_batch__fetch_partition__fetch_topic_
+                            <= prev__acknowledgement_batch__fetch_partition__fetch_topic_
+                        ):
+                            odd__acknowledgement_batch__fetch_partition__fetch_topic_ = True
+                        prev__acknowledgement_batch__fetch_partition__fetch_topic_ = (
+                            tag__acknowledgement_batch__fetch_partition__fetch_topic_
+                        )
+                        tagged_fields_acknowledgement_batch__fetch_partition__fetch_topic_.append(
+                            (
+                                tag__acknowledgement_batch__fetch_partition__fetch_topic_,
+                                bytes(buf[pos:stop__acknowledgement_batch__fetch_partition__fetch_topic_]),
+                            )
+                        )
+                        pos = stop__acknowledgement_batch__fetch_partition__fetch_topic_
+                    if odd__acknowledgement_batch__fetch_partition__fetch_topic_:
+                        tagged_fields_acknowledgement_batch__fetch_partition__fetch_topic_ = _keep_tags(
+                            tagged_fields_acknowledgement_batch__fetch_partition__fetch_topic_,
+                            buf[sec__acknowledgement_batch__fetch_partition__fetch_topic_:pos],
+                            (),
+                        )
                 value__acknowledgement_batch__fetch_partition__fetch_topic_ = _new_object(AcknowledgementBatch)
                 value__acknowledgement_batch__fetch_partition__fetch_topic_.first_offset = (
                     first_offset_acknowledgement_batch__fetch_partition__fetch_topic_
@@ -1001,46 +1052,49 @@ def _fdecode_share_fetch_request(buf, pos, end, opts, api_version):
                 item__fetch_partition__fetch_topic_ = value__acknowledgement_batch__fetch_partition__fetch_topic_
                 append_acknowledgement_batches_fetch_partition__fetch_topic_(item__fetch_partition__fetch_topic_)
             tagged_fields_fetch_partition__fetch_topic_ = []
-            sec__fetch_partition__fetch_topic_ = pos
-            prev__fetch_partition__fetch_topic_, odd__fetch_partition__fetch_topic_ = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__fetch_partition__fetch_topic_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__fetch_partition__fetch_topic_, pos = _read_uvarint32(
-                    buf, pos, end, "fetch_partition.tagged_fields"
-                )
-            if n_tags__fetch_partition__fetch_topic_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__fetch_partition__fetch_topic_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="fetch_partition.tagged_fields",
-                )
-            for __fetch_partition__fetch_topic_ in range(n_tags__fetch_partition__fetch_topic_):
-                tag__fetch_partition__fetch_topic_, pos = _read_uvarint32(
-                    buf, pos, end, "fetch_partition.tagged_fields"
-                )
-                size__fetch_partition__fetch_topic_, pos = _read_uvarint32(
-                    buf, pos, end, "fetch_partition.tagged_fields"
-                )
-                if size__fetch_partition__fetch_topic_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__fetch_partition__fetch_topic_} declares {size__fetch_partition__fetch_topic_} bytes, {end - pos} left",
+                sec__fetch_partition__fetch_topic_ = pos
+                prev__fetch_partition__fetch_topic_, odd__fetch_partition__fetch_topic_ = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__fetch_partition__fetch_topic_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__fetch_partition__fetch_topic_, pos = _read_uvarint32(
+                        buf, pos, end, "fetch_partition.tagged_fields"
+                    )
+                if n_tags__fetch_partition__fetch_topic_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__fetch_partition__fetch_topic_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="fetch_partition.tagged_fields",
                     )
-                stop__fetch_partition__fetch_topic_ = pos + size__fetch_partition__fetch_topic_
-                if tag__fetch_partition__fetch_topic_ <= prev__fetch_partition__fetch_topic_:
-                    odd__fetch_partition__fetch_topic_ = True
-                prev__fetch_partition__fetch_topic_ = tag__fetch_partition__fetch_topic_
-                tagged_fields_fetch_partition__fetch_topic_.append(
-                    (tag__fetch_partition__fetch_topic_, bytes(buf[pos:stop__fetch_partition__fetch_topic_]))
-                )
-                pos = stop__fetch_partition__fetch_topic_
-            if odd__fetch_partition__fetch_topic_:
-                tagged_fields_fetch_partition__fetch_topic_ = _keep_tags(
-                    tagged_fields_fetch_partition__fetch_topic_, buf[sec__fetch_partition__fetch_topic_:pos], ()
-                )
+                for __fetch_partition__fetch_topic_ in range(n_tags__fetch_partition__fetch_topic_):
+                    tag__fetch_partition__fetch_topic_, pos = _read_uvarint32(
+                        buf, pos, end, "fetch_partition.tagged_fields"
+                    )
+                    size__fetch_partition__fetch_topic_, pos = _read_uvarint32(
+                        buf, pos, end, "fetch_partition.tagged_fields"
+                    )
+                    if size__fetch_partition__fetch_topic_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__fetch_partition__fetch_topic_} declares {size__fetch_partition__fetch_topic_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="fetch_partition.tagged_fields",
+                        )
+                    stop__fetch_partition__fetch_topic_ = pos + size__fetch_partition__fetch_topic_
+                    if tag__fetch_partition__fetch_topic_ <= prev__fetch_partition__fetch_topic_:
+                        odd__fetch_partition__fetch_topic_ = True
+                    prev__fetch_partition__fetch_topic_ = tag__fetch_partition__fetch_topic_
+                    tagged_fields_fetch_partition__fetch_topic_.append(
+                        (tag__fetch_partition__fetch_topic_, bytes(buf[pos:stop__fetch_partition__fetch_topic_]))
+                    )
+                    pos = stop__fetch_partition__fetch_topic_
+                if odd__fetch_partition__fetch_topic_:
+                    tagged_fields_fetch_partition__fetch_topic_ = _keep_tags(
+                        tagged_fields_fetch_partition__fetch_topic_, buf[sec__fetch_partition__fetch_topic_:pos], ()
+                    )
             value__fetch_partition__fetch_topic_ = _new_object(FetchPartition)
             value__fetch_partition__fetch_topic_.partition_index = partition_index_fetch_partition__fetch_topic_
             value__fetch_partition__fetch_topic_.partition_max_bytes = partition_max_bytes_fetch_partition__fetch_topic_
@@ -1051,36 +1105,39 @@ def _fdecode_share_fetch_request(buf, pos, end, opts, api_version):
             item__fetch_topic_ = value__fetch_partition__fetch_topic_
             append_partitions_fetch_topic_(item__fetch_topic_)
         tagged_fields_fetch_topic_ = []
-        sec__fetch_topic_ = pos
-        prev__fetch_topic_, odd__fetch_topic_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__fetch_topic_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__fetch_topic_, pos = _read_uvarint32(buf, pos, end, "fetch_topic.tagged_fields")
-        if n_tags__fetch_topic_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__fetch_topic_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="fetch_topic.tagged_fields",
-            )
-        for __fetch_topic_ in range(n_tags__fetch_topic_):
-            tag__fetch_topic_, pos = _read_uvarint32(buf, pos, end, "fetch_topic.tagged_fields")
-            size__fetch_topic_, pos = _read_uvarint32(buf, pos, end, "fetch_topic.tagged_fields")
-            if size__fetch_topic_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__fetch_topic_} declares {size__fetch_topic_} bytes, {end - pos} left",
+            sec__fetch_topic_ = pos
+            prev__fetch_topic_, odd__fetch_topic_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__fetch_topic_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__fetch_topic_, pos = _read_uvarint32(buf, pos, end, "fetch_topic.tagged_fields")
+            if n_tags__fetch_topic_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__fetch_topic_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="fetch_topic.tagged_fields",
                 )
-            stop__fetch_topic_ = pos + size__fetch_topic_
-            if tag__fetch_topic_ <= prev__fetch_topic_:
-                odd__fetch_topic_ = True
-            prev__fetch_topic_ = tag__fetch_topic_
-            tagged_fields_fetch_topic_.append((tag__fetch_topic_, bytes(buf[pos:stop__fetch_topic_])))
-            pos = stop__fetch_topic_
-        if odd__fetch_topic_:
-            tagged_fields_fetch_topic_ = _keep_tags(tagged_fields_fetch_topic_, buf[sec__fetch_topic_:pos], ())
+            for __fetch_topic_ in range(n_tags__fetch_topic_):
+                tag__fetch_topic_, pos = _read_uvarint32(buf, pos, end, "fetch_topic.tagged_fields")
+                size__fetch_topic_, pos = _read_uvarint32(buf, pos, end, "fetch_topic.tagged_fields")
+                if size__fetch_topic_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__fetch_topic_} declares {size__fetch_topic_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="fetch_topic.tagged_fields",
+                    )
+                stop__fetch_topic_ = pos + size__fetch_topic_
+                if tag__fetch_topic_ <= prev__fetch_topic_:
+                    odd__fetch_topic_ = True
+                prev__fetch_topic_ = tag__fetch_topic_
+                tagged_fields_fetch_topic_.append((tag__fetch_topic_, bytes(buf[pos:stop__fetch_topic_])))
+                pos = stop__fetch_topic_
+            if odd__fetch_topic_:
+                tagged_fields_fetch_topic_ = _keep_tags(tagged_fields_fetch_topic_, buf[sec__fetch_topic_:pos], ())
         value__fetch_topic_ = _new_object(FetchTopic)
         value__fetch_topic_.topic_id = topic_id_fetch_topic_
         value__fetch_topic_.partitions = partitions_fetch_topic_
@@ -1150,38 +1207,41 @@ def _fdecode_share_fetch_request(buf, pos, end, opts, api_version):
             item__forgotten_topic_ = value_forgotten_topic_partitions_item__forgotten_topic_
             append_partitions_forgotten_topic_(item__forgotten_topic_)
         tagged_fields_forgotten_topic_ = []
-        sec__forgotten_topic_ = pos
-        prev__forgotten_topic_, odd__forgotten_topic_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__forgotten_topic_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__forgotten_topic_, pos = _read_uvarint32(buf, pos, end, "forgotten_topic.tagged_fields")
-        if n_tags__forgotten_topic_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__forgotten_topic_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="forgotten_topic.tagged_fields",
-            )
-        for __forgotten_topic_ in range(n_tags__forgotten_topic_):
-            tag__forgotten_topic_, pos = _read_uvarint32(buf, pos, end, "forgotten_topic.tagged_fields")
-            size__forgotten_topic_, pos = _read_uvarint32(buf, pos, end, "forgotten_topic.tagged_fields")
-            if size__forgotten_topic_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__forgotten_topic_} declares {size__forgotten_topic_} bytes, {end - pos} left",
+            sec__forgotten_topic_ = pos
+            prev__forgotten_topic_, odd__forgotten_topic_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__forgotten_topic_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__forgotten_topic_, pos = _read_uvarint32(buf, pos, end, "forgotten_topic.tagged_fields")
+            if n_tags__forgotten_topic_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__forgotten_topic_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="forgotten_topic.tagged_fields",
                 )
-            stop__forgotten_topic_ = pos + size__forgotten_topic_
-            if tag__forgotten_topic_ <= prev__forgotten_topic_:
-                odd__forgotten_topic_ = True
-            prev__forgotten_topic_ = tag__forgotten_topic_
-            tagged_fields_forgotten_topic_.append((tag__forgotten_topic_, bytes(buf[pos:stop__forgotten_topic_])))
-            pos = stop__forgotten_topic_
-        if odd__forgotten_topic_:
-            tagged_fields_forgotten_topic_ = _keep_tags(
-                tagged_fields_forgotten_topic_, buf[sec__forgotten_topic_:pos], ()
-            )
+            for __forgotten_topic_ in range(n_tags__forgotten_topic_):
+                tag__forgotten_topic_, pos = _read_uvarint32(buf, pos, end, "forgotten_topic.tagged_fields")
+                size__forgotten_topic_, pos = _read_uvarint32(buf, pos, end, "forgotten_topic.tagged_fields")
+                if size__forgotten_topic_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__forgotten_topic_} declares {size__forgotten_topic_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="forgotten_topic.tagged_fields",
+                    )
+                stop__forgotten_topic_ = pos + size__forgotten_topic_
+                if tag__forgotten_topic_ <= prev__forgotten_topic_:
+                    odd__forgotten_topic_ = True
+                prev__forgotten_topic_ = tag__forgotten_topic_
+                tagged_fields_forgotten_topic_.append((tag__forgotten_topic_, bytes(buf[pos:stop__forgotten_topic_])))
+                pos = stop__forgotten_topic_
+            if odd__forgotten_topic_:
+                tagged_fields_forgotten_topic_ = _keep_tags(
+                    tagged_fields_forgotten_topic_, buf[sec__forgotten_topic_:pos], ()
+                )
         value__forgotten_topic_ = _new_object(ForgottenTopic)
         value__forgotten_topic_.topic_id = topic_id_forgotten_topic_
         value__forgotten_topic_.partitions = partitions_forgotten_topic_
@@ -1193,36 +1253,39 @@ def _fdecode_share_fetch_request(buf, pos, end, opts, api_version):
             if budget_forgotten_topics_data < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_fetch_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="share_fetch_request.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "share_fetch_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "share_fetch_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "share_fetch_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="share_fetch_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "share_fetch_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "share_fetch_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="share_fetch_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ShareFetchRequest)
     value_.group_id = group_id
     value_.member_id = member_id
@@ -1243,16 +1306,26 @@ def _encode_share_fetch_request(obj, out, index, api_version):
             f"ShareFetchRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="share_fetch_request",
         )
-    own_ = type(obj) is ShareFetchRequest
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", None)
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    share_session_epoch = obj.share_session_epoch if own_ else getattr(obj, "share_session_epoch", 0)
-    max_wait_ms = obj.max_wait_ms if own_ else getattr(obj, "max_wait_ms", 0)
-    min_bytes = obj.min_bytes if own_ else getattr(obj, "min_bytes", 0)
-    max_bytes = obj.max_bytes if own_ else getattr(obj, "max_bytes", 2147483647)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    forgotten_topics_data = obj.forgotten_topics_data if own_ else getattr(obj, "forgotten_topics_data", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ShareFetchRequest:
+        group_id = obj.group_id
+        member_id = obj.member_id
+        share_session_epoch = obj.share_session_epoch
+        max_wait_ms = obj.max_wait_ms
+        min_bytes = obj.min_bytes
+        max_bytes = obj.max_bytes
+        topics = obj.topics
+        forgotten_topics_data = obj.forgotten_topics_data
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", None)
+        member_id = getattr(obj, "member_id", "")
+        share_session_epoch = getattr(obj, "share_session_epoch", 0)
+        max_wait_ms = getattr(obj, "max_wait_ms", 0)
+        min_bytes = getattr(obj, "min_bytes", 0)
+        max_bytes = getattr(obj, "max_bytes", 2147483647)
+        topics = getattr(obj, "topics", None)
+        forgotten_topics_data = getattr(obj, "forgotten_topics_data", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if group_id is None:
         out.append(0)
     else:
@@ -1310,9 +1383,10 @@ def _encode_share_fetch_request(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"share_fetch_request.forgotten_topics_data[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "share_fetch_request.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "share_fetch_request.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_share_fetch_request(obj, out, index, api_version):
@@ -1322,16 +1396,26 @@ def _fencode_share_fetch_request(obj, out, index, api_version):
             f"ShareFetchRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="share_fetch_request",
         )
-    own_ = type(obj) is ShareFetchRequest
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", None)
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    share_session_epoch = obj.share_session_epoch if own_ else getattr(obj, "share_session_epoch", 0)
-    max_wait_ms = obj.max_wait_ms if own_ else getattr(obj, "max_wait_ms", 0)
-    min_bytes = obj.min_bytes if own_ else getattr(obj, "min_bytes", 0)
-    max_bytes = obj.max_bytes if own_ else getattr(obj, "max_bytes", 2147483647)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    forgotten_topics_data = obj.forgotten_topics_data if own_ else getattr(obj, "forgotten_topics_data", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ShareFetchRequest:
+        group_id = obj.group_id
+        member_id = obj.member_id
+        share_session_epoch = obj.share_session_epoch
+        max_wait_ms = obj.max_wait_ms
+        min_bytes = obj.min_bytes
+        max_bytes = obj.max_bytes
+        topics = obj.topics
+        forgotten_topics_data = obj.forgotten_topics_data
+        tagged_fields = obj.tagged_fields
+    else:
+        group_id = getattr(obj, "group_id", None)
+        member_id = getattr(obj, "member_id", "")
+        share_session_epoch = getattr(obj, "share_session_epoch", 0)
+        max_wait_ms = getattr(obj, "max_wait_ms", 0)
+        min_bytes = getattr(obj, "min_bytes", 0)
+        max_bytes = getattr(obj, "max_bytes", 2147483647)
+        topics = getattr(obj, "topics", None)
+        forgotten_topics_data = getattr(obj, "forgotten_topics_data", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if group_id is None:
         out.append(0)
     else:
@@ -1361,10 +1445,14 @@ def _fencode_share_fetch_request(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "share_fetch_request.topics")
     for item_ in topics:
-        own__fetch_topic_ = type(item_) is FetchTopic
-        topic_id_fetch_topic_ = item_.topic_id if own__fetch_topic_ else getattr(item_, "topic_id", None)
-        partitions_fetch_topic_ = item_.partitions if own__fetch_topic_ else getattr(item_, "partitions", None)
-        tagged_fields_fetch_topic_ = item_.tagged_fields if own__fetch_topic_ else getattr(item_, "tagged_fields", None)
+        if type(item_) is FetchTopic:
+            topic_id_fetch_topic_ = item_.topic_id
+            partitions_fetch_topic_ = item_.partitions
+            tagged_fields_fetch_topic_ = item_.tagged_fields
+        else:
+            topic_id_fetch_topic_ = getattr(item_, "topic_id", None)
+            partitions_fetch_topic_ = getattr(item_, "partitions", None)
+            tagged_fields_fetch_topic_ = getattr(item_, "tagged_fields", None)
         out += _S3.pack(_uuid16(topic_id_fetch_topic_))
         n__fetch_topic_ = len(partitions_fetch_topic_)
         if -1 <= n__fetch_topic_ < 16383:
@@ -1372,27 +1460,20 @@ def _fencode_share_fetch_request(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__fetch_topic_ + 1, "fetch_topic.partitions")
         for item__fetch_topic_ in partitions_fetch_topic_:
-            own__fetch_partition__fetch_topic_ = type(item__fetch_topic_) is FetchPartition
-            partition_index_fetch_partition__fetch_topic_ = (
-                item__fetch_topic_.partition_index
-                if own__fetch_partition__fetch_topic_
-                else getattr(item__fetch_topic_, "partition_index", 0)
-            )
-            partition_max_bytes_fetch_partition__fetch_topic_ = (
-                item__fetch_topic_.partition_max_bytes
-                if own__fetch_partition__fetch_topic_
-                else getattr(item__fetch_topic_, "partition_max_bytes", 0)
-            )
-            acknowledgement_batches_fetch_partition__fetch_topic_ = (
-                item__fetch_topic_.acknowledgement_batches
-                if own__fetch_partition__fetch_topic_
-                else getattr(item__fetch_topic_, "acknowledgement_batches", None)
-            )
-            tagged_fields_fetch_partition__fetch_topic_ = (
-                item__fetch_topic_.tagged_fields
-                if own__fetch_partition__fetch_topic_
-                else getattr(item__fetch_topic_, "tagged_fields", None)
-            )
+            if type(item__fetch_topic_) is FetchPartition:
+                partition_index_fetch_partition__fetch_topic_ = item__fetch_topic_.partition_index
+                partition_max_bytes_fetch_partition__fetch_topic_ = item__fetch_topic_.partition_max_bytes
+                acknowledgement_batches_fetch_partition__fetch_topic_ = item__fetch_topic_.acknowledgement_batches
+                tagged_fields_fetch_partition__fetch_topic_ = item__fetch_topic_.tagged_fields
+            else:
+                partition_index_fetch_partition__fetch_topic_ = getattr(item__fetch_topic_, "partition_index", 0)
+                partition_max_bytes_fetch_partition__fetch_topic_ = getattr(
+                    item__fetch_topic_, "partition_max_bytes", 0
+                )
+                acknowledgement_batches_fetch_partition__fetch_topic_ = getattr(
+                    item__fetch_topic_, "acknowledgement_batches", None
+                )
+                tagged_fields_fetch_partition__fetch_topic_ = getattr(item__fetch_topic_, "tagged_fields", None)
             out += _S2.pack(
                 partition_index_fetch_partition__fetch_topic_, partition_max_bytes_fetch_partition__fetch_topic_
             )
@@ -1402,29 +1483,32 @@ def _fencode_share_fetch_request(obj, out, index, api_version):
             else:
                 _write_uvarint(out, n__fetch_partition__fetch_topic_ + 1, "fetch_partition.acknowledgement_batches")
             for item__fetch_partition__fetch_topic_ in acknowledgement_batches_fetch_partition__fetch_topic_:
-                own__acknowledgement_batch__fetch_partition__fetch_topic_ = (
-                    type(item__fetch_partition__fetch_topic_) is AcknowledgementBatch
-                )
-                first_offset_acknowledgement_batch__fetch_partition__fetch_topic_ = (
-                    item__fetch_partition__fetch_topic_.first_offset
-                    if own__acknowledgement_batch__fetch_partition__fetch_topic_
-                    else getattr(item__fetch_partition__fetch_topic_, "first_offset", 0)
-                )
-                last_offset_acknowledgement_batch__fetch_partition__fetch_topic_ = (
-                    item__fetch_partition__fetch_topic_.last_offset
-                    if own__acknowledgement_batch__fetch_partition__fetch_topic_
-                    else getattr(item__fetch_partition__fetch_topic_, "last_offset", 0)
-                )
-                acknowledge_types_acknowledgement_batch__fetch_partition__fetch_topic_ = (
-                    item__fetch_partition__fetch_topic_.acknowledge_types
-                    if own__acknowledgement_batch__fetch_partition__fetch_topic_
-                    else getattr(item__fetch_partition__fetch_topic_, "acknowledge_types", None)
-                )
-                tagged_fields_acknowledgement_batch__fetch_partition__fetch_topic_ = (
-                    item__fetch_partition__fetch_topic_.tagged_fields
-                    if own__acknowledgement_batch__fetch_partition__fetch_topic_
-                    else getattr(item__fetch_partition__fetch_topic_, "tagged_fields", None)
-                )
+                if type(item__fetch_partition__fetch_topic_) is AcknowledgementBatch:
+                    first_offset_acknowledgement_batch__fetch_partition__fetch_topic_ = (
+                        item__fetch_partition__fetch_topic_.first_offset
+                    )
+                    last_offset_acknowledgement_batch__fetch_partition__fetch_topic_ = (
+                        item__fetch_partition__fetch_topic_.last_offset
+                    )
+                    acknowledge_types_acknowledgement_batch__fetch_partition__fetch_topic_ = (
+                        item__fetch_partition__fetch_topic_.acknowledge_types
+                    )
+                    tagged_fields_acknowledgement_batch__fetch_partition__fetch_topic_ = (
+                        item__fetch_partition__fetch_topic_.tagged_fields
+                    )
+                else:
+                    first_offset_acknowledgement_batch__fetch_partition__fetch_topic_ = getattr(
+                        item__fetch_partition__fetch_topic_, "first_offset", 0
+                    )
+                    last_offset_acknowledgement_batch__fetch_partition__fetch_topic_ = getattr(
+                        item__fetch_partition__fetch_topic_, "last_offset", 0
+                    )
+                    acknowledge_types_acknowledgement_batch__fetch_partition__fetch_topic_ = getattr(
+                        item__fetch_partition__fetch_topic_, "acknowledge_types", None
+                    )
+                    tagged_fields_acknowledgement_batch__fetch_partition__fetch_topic_ = getattr(
+                        item__fetch_partition__fetch_topic_, "tagged_fields", None
+                    )
                 out += _S1.pack(
                     first_offset_acknowledgement_batch__fetch_partition__fetch_topic_,
                     last_offset_acknowledgement_batch__fetch_partition__fetch_topic_,
@@ -1440,80 +1524,89 @@ def _fencode_share_fetch_request(obj, out, index, api_version):
                         n__acknowledgement_batch__fetch_partition__fetch_topic_ + 1,
                         "acknowledgement_batch.acknowledge_types",
                     )
-                for (
-                    item__acknowledgement_batch__fetch_partition__fetch_topic_
-                ) in acknowledge_types_acknowledgement_batch__fetch_partition__fetch_topic_:
-                    value_acknowledgement_batch_acknowledge_types_item__acknowledgement_batch__fetch_partition__fetch_topic_ = item__acknowledgement_batch__fetch_partition__fetch_topic_
-                    if (
-                        -128
-                        <= value_acknowledgement_batch_acknowledge_types_item__acknowledgement_batch__fetch_partition__fetch_topic_
-                        <= 127
-                    ):
-                        out.append(
-                            value_acknowledgement_batch_acknowledge_types_item__acknowledgement_batch__fetch_partition__fetch_topic_
-                            & 255
-                        )
-                    else:
-                        raise _InvalidValueError(
-                            f"{value_acknowledgement_batch_acknowledge_types_item__acknowledgement_batch__fetch_partition__fetch_topic_} does not fit int8",
-                            path="acknowledgement_batch_acknowledge_types_item.value",
-                        )
-                tags__acknowledgement_batch__fetch_partition__fetch_topic_ = []
-                valid__acknowledgement_batch__fetch_partition__fetch_topic_ = None
+                if n__acknowledgement_batch__fetch_partition__fetch_topic_ <= _PACKED_MAX:
+                    out += _PACKED["b"][n__acknowledgement_batch__fetch_partition__fetch_topic_].pack(
+                        *acknowledge_types_acknowledgement_batch__fetch_partition__fetch_topic_
+                    )
+                else:
+                    for (
+                        item__acknowledgement_batch__fetch_partition__fetch_topic_
+                    ) in acknowledge_types_acknowledgement_batch__fetch_partition__fetch_topic_:
+                        value_acknowledgement_batch_acknowledge_types_item__acknowledgement_batch__fetch_partition__fetch_topic_ = item__acknowledgement_batch__fetch_partition__fetch_topic_
+                        if (
+                            -128
+                            <= value_acknowledgement_batch_acknowledge_types_item__acknowledgement_batch__fetch_partition__fetch_topic_
+                            <= 127
+                        ):
+                            out.append(
+                                value_acknowledgement_batch_acknowledge_types_item__acknowledgement_batch__fetch_partition__fetch_topic_
+                                & 255
+                            )
+                        else:
+                            raise _InvalidValueError(
+                                f"{value_acknowledgement_batch_acknowledge_types_item__acknowledgement_batch__fetch_partition__fetch_topic_} does not fit int8",
+                                path="acknowledgement_batch_acknowledge_types_item.value",
+                            )
+                if (
+                    tagged_fields_acknowledgement_batch__fetch_partition__fetch_topic_
+                    or tagged_fields_acknowledgement_batch__fetch_partition__fetch_topic_.__class__ is _TagSection
+                ):
+                    _write_tagged(
+                        out,
+                        [],
+                        tagged_fields_acknowledgement_batch__fetch_partition__fetch_topic_,
+                        "acknowledgement_batch.tagged_fields",
+                        None,
+                    )
+                else:
+                    out.append(0)
+            if (
+                tagged_fields_fetch_partition__fetch_topic_
+                or tagged_fields_fetch_partition__fetch_topic_.__class__ is _TagSection
+            ):
                 _write_tagged(
-                    out,
-                    tags__acknowledgement_batch__fetch_partition__fetch_topic_,
-                    tagged_fields_acknowledgement_batch__fetch_partition__fetch_topic_,
-                    "acknowledgement_batch.tagged_fields",
-                    valid__acknowledgement_batch__fetch_partition__fetch_topic_,
+                    out, [], tagged_fields_fetch_partition__fetch_topic_, "fetch_partition.tagged_fields", None
                 )
-            tags__fetch_partition__fetch_topic_ = []
-            valid__fetch_partition__fetch_topic_ = None
-            _write_tagged(
-                out,
-                tags__fetch_partition__fetch_topic_,
-                tagged_fields_fetch_partition__fetch_topic_,
-                "fetch_partition.tagged_fields",
-                valid__fetch_partition__fetch_topic_,
-            )
-        tags__fetch_topic_ = []
-        valid__fetch_topic_ = None
-        _write_tagged(
-            out, tags__fetch_topic_, tagged_fields_fetch_topic_, "fetch_topic.tagged_fields", valid__fetch_topic_
-        )
+            else:
+                out.append(0)
+        if tagged_fields_fetch_topic_ or tagged_fields_fetch_topic_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_fetch_topic_, "fetch_topic.tagged_fields", None)
+        else:
+            out.append(0)
     n_ = len(forgotten_topics_data)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "share_fetch_request.forgotten_topics_data")
     for item_ in forgotten_topics_data:
-        own__forgotten_topic_ = type(item_) is ForgottenTopic
-        topic_id_forgotten_topic_ = item_.topic_id if own__forgotten_topic_ else getattr(item_, "topic_id", None)
-        partitions_forgotten_topic_ = item_.partitions if own__forgotten_topic_ else getattr(item_, "partitions", None)
-        tagged_fields_forgotten_topic_ = (
-            item_.tagged_fields if own__forgotten_topic_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is ForgottenTopic:
+            topic_id_forgotten_topic_ = item_.topic_id
+            partitions_forgotten_topic_ = item_.partitions
+            tagged_fields_forgotten_topic_ = item_.tagged_fields
+        else:
+            topic_id_forgotten_topic_ = getattr(item_, "topic_id", None)
+            partitions_forgotten_topic_ = getattr(item_, "partitions", None)
+            tagged_fields_forgotten_topic_ = getattr(item_, "tagged_fields", None)
         out += _S3.pack(_uuid16(topic_id_forgotten_topic_))
         n__forgotten_topic_ = len(partitions_forgotten_topic_)
         if -1 <= n__forgotten_topic_ < 16383:
             out += _UV_BYTES[n__forgotten_topic_ + 1]
         else:
             _write_uvarint(out, n__forgotten_topic_ + 1, "forgotten_topic.partitions")
-        for item__forgotten_topic_ in partitions_forgotten_topic_:
-            value_forgotten_topic_partitions_item__forgotten_topic_ = item__forgotten_topic_
-            out += _S4.pack(value_forgotten_topic_partitions_item__forgotten_topic_)
-        tags__forgotten_topic_ = []
-        valid__forgotten_topic_ = None
-        _write_tagged(
-            out,
-            tags__forgotten_topic_,
-            tagged_fields_forgotten_topic_,
-            "forgotten_topic.tagged_fields",
-            valid__forgotten_topic_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "share_fetch_request.tagged_fields", valid_)
+        if n__forgotten_topic_ <= _PACKED_MAX:
+            out += _PACKED["i"][n__forgotten_topic_].pack(*partitions_forgotten_topic_)
+        else:
+            for item__forgotten_topic_ in partitions_forgotten_topic_:
+                value_forgotten_topic_partitions_item__forgotten_topic_ = item__forgotten_topic_
+                out += _S4.pack(value_forgotten_topic_partitions_item__forgotten_topic_)
+        if tagged_fields_forgotten_topic_ or tagged_fields_forgotten_topic_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_forgotten_topic_, "forgotten_topic.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "share_fetch_request.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_share_fetch_request_by_version(buf, pos, end, opts, api_version):

@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -267,36 +268,39 @@ def _decode_share_group_heartbeat_request(buf, pos, end, opts, api_version):
     if null_subscribed_topic_names:
         subscribed_topic_names = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_heartbeat_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="share_group_heartbeat_request.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "share_group_heartbeat_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "share_group_heartbeat_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_heartbeat_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="share_group_heartbeat_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "share_group_heartbeat_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "share_group_heartbeat_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="share_group_heartbeat_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ShareGroupHeartbeatRequest(
         group_id, member_id, member_epoch, rack_id, subscribed_topic_names, tagged_fields
     ), pos
@@ -441,36 +445,39 @@ def _fdecode_share_group_heartbeat_request(buf, pos, end, opts, api_version):
     if null_subscribed_topic_names:
         subscribed_topic_names = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_heartbeat_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="share_group_heartbeat_request.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "share_group_heartbeat_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "share_group_heartbeat_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_heartbeat_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="share_group_heartbeat_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "share_group_heartbeat_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "share_group_heartbeat_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="share_group_heartbeat_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ShareGroupHeartbeatRequest)
     value_.group_id = group_id
     value_.member_id = member_id
@@ -488,13 +495,20 @@ def _encode_share_group_heartbeat_request(obj, out, index, api_version):
             f"ShareGroupHeartbeatRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="share_group_heartbeat_request",
         )
-    own_ = type(obj) is ShareGroupHeartbeatRequest
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    member_epoch = obj.member_epoch if own_ else getattr(obj, "member_epoch", 0)
-    rack_id = obj.rack_id if own_ else getattr(obj, "rack_id", None)
-    subscribed_topic_names = obj.subscribed_topic_names if own_ else getattr(obj, "subscribed_topic_names", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ShareGroupHeartbeatRequest:
+        group_id = obj.group_id
+        member_id = obj.member_id
+        member_epoch = obj.member_epoch
+        rack_id = obj.rack_id
+        subscribed_topic_names = obj.subscribed_topic_names
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", "")
+        member_id = getattr(obj, "member_id", "")
+        member_epoch = getattr(obj, "member_epoch", 0)
+        rack_id = getattr(obj, "rack_id", None)
+        subscribed_topic_names = getattr(obj, "subscribed_topic_names", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if group_id is None:
         raise _InvalidValueError("may not be null", path="share_group_heartbeat_request.group_id")
     else:
@@ -556,9 +570,10 @@ def _encode_share_group_heartbeat_request(obj, out, index, api_version):
                 f"cannot encode: {type(exc).__name__}: {exc}",
                 path=f"share_group_heartbeat_request.subscribed_topic_names[{index_}]",
             ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "share_group_heartbeat_request.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "share_group_heartbeat_request.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_share_group_heartbeat_request(obj, out, index, api_version):
@@ -568,13 +583,20 @@ def _fencode_share_group_heartbeat_request(obj, out, index, api_version):
             f"ShareGroupHeartbeatRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="share_group_heartbeat_request",
         )
-    own_ = type(obj) is ShareGroupHeartbeatRequest
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    member_epoch = obj.member_epoch if own_ else getattr(obj, "member_epoch", 0)
-    rack_id = obj.rack_id if own_ else getattr(obj, "rack_id", None)
-    subscribed_topic_names = obj.subscribed_topic_names if own_ else getattr(obj, "subscribed_topic_names", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is ShareGroupHeartbeatRequest:
+        group_id = obj.group_id
+        member_id = obj.member_id
+        member_epoch = obj.member_epoch
+        rack_id = obj.rack_id
+        subscribed_topic_names = obj.subscribed_topic_names
+        tagged_fields = obj.tagged_fields
+    else:
+        group_id = getattr(obj, "group_id", "")
+        member_id = getattr(obj, "member_id", "")
+        member_epoch = getattr(obj, "member_epoch", 0)
+        rack_id = getattr(obj, "rack_id", None)
+        subscribed_topic_names = getattr(obj, "subscribed_topic_names", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     b_ = _STR_ENCODED.get(group_id)
     group_id = _encode_str(group_id) if b_ is None else b_
     n_ = len(group_id)
@@ -633,9 +655,10 @@ def _fencode_share_group_heartbeat_request(obj, out, index, api_version):
                     "share_group_heartbeat_request_subscribed_topic_names_item.value",
                 )
             out += value_share_group_heartbeat_request_subscribed_topic_names_item_
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "share_group_heartbeat_request.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "share_group_heartbeat_request.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_share_group_heartbeat_request_by_version(buf, pos, end, opts, api_version):

@@ -18,6 +18,8 @@ from kfmt.runtime.errors import LimitExceededError as _LimitExceededError
 from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
+from kfmt.runtime.scalars import PACKED as _PACKED
+from kfmt.runtime.scalars import PACKED_MAX as _PACKED_MAX
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -25,6 +27,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -100,9 +103,12 @@ def _decode_stop_replica_partition_v0(buf, pos, end, opts):
 
 def _encode_stop_replica_partition_v0(obj, out, index):
     """Append one stop_replica_partition_v0 to out."""
-    own_ = type(obj) is StopReplicaPartitionV0
-    topic_name = obj.topic_name if own_ else getattr(obj, "topic_name", "")
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
+    if type(obj) is StopReplicaPartitionV0:
+        topic_name = obj.topic_name
+        partition_index = obj.partition_index
+    else:  # another class: its fields by name, a missing one at its default
+        topic_name = getattr(obj, "topic_name", "")
+        partition_index = getattr(obj, "partition_index", 0)
     if topic_name is None:
         raise _InvalidValueError("may not be null", path="stop_replica_partition_v0.topic_name")
     else:
@@ -190,9 +196,12 @@ def _decode_stop_replica_topic_v1(buf, pos, end, opts):
 
 def _encode_stop_replica_topic_v1(obj, out, index):
     """Append one stop_replica_topic_v1 to out."""
-    own_ = type(obj) is StopReplicaTopicV1
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partition_indexes = obj.partition_indexes if own_ else getattr(obj, "partition_indexes", None)
+    if type(obj) is StopReplicaTopicV1:
+        name = obj.name
+        partition_indexes = obj.partition_indexes
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partition_indexes = getattr(obj, "partition_indexes", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="stop_replica_topic_v1.name")
     else:
@@ -488,13 +497,20 @@ def _encode_stop_replica_request(obj, out, index, api_version):
             f"StopReplicaRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="stop_replica_request",
         )
-    own_ = type(obj) is StopReplicaRequest
-    controller_id = obj.controller_id if own_ else getattr(obj, "controller_id", 0)
-    controller_epoch = obj.controller_epoch if own_ else getattr(obj, "controller_epoch", 0)
-    broker_epoch = obj.broker_epoch if own_ else getattr(obj, "broker_epoch", -1)
-    delete_partitions = obj.delete_partitions if own_ else getattr(obj, "delete_partitions", False)
-    ungrouped_partitions = obj.ungrouped_partitions if own_ else getattr(obj, "ungrouped_partitions", None)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
+    if type(obj) is StopReplicaRequest:
+        controller_id = obj.controller_id
+        controller_epoch = obj.controller_epoch
+        broker_epoch = obj.broker_epoch
+        delete_partitions = obj.delete_partitions
+        ungrouped_partitions = obj.ungrouped_partitions
+        topics = obj.topics
+    else:  # another class: its fields by name, a missing one at its default
+        controller_id = getattr(obj, "controller_id", 0)
+        controller_epoch = getattr(obj, "controller_epoch", 0)
+        broker_epoch = getattr(obj, "broker_epoch", -1)
+        delete_partitions = getattr(obj, "delete_partitions", False)
+        ungrouped_partitions = getattr(obj, "ungrouped_partitions", None)
+        topics = getattr(obj, "topics", None)
     out += _S2.pack(controller_id, controller_epoch)
     if api_version >= 1:
         out += _S3.pack(broker_epoch)
@@ -533,13 +549,20 @@ def _fencode_stop_replica_request(obj, out, index, api_version):
             f"StopReplicaRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="stop_replica_request",
         )
-    own_ = type(obj) is StopReplicaRequest
-    controller_id = obj.controller_id if own_ else getattr(obj, "controller_id", 0)
-    controller_epoch = obj.controller_epoch if own_ else getattr(obj, "controller_epoch", 0)
-    broker_epoch = obj.broker_epoch if own_ else getattr(obj, "broker_epoch", -1)
-    delete_partitions = obj.delete_partitions if own_ else getattr(obj, "delete_partitions", False)
-    ungrouped_partitions = obj.ungrouped_partitions if own_ else getattr(obj, "ungrouped_partitions", None)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
+    if type(obj) is StopReplicaRequest:
+        controller_id = obj.controller_id
+        controller_epoch = obj.controller_epoch
+        broker_epoch = obj.broker_epoch
+        delete_partitions = obj.delete_partitions
+        ungrouped_partitions = obj.ungrouped_partitions
+        topics = obj.topics
+    else:
+        controller_id = getattr(obj, "controller_id", 0)
+        controller_epoch = getattr(obj, "controller_epoch", 0)
+        broker_epoch = getattr(obj, "broker_epoch", -1)
+        delete_partitions = getattr(obj, "delete_partitions", False)
+        ungrouped_partitions = getattr(obj, "ungrouped_partitions", None)
+        topics = getattr(obj, "topics", None)
     out += _S2.pack(controller_id, controller_epoch)
     if api_version >= 1:
         out += _S3.pack(broker_epoch)
@@ -547,13 +570,12 @@ def _fencode_stop_replica_request(obj, out, index, api_version):
     if api_version <= 0:
         out += _S1.pack(len(ungrouped_partitions))
         for item_ in ungrouped_partitions:
-            own__stop_replica_partition_v0_ = type(item_) is StopReplicaPartitionV0
-            topic_name_stop_replica_partition_v0_ = (
-                item_.topic_name if own__stop_replica_partition_v0_ else getattr(item_, "topic_name", "")
-            )
-            partition_index_stop_replica_partition_v0_ = (
-                item_.partition_index if own__stop_replica_partition_v0_ else getattr(item_, "partition_index", 0)
-            )
+            if type(item_) is StopReplicaPartitionV0:
+                topic_name_stop_replica_partition_v0_ = item_.topic_name
+                partition_index_stop_replica_partition_v0_ = item_.partition_index
+            else:
+                topic_name_stop_replica_partition_v0_ = getattr(item_, "topic_name", "")
+                partition_index_stop_replica_partition_v0_ = getattr(item_, "partition_index", 0)
             b__stop_replica_partition_v0_ = _STR_ENCODED.get(topic_name_stop_replica_partition_v0_)
             topic_name_stop_replica_partition_v0_ = (
                 _encode_str(topic_name_stop_replica_partition_v0_)
@@ -566,11 +588,12 @@ def _fencode_stop_replica_request(obj, out, index, api_version):
     if api_version >= 1:
         out += _S1.pack(len(topics))
         for item_ in topics:
-            own__stop_replica_topic_v1_ = type(item_) is StopReplicaTopicV1
-            name_stop_replica_topic_v1_ = item_.name if own__stop_replica_topic_v1_ else getattr(item_, "name", "")
-            partition_indexes_stop_replica_topic_v1_ = (
-                item_.partition_indexes if own__stop_replica_topic_v1_ else getattr(item_, "partition_indexes", None)
-            )
+            if type(item_) is StopReplicaTopicV1:
+                name_stop_replica_topic_v1_ = item_.name
+                partition_indexes_stop_replica_topic_v1_ = item_.partition_indexes
+            else:
+                name_stop_replica_topic_v1_ = getattr(item_, "name", "")
+                partition_indexes_stop_replica_topic_v1_ = getattr(item_, "partition_indexes", None)
             b__stop_replica_topic_v1_ = _STR_ENCODED.get(name_stop_replica_topic_v1_)
             name_stop_replica_topic_v1_ = (
                 _encode_str(name_stop_replica_topic_v1_)
@@ -580,11 +603,16 @@ def _fencode_stop_replica_request(obj, out, index, api_version):
             out += _S0.pack(len(name_stop_replica_topic_v1_))
             out += name_stop_replica_topic_v1_
             out += _S1.pack(len(partition_indexes_stop_replica_topic_v1_))
-            for item__stop_replica_topic_v1_ in partition_indexes_stop_replica_topic_v1_:
-                value_stop_replica_topic_v1_partition_indexes_item__stop_replica_topic_v1_ = (
-                    item__stop_replica_topic_v1_
+            if len(partition_indexes_stop_replica_topic_v1_) <= _PACKED_MAX:
+                out += _PACKED["i"][len(partition_indexes_stop_replica_topic_v1_)].pack(
+                    *partition_indexes_stop_replica_topic_v1_
                 )
-                out += _S1.pack(value_stop_replica_topic_v1_partition_indexes_item__stop_replica_topic_v1_)
+            else:
+                for item__stop_replica_topic_v1_ in partition_indexes_stop_replica_topic_v1_:
+                    value_stop_replica_topic_v1_partition_indexes_item__stop_replica_topic_v1_ = (
+                        item__stop_replica_topic_v1_
+                    )
+                    out += _S1.pack(value_stop_replica_topic_v1_partition_indexes_item__stop_replica_topic_v1_)
 
 
 def _decode_stop_replica_topic_v1_flexible_partition_indexes_item(buf, pos, end, opts):
@@ -676,45 +704,52 @@ def _decode_stop_replica_topic_v1_flexible(buf, pos, end, opts):
             ) from None
         append_partition_indexes(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "stop_replica_topic_v1_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="stop_replica_topic_v1_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "stop_replica_topic_v1_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "stop_replica_topic_v1_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "stop_replica_topic_v1_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="stop_replica_topic_v1_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "stop_replica_topic_v1_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "stop_replica_topic_v1_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="stop_replica_topic_v1_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return StopReplicaTopicV1Flexible(name, partition_indexes, tagged_fields), pos
 
 
 def _encode_stop_replica_topic_v1_flexible(obj, out, index):
     """Append one stop_replica_topic_v1_flexible to out."""
-    own_ = type(obj) is StopReplicaTopicV1Flexible
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partition_indexes = obj.partition_indexes if own_ else getattr(obj, "partition_indexes", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is StopReplicaTopicV1Flexible:
+        name = obj.name
+        partition_indexes = obj.partition_indexes
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partition_indexes = getattr(obj, "partition_indexes", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="stop_replica_topic_v1_flexible.name")
     else:
@@ -748,9 +783,10 @@ def _encode_stop_replica_topic_v1_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"stop_replica_topic_v1_flexible.partition_indexes[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "stop_replica_topic_v1_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "stop_replica_topic_v1_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_stop_replica_partition_state(buf, pos, end, opts):
@@ -764,50 +800,59 @@ def _decode_stop_replica_partition_state(buf, pos, end, opts):
     ) = _S5.unpack_from(buf, pos)
     pos += 9
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "stop_replica_partition_state.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="stop_replica_partition_state.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "stop_replica_partition_state.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "stop_replica_partition_state.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "stop_replica_partition_state.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="stop_replica_partition_state.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "stop_replica_partition_state.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "stop_replica_partition_state.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="stop_replica_partition_state.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return StopReplicaPartitionState(partition_index, leader_epoch, delete_partition, tagged_fields), pos
 
 
 def _encode_stop_replica_partition_state(obj, out, index):
     """Append one stop_replica_partition_state to out."""
-    own_ = type(obj) is StopReplicaPartitionState
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", -1)
-    delete_partition = obj.delete_partition if own_ else getattr(obj, "delete_partition", False)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is StopReplicaPartitionState:
+        partition_index = obj.partition_index
+        leader_epoch = obj.leader_epoch
+        delete_partition = obj.delete_partition
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        leader_epoch = getattr(obj, "leader_epoch", -1)
+        delete_partition = getattr(obj, "delete_partition", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S5.pack(partition_index, leader_epoch, delete_partition)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "stop_replica_partition_state.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "stop_replica_partition_state.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_stop_replica_topic_state(buf, pos, end, opts):
@@ -882,45 +927,52 @@ def _decode_stop_replica_topic_state(buf, pos, end, opts):
             ) from None
         append_partition_states(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "stop_replica_topic_state.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="stop_replica_topic_state.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "stop_replica_topic_state.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "stop_replica_topic_state.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "stop_replica_topic_state.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="stop_replica_topic_state.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "stop_replica_topic_state.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "stop_replica_topic_state.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="stop_replica_topic_state.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return StopReplicaTopicState(topic_name, partition_states, tagged_fields), pos
 
 
 def _encode_stop_replica_topic_state(obj, out, index):
     """Append one stop_replica_topic_state to out."""
-    own_ = type(obj) is StopReplicaTopicState
-    topic_name = obj.topic_name if own_ else getattr(obj, "topic_name", "")
-    partition_states = obj.partition_states if own_ else getattr(obj, "partition_states", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is StopReplicaTopicState:
+        topic_name = obj.topic_name
+        partition_states = obj.partition_states
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_name = getattr(obj, "topic_name", "")
+        partition_states = getattr(obj, "partition_states", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if topic_name is None:
         raise _InvalidValueError("may not be null", path="stop_replica_topic_state.topic_name")
     else:
@@ -949,9 +1001,10 @@ def _encode_stop_replica_topic_state(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"stop_replica_topic_state.partition_states[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "stop_replica_topic_state.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "stop_replica_topic_state.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_stop_replica_request_flexible(buf, pos, end, opts, api_version):
@@ -1108,36 +1161,39 @@ def _decode_stop_replica_request_flexible(buf, pos, end, opts, api_version):
     else:
         topic_states = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "stop_replica_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="stop_replica_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "stop_replica_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "stop_replica_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "stop_replica_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="stop_replica_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "stop_replica_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "stop_replica_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="stop_replica_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return StopReplicaRequestFlexible(
         controller_id,
         is_k_raft_controller,
@@ -1270,46 +1326,49 @@ def _fdecode_stop_replica_request_flexible(buf, pos, end, opts, api_version):
                 )
                 append_partition_indexes_stop_replica_topic_v1_flexible_(item__stop_replica_topic_v1_flexible_)
             tagged_fields_stop_replica_topic_v1_flexible_ = []
-            sec__stop_replica_topic_v1_flexible_ = pos
-            prev__stop_replica_topic_v1_flexible_, odd__stop_replica_topic_v1_flexible_ = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__stop_replica_topic_v1_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__stop_replica_topic_v1_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "stop_replica_topic_v1_flexible.tagged_fields"
-                )
-            if n_tags__stop_replica_topic_v1_flexible_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__stop_replica_topic_v1_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="stop_replica_topic_v1_flexible.tagged_fields",
-                )
-            for __stop_replica_topic_v1_flexible_ in range(n_tags__stop_replica_topic_v1_flexible_):
-                tag__stop_replica_topic_v1_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "stop_replica_topic_v1_flexible.tagged_fields"
-                )
-                size__stop_replica_topic_v1_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "stop_replica_topic_v1_flexible.tagged_fields"
-                )
-                if size__stop_replica_topic_v1_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__stop_replica_topic_v1_flexible_} declares {size__stop_replica_topic_v1_flexible_} bytes, {end - pos} left",
+                sec__stop_replica_topic_v1_flexible_ = pos
+                prev__stop_replica_topic_v1_flexible_, odd__stop_replica_topic_v1_flexible_ = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__stop_replica_topic_v1_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__stop_replica_topic_v1_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "stop_replica_topic_v1_flexible.tagged_fields"
+                    )
+                if n_tags__stop_replica_topic_v1_flexible_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__stop_replica_topic_v1_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="stop_replica_topic_v1_flexible.tagged_fields",
                     )
-                stop__stop_replica_topic_v1_flexible_ = pos + size__stop_replica_topic_v1_flexible_
-                if tag__stop_replica_topic_v1_flexible_ <= prev__stop_replica_topic_v1_flexible_:
-                    odd__stop_replica_topic_v1_flexible_ = True
-                prev__stop_replica_topic_v1_flexible_ = tag__stop_replica_topic_v1_flexible_
-                tagged_fields_stop_replica_topic_v1_flexible_.append(
-                    (tag__stop_replica_topic_v1_flexible_, bytes(buf[pos:stop__stop_replica_topic_v1_flexible_]))
-                )
-                pos = stop__stop_replica_topic_v1_flexible_
-            if odd__stop_replica_topic_v1_flexible_:
-                tagged_fields_stop_replica_topic_v1_flexible_ = _keep_tags(
-                    tagged_fields_stop_replica_topic_v1_flexible_, buf[sec__stop_replica_topic_v1_flexible_:pos], ()
-                )
+                for __stop_replica_topic_v1_flexible_ in range(n_tags__stop_replica_topic_v1_flexible_):
+                    tag__stop_replica_topic_v1_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "stop_replica_topic_v1_flexible.tagged_fields"
+                    )
+                    size__stop_replica_topic_v1_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "stop_replica_topic_v1_flexible.tagged_fields"
+                    )
+                    if size__stop_replica_topic_v1_flexible_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__stop_replica_topic_v1_flexible_} declares {size__stop_replica_topic_v1_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="stop_replica_topic_v1_flexible.tagged_fields",
+                        )
+                    stop__stop_replica_topic_v1_flexible_ = pos + size__stop_replica_topic_v1_flexible_
+                    if tag__stop_replica_topic_v1_flexible_ <= prev__stop_replica_topic_v1_flexible_:
+                        odd__stop_replica_topic_v1_flexible_ = True
+                    prev__stop_replica_topic_v1_flexible_ = tag__stop_replica_topic_v1_flexible_
+                    tagged_fields_stop_replica_topic_v1_flexible_.append(
+                        (tag__stop_replica_topic_v1_flexible_, bytes(buf[pos:stop__stop_replica_topic_v1_flexible_]))
+                    )
+                    pos = stop__stop_replica_topic_v1_flexible_
+                if odd__stop_replica_topic_v1_flexible_:
+                    tagged_fields_stop_replica_topic_v1_flexible_ = _keep_tags(
+                        tagged_fields_stop_replica_topic_v1_flexible_, buf[sec__stop_replica_topic_v1_flexible_:pos], ()
+                    )
             value__stop_replica_topic_v1_flexible_ = _new_object(StopReplicaTopicV1Flexible)
             value__stop_replica_topic_v1_flexible_.name = name_stop_replica_topic_v1_flexible_
             value__stop_replica_topic_v1_flexible_.partition_indexes = partition_indexes_stop_replica_topic_v1_flexible_
@@ -1413,63 +1472,66 @@ def _fdecode_stop_replica_request_flexible(buf, pos, end, opts, api_version):
                 ) = _S5.unpack_from(buf, pos)
                 pos += 9
                 tagged_fields_stop_replica_partition_state__stop_replica_topic_state_ = []
-                sec__stop_replica_partition_state__stop_replica_topic_state_ = pos
-                (
-                    prev__stop_replica_partition_state__stop_replica_topic_state_,
-                    odd__stop_replica_partition_state__stop_replica_topic_state_,
-                ) = (-1, False)
-                if pos < end and buf[pos] < 128:
-                    n_tags__stop_replica_partition_state__stop_replica_topic_state_ = buf[pos]
+                if pos < end and buf[pos] == 0:
                     pos += 1
                 else:
-                    n_tags__stop_replica_partition_state__stop_replica_topic_state_, pos = _read_uvarint32(
-                        buf, pos, end, "stop_replica_partition_state.tagged_fields"
-                    )
-                if n_tags__stop_replica_partition_state__stop_replica_topic_state_ > (end - pos) // 2:
-                    raise _InvalidValueError(
-                        f"{n_tags__stop_replica_partition_state__stop_replica_topic_state_} tagged fields cannot fit in {end - pos} bytes",
-                        offset=pos,
-                        path="stop_replica_partition_state.tagged_fields",
-                    )
-                for __stop_replica_partition_state__stop_replica_topic_state_ in range(
-                    n_tags__stop_replica_partition_state__stop_replica_topic_state_
-                ):
-                    tag__stop_replica_partition_state__stop_replica_topic_state_, pos = _read_uvarint32(
-                        buf, pos, end, "stop_replica_partition_state.tagged_fields"
-                    )
-                    size__stop_replica_partition_state__stop_replica_topic_state_, pos = _read_uvarint32(
-                        buf, pos, end, "stop_replica_partition_state.tagged_fields"
-                    )
-                    if size__stop_replica_partition_state__stop_replica_topic_state_ > end - pos:
-                        raise _TruncatedError(
-                            f"tag {tag__stop_replica_partition_state__stop_replica_topic_state_} declares {size__stop_replica_partition_state__stop_replica_topic_state_} bytes, {end - pos} left",
+                    sec__stop_replica_partition_state__stop_replica_topic_state_ = pos
+                    (
+                        prev__stop_replica_partition_state__stop_replica_topic_state_,
+                        odd__stop_replica_partition_state__stop_replica_topic_state_,
+                    ) = (-1, False)
+                    if pos < end and buf[pos] < 128:
+                        n_tags__stop_replica_partition_state__stop_replica_topic_state_ = buf[pos]
+                        pos += 1
+                    else:
+                        n_tags__stop_replica_partition_state__stop_replica_topic_state_, pos = _read_uvarint32(
+                            buf, pos, end, "stop_replica_partition_state.tagged_fields"
+                        )
+                    if n_tags__stop_replica_partition_state__stop_replica_topic_state_ > (end - pos) // 2:
+                        raise _InvalidValueError(
+                            f"{n_tags__stop_replica_partition_state__stop_replica_topic_state_} tagged fields cannot fit in {end - pos} bytes",
                             offset=pos,
                             path="stop_replica_partition_state.tagged_fields",
                         )
-                    stop__stop_replica_partition_state__stop_replica_topic_state_ = (
-                        pos + size__stop_replica_partition_state__stop_replica_topic_state_
-                    )
-                    if (
-                        tag__stop_replica_partition_state__stop_replica_topic_state_
-                        <= prev__stop_replica_partition_state__stop_replica_topic_state_
+                    for __stop_replica_partition_state__stop_replica_topic_state_ in range(
+                        n_tags__stop_replica_partition_state__stop_replica_topic_state_
                     ):
-                        odd__stop_replica_partition_state__stop_replica_topic_state_ = True
-                    prev__stop_replica_partition_state__stop_replica_topic_state_ = (
-                        tag__stop_replica_partition_state__stop_replica_topic_state_
-                    )
-                    tagged_fields_stop_replica_partition_state__stop_replica_topic_state_.append(
-                        (
-                            tag__stop_replica_partition_state__stop_replica_topic_state_,
-                            bytes(buf[pos:stop__stop_replica_partition_state__stop_replica_topic_state_]),
+                        tag__stop_replica_partition_state__stop_replica_topic_state_, pos = _read_uvarint32(
+                            buf, pos, end, "stop_replica_partition_state.tagged_fields"
                         )
-                    )
-                    pos = stop__stop_replica_partition_state__stop_replica_topic_state_
-                if odd__stop_replica_partition_state__stop_replica_topic_state_:
-                    tagged_fields_stop_replica_partition_state__stop_replica_topic_state_ = _keep_tags(
-                        tagged_fields_stop_replica_partition_state__stop_replica_topic_state_,
-                        buf[sec__stop_replica_partition_state__stop_replica_topic_state_:pos],
-                        (),
-                    )
+                        size__stop_replica_partition_state__stop_replica_topic_state_, pos = _read_uvarint32(
+                            buf, pos, end, "stop_replica_partition_state.tagged_fields"
+                        )
+                        if size__stop_replica_partition_state__stop_replica_topic_state_ > end - pos:
+                            raise _TruncatedError(
+                                f"tag {tag__stop_replica_partition_state__stop_replica_topic_state_} declares {size__stop_replica_partition_state__stop_replica_topic_state_} bytes, {end - pos} left",
+                                offset=pos,
+                                path="stop_replica_partition_state.tagged_fields",
+                            )
+                        stop__stop_replica_partition_state__stop_replica_topic_state_ = (
+                            pos + size__stop_replica_partition_state__stop_replica_topic_state_
+                        )
+                        if (
+                            tag__stop_replica_partition_state__stop_replica_topic_state_
+                            <= prev__stop_replica_partition_state__stop_replica_topic_state_
+                        ):
+                            odd__stop_replica_partition_state__stop_replica_topic_state_ = True
+                        prev__stop_replica_partition_state__stop_replica_topic_state_ = (
+                            tag__stop_replica_partition_state__stop_replica_topic_state_
+                        )
+                        tagged_fields_stop_replica_partition_state__stop_replica_topic_state_.append(
+                            (
+                                tag__stop_replica_partition_state__stop_replica_topic_state_,
+                                bytes(buf[pos:stop__stop_replica_partition_state__stop_replica_topic_state_]),
+                            )
+                        )
+                        pos = stop__stop_replica_partition_state__stop_replica_topic_state_
+                    if odd__stop_replica_partition_state__stop_replica_topic_state_:
+                        tagged_fields_stop_replica_partition_state__stop_replica_topic_state_ = _keep_tags(
+                            tagged_fields_stop_replica_partition_state__stop_replica_topic_state_,
+                            buf[sec__stop_replica_partition_state__stop_replica_topic_state_:pos],
+                            (),
+                        )
                 value__stop_replica_partition_state__stop_replica_topic_state_ = _new_object(StopReplicaPartitionState)
                 value__stop_replica_partition_state__stop_replica_topic_state_.partition_index = (
                     partition_index_stop_replica_partition_state__stop_replica_topic_state_
@@ -1486,46 +1548,49 @@ def _fdecode_stop_replica_request_flexible(buf, pos, end, opts, api_version):
                 item__stop_replica_topic_state_ = value__stop_replica_partition_state__stop_replica_topic_state_
                 append_partition_states_stop_replica_topic_state_(item__stop_replica_topic_state_)
             tagged_fields_stop_replica_topic_state_ = []
-            sec__stop_replica_topic_state_ = pos
-            prev__stop_replica_topic_state_, odd__stop_replica_topic_state_ = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__stop_replica_topic_state_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__stop_replica_topic_state_, pos = _read_uvarint32(
-                    buf, pos, end, "stop_replica_topic_state.tagged_fields"
-                )
-            if n_tags__stop_replica_topic_state_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__stop_replica_topic_state_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="stop_replica_topic_state.tagged_fields",
-                )
-            for __stop_replica_topic_state_ in range(n_tags__stop_replica_topic_state_):
-                tag__stop_replica_topic_state_, pos = _read_uvarint32(
-                    buf, pos, end, "stop_replica_topic_state.tagged_fields"
-                )
-                size__stop_replica_topic_state_, pos = _read_uvarint32(
-                    buf, pos, end, "stop_replica_topic_state.tagged_fields"
-                )
-                if size__stop_replica_topic_state_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__stop_replica_topic_state_} declares {size__stop_replica_topic_state_} bytes, {end - pos} left",
+                sec__stop_replica_topic_state_ = pos
+                prev__stop_replica_topic_state_, odd__stop_replica_topic_state_ = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__stop_replica_topic_state_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__stop_replica_topic_state_, pos = _read_uvarint32(
+                        buf, pos, end, "stop_replica_topic_state.tagged_fields"
+                    )
+                if n_tags__stop_replica_topic_state_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__stop_replica_topic_state_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="stop_replica_topic_state.tagged_fields",
                     )
-                stop__stop_replica_topic_state_ = pos + size__stop_replica_topic_state_
-                if tag__stop_replica_topic_state_ <= prev__stop_replica_topic_state_:
-                    odd__stop_replica_topic_state_ = True
-                prev__stop_replica_topic_state_ = tag__stop_replica_topic_state_
-                tagged_fields_stop_replica_topic_state_.append(
-                    (tag__stop_replica_topic_state_, bytes(buf[pos:stop__stop_replica_topic_state_]))
-                )
-                pos = stop__stop_replica_topic_state_
-            if odd__stop_replica_topic_state_:
-                tagged_fields_stop_replica_topic_state_ = _keep_tags(
-                    tagged_fields_stop_replica_topic_state_, buf[sec__stop_replica_topic_state_:pos], ()
-                )
+                for __stop_replica_topic_state_ in range(n_tags__stop_replica_topic_state_):
+                    tag__stop_replica_topic_state_, pos = _read_uvarint32(
+                        buf, pos, end, "stop_replica_topic_state.tagged_fields"
+                    )
+                    size__stop_replica_topic_state_, pos = _read_uvarint32(
+                        buf, pos, end, "stop_replica_topic_state.tagged_fields"
+                    )
+                    if size__stop_replica_topic_state_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__stop_replica_topic_state_} declares {size__stop_replica_topic_state_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="stop_replica_topic_state.tagged_fields",
+                        )
+                    stop__stop_replica_topic_state_ = pos + size__stop_replica_topic_state_
+                    if tag__stop_replica_topic_state_ <= prev__stop_replica_topic_state_:
+                        odd__stop_replica_topic_state_ = True
+                    prev__stop_replica_topic_state_ = tag__stop_replica_topic_state_
+                    tagged_fields_stop_replica_topic_state_.append(
+                        (tag__stop_replica_topic_state_, bytes(buf[pos:stop__stop_replica_topic_state_]))
+                    )
+                    pos = stop__stop_replica_topic_state_
+                if odd__stop_replica_topic_state_:
+                    tagged_fields_stop_replica_topic_state_ = _keep_tags(
+                        tagged_fields_stop_replica_topic_state_, buf[sec__stop_replica_topic_state_:pos], ()
+                    )
             value__stop_replica_topic_state_ = _new_object(StopReplicaTopicState)
             value__stop_replica_topic_state_.topic_name = topic_name_stop_replica_topic_state_
             value__stop_replica_topic_state_.partition_states = partition_states_stop_replica_topic_state_
@@ -1539,36 +1604,39 @@ def _fdecode_stop_replica_request_flexible(buf, pos, end, opts, api_version):
     else:
         topic_states = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "stop_replica_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="stop_replica_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "stop_replica_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "stop_replica_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "stop_replica_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="stop_replica_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "stop_replica_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "stop_replica_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="stop_replica_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(StopReplicaRequestFlexible)
     value_.controller_id = controller_id
     value_.is_k_raft_controller = is_k_raft_controller
@@ -1588,15 +1656,24 @@ def _encode_stop_replica_request_flexible(obj, out, index, api_version):
             f"StopReplicaRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 4)))",
             path="stop_replica_request_flexible",
         )
-    own_ = type(obj) is StopReplicaRequestFlexible
-    controller_id = obj.controller_id if own_ else getattr(obj, "controller_id", 0)
-    is_k_raft_controller = obj.is_k_raft_controller if own_ else getattr(obj, "is_k_raft_controller", False)
-    controller_epoch = obj.controller_epoch if own_ else getattr(obj, "controller_epoch", 0)
-    broker_epoch = obj.broker_epoch if own_ else getattr(obj, "broker_epoch", -1)
-    delete_partitions = obj.delete_partitions if own_ else getattr(obj, "delete_partitions", False)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    topic_states = obj.topic_states if own_ else getattr(obj, "topic_states", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is StopReplicaRequestFlexible:
+        controller_id = obj.controller_id
+        is_k_raft_controller = obj.is_k_raft_controller
+        controller_epoch = obj.controller_epoch
+        broker_epoch = obj.broker_epoch
+        delete_partitions = obj.delete_partitions
+        topics = obj.topics
+        topic_states = obj.topic_states
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        controller_id = getattr(obj, "controller_id", 0)
+        is_k_raft_controller = getattr(obj, "is_k_raft_controller", False)
+        controller_epoch = getattr(obj, "controller_epoch", 0)
+        broker_epoch = getattr(obj, "broker_epoch", -1)
+        delete_partitions = getattr(obj, "delete_partitions", False)
+        topics = getattr(obj, "topics", None)
+        topic_states = getattr(obj, "topic_states", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(controller_id)
     if api_version >= 4:
         out += _S4.pack(is_k_raft_controller)
@@ -1638,9 +1715,10 @@ def _encode_stop_replica_request_flexible(obj, out, index, api_version):
                 f"cannot encode: {type(exc).__name__}: {exc}",
                 path=f"stop_replica_request_flexible.topic_states[{index_}]",
             ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "stop_replica_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "stop_replica_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_stop_replica_request_flexible(obj, out, index, api_version):
@@ -1650,15 +1728,24 @@ def _fencode_stop_replica_request_flexible(obj, out, index, api_version):
             f"StopReplicaRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 4)))",
             path="stop_replica_request_flexible",
         )
-    own_ = type(obj) is StopReplicaRequestFlexible
-    controller_id = obj.controller_id if own_ else getattr(obj, "controller_id", 0)
-    is_k_raft_controller = obj.is_k_raft_controller if own_ else getattr(obj, "is_k_raft_controller", False)
-    controller_epoch = obj.controller_epoch if own_ else getattr(obj, "controller_epoch", 0)
-    broker_epoch = obj.broker_epoch if own_ else getattr(obj, "broker_epoch", -1)
-    delete_partitions = obj.delete_partitions if own_ else getattr(obj, "delete_partitions", False)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    topic_states = obj.topic_states if own_ else getattr(obj, "topic_states", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is StopReplicaRequestFlexible:
+        controller_id = obj.controller_id
+        is_k_raft_controller = obj.is_k_raft_controller
+        controller_epoch = obj.controller_epoch
+        broker_epoch = obj.broker_epoch
+        delete_partitions = obj.delete_partitions
+        topics = obj.topics
+        topic_states = obj.topic_states
+        tagged_fields = obj.tagged_fields
+    else:
+        controller_id = getattr(obj, "controller_id", 0)
+        is_k_raft_controller = getattr(obj, "is_k_raft_controller", False)
+        controller_epoch = getattr(obj, "controller_epoch", 0)
+        broker_epoch = getattr(obj, "broker_epoch", -1)
+        delete_partitions = getattr(obj, "delete_partitions", False)
+        topics = getattr(obj, "topics", None)
+        topic_states = getattr(obj, "topic_states", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(controller_id)
     if api_version >= 4:
         out += _S4.pack(is_k_raft_controller)
@@ -1672,18 +1759,14 @@ def _fencode_stop_replica_request_flexible(obj, out, index, api_version):
         else:
             _write_uvarint(out, n_ + 1, "stop_replica_request_flexible.topics")
         for item_ in topics:
-            own__stop_replica_topic_v1_flexible_ = type(item_) is StopReplicaTopicV1Flexible
-            name_stop_replica_topic_v1_flexible_ = (
-                item_.name if own__stop_replica_topic_v1_flexible_ else getattr(item_, "name", "")
-            )
-            partition_indexes_stop_replica_topic_v1_flexible_ = (
-                item_.partition_indexes
-                if own__stop_replica_topic_v1_flexible_
-                else getattr(item_, "partition_indexes", None)
-            )
-            tagged_fields_stop_replica_topic_v1_flexible_ = (
-                item_.tagged_fields if own__stop_replica_topic_v1_flexible_ else getattr(item_, "tagged_fields", None)
-            )
+            if type(item_) is StopReplicaTopicV1Flexible:
+                name_stop_replica_topic_v1_flexible_ = item_.name
+                partition_indexes_stop_replica_topic_v1_flexible_ = item_.partition_indexes
+                tagged_fields_stop_replica_topic_v1_flexible_ = item_.tagged_fields
+            else:
+                name_stop_replica_topic_v1_flexible_ = getattr(item_, "name", "")
+                partition_indexes_stop_replica_topic_v1_flexible_ = getattr(item_, "partition_indexes", None)
+                tagged_fields_stop_replica_topic_v1_flexible_ = getattr(item_, "tagged_fields", None)
             b__stop_replica_topic_v1_flexible_ = _STR_ENCODED.get(name_stop_replica_topic_v1_flexible_)
             name_stop_replica_topic_v1_flexible_ = (
                 _encode_str(name_stop_replica_topic_v1_flexible_)
@@ -1703,22 +1786,31 @@ def _fencode_stop_replica_request_flexible(obj, out, index, api_version):
                 _write_uvarint(
                     out, n__stop_replica_topic_v1_flexible_ + 1, "stop_replica_topic_v1_flexible.partition_indexes"
                 )
-            for item__stop_replica_topic_v1_flexible_ in partition_indexes_stop_replica_topic_v1_flexible_:
-                value_stop_replica_topic_v1_flexible_partition_indexes_item__stop_replica_topic_v1_flexible_ = (
-                    item__stop_replica_topic_v1_flexible_
+            if n__stop_replica_topic_v1_flexible_ <= _PACKED_MAX:
+                out += _PACKED["i"][n__stop_replica_topic_v1_flexible_].pack(
+                    *partition_indexes_stop_replica_topic_v1_flexible_
                 )
-                out += _S1.pack(
-                    value_stop_replica_topic_v1_flexible_partition_indexes_item__stop_replica_topic_v1_flexible_
+            else:
+                for item__stop_replica_topic_v1_flexible_ in partition_indexes_stop_replica_topic_v1_flexible_:
+                    value_stop_replica_topic_v1_flexible_partition_indexes_item__stop_replica_topic_v1_flexible_ = (
+                        item__stop_replica_topic_v1_flexible_
+                    )
+                    out += _S1.pack(
+                        value_stop_replica_topic_v1_flexible_partition_indexes_item__stop_replica_topic_v1_flexible_
+                    )
+            if (
+                tagged_fields_stop_replica_topic_v1_flexible_
+                or tagged_fields_stop_replica_topic_v1_flexible_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_stop_replica_topic_v1_flexible_,
+                    "stop_replica_topic_v1_flexible.tagged_fields",
+                    None,
                 )
-            tags__stop_replica_topic_v1_flexible_ = []
-            valid__stop_replica_topic_v1_flexible_ = None
-            _write_tagged(
-                out,
-                tags__stop_replica_topic_v1_flexible_,
-                tagged_fields_stop_replica_topic_v1_flexible_,
-                "stop_replica_topic_v1_flexible.tagged_fields",
-                valid__stop_replica_topic_v1_flexible_,
-            )
+            else:
+                out.append(0)
     if api_version >= 3:
         n_ = len(topic_states)
         if -1 <= n_ < 16383:
@@ -1726,16 +1818,14 @@ def _fencode_stop_replica_request_flexible(obj, out, index, api_version):
         else:
             _write_uvarint(out, n_ + 1, "stop_replica_request_flexible.topic_states")
         for item_ in topic_states:
-            own__stop_replica_topic_state_ = type(item_) is StopReplicaTopicState
-            topic_name_stop_replica_topic_state_ = (
-                item_.topic_name if own__stop_replica_topic_state_ else getattr(item_, "topic_name", "")
-            )
-            partition_states_stop_replica_topic_state_ = (
-                item_.partition_states if own__stop_replica_topic_state_ else getattr(item_, "partition_states", None)
-            )
-            tagged_fields_stop_replica_topic_state_ = (
-                item_.tagged_fields if own__stop_replica_topic_state_ else getattr(item_, "tagged_fields", None)
-            )
+            if type(item_) is StopReplicaTopicState:
+                topic_name_stop_replica_topic_state_ = item_.topic_name
+                partition_states_stop_replica_topic_state_ = item_.partition_states
+                tagged_fields_stop_replica_topic_state_ = item_.tagged_fields
+            else:
+                topic_name_stop_replica_topic_state_ = getattr(item_, "topic_name", "")
+                partition_states_stop_replica_topic_state_ = getattr(item_, "partition_states", None)
+                tagged_fields_stop_replica_topic_state_ = getattr(item_, "tagged_fields", None)
             b__stop_replica_topic_state_ = _STR_ENCODED.get(topic_name_stop_replica_topic_state_)
             topic_name_stop_replica_topic_state_ = (
                 _encode_str(topic_name_stop_replica_topic_state_)
@@ -1754,55 +1844,63 @@ def _fencode_stop_replica_request_flexible(obj, out, index, api_version):
             else:
                 _write_uvarint(out, n__stop_replica_topic_state_ + 1, "stop_replica_topic_state.partition_states")
             for item__stop_replica_topic_state_ in partition_states_stop_replica_topic_state_:
-                own__stop_replica_partition_state__stop_replica_topic_state_ = (
-                    type(item__stop_replica_topic_state_) is StopReplicaPartitionState
-                )
-                partition_index_stop_replica_partition_state__stop_replica_topic_state_ = (
-                    item__stop_replica_topic_state_.partition_index
-                    if own__stop_replica_partition_state__stop_replica_topic_state_
-                    else getattr(item__stop_replica_topic_state_, "partition_index", 0)
-                )
-                leader_epoch_stop_replica_partition_state__stop_replica_topic_state_ = (
-                    item__stop_replica_topic_state_.leader_epoch
-                    if own__stop_replica_partition_state__stop_replica_topic_state_
-                    else getattr(item__stop_replica_topic_state_, "leader_epoch", -1)
-                )
-                delete_partition_stop_replica_partition_state__stop_replica_topic_state_ = (
-                    item__stop_replica_topic_state_.delete_partition
-                    if own__stop_replica_partition_state__stop_replica_topic_state_
-                    else getattr(item__stop_replica_topic_state_, "delete_partition", False)
-                )
-                tagged_fields_stop_replica_partition_state__stop_replica_topic_state_ = (
-                    item__stop_replica_topic_state_.tagged_fields
-                    if own__stop_replica_partition_state__stop_replica_topic_state_
-                    else getattr(item__stop_replica_topic_state_, "tagged_fields", None)
-                )
+                if type(item__stop_replica_topic_state_) is StopReplicaPartitionState:
+                    partition_index_stop_replica_partition_state__stop_replica_topic_state_ = (
+                        item__stop_replica_topic_state_.partition_index
+                    )
+                    leader_epoch_stop_replica_partition_state__stop_replica_topic_state_ = (
+                        item__stop_replica_topic_state_.leader_epoch
+                    )
+                    delete_partition_stop_replica_partition_state__stop_replica_topic_state_ = (
+                        item__stop_replica_topic_state_.delete_partition
+                    )
+                    tagged_fields_stop_replica_partition_state__stop_replica_topic_state_ = (
+                        item__stop_replica_topic_state_.tagged_fields
+                    )
+                else:
+                    partition_index_stop_replica_partition_state__stop_replica_topic_state_ = getattr(
+                        item__stop_replica_topic_state_, "partition_index", 0
+                    )
+                    leader_epoch_stop_replica_partition_state__stop_replica_topic_state_ = getattr(
+                        item__stop_replica_topic_state_, "leader_epoch", -1
+                    )
+                    delete_partition_stop_replica_partition_state__stop_replica_topic_state_ = getattr(
+                        item__stop_replica_topic_state_, "delete_partition", False
+                    )
+                    tagged_fields_stop_replica_partition_state__stop_replica_topic_state_ = getattr(
+                        item__stop_replica_topic_state_, "tagged_fields", None
+                    )
                 out += _S5.pack(
                     partition_index_stop_replica_partition_state__stop_replica_topic_state_,
                     leader_epoch_stop_replica_partition_state__stop_replica_topic_state_,
                     delete_partition_stop_replica_partition_state__stop_replica_topic_state_,
                 )
-                tags__stop_replica_partition_state__stop_replica_topic_state_ = []
-                valid__stop_replica_partition_state__stop_replica_topic_state_ = None
+                if (
+                    tagged_fields_stop_replica_partition_state__stop_replica_topic_state_
+                    or tagged_fields_stop_replica_partition_state__stop_replica_topic_state_.__class__ is _TagSection
+                ):
+                    _write_tagged(
+                        out,
+                        [],
+                        tagged_fields_stop_replica_partition_state__stop_replica_topic_state_,
+                        "stop_replica_partition_state.tagged_fields",
+                        None,
+                    )
+                else:
+                    out.append(0)
+            if (
+                tagged_fields_stop_replica_topic_state_
+                or tagged_fields_stop_replica_topic_state_.__class__ is _TagSection
+            ):
                 _write_tagged(
-                    out,
-                    tags__stop_replica_partition_state__stop_replica_topic_state_,
-                    tagged_fields_stop_replica_partition_state__stop_replica_topic_state_,
-                    "stop_replica_partition_state.tagged_fields",
-                    valid__stop_replica_partition_state__stop_replica_topic_state_,
+                    out, [], tagged_fields_stop_replica_topic_state_, "stop_replica_topic_state.tagged_fields", None
                 )
-            tags__stop_replica_topic_state_ = []
-            valid__stop_replica_topic_state_ = None
-            _write_tagged(
-                out,
-                tags__stop_replica_topic_state_,
-                tagged_fields_stop_replica_topic_state_,
-                "stop_replica_topic_state.tagged_fields",
-                valid__stop_replica_topic_state_,
-            )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "stop_replica_request_flexible.tagged_fields", valid_)
+            else:
+                out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "stop_replica_request_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_stop_replica_request_by_version(buf, pos, end, opts, api_version):

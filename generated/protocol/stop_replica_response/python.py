@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -96,10 +97,14 @@ def _decode_stop_replica_partition_error(buf, pos, end, opts):
 
 def _encode_stop_replica_partition_error(obj, out, index):
     """Append one stop_replica_partition_error to out."""
-    own_ = type(obj) is StopReplicaPartitionError
-    topic_name = obj.topic_name if own_ else getattr(obj, "topic_name", "")
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
+    if type(obj) is StopReplicaPartitionError:
+        topic_name = obj.topic_name
+        partition_index = obj.partition_index
+        error_code = obj.error_code
+    else:  # another class: its fields by name, a missing one at its default
+        topic_name = getattr(obj, "topic_name", "")
+        partition_index = getattr(obj, "partition_index", 0)
+        error_code = getattr(obj, "error_code", 0)
     if topic_name is None:
         raise _InvalidValueError("may not be null", path="stop_replica_partition_error.topic_name")
     else:
@@ -233,9 +238,12 @@ def _encode_stop_replica_response(obj, out, index, api_version):
             f"StopReplicaResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="stop_replica_response",
         )
-    own_ = type(obj) is StopReplicaResponse
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    partition_errors = obj.partition_errors if own_ else getattr(obj, "partition_errors", None)
+    if type(obj) is StopReplicaResponse:
+        error_code = obj.error_code
+        partition_errors = obj.partition_errors
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        partition_errors = getattr(obj, "partition_errors", None)
     out += _S0.pack(error_code)
     out += _S2.pack(len(partition_errors))
     index_ = 0
@@ -257,22 +265,23 @@ def _fencode_stop_replica_response(obj, out, index, api_version):
             f"StopReplicaResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="stop_replica_response",
         )
-    own_ = type(obj) is StopReplicaResponse
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    partition_errors = obj.partition_errors if own_ else getattr(obj, "partition_errors", None)
+    if type(obj) is StopReplicaResponse:
+        error_code = obj.error_code
+        partition_errors = obj.partition_errors
+    else:
+        error_code = getattr(obj, "error_code", 0)
+        partition_errors = getattr(obj, "partition_errors", None)
     out += _S0.pack(error_code)
     out += _S2.pack(len(partition_errors))
     for item_ in partition_errors:
-        own__stop_replica_partition_error_ = type(item_) is StopReplicaPartitionError
-        topic_name_stop_replica_partition_error_ = (
-            item_.topic_name if own__stop_replica_partition_error_ else getattr(item_, "topic_name", "")
-        )
-        partition_index_stop_replica_partition_error_ = (
-            item_.partition_index if own__stop_replica_partition_error_ else getattr(item_, "partition_index", 0)
-        )
-        error_code_stop_replica_partition_error_ = (
-            item_.error_code if own__stop_replica_partition_error_ else getattr(item_, "error_code", 0)
-        )
+        if type(item_) is StopReplicaPartitionError:
+            topic_name_stop_replica_partition_error_ = item_.topic_name
+            partition_index_stop_replica_partition_error_ = item_.partition_index
+            error_code_stop_replica_partition_error_ = item_.error_code
+        else:
+            topic_name_stop_replica_partition_error_ = getattr(item_, "topic_name", "")
+            partition_index_stop_replica_partition_error_ = getattr(item_, "partition_index", 0)
+            error_code_stop_replica_partition_error_ = getattr(item_, "error_code", 0)
         b__stop_replica_partition_error_ = _STR_ENCODED.get(topic_name_stop_replica_partition_error_)
         topic_name_stop_replica_partition_error_ = (
             _encode_str(topic_name_stop_replica_partition_error_)
@@ -329,46 +338,54 @@ def _decode_stop_replica_partition_error_flexible(buf, pos, end, opts):
     ) = _S1.unpack_from(buf, pos)
     pos += 6
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "stop_replica_partition_error_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="stop_replica_partition_error_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "stop_replica_partition_error_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "stop_replica_partition_error_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "stop_replica_partition_error_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="stop_replica_partition_error_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "stop_replica_partition_error_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "stop_replica_partition_error_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="stop_replica_partition_error_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return StopReplicaPartitionErrorFlexible(topic_name, partition_index, error_code, tagged_fields), pos
 
 
 def _encode_stop_replica_partition_error_flexible(obj, out, index):
     """Append one stop_replica_partition_error_flexible to out."""
-    own_ = type(obj) is StopReplicaPartitionErrorFlexible
-    topic_name = obj.topic_name if own_ else getattr(obj, "topic_name", "")
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is StopReplicaPartitionErrorFlexible:
+        topic_name = obj.topic_name
+        partition_index = obj.partition_index
+        error_code = obj.error_code
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_name = getattr(obj, "topic_name", "")
+        partition_index = getattr(obj, "partition_index", 0)
+        error_code = getattr(obj, "error_code", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if topic_name is None:
         raise _InvalidValueError("may not be null", path="stop_replica_partition_error_flexible.topic_name")
     else:
@@ -382,9 +399,10 @@ def _encode_stop_replica_partition_error_flexible(obj, out, index):
 
         out += topic_name
     out += _S1.pack(partition_index, error_code)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "stop_replica_partition_error_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "stop_replica_partition_error_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_stop_replica_response_flexible(buf, pos, end, opts, api_version):
@@ -450,36 +468,39 @@ def _decode_stop_replica_response_flexible(buf, pos, end, opts, api_version):
             ) from None
         append_partition_errors(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "stop_replica_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="stop_replica_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "stop_replica_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "stop_replica_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "stop_replica_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="stop_replica_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "stop_replica_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "stop_replica_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="stop_replica_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return StopReplicaResponseFlexible(error_code, partition_errors, tagged_fields), pos
 
 
@@ -558,51 +579,54 @@ def _fdecode_stop_replica_response_flexible(buf, pos, end, opts, api_version):
         )
         pos += 6
         tagged_fields_stop_replica_partition_error_flexible_ = []
-        sec__stop_replica_partition_error_flexible_ = pos
-        prev__stop_replica_partition_error_flexible_, odd__stop_replica_partition_error_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__stop_replica_partition_error_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__stop_replica_partition_error_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "stop_replica_partition_error_flexible.tagged_fields"
-            )
-        if n_tags__stop_replica_partition_error_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__stop_replica_partition_error_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="stop_replica_partition_error_flexible.tagged_fields",
-            )
-        for __stop_replica_partition_error_flexible_ in range(n_tags__stop_replica_partition_error_flexible_):
-            tag__stop_replica_partition_error_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "stop_replica_partition_error_flexible.tagged_fields"
-            )
-            size__stop_replica_partition_error_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "stop_replica_partition_error_flexible.tagged_fields"
-            )
-            if size__stop_replica_partition_error_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__stop_replica_partition_error_flexible_} declares {size__stop_replica_partition_error_flexible_} bytes, {end - pos} left",
+            sec__stop_replica_partition_error_flexible_ = pos
+            prev__stop_replica_partition_error_flexible_, odd__stop_replica_partition_error_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__stop_replica_partition_error_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__stop_replica_partition_error_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "stop_replica_partition_error_flexible.tagged_fields"
+                )
+            if n_tags__stop_replica_partition_error_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__stop_replica_partition_error_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="stop_replica_partition_error_flexible.tagged_fields",
                 )
-            stop__stop_replica_partition_error_flexible_ = pos + size__stop_replica_partition_error_flexible_
-            if tag__stop_replica_partition_error_flexible_ <= prev__stop_replica_partition_error_flexible_:
-                odd__stop_replica_partition_error_flexible_ = True
-            prev__stop_replica_partition_error_flexible_ = tag__stop_replica_partition_error_flexible_
-            tagged_fields_stop_replica_partition_error_flexible_.append(
-                (
-                    tag__stop_replica_partition_error_flexible_,
-                    bytes(buf[pos:stop__stop_replica_partition_error_flexible_]),
+            for __stop_replica_partition_error_flexible_ in range(n_tags__stop_replica_partition_error_flexible_):
+                tag__stop_replica_partition_error_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "stop_replica_partition_error_flexible.tagged_fields"
                 )
-            )
-            pos = stop__stop_replica_partition_error_flexible_
-        if odd__stop_replica_partition_error_flexible_:
-            tagged_fields_stop_replica_partition_error_flexible_ = _keep_tags(
-                tagged_fields_stop_replica_partition_error_flexible_,
-                buf[sec__stop_replica_partition_error_flexible_:pos],
-                (),
-            )
+                size__stop_replica_partition_error_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "stop_replica_partition_error_flexible.tagged_fields"
+                )
+                if size__stop_replica_partition_error_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__stop_replica_partition_error_flexible_} declares {size__stop_replica_partition_error_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="stop_replica_partition_error_flexible.tagged_fields",
+                    )
+                stop__stop_replica_partition_error_flexible_ = pos + size__stop_replica_partition_error_flexible_
+                if tag__stop_replica_partition_error_flexible_ <= prev__stop_replica_partition_error_flexible_:
+                    odd__stop_replica_partition_error_flexible_ = True
+                prev__stop_replica_partition_error_flexible_ = tag__stop_replica_partition_error_flexible_
+                tagged_fields_stop_replica_partition_error_flexible_.append(
+                    (
+                        tag__stop_replica_partition_error_flexible_,
+                        bytes(buf[pos:stop__stop_replica_partition_error_flexible_]),
+                    )
+                )
+                pos = stop__stop_replica_partition_error_flexible_
+            if odd__stop_replica_partition_error_flexible_:
+                tagged_fields_stop_replica_partition_error_flexible_ = _keep_tags(
+                    tagged_fields_stop_replica_partition_error_flexible_,
+                    buf[sec__stop_replica_partition_error_flexible_:pos],
+                    (),
+                )
         value__stop_replica_partition_error_flexible_ = _new_object(StopReplicaPartitionErrorFlexible)
         value__stop_replica_partition_error_flexible_.topic_name = topic_name_stop_replica_partition_error_flexible_
         value__stop_replica_partition_error_flexible_.partition_index = (
@@ -615,36 +639,39 @@ def _fdecode_stop_replica_response_flexible(buf, pos, end, opts, api_version):
         item_ = value__stop_replica_partition_error_flexible_
         append_partition_errors(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "stop_replica_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="stop_replica_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "stop_replica_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "stop_replica_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "stop_replica_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="stop_replica_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "stop_replica_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "stop_replica_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="stop_replica_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(StopReplicaResponseFlexible)
     value_.error_code = error_code
     value_.partition_errors = partition_errors
@@ -659,10 +686,14 @@ def _encode_stop_replica_response_flexible(obj, out, index, api_version):
             f"StopReplicaResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 4)))",
             path="stop_replica_response_flexible",
         )
-    own_ = type(obj) is StopReplicaResponseFlexible
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    partition_errors = obj.partition_errors if own_ else getattr(obj, "partition_errors", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is StopReplicaResponseFlexible:
+        error_code = obj.error_code
+        partition_errors = obj.partition_errors
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        partition_errors = getattr(obj, "partition_errors", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(error_code)
     n_ = len(partition_errors)
     if -1 <= n_ < 0x3FFF:
@@ -683,9 +714,10 @@ def _encode_stop_replica_response_flexible(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"stop_replica_response_flexible.partition_errors[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "stop_replica_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "stop_replica_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_stop_replica_response_flexible(obj, out, index, api_version):
@@ -695,10 +727,14 @@ def _fencode_stop_replica_response_flexible(obj, out, index, api_version):
             f"StopReplicaResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 4)))",
             path="stop_replica_response_flexible",
         )
-    own_ = type(obj) is StopReplicaResponseFlexible
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    partition_errors = obj.partition_errors if own_ else getattr(obj, "partition_errors", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is StopReplicaResponseFlexible:
+        error_code = obj.error_code
+        partition_errors = obj.partition_errors
+        tagged_fields = obj.tagged_fields
+    else:
+        error_code = getattr(obj, "error_code", 0)
+        partition_errors = getattr(obj, "partition_errors", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(error_code)
     n_ = len(partition_errors)
     if -1 <= n_ < 16383:
@@ -706,23 +742,16 @@ def _fencode_stop_replica_response_flexible(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "stop_replica_response_flexible.partition_errors")
     for item_ in partition_errors:
-        own__stop_replica_partition_error_flexible_ = type(item_) is StopReplicaPartitionErrorFlexible
-        topic_name_stop_replica_partition_error_flexible_ = (
-            item_.topic_name if own__stop_replica_partition_error_flexible_ else getattr(item_, "topic_name", "")
-        )
-        partition_index_stop_replica_partition_error_flexible_ = (
-            item_.partition_index
-            if own__stop_replica_partition_error_flexible_
-            else getattr(item_, "partition_index", 0)
-        )
-        error_code_stop_replica_partition_error_flexible_ = (
-            item_.error_code if own__stop_replica_partition_error_flexible_ else getattr(item_, "error_code", 0)
-        )
-        tagged_fields_stop_replica_partition_error_flexible_ = (
-            item_.tagged_fields
-            if own__stop_replica_partition_error_flexible_
-            else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is StopReplicaPartitionErrorFlexible:
+            topic_name_stop_replica_partition_error_flexible_ = item_.topic_name
+            partition_index_stop_replica_partition_error_flexible_ = item_.partition_index
+            error_code_stop_replica_partition_error_flexible_ = item_.error_code
+            tagged_fields_stop_replica_partition_error_flexible_ = item_.tagged_fields
+        else:
+            topic_name_stop_replica_partition_error_flexible_ = getattr(item_, "topic_name", "")
+            partition_index_stop_replica_partition_error_flexible_ = getattr(item_, "partition_index", 0)
+            error_code_stop_replica_partition_error_flexible_ = getattr(item_, "error_code", 0)
+            tagged_fields_stop_replica_partition_error_flexible_ = getattr(item_, "tagged_fields", None)
         b__stop_replica_partition_error_flexible_ = _STR_ENCODED.get(topic_name_stop_replica_partition_error_flexible_)
         topic_name_stop_replica_partition_error_flexible_ = (
             _encode_str(topic_name_stop_replica_partition_error_flexible_)
@@ -740,18 +769,23 @@ def _fencode_stop_replica_response_flexible(obj, out, index, api_version):
         out += _S1.pack(
             partition_index_stop_replica_partition_error_flexible_, error_code_stop_replica_partition_error_flexible_
         )
-        tags__stop_replica_partition_error_flexible_ = []
-        valid__stop_replica_partition_error_flexible_ = None
-        _write_tagged(
-            out,
-            tags__stop_replica_partition_error_flexible_,
-            tagged_fields_stop_replica_partition_error_flexible_,
-            "stop_replica_partition_error_flexible.tagged_fields",
-            valid__stop_replica_partition_error_flexible_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "stop_replica_response_flexible.tagged_fields", valid_)
+        if (
+            tagged_fields_stop_replica_partition_error_flexible_
+            or tagged_fields_stop_replica_partition_error_flexible_.__class__ is _TagSection
+        ):
+            _write_tagged(
+                out,
+                [],
+                tagged_fields_stop_replica_partition_error_flexible_,
+                "stop_replica_partition_error_flexible.tagged_fields",
+                None,
+            )
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "stop_replica_response_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_stop_replica_response_by_version(buf, pos, end, opts, api_version):

@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -112,9 +113,12 @@ def _decode_sync_group_request_assignment(buf, pos, end, opts):
 
 def _encode_sync_group_request_assignment(obj, out, index):
     """Append one sync_group_request_assignment to out."""
-    own_ = type(obj) is SyncGroupRequestAssignment
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    assignment = obj.assignment if own_ else getattr(obj, "assignment", None)
+    if type(obj) is SyncGroupRequestAssignment:
+        member_id = obj.member_id
+        assignment = obj.assignment
+    else:  # another class: its fields by name, a missing one at its default
+        member_id = getattr(obj, "member_id", "")
+        assignment = getattr(obj, "assignment", None)
     if member_id is None:
         raise _InvalidValueError("may not be null", path="sync_group_request_assignment.member_id")
     else:
@@ -351,12 +355,18 @@ def _encode_sync_group_request(obj, out, index, api_version):
             f"SyncGroupRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 3))",
             path="sync_group_request",
         )
-    own_ = type(obj) is SyncGroupRequest
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    generation_id = obj.generation_id if own_ else getattr(obj, "generation_id", 0)
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    group_instance_id = obj.group_instance_id if own_ else getattr(obj, "group_instance_id", None)
-    assignments = obj.assignments if own_ else getattr(obj, "assignments", None)
+    if type(obj) is SyncGroupRequest:
+        group_id = obj.group_id
+        generation_id = obj.generation_id
+        member_id = obj.member_id
+        group_instance_id = obj.group_instance_id
+        assignments = obj.assignments
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", "")
+        generation_id = getattr(obj, "generation_id", 0)
+        member_id = getattr(obj, "member_id", "")
+        group_instance_id = getattr(obj, "group_instance_id", None)
+        assignments = getattr(obj, "assignments", None)
     if group_id is None:
         raise _InvalidValueError("may not be null", path="sync_group_request.group_id")
     else:
@@ -400,12 +410,18 @@ def _fencode_sync_group_request(obj, out, index, api_version):
             f"SyncGroupRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 3))",
             path="sync_group_request",
         )
-    own_ = type(obj) is SyncGroupRequest
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    generation_id = obj.generation_id if own_ else getattr(obj, "generation_id", 0)
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    group_instance_id = obj.group_instance_id if own_ else getattr(obj, "group_instance_id", None)
-    assignments = obj.assignments if own_ else getattr(obj, "assignments", None)
+    if type(obj) is SyncGroupRequest:
+        group_id = obj.group_id
+        generation_id = obj.generation_id
+        member_id = obj.member_id
+        group_instance_id = obj.group_instance_id
+        assignments = obj.assignments
+    else:
+        group_id = getattr(obj, "group_id", "")
+        generation_id = getattr(obj, "generation_id", 0)
+        member_id = getattr(obj, "member_id", "")
+        group_instance_id = getattr(obj, "group_instance_id", None)
+        assignments = getattr(obj, "assignments", None)
     b_ = _STR_ENCODED.get(group_id)
     group_id = _encode_str(group_id) if b_ is None else b_
     out += _S0.pack(len(group_id))
@@ -425,13 +441,12 @@ def _fencode_sync_group_request(obj, out, index, api_version):
             out += group_instance_id
     out += _S1.pack(len(assignments))
     for item_ in assignments:
-        own__sync_group_request_assignment_ = type(item_) is SyncGroupRequestAssignment
-        member_id_sync_group_request_assignment_ = (
-            item_.member_id if own__sync_group_request_assignment_ else getattr(item_, "member_id", "")
-        )
-        assignment_sync_group_request_assignment_ = (
-            item_.assignment if own__sync_group_request_assignment_ else getattr(item_, "assignment", None)
-        )
+        if type(item_) is SyncGroupRequestAssignment:
+            member_id_sync_group_request_assignment_ = item_.member_id
+            assignment_sync_group_request_assignment_ = item_.assignment
+        else:
+            member_id_sync_group_request_assignment_ = getattr(item_, "member_id", "")
+            assignment_sync_group_request_assignment_ = getattr(item_, "assignment", None)
         b__sync_group_request_assignment_ = _STR_ENCODED.get(member_id_sync_group_request_assignment_)
         member_id_sync_group_request_assignment_ = (
             _encode_str(member_id_sync_group_request_assignment_)
@@ -513,45 +528,52 @@ def _decode_sync_group_request_assignment_flexible(buf, pos, end, opts):
         assignment = buf[pos : pos + n_assignment]
         pos += n_assignment
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "sync_group_request_assignment_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="sync_group_request_assignment_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "sync_group_request_assignment_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "sync_group_request_assignment_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "sync_group_request_assignment_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="sync_group_request_assignment_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "sync_group_request_assignment_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "sync_group_request_assignment_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="sync_group_request_assignment_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return SyncGroupRequestAssignmentFlexible(member_id, assignment, tagged_fields), pos
 
 
 def _encode_sync_group_request_assignment_flexible(obj, out, index):
     """Append one sync_group_request_assignment_flexible to out."""
-    own_ = type(obj) is SyncGroupRequestAssignmentFlexible
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    assignment = obj.assignment if own_ else getattr(obj, "assignment", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is SyncGroupRequestAssignmentFlexible:
+        member_id = obj.member_id
+        assignment = obj.assignment
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        member_id = getattr(obj, "member_id", "")
+        assignment = getattr(obj, "assignment", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if member_id is None:
         raise _InvalidValueError("may not be null", path="sync_group_request_assignment_flexible.member_id")
     else:
@@ -574,9 +596,10 @@ def _encode_sync_group_request_assignment_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "sync_group_request_assignment_flexible.assignment")
 
         out += assignment
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "sync_group_request_assignment_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "sync_group_request_assignment_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_sync_group_request_flexible(buf, pos, end, opts, api_version):
@@ -795,36 +818,39 @@ def _decode_sync_group_request_flexible(buf, pos, end, opts, api_version):
             ) from None
         append_assignments(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "sync_group_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="sync_group_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "sync_group_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "sync_group_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "sync_group_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="sync_group_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "sync_group_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "sync_group_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="sync_group_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return SyncGroupRequestFlexible(
         group_id, generation_id, member_id, group_instance_id, protocol_type, protocol_name, assignments, tagged_fields
     ), pos
@@ -1037,51 +1063,54 @@ def _fdecode_sync_group_request_flexible(buf, pos, end, opts, api_version):
             ]
             pos += n_assignment_sync_group_request_assignment_flexible_
         tagged_fields_sync_group_request_assignment_flexible_ = []
-        sec__sync_group_request_assignment_flexible_ = pos
-        prev__sync_group_request_assignment_flexible_, odd__sync_group_request_assignment_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__sync_group_request_assignment_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__sync_group_request_assignment_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "sync_group_request_assignment_flexible.tagged_fields"
-            )
-        if n_tags__sync_group_request_assignment_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__sync_group_request_assignment_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="sync_group_request_assignment_flexible.tagged_fields",
-            )
-        for __sync_group_request_assignment_flexible_ in range(n_tags__sync_group_request_assignment_flexible_):
-            tag__sync_group_request_assignment_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "sync_group_request_assignment_flexible.tagged_fields"
-            )
-            size__sync_group_request_assignment_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "sync_group_request_assignment_flexible.tagged_fields"
-            )
-            if size__sync_group_request_assignment_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__sync_group_request_assignment_flexible_} declares {size__sync_group_request_assignment_flexible_} bytes, {end - pos} left",
+            sec__sync_group_request_assignment_flexible_ = pos
+            prev__sync_group_request_assignment_flexible_, odd__sync_group_request_assignment_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__sync_group_request_assignment_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__sync_group_request_assignment_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "sync_group_request_assignment_flexible.tagged_fields"
+                )
+            if n_tags__sync_group_request_assignment_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__sync_group_request_assignment_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="sync_group_request_assignment_flexible.tagged_fields",
                 )
-            stop__sync_group_request_assignment_flexible_ = pos + size__sync_group_request_assignment_flexible_
-            if tag__sync_group_request_assignment_flexible_ <= prev__sync_group_request_assignment_flexible_:
-                odd__sync_group_request_assignment_flexible_ = True
-            prev__sync_group_request_assignment_flexible_ = tag__sync_group_request_assignment_flexible_
-            tagged_fields_sync_group_request_assignment_flexible_.append(
-                (
-                    tag__sync_group_request_assignment_flexible_,
-                    bytes(buf[pos:stop__sync_group_request_assignment_flexible_]),
+            for __sync_group_request_assignment_flexible_ in range(n_tags__sync_group_request_assignment_flexible_):
+                tag__sync_group_request_assignment_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "sync_group_request_assignment_flexible.tagged_fields"
                 )
-            )
-            pos = stop__sync_group_request_assignment_flexible_
-        if odd__sync_group_request_assignment_flexible_:
-            tagged_fields_sync_group_request_assignment_flexible_ = _keep_tags(
-                tagged_fields_sync_group_request_assignment_flexible_,
-                buf[sec__sync_group_request_assignment_flexible_:pos],
-                (),
-            )
+                size__sync_group_request_assignment_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "sync_group_request_assignment_flexible.tagged_fields"
+                )
+                if size__sync_group_request_assignment_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__sync_group_request_assignment_flexible_} declares {size__sync_group_request_assignment_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="sync_group_request_assignment_flexible.tagged_fields",
+                    )
+                stop__sync_group_request_assignment_flexible_ = pos + size__sync_group_request_assignment_flexible_
+                if tag__sync_group_request_assignment_flexible_ <= prev__sync_group_request_assignment_flexible_:
+                    odd__sync_group_request_assignment_flexible_ = True
+                prev__sync_group_request_assignment_flexible_ = tag__sync_group_request_assignment_flexible_
+                tagged_fields_sync_group_request_assignment_flexible_.append(
+                    (
+                        tag__sync_group_request_assignment_flexible_,
+                        bytes(buf[pos:stop__sync_group_request_assignment_flexible_]),
+                    )
+                )
+                pos = stop__sync_group_request_assignment_flexible_
+            if odd__sync_group_request_assignment_flexible_:
+                tagged_fields_sync_group_request_assignment_flexible_ = _keep_tags(
+                    tagged_fields_sync_group_request_assignment_flexible_,
+                    buf[sec__sync_group_request_assignment_flexible_:pos],
+                    (),
+                )
         value__sync_group_request_assignment_flexible_ = _new_object(SyncGroupRequestAssignmentFlexible)
         value__sync_group_request_assignment_flexible_.member_id = member_id_sync_group_request_assignment_flexible_
         value__sync_group_request_assignment_flexible_.assignment = assignment_sync_group_request_assignment_flexible_
@@ -1091,36 +1120,39 @@ def _fdecode_sync_group_request_flexible(buf, pos, end, opts, api_version):
         item_ = value__sync_group_request_assignment_flexible_
         append_assignments(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "sync_group_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="sync_group_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "sync_group_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "sync_group_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "sync_group_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="sync_group_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "sync_group_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "sync_group_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="sync_group_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(SyncGroupRequestFlexible)
     value_.group_id = group_id
     value_.generation_id = generation_id
@@ -1140,15 +1172,24 @@ def _encode_sync_group_request_flexible(obj, out, index, api_version):
             f"SyncGroupRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 4) and (<params>.api_version <= 5)))",
             path="sync_group_request_flexible",
         )
-    own_ = type(obj) is SyncGroupRequestFlexible
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    generation_id = obj.generation_id if own_ else getattr(obj, "generation_id", 0)
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    group_instance_id = obj.group_instance_id if own_ else getattr(obj, "group_instance_id", None)
-    protocol_type = obj.protocol_type if own_ else getattr(obj, "protocol_type", None)
-    protocol_name = obj.protocol_name if own_ else getattr(obj, "protocol_name", None)
-    assignments = obj.assignments if own_ else getattr(obj, "assignments", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is SyncGroupRequestFlexible:
+        group_id = obj.group_id
+        generation_id = obj.generation_id
+        member_id = obj.member_id
+        group_instance_id = obj.group_instance_id
+        protocol_type = obj.protocol_type
+        protocol_name = obj.protocol_name
+        assignments = obj.assignments
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", "")
+        generation_id = getattr(obj, "generation_id", 0)
+        member_id = getattr(obj, "member_id", "")
+        group_instance_id = getattr(obj, "group_instance_id", None)
+        protocol_type = getattr(obj, "protocol_type", None)
+        protocol_name = getattr(obj, "protocol_name", None)
+        assignments = getattr(obj, "assignments", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if group_id is None:
         raise _InvalidValueError("may not be null", path="sync_group_request_flexible.group_id")
     else:
@@ -1230,9 +1271,10 @@ def _encode_sync_group_request_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"sync_group_request_flexible.assignments[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "sync_group_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "sync_group_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_sync_group_request_flexible(obj, out, index, api_version):
@@ -1242,15 +1284,24 @@ def _fencode_sync_group_request_flexible(obj, out, index, api_version):
             f"SyncGroupRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 4) and (<params>.api_version <= 5)))",
             path="sync_group_request_flexible",
         )
-    own_ = type(obj) is SyncGroupRequestFlexible
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    generation_id = obj.generation_id if own_ else getattr(obj, "generation_id", 0)
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", "")
-    group_instance_id = obj.group_instance_id if own_ else getattr(obj, "group_instance_id", None)
-    protocol_type = obj.protocol_type if own_ else getattr(obj, "protocol_type", None)
-    protocol_name = obj.protocol_name if own_ else getattr(obj, "protocol_name", None)
-    assignments = obj.assignments if own_ else getattr(obj, "assignments", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is SyncGroupRequestFlexible:
+        group_id = obj.group_id
+        generation_id = obj.generation_id
+        member_id = obj.member_id
+        group_instance_id = obj.group_instance_id
+        protocol_type = obj.protocol_type
+        protocol_name = obj.protocol_name
+        assignments = obj.assignments
+        tagged_fields = obj.tagged_fields
+    else:
+        group_id = getattr(obj, "group_id", "")
+        generation_id = getattr(obj, "generation_id", 0)
+        member_id = getattr(obj, "member_id", "")
+        group_instance_id = getattr(obj, "group_instance_id", None)
+        protocol_type = getattr(obj, "protocol_type", None)
+        protocol_name = getattr(obj, "protocol_name", None)
+        assignments = getattr(obj, "assignments", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     b_ = _STR_ENCODED.get(group_id)
     group_id = _encode_str(group_id) if b_ is None else b_
     n_ = len(group_id)
@@ -1309,18 +1360,14 @@ def _fencode_sync_group_request_flexible(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "sync_group_request_flexible.assignments")
     for item_ in assignments:
-        own__sync_group_request_assignment_flexible_ = type(item_) is SyncGroupRequestAssignmentFlexible
-        member_id_sync_group_request_assignment_flexible_ = (
-            item_.member_id if own__sync_group_request_assignment_flexible_ else getattr(item_, "member_id", "")
-        )
-        assignment_sync_group_request_assignment_flexible_ = (
-            item_.assignment if own__sync_group_request_assignment_flexible_ else getattr(item_, "assignment", None)
-        )
-        tagged_fields_sync_group_request_assignment_flexible_ = (
-            item_.tagged_fields
-            if own__sync_group_request_assignment_flexible_
-            else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is SyncGroupRequestAssignmentFlexible:
+            member_id_sync_group_request_assignment_flexible_ = item_.member_id
+            assignment_sync_group_request_assignment_flexible_ = item_.assignment
+            tagged_fields_sync_group_request_assignment_flexible_ = item_.tagged_fields
+        else:
+            member_id_sync_group_request_assignment_flexible_ = getattr(item_, "member_id", "")
+            assignment_sync_group_request_assignment_flexible_ = getattr(item_, "assignment", None)
+            tagged_fields_sync_group_request_assignment_flexible_ = getattr(item_, "tagged_fields", None)
         b__sync_group_request_assignment_flexible_ = _STR_ENCODED.get(member_id_sync_group_request_assignment_flexible_)
         member_id_sync_group_request_assignment_flexible_ = (
             _encode_str(member_id_sync_group_request_assignment_flexible_)
@@ -1343,18 +1390,23 @@ def _fencode_sync_group_request_flexible(obj, out, index, api_version):
                 out, n__sync_group_request_assignment_flexible_ + 1, "sync_group_request_assignment_flexible.assignment"
             )
         out += assignment_sync_group_request_assignment_flexible_
-        tags__sync_group_request_assignment_flexible_ = []
-        valid__sync_group_request_assignment_flexible_ = None
-        _write_tagged(
-            out,
-            tags__sync_group_request_assignment_flexible_,
-            tagged_fields_sync_group_request_assignment_flexible_,
-            "sync_group_request_assignment_flexible.tagged_fields",
-            valid__sync_group_request_assignment_flexible_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "sync_group_request_flexible.tagged_fields", valid_)
+        if (
+            tagged_fields_sync_group_request_assignment_flexible_
+            or tagged_fields_sync_group_request_assignment_flexible_.__class__ is _TagSection
+        ):
+            _write_tagged(
+                out,
+                [],
+                tagged_fields_sync_group_request_assignment_flexible_,
+                "sync_group_request_assignment_flexible.tagged_fields",
+                None,
+            )
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "sync_group_request_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_sync_group_request_by_version(buf, pos, end, opts, api_version):

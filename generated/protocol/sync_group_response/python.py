@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -136,10 +137,14 @@ def _encode_sync_group_response(obj, out, index, api_version):
             f"SyncGroupResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 3))",
             path="sync_group_response",
         )
-    own_ = type(obj) is SyncGroupResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    assignment = obj.assignment if own_ else getattr(obj, "assignment", None)
+    if type(obj) is SyncGroupResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        assignment = obj.assignment
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        assignment = getattr(obj, "assignment", None)
     if api_version >= 1:
         out += _S0.pack(throttle_time_ms)
     out += _S1.pack(error_code)
@@ -157,10 +162,14 @@ def _fencode_sync_group_response(obj, out, index, api_version):
             f"SyncGroupResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 3))",
             path="sync_group_response",
         )
-    own_ = type(obj) is SyncGroupResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    assignment = obj.assignment if own_ else getattr(obj, "assignment", None)
+    if type(obj) is SyncGroupResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        assignment = obj.assignment
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        assignment = getattr(obj, "assignment", None)
     if api_version >= 1:
         out += _S0.pack(throttle_time_ms)
     out += _S1.pack(error_code)
@@ -281,36 +290,39 @@ def _decode_sync_group_response_flexible(buf, pos, end, opts, api_version):
         assignment = buf[pos : pos + n_assignment]
         pos += n_assignment
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "sync_group_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="sync_group_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "sync_group_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "sync_group_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "sync_group_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="sync_group_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "sync_group_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "sync_group_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="sync_group_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return SyncGroupResponseFlexible(
         throttle_time_ms, error_code, protocol_type, protocol_name, assignment, tagged_fields
     ), pos
@@ -399,36 +411,39 @@ def _fdecode_sync_group_response_flexible(buf, pos, end, opts, api_version):
         assignment = buf[pos : pos + n_assignment]
         pos += n_assignment
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "sync_group_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="sync_group_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "sync_group_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "sync_group_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "sync_group_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="sync_group_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "sync_group_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "sync_group_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="sync_group_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(SyncGroupResponseFlexible)  # slots set directly: a third of the cost of calling __init__
     value_.throttle_time_ms = throttle_time_ms
     value_.error_code = error_code
@@ -446,13 +461,20 @@ def _encode_sync_group_response_flexible(obj, out, index, api_version):
             f"SyncGroupResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 4) and (<params>.api_version <= 5)))",
             path="sync_group_response_flexible",
         )
-    own_ = type(obj) is SyncGroupResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    protocol_type = obj.protocol_type if own_ else getattr(obj, "protocol_type", None)
-    protocol_name = obj.protocol_name if own_ else getattr(obj, "protocol_name", None)
-    assignment = obj.assignment if own_ else getattr(obj, "assignment", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is SyncGroupResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        protocol_type = obj.protocol_type
+        protocol_name = obj.protocol_name
+        assignment = obj.assignment
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        protocol_type = getattr(obj, "protocol_type", None)
+        protocol_name = getattr(obj, "protocol_name", None)
+        assignment = getattr(obj, "assignment", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S3.pack(throttle_time_ms, error_code)
     if api_version >= 5:
         if protocol_type is None:
@@ -490,9 +512,10 @@ def _encode_sync_group_response_flexible(obj, out, index, api_version):
             _write_uvarint(out, n_ + 1, "sync_group_response_flexible.assignment")
 
         out += assignment
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "sync_group_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "sync_group_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_sync_group_response_flexible(obj, out, index, api_version):
@@ -502,13 +525,20 @@ def _fencode_sync_group_response_flexible(obj, out, index, api_version):
             f"SyncGroupResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 4) and (<params>.api_version <= 5)))",
             path="sync_group_response_flexible",
         )
-    own_ = type(obj) is SyncGroupResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    protocol_type = obj.protocol_type if own_ else getattr(obj, "protocol_type", None)
-    protocol_name = obj.protocol_name if own_ else getattr(obj, "protocol_name", None)
-    assignment = obj.assignment if own_ else getattr(obj, "assignment", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is SyncGroupResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        protocol_type = obj.protocol_type
+        protocol_name = obj.protocol_name
+        assignment = obj.assignment
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        protocol_type = getattr(obj, "protocol_type", None)
+        protocol_name = getattr(obj, "protocol_name", None)
+        assignment = getattr(obj, "assignment", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S3.pack(throttle_time_ms, error_code)
     if api_version >= 5:
         if protocol_type is None:
@@ -543,9 +573,10 @@ def _fencode_sync_group_response_flexible(obj, out, index, api_version):
         _write_uvarint(out, n_ + 1, "sync_group_response_flexible.assignment")
 
     out += assignment
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "sync_group_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "sync_group_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_sync_group_response_by_version(buf, pos, end, opts, api_version):

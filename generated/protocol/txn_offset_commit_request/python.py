@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -121,11 +122,16 @@ def _decode_txn_offset_commit_request_partition(buf, pos, end, opts, api_version
 
 def _encode_txn_offset_commit_request_partition(obj, out, index, api_version):
     """Append one txn_offset_commit_request_partition to out."""
-    own_ = type(obj) is TxnOffsetCommitRequestPartition
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    committed_offset = obj.committed_offset if own_ else getattr(obj, "committed_offset", 0)
-    committed_leader_epoch = obj.committed_leader_epoch if own_ else getattr(obj, "committed_leader_epoch", -1)
-    committed_metadata = obj.committed_metadata if own_ else getattr(obj, "committed_metadata", "")
+    if type(obj) is TxnOffsetCommitRequestPartition:
+        partition_index = obj.partition_index
+        committed_offset = obj.committed_offset
+        committed_leader_epoch = obj.committed_leader_epoch
+        committed_metadata = obj.committed_metadata
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        committed_offset = getattr(obj, "committed_offset", 0)
+        committed_leader_epoch = getattr(obj, "committed_leader_epoch", -1)
+        committed_metadata = getattr(obj, "committed_metadata", "")
     out += _S0.pack(partition_index, committed_offset)
     if api_version >= 2:
         out += _S1.pack(committed_leader_epoch)
@@ -198,9 +204,12 @@ def _decode_txn_offset_commit_request_topic(buf, pos, end, opts, api_version):
 
 def _encode_txn_offset_commit_request_topic(obj, out, index, api_version):
     """Append one txn_offset_commit_request_topic to out."""
-    own_ = type(obj) is TxnOffsetCommitRequestTopic
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
+    if type(obj) is TxnOffsetCommitRequestTopic:
+        name = obj.name
+        partitions = obj.partitions
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="txn_offset_commit_request_topic.name")
     else:
@@ -497,12 +506,18 @@ def _encode_txn_offset_commit_request(obj, out, index, api_version):
             f"TxnOffsetCommitRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 2))",
             path="txn_offset_commit_request",
         )
-    own_ = type(obj) is TxnOffsetCommitRequest
-    transactional_id = obj.transactional_id if own_ else getattr(obj, "transactional_id", "")
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", 0)
-    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
+    if type(obj) is TxnOffsetCommitRequest:
+        transactional_id = obj.transactional_id
+        group_id = obj.group_id
+        producer_id = obj.producer_id
+        producer_epoch = obj.producer_epoch
+        topics = obj.topics
+    else:  # another class: its fields by name, a missing one at its default
+        transactional_id = getattr(obj, "transactional_id", "")
+        group_id = getattr(obj, "group_id", "")
+        producer_id = getattr(obj, "producer_id", 0)
+        producer_epoch = getattr(obj, "producer_epoch", 0)
+        topics = getattr(obj, "topics", None)
     if transactional_id is None:
         raise _InvalidValueError("may not be null", path="txn_offset_commit_request.transactional_id")
     else:
@@ -538,12 +553,18 @@ def _fencode_txn_offset_commit_request(obj, out, index, api_version):
             f"TxnOffsetCommitRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 2))",
             path="txn_offset_commit_request",
         )
-    own_ = type(obj) is TxnOffsetCommitRequest
-    transactional_id = obj.transactional_id if own_ else getattr(obj, "transactional_id", "")
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", 0)
-    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
+    if type(obj) is TxnOffsetCommitRequest:
+        transactional_id = obj.transactional_id
+        group_id = obj.group_id
+        producer_id = obj.producer_id
+        producer_epoch = obj.producer_epoch
+        topics = obj.topics
+    else:
+        transactional_id = getattr(obj, "transactional_id", "")
+        group_id = getattr(obj, "group_id", "")
+        producer_id = getattr(obj, "producer_id", 0)
+        producer_epoch = getattr(obj, "producer_epoch", 0)
+        topics = getattr(obj, "topics", None)
     b_ = _STR_ENCODED.get(transactional_id)
     transactional_id = _encode_str(transactional_id) if b_ is None else b_
     out += _S2.pack(len(transactional_id))
@@ -555,13 +576,12 @@ def _fencode_txn_offset_commit_request(obj, out, index, api_version):
     out += _S3.pack(producer_id, producer_epoch)
     out += _S1.pack(len(topics))
     for item_ in topics:
-        own__txn_offset_commit_request_topic_ = type(item_) is TxnOffsetCommitRequestTopic
-        name_txn_offset_commit_request_topic_ = (
-            item_.name if own__txn_offset_commit_request_topic_ else getattr(item_, "name", "")
-        )
-        partitions_txn_offset_commit_request_topic_ = (
-            item_.partitions if own__txn_offset_commit_request_topic_ else getattr(item_, "partitions", None)
-        )
+        if type(item_) is TxnOffsetCommitRequestTopic:
+            name_txn_offset_commit_request_topic_ = item_.name
+            partitions_txn_offset_commit_request_topic_ = item_.partitions
+        else:
+            name_txn_offset_commit_request_topic_ = getattr(item_, "name", "")
+            partitions_txn_offset_commit_request_topic_ = getattr(item_, "partitions", None)
         b__txn_offset_commit_request_topic_ = _STR_ENCODED.get(name_txn_offset_commit_request_topic_)
         name_txn_offset_commit_request_topic_ = (
             _encode_str(name_txn_offset_commit_request_topic_)
@@ -572,29 +592,32 @@ def _fencode_txn_offset_commit_request(obj, out, index, api_version):
         out += name_txn_offset_commit_request_topic_
         out += _S1.pack(len(partitions_txn_offset_commit_request_topic_))
         for item__txn_offset_commit_request_topic_ in partitions_txn_offset_commit_request_topic_:
-            own__txn_offset_commit_request_partition__txn_offset_commit_request_topic_ = (
-                type(item__txn_offset_commit_request_topic_) is TxnOffsetCommitRequestPartition
-            )
-            partition_index_txn_offset_commit_request_partition__txn_offset_commit_request_topic_ = (
-                item__txn_offset_commit_request_topic_.partition_index
-                if own__txn_offset_commit_request_partition__txn_offset_commit_request_topic_
-                else getattr(item__txn_offset_commit_request_topic_, "partition_index", 0)
-            )
-            committed_offset_txn_offset_commit_request_partition__txn_offset_commit_request_topic_ = (
-                item__txn_offset_commit_request_topic_.committed_offset
-                if own__txn_offset_commit_request_partition__txn_offset_commit_request_topic_
-                else getattr(item__txn_offset_commit_request_topic_, "committed_offset", 0)
-            )
-            committed_leader_epoch_txn_offset_commit_request_partition__txn_offset_commit_request_topic_ = (
-                item__txn_offset_commit_request_topic_.committed_leader_epoch
-                if own__txn_offset_commit_request_partition__txn_offset_commit_request_topic_
-                else getattr(item__txn_offset_commit_request_topic_, "committed_leader_epoch", -1)
-            )
-            committed_metadata_txn_offset_commit_request_partition__txn_offset_commit_request_topic_ = (
-                item__txn_offset_commit_request_topic_.committed_metadata
-                if own__txn_offset_commit_request_partition__txn_offset_commit_request_topic_
-                else getattr(item__txn_offset_commit_request_topic_, "committed_metadata", "")
-            )
+            if type(item__txn_offset_commit_request_topic_) is TxnOffsetCommitRequestPartition:
+                partition_index_txn_offset_commit_request_partition__txn_offset_commit_request_topic_ = (
+                    item__txn_offset_commit_request_topic_.partition_index
+                )
+                committed_offset_txn_offset_commit_request_partition__txn_offset_commit_request_topic_ = (
+                    item__txn_offset_commit_request_topic_.committed_offset
+                )
+                committed_leader_epoch_txn_offset_commit_request_partition__txn_offset_commit_request_topic_ = (
+                    item__txn_offset_commit_request_topic_.committed_leader_epoch
+                )
+                committed_metadata_txn_offset_commit_request_partition__txn_offset_commit_request_topic_ = (
+                    item__txn_offset_commit_request_topic_.committed_metadata
+                )
+            else:
+                partition_index_txn_offset_commit_request_partition__txn_offset_commit_request_topic_ = getattr(
+                    item__txn_offset_commit_request_topic_, "partition_index", 0
+                )
+                committed_offset_txn_offset_commit_request_partition__txn_offset_commit_request_topic_ = getattr(
+                    item__txn_offset_commit_request_topic_, "committed_offset", 0
+                )
+                committed_leader_epoch_txn_offset_commit_request_partition__txn_offset_commit_request_topic_ = getattr(
+                    item__txn_offset_commit_request_topic_, "committed_leader_epoch", -1
+                )
+                committed_metadata_txn_offset_commit_request_partition__txn_offset_commit_request_topic_ = getattr(
+                    item__txn_offset_commit_request_topic_, "committed_metadata", ""
+                )
             out += _S0.pack(
                 partition_index_txn_offset_commit_request_partition__txn_offset_commit_request_topic_,
                 committed_offset_txn_offset_commit_request_partition__txn_offset_commit_request_topic_,
@@ -670,36 +693,39 @@ def _decode_txn_offset_commit_request_partition_flexible(buf, pos, end, opts):
         committed_metadata = str(buf[pos : pos + n_committed_metadata], "utf-8", "surrogateescape")
         pos += n_committed_metadata
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_partition_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="txn_offset_commit_request_partition_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_partition_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_partition_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_partition_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="txn_offset_commit_request_partition_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_partition_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_partition_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="txn_offset_commit_request_partition_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TxnOffsetCommitRequestPartitionFlexible(
         partition_index, committed_offset, committed_leader_epoch, committed_metadata, tagged_fields
     ), pos
@@ -707,12 +733,18 @@ def _decode_txn_offset_commit_request_partition_flexible(buf, pos, end, opts):
 
 def _encode_txn_offset_commit_request_partition_flexible(obj, out, index):
     """Append one txn_offset_commit_request_partition_flexible to out."""
-    own_ = type(obj) is TxnOffsetCommitRequestPartitionFlexible
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    committed_offset = obj.committed_offset if own_ else getattr(obj, "committed_offset", 0)
-    committed_leader_epoch = obj.committed_leader_epoch if own_ else getattr(obj, "committed_leader_epoch", -1)
-    committed_metadata = obj.committed_metadata if own_ else getattr(obj, "committed_metadata", "")
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TxnOffsetCommitRequestPartitionFlexible:
+        partition_index = obj.partition_index
+        committed_offset = obj.committed_offset
+        committed_leader_epoch = obj.committed_leader_epoch
+        committed_metadata = obj.committed_metadata
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        committed_offset = getattr(obj, "committed_offset", 0)
+        committed_leader_epoch = getattr(obj, "committed_leader_epoch", -1)
+        committed_metadata = getattr(obj, "committed_metadata", "")
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S4.pack(partition_index, committed_offset, committed_leader_epoch)
     if committed_metadata is None:
         out.append(0)
@@ -726,9 +758,10 @@ def _encode_txn_offset_commit_request_partition_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "txn_offset_commit_request_partition_flexible.committed_metadata")
 
         out += committed_metadata
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "txn_offset_commit_request_partition_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "txn_offset_commit_request_partition_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_txn_offset_commit_request_topic_flexible(buf, pos, end, opts):
@@ -807,45 +840,52 @@ def _decode_txn_offset_commit_request_topic_flexible(buf, pos, end, opts):
             ) from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_topic_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="txn_offset_commit_request_topic_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_topic_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_topic_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_topic_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="txn_offset_commit_request_topic_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_topic_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_topic_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="txn_offset_commit_request_topic_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TxnOffsetCommitRequestTopicFlexible(name, partitions, tagged_fields), pos
 
 
 def _encode_txn_offset_commit_request_topic_flexible(obj, out, index):
     """Append one txn_offset_commit_request_topic_flexible to out."""
-    own_ = type(obj) is TxnOffsetCommitRequestTopicFlexible
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TxnOffsetCommitRequestTopicFlexible:
+        name = obj.name
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="txn_offset_commit_request_topic_flexible.name")
     else:
@@ -879,9 +919,10 @@ def _encode_txn_offset_commit_request_topic_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"txn_offset_commit_request_topic_flexible.partitions[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "txn_offset_commit_request_topic_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "txn_offset_commit_request_topic_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_txn_offset_commit_request_flexible(buf, pos, end, opts, api_version):
@@ -1093,36 +1134,39 @@ def _decode_txn_offset_commit_request_flexible(buf, pos, end, opts, api_version)
                     path="txn_offset_commit_request_flexible.topics",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="txn_offset_commit_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="txn_offset_commit_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="txn_offset_commit_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TxnOffsetCommitRequestFlexible(
         transactional_id,
         group_id,
@@ -1392,77 +1436,86 @@ def _fdecode_txn_offset_commit_request_flexible(buf, pos, end, opts, api_version
                     )
                 pos += n_committed_metadata_txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_
             tagged_fields_txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_ = []
-            sec__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_ = pos
-            (
-                prev__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_,
-                odd__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_ = buf[
-                    pos
-                ]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_, pos = (
-                    _read_uvarint32(buf, pos, end, "txn_offset_commit_request_partition_flexible.tagged_fields")
-                )
-            if (
-                n_tags__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_
-                > (end - pos) // 2
-            ):
-                raise _InvalidValueError(
-                    f"{n_tags__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="txn_offset_commit_request_partition_flexible.tagged_fields",
-                )
-            for __txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_ in range(
-                n_tags__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_
-            ):
-                tag__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_, pos = (
-                    _read_uvarint32(buf, pos, end, "txn_offset_commit_request_partition_flexible.tagged_fields")
-                )
-                size__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_, pos = (
-                    _read_uvarint32(buf, pos, end, "txn_offset_commit_request_partition_flexible.tagged_fields")
-                )
+                sec__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_ = pos
+                (
+                    prev__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_,
+                    odd__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_ = (
+                        buf[pos]
+                    )
+                    pos += 1
+                else:
+                    (
+                        n_tags__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_,
+                        pos,
+                    ) = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_partition_flexible.tagged_fields")
                 if (
-                    size__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_
-                    > end - pos
+                    n_tags__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_
+                    > (end - pos) // 2
                 ):
-                    raise _TruncatedError(
-                        f"tag {tag__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_} declares {size__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_} bytes, {end - pos} left",
+                    raise _InvalidValueError(
+                        f"{n_tags__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="txn_offset_commit_request_partition_flexible.tagged_fields",
                     )
-                stop__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_ = (
-                    pos + size__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_
-                )
-                if (
-                    tag__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_
-                    <= prev__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_
+                for __txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_ in range(
+                    n_tags__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_
                 ):
-                    odd__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_ = True
-                prev__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_ = (
-                    tag__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_
-                )
-                tagged_fields_txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_.append(
                     (
                         tag__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_,
-                        bytes(
-                            buf[
-                                pos:stop__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_
-                            ]
-                        ),
+                        pos,
+                    ) = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_partition_flexible.tagged_fields")
+                    (
+                        size__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_,
+                        pos,
+                    ) = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_partition_flexible.tagged_fields")
+                    if (
+                        size__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_
+                        > end - pos
+                    ):
+                        raise _TruncatedError(
+                            f"tag {tag__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_} declares {size__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="txn_offset_commit_request_partition_flexible.tagged_fields",
+                        )
+                    stop__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_ = (
+                        pos
+                        + size__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_
                     )
-                )
-                pos = stop__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_
-            if odd__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_:
-                tagged_fields_txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_ = _keep_tags(
-                    tagged_fields_txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_,
-                    buf[
-                        sec__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_:pos
-                    ],
-                    (),
-                )
+                    if (
+                        tag__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_
+                        <= prev__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_
+                    ):
+                        odd__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_ = (
+                            True
+                        )
+                    prev__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_ = (
+                        tag__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_
+                    )
+                    tagged_fields_txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_.append(
+                        (
+                            tag__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_,
+                            bytes(
+                                buf[
+                                    pos:stop__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_
+                                ]
+                            ),
+                        )
+                    )
+                    pos = stop__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_
+                if odd__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_:
+                    tagged_fields_txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_ = _keep_tags(
+                        tagged_fields_txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_,
+                        buf[
+                            sec__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_:pos
+                        ],
+                        (),
+                    )
             value__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_ = (
                 _new_object(TxnOffsetCommitRequestPartitionFlexible)
             )
@@ -1476,51 +1529,57 @@ def _fdecode_txn_offset_commit_request_flexible(buf, pos, end, opts, api_version
             )
             append_partitions_txn_offset_commit_request_topic_flexible_(item__txn_offset_commit_request_topic_flexible_)
         tagged_fields_txn_offset_commit_request_topic_flexible_ = []
-        sec__txn_offset_commit_request_topic_flexible_ = pos
-        prev__txn_offset_commit_request_topic_flexible_, odd__txn_offset_commit_request_topic_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__txn_offset_commit_request_topic_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__txn_offset_commit_request_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "txn_offset_commit_request_topic_flexible.tagged_fields"
+            sec__txn_offset_commit_request_topic_flexible_ = pos
+            prev__txn_offset_commit_request_topic_flexible_, odd__txn_offset_commit_request_topic_flexible_ = (
+                -1,
+                False,
             )
-        if n_tags__txn_offset_commit_request_topic_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__txn_offset_commit_request_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="txn_offset_commit_request_topic_flexible.tagged_fields",
-            )
-        for __txn_offset_commit_request_topic_flexible_ in range(n_tags__txn_offset_commit_request_topic_flexible_):
-            tag__txn_offset_commit_request_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "txn_offset_commit_request_topic_flexible.tagged_fields"
-            )
-            size__txn_offset_commit_request_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "txn_offset_commit_request_topic_flexible.tagged_fields"
-            )
-            if size__txn_offset_commit_request_topic_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__txn_offset_commit_request_topic_flexible_} declares {size__txn_offset_commit_request_topic_flexible_} bytes, {end - pos} left",
+            if pos < end and buf[pos] < 128:
+                n_tags__txn_offset_commit_request_topic_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__txn_offset_commit_request_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "txn_offset_commit_request_topic_flexible.tagged_fields"
+                )
+            if n_tags__txn_offset_commit_request_topic_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__txn_offset_commit_request_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="txn_offset_commit_request_topic_flexible.tagged_fields",
                 )
-            stop__txn_offset_commit_request_topic_flexible_ = pos + size__txn_offset_commit_request_topic_flexible_
-            if tag__txn_offset_commit_request_topic_flexible_ <= prev__txn_offset_commit_request_topic_flexible_:
-                odd__txn_offset_commit_request_topic_flexible_ = True
-            prev__txn_offset_commit_request_topic_flexible_ = tag__txn_offset_commit_request_topic_flexible_
-            tagged_fields_txn_offset_commit_request_topic_flexible_.append(
-                (
-                    tag__txn_offset_commit_request_topic_flexible_,
-                    bytes(buf[pos:stop__txn_offset_commit_request_topic_flexible_]),
+            for __txn_offset_commit_request_topic_flexible_ in range(n_tags__txn_offset_commit_request_topic_flexible_):
+                tag__txn_offset_commit_request_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "txn_offset_commit_request_topic_flexible.tagged_fields"
                 )
-            )
-            pos = stop__txn_offset_commit_request_topic_flexible_
-        if odd__txn_offset_commit_request_topic_flexible_:
-            tagged_fields_txn_offset_commit_request_topic_flexible_ = _keep_tags(
-                tagged_fields_txn_offset_commit_request_topic_flexible_,
-                buf[sec__txn_offset_commit_request_topic_flexible_:pos],
-                (),
-            )
+                size__txn_offset_commit_request_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "txn_offset_commit_request_topic_flexible.tagged_fields"
+                )
+                if size__txn_offset_commit_request_topic_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__txn_offset_commit_request_topic_flexible_} declares {size__txn_offset_commit_request_topic_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="txn_offset_commit_request_topic_flexible.tagged_fields",
+                    )
+                stop__txn_offset_commit_request_topic_flexible_ = pos + size__txn_offset_commit_request_topic_flexible_
+                if tag__txn_offset_commit_request_topic_flexible_ <= prev__txn_offset_commit_request_topic_flexible_:
+                    odd__txn_offset_commit_request_topic_flexible_ = True
+                prev__txn_offset_commit_request_topic_flexible_ = tag__txn_offset_commit_request_topic_flexible_
+                tagged_fields_txn_offset_commit_request_topic_flexible_.append(
+                    (
+                        tag__txn_offset_commit_request_topic_flexible_,
+                        bytes(buf[pos:stop__txn_offset_commit_request_topic_flexible_]),
+                    )
+                )
+                pos = stop__txn_offset_commit_request_topic_flexible_
+            if odd__txn_offset_commit_request_topic_flexible_:
+                tagged_fields_txn_offset_commit_request_topic_flexible_ = _keep_tags(
+                    tagged_fields_txn_offset_commit_request_topic_flexible_,
+                    buf[sec__txn_offset_commit_request_topic_flexible_:pos],
+                    (),
+                )
         value__txn_offset_commit_request_topic_flexible_ = _new_object(TxnOffsetCommitRequestTopicFlexible)
         value__txn_offset_commit_request_topic_flexible_.name = name_txn_offset_commit_request_topic_flexible_
         value__txn_offset_commit_request_topic_flexible_.partitions = (
@@ -1536,36 +1595,39 @@ def _fdecode_txn_offset_commit_request_flexible(buf, pos, end, opts, api_version
             if budget_topics < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="txn_offset_commit_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="txn_offset_commit_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="txn_offset_commit_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(TxnOffsetCommitRequestFlexible)
     value_.transactional_id = transactional_id
     value_.group_id = group_id
@@ -1586,16 +1648,26 @@ def _encode_txn_offset_commit_request_flexible(obj, out, index, api_version):
             f"TxnOffsetCommitRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 3) and (<params>.api_version <= 4)))",
             path="txn_offset_commit_request_flexible",
         )
-    own_ = type(obj) is TxnOffsetCommitRequestFlexible
-    transactional_id = obj.transactional_id if own_ else getattr(obj, "transactional_id", "")
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", 0)
-    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", 0)
-    generation_id = obj.generation_id if own_ else getattr(obj, "generation_id", -1)
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", None)
-    group_instance_id = obj.group_instance_id if own_ else getattr(obj, "group_instance_id", None)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TxnOffsetCommitRequestFlexible:
+        transactional_id = obj.transactional_id
+        group_id = obj.group_id
+        producer_id = obj.producer_id
+        producer_epoch = obj.producer_epoch
+        generation_id = obj.generation_id
+        member_id = obj.member_id
+        group_instance_id = obj.group_instance_id
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        transactional_id = getattr(obj, "transactional_id", "")
+        group_id = getattr(obj, "group_id", "")
+        producer_id = getattr(obj, "producer_id", 0)
+        producer_epoch = getattr(obj, "producer_epoch", 0)
+        generation_id = getattr(obj, "generation_id", -1)
+        member_id = getattr(obj, "member_id", None)
+        group_instance_id = getattr(obj, "group_instance_id", None)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if transactional_id is None:
         raise _InvalidValueError("may not be null", path="txn_offset_commit_request_flexible.transactional_id")
     else:
@@ -1663,9 +1735,10 @@ def _encode_txn_offset_commit_request_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"txn_offset_commit_request_flexible.topics[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "txn_offset_commit_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "txn_offset_commit_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_txn_offset_commit_request_flexible(obj, out, index, api_version):
@@ -1675,16 +1748,26 @@ def _fencode_txn_offset_commit_request_flexible(obj, out, index, api_version):
             f"TxnOffsetCommitRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 3) and (<params>.api_version <= 4)))",
             path="txn_offset_commit_request_flexible",
         )
-    own_ = type(obj) is TxnOffsetCommitRequestFlexible
-    transactional_id = obj.transactional_id if own_ else getattr(obj, "transactional_id", "")
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", 0)
-    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", 0)
-    generation_id = obj.generation_id if own_ else getattr(obj, "generation_id", -1)
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", None)
-    group_instance_id = obj.group_instance_id if own_ else getattr(obj, "group_instance_id", None)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TxnOffsetCommitRequestFlexible:
+        transactional_id = obj.transactional_id
+        group_id = obj.group_id
+        producer_id = obj.producer_id
+        producer_epoch = obj.producer_epoch
+        generation_id = obj.generation_id
+        member_id = obj.member_id
+        group_instance_id = obj.group_instance_id
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:
+        transactional_id = getattr(obj, "transactional_id", "")
+        group_id = getattr(obj, "group_id", "")
+        producer_id = getattr(obj, "producer_id", 0)
+        producer_epoch = getattr(obj, "producer_epoch", 0)
+        generation_id = getattr(obj, "generation_id", -1)
+        member_id = getattr(obj, "member_id", None)
+        group_instance_id = getattr(obj, "group_instance_id", None)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     b_ = _STR_ENCODED.get(transactional_id)
     transactional_id = _encode_str(transactional_id) if b_ is None else b_
     n_ = len(transactional_id)
@@ -1727,18 +1810,14 @@ def _fencode_txn_offset_commit_request_flexible(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "txn_offset_commit_request_flexible.topics")
     for item_ in topics:
-        own__txn_offset_commit_request_topic_flexible_ = type(item_) is TxnOffsetCommitRequestTopicFlexible
-        name_txn_offset_commit_request_topic_flexible_ = (
-            item_.name if own__txn_offset_commit_request_topic_flexible_ else getattr(item_, "name", "")
-        )
-        partitions_txn_offset_commit_request_topic_flexible_ = (
-            item_.partitions if own__txn_offset_commit_request_topic_flexible_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_txn_offset_commit_request_topic_flexible_ = (
-            item_.tagged_fields
-            if own__txn_offset_commit_request_topic_flexible_
-            else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is TxnOffsetCommitRequestTopicFlexible:
+            name_txn_offset_commit_request_topic_flexible_ = item_.name
+            partitions_txn_offset_commit_request_topic_flexible_ = item_.partitions
+            tagged_fields_txn_offset_commit_request_topic_flexible_ = item_.tagged_fields
+        else:
+            name_txn_offset_commit_request_topic_flexible_ = getattr(item_, "name", "")
+            partitions_txn_offset_commit_request_topic_flexible_ = getattr(item_, "partitions", None)
+            tagged_fields_txn_offset_commit_request_topic_flexible_ = getattr(item_, "tagged_fields", None)
         b__txn_offset_commit_request_topic_flexible_ = _STR_ENCODED.get(name_txn_offset_commit_request_topic_flexible_)
         name_txn_offset_commit_request_topic_flexible_ = (
             _encode_str(name_txn_offset_commit_request_topic_flexible_)
@@ -1763,34 +1842,28 @@ def _fencode_txn_offset_commit_request_flexible(obj, out, index, api_version):
                 "txn_offset_commit_request_topic_flexible.partitions",
             )
         for item__txn_offset_commit_request_topic_flexible_ in partitions_txn_offset_commit_request_topic_flexible_:
-            own__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_ = (
-                type(item__txn_offset_commit_request_topic_flexible_) is TxnOffsetCommitRequestPartitionFlexible
-            )
-            partition_index_txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_ = (
-                item__txn_offset_commit_request_topic_flexible_.partition_index
-                if own__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_
-                else getattr(item__txn_offset_commit_request_topic_flexible_, "partition_index", 0)
-            )
-            committed_offset_txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_ = (
-                item__txn_offset_commit_request_topic_flexible_.committed_offset
-                if own__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_
-                else getattr(item__txn_offset_commit_request_topic_flexible_, "committed_offset", 0)
-            )
-            committed_leader_epoch_txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_ = (
-                item__txn_offset_commit_request_topic_flexible_.committed_leader_epoch
-                if own__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_
-                else getattr(item__txn_offset_commit_request_topic_flexible_, "committed_leader_epoch", -1)
-            )
-            committed_metadata_txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_ = (
-                item__txn_offset_commit_request_topic_flexible_.committed_metadata
-                if own__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_
-                else getattr(item__txn_offset_commit_request_topic_flexible_, "committed_metadata", "")
-            )
-            tagged_fields_txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_ = (
-                item__txn_offset_commit_request_topic_flexible_.tagged_fields
-                if own__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_
-                else getattr(item__txn_offset_commit_request_topic_flexible_, "tagged_fields", None)
-            )
+            if type(item__txn_offset_commit_request_topic_flexible_) is TxnOffsetCommitRequestPartitionFlexible:
+                partition_index_txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_ = item__txn_offset_commit_request_topic_flexible_.partition_index
+                committed_offset_txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_ = item__txn_offset_commit_request_topic_flexible_.committed_offset
+                committed_leader_epoch_txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_ = item__txn_offset_commit_request_topic_flexible_.committed_leader_epoch
+                committed_metadata_txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_ = item__txn_offset_commit_request_topic_flexible_.committed_metadata
+                tagged_fields_txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_ = item__txn_offset_commit_request_topic_flexible_.tagged_fields
+            else:
+                partition_index_txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_ = getattr(
+                    item__txn_offset_commit_request_topic_flexible_, "partition_index", 0
+                )
+                committed_offset_txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_ = getattr(
+                    item__txn_offset_commit_request_topic_flexible_, "committed_offset", 0
+                )
+                committed_leader_epoch_txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_ = getattr(
+                    item__txn_offset_commit_request_topic_flexible_, "committed_leader_epoch", -1
+                )
+                committed_metadata_txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_ = getattr(
+                    item__txn_offset_commit_request_topic_flexible_, "committed_metadata", ""
+                )
+                tagged_fields_txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_ = getattr(
+                    item__txn_offset_commit_request_topic_flexible_, "tagged_fields", None
+                )
             out += _S4.pack(
                 partition_index_txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_,
                 committed_offset_txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_,
@@ -1831,27 +1904,37 @@ def _fencode_txn_offset_commit_request_flexible(obj, out, index, api_version):
                         "txn_offset_commit_request_partition_flexible.committed_metadata",
                     )
                 out += committed_metadata_txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_
-            tags__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_ = []
-            valid__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_ = None
+            if (
+                tagged_fields_txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_
+                or tagged_fields_txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_.__class__
+                is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_,
+                    "txn_offset_commit_request_partition_flexible.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if (
+            tagged_fields_txn_offset_commit_request_topic_flexible_
+            or tagged_fields_txn_offset_commit_request_topic_flexible_.__class__ is _TagSection
+        ):
             _write_tagged(
                 out,
-                tags__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_,
-                tagged_fields_txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_,
-                "txn_offset_commit_request_partition_flexible.tagged_fields",
-                valid__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_,
+                [],
+                tagged_fields_txn_offset_commit_request_topic_flexible_,
+                "txn_offset_commit_request_topic_flexible.tagged_fields",
+                None,
             )
-        tags__txn_offset_commit_request_topic_flexible_ = []
-        valid__txn_offset_commit_request_topic_flexible_ = None
-        _write_tagged(
-            out,
-            tags__txn_offset_commit_request_topic_flexible_,
-            tagged_fields_txn_offset_commit_request_topic_flexible_,
-            "txn_offset_commit_request_topic_flexible.tagged_fields",
-            valid__txn_offset_commit_request_topic_flexible_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "txn_offset_commit_request_flexible.tagged_fields", valid_)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "txn_offset_commit_request_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_txn_offset_commit_request_partition_v5(buf, pos, end, opts):
@@ -1900,36 +1983,39 @@ def _decode_txn_offset_commit_request_partition_v5(buf, pos, end, opts):
         committed_metadata = str(buf[pos : pos + n_committed_metadata], "utf-8", "surrogateescape")
         pos += n_committed_metadata
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_partition_v5.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="txn_offset_commit_request_partition_v5.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_partition_v5.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_partition_v5.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_partition_v5.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="txn_offset_commit_request_partition_v5.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_partition_v5.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_partition_v5.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="txn_offset_commit_request_partition_v5.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TxnOffsetCommitRequestPartitionV5(
         partition_index, committed_offset, committed_leader_epoch, committed_metadata, tagged_fields
     ), pos
@@ -1937,12 +2023,18 @@ def _decode_txn_offset_commit_request_partition_v5(buf, pos, end, opts):
 
 def _encode_txn_offset_commit_request_partition_v5(obj, out, index):
     """Append one txn_offset_commit_request_partition_v5 to out."""
-    own_ = type(obj) is TxnOffsetCommitRequestPartitionV5
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    committed_offset = obj.committed_offset if own_ else getattr(obj, "committed_offset", 0)
-    committed_leader_epoch = obj.committed_leader_epoch if own_ else getattr(obj, "committed_leader_epoch", -1)
-    committed_metadata = obj.committed_metadata if own_ else getattr(obj, "committed_metadata", "")
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TxnOffsetCommitRequestPartitionV5:
+        partition_index = obj.partition_index
+        committed_offset = obj.committed_offset
+        committed_leader_epoch = obj.committed_leader_epoch
+        committed_metadata = obj.committed_metadata
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        committed_offset = getattr(obj, "committed_offset", 0)
+        committed_leader_epoch = getattr(obj, "committed_leader_epoch", -1)
+        committed_metadata = getattr(obj, "committed_metadata", "")
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S4.pack(partition_index, committed_offset, committed_leader_epoch)
     if committed_metadata is None:
         out.append(0)
@@ -1956,9 +2048,10 @@ def _encode_txn_offset_commit_request_partition_v5(obj, out, index):
             _write_uvarint(out, n_ + 1, "txn_offset_commit_request_partition_v5.committed_metadata")
 
         out += committed_metadata
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "txn_offset_commit_request_partition_v5.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "txn_offset_commit_request_partition_v5.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_txn_offset_commit_request_topic_v5(buf, pos, end, opts):
@@ -2033,45 +2126,52 @@ def _decode_txn_offset_commit_request_topic_v5(buf, pos, end, opts):
             ) from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_topic_v5.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="txn_offset_commit_request_topic_v5.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_topic_v5.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_topic_v5.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_topic_v5.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="txn_offset_commit_request_topic_v5.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_topic_v5.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_topic_v5.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="txn_offset_commit_request_topic_v5.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TxnOffsetCommitRequestTopicV5(name, partitions, tagged_fields), pos
 
 
 def _encode_txn_offset_commit_request_topic_v5(obj, out, index):
     """Append one txn_offset_commit_request_topic_v5 to out."""
-    own_ = type(obj) is TxnOffsetCommitRequestTopicV5
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TxnOffsetCommitRequestTopicV5:
+        name = obj.name
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="txn_offset_commit_request_topic_v5.name")
     else:
@@ -2103,9 +2203,10 @@ def _encode_txn_offset_commit_request_topic_v5(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"txn_offset_commit_request_topic_v5.partitions[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "txn_offset_commit_request_topic_v5.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "txn_offset_commit_request_topic_v5.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_txn_offset_commit_request_v5(buf, pos, end, opts, api_version):
@@ -2301,36 +2402,39 @@ def _decode_txn_offset_commit_request_v5(buf, pos, end, opts, api_version):
                     path="txn_offset_commit_request_v5.topics",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_v5.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="txn_offset_commit_request_v5.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_v5.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_v5.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_v5.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="txn_offset_commit_request_v5.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_v5.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_v5.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="txn_offset_commit_request_v5.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TxnOffsetCommitRequestV5(
         transactional_id,
         group_id,
@@ -2569,65 +2673,75 @@ def _fdecode_txn_offset_commit_request_v5(buf, pos, end, opts, api_version):
                     )
                 pos += n_committed_metadata_txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_
             tagged_fields_txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_ = []
-            sec__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_ = pos
-            (
-                prev__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_,
-                odd__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_, pos = (
-                    _read_uvarint32(buf, pos, end, "txn_offset_commit_request_partition_v5.tagged_fields")
-                )
-            if n_tags__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="txn_offset_commit_request_partition_v5.tagged_fields",
-                )
-            for __txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_ in range(
-                n_tags__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_
-            ):
-                tag__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_, pos = _read_uvarint32(
-                    buf, pos, end, "txn_offset_commit_request_partition_v5.tagged_fields"
-                )
-                size__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_, pos = (
-                    _read_uvarint32(buf, pos, end, "txn_offset_commit_request_partition_v5.tagged_fields")
-                )
-                if size__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_} declares {size__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_} bytes, {end - pos} left",
+                sec__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_ = pos
+                (
+                    prev__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_,
+                    odd__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_, pos = (
+                        _read_uvarint32(buf, pos, end, "txn_offset_commit_request_partition_v5.tagged_fields")
+                    )
+                if (
+                    n_tags__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_
+                    > (end - pos) // 2
+                ):
+                    raise _InvalidValueError(
+                        f"{n_tags__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="txn_offset_commit_request_partition_v5.tagged_fields",
                     )
-                stop__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_ = (
-                    pos + size__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_
-                )
-                if (
-                    tag__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_
-                    <= prev__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_
+                for __txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_ in range(
+                    n_tags__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_
                 ):
-                    odd__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_ = True
-                prev__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_ = (
-                    tag__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_
-                )
-                tagged_fields_txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_.append(
-                    (
-                        tag__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_,
-                        bytes(
-                            buf[pos:stop__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_]
-                        ),
+                    tag__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_, pos = (
+                        _read_uvarint32(buf, pos, end, "txn_offset_commit_request_partition_v5.tagged_fields")
                     )
-                )
-                pos = stop__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_
-            if odd__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_:
-                tagged_fields_txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_ = _keep_tags(
-                    tagged_fields_txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_,
-                    buf[sec__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_:pos],
-                    (),
-                )
+                    size__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_, pos = (
+                        _read_uvarint32(buf, pos, end, "txn_offset_commit_request_partition_v5.tagged_fields")
+                    )
+                    if size__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_} declares {size__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="txn_offset_commit_request_partition_v5.tagged_fields",
+                        )
+                    stop__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_ = (
+                        pos + size__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_
+                    )
+                    if (
+                        tag__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_
+                        <= prev__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_
+                    ):
+                        odd__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_ = True
+                    prev__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_ = (
+                        tag__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_
+                    )
+                    tagged_fields_txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_.append(
+                        (
+                            tag__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_,
+                            bytes(
+                                buf[
+                                    pos:stop__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_
+                                ]
+                            ),
+                        )
+                    )
+                    pos = stop__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_
+                if odd__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_:
+                    tagged_fields_txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_ = (
+                        _keep_tags(
+                            tagged_fields_txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_,
+                            buf[sec__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_:pos],
+                            (),
+                        )
+                    )
             value__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_ = _new_object(
                 TxnOffsetCommitRequestPartitionV5
             )
@@ -2649,46 +2763,54 @@ def _fdecode_txn_offset_commit_request_v5(buf, pos, end, opts, api_version):
             )
             append_partitions_txn_offset_commit_request_topic_v5_(item__txn_offset_commit_request_topic_v5_)
         tagged_fields_txn_offset_commit_request_topic_v5_ = []
-        sec__txn_offset_commit_request_topic_v5_ = pos
-        prev__txn_offset_commit_request_topic_v5_, odd__txn_offset_commit_request_topic_v5_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__txn_offset_commit_request_topic_v5_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__txn_offset_commit_request_topic_v5_, pos = _read_uvarint32(
-                buf, pos, end, "txn_offset_commit_request_topic_v5.tagged_fields"
-            )
-        if n_tags__txn_offset_commit_request_topic_v5_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__txn_offset_commit_request_topic_v5_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="txn_offset_commit_request_topic_v5.tagged_fields",
-            )
-        for __txn_offset_commit_request_topic_v5_ in range(n_tags__txn_offset_commit_request_topic_v5_):
-            tag__txn_offset_commit_request_topic_v5_, pos = _read_uvarint32(
-                buf, pos, end, "txn_offset_commit_request_topic_v5.tagged_fields"
-            )
-            size__txn_offset_commit_request_topic_v5_, pos = _read_uvarint32(
-                buf, pos, end, "txn_offset_commit_request_topic_v5.tagged_fields"
-            )
-            if size__txn_offset_commit_request_topic_v5_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__txn_offset_commit_request_topic_v5_} declares {size__txn_offset_commit_request_topic_v5_} bytes, {end - pos} left",
+            sec__txn_offset_commit_request_topic_v5_ = pos
+            prev__txn_offset_commit_request_topic_v5_, odd__txn_offset_commit_request_topic_v5_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__txn_offset_commit_request_topic_v5_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__txn_offset_commit_request_topic_v5_, pos = _read_uvarint32(
+                    buf, pos, end, "txn_offset_commit_request_topic_v5.tagged_fields"
+                )
+            if n_tags__txn_offset_commit_request_topic_v5_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__txn_offset_commit_request_topic_v5_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="txn_offset_commit_request_topic_v5.tagged_fields",
                 )
-            stop__txn_offset_commit_request_topic_v5_ = pos + size__txn_offset_commit_request_topic_v5_
-            if tag__txn_offset_commit_request_topic_v5_ <= prev__txn_offset_commit_request_topic_v5_:
-                odd__txn_offset_commit_request_topic_v5_ = True
-            prev__txn_offset_commit_request_topic_v5_ = tag__txn_offset_commit_request_topic_v5_
-            tagged_fields_txn_offset_commit_request_topic_v5_.append(
-                (tag__txn_offset_commit_request_topic_v5_, bytes(buf[pos:stop__txn_offset_commit_request_topic_v5_]))
-            )
-            pos = stop__txn_offset_commit_request_topic_v5_
-        if odd__txn_offset_commit_request_topic_v5_:
-            tagged_fields_txn_offset_commit_request_topic_v5_ = _keep_tags(
-                tagged_fields_txn_offset_commit_request_topic_v5_, buf[sec__txn_offset_commit_request_topic_v5_:pos], ()
-            )
+            for __txn_offset_commit_request_topic_v5_ in range(n_tags__txn_offset_commit_request_topic_v5_):
+                tag__txn_offset_commit_request_topic_v5_, pos = _read_uvarint32(
+                    buf, pos, end, "txn_offset_commit_request_topic_v5.tagged_fields"
+                )
+                size__txn_offset_commit_request_topic_v5_, pos = _read_uvarint32(
+                    buf, pos, end, "txn_offset_commit_request_topic_v5.tagged_fields"
+                )
+                if size__txn_offset_commit_request_topic_v5_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__txn_offset_commit_request_topic_v5_} declares {size__txn_offset_commit_request_topic_v5_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="txn_offset_commit_request_topic_v5.tagged_fields",
+                    )
+                stop__txn_offset_commit_request_topic_v5_ = pos + size__txn_offset_commit_request_topic_v5_
+                if tag__txn_offset_commit_request_topic_v5_ <= prev__txn_offset_commit_request_topic_v5_:
+                    odd__txn_offset_commit_request_topic_v5_ = True
+                prev__txn_offset_commit_request_topic_v5_ = tag__txn_offset_commit_request_topic_v5_
+                tagged_fields_txn_offset_commit_request_topic_v5_.append(
+                    (
+                        tag__txn_offset_commit_request_topic_v5_,
+                        bytes(buf[pos:stop__txn_offset_commit_request_topic_v5_]),
+                    )
+                )
+                pos = stop__txn_offset_commit_request_topic_v5_
+            if odd__txn_offset_commit_request_topic_v5_:
+                tagged_fields_txn_offset_commit_request_topic_v5_ = _keep_tags(
+                    tagged_fields_txn_offset_commit_request_topic_v5_,
+                    buf[sec__txn_offset_commit_request_topic_v5_:pos],
+                    (),
+                )
         value__txn_offset_commit_request_topic_v5_ = _new_object(TxnOffsetCommitRequestTopicV5)
         value__txn_offset_commit_request_topic_v5_.name = name_txn_offset_commit_request_topic_v5_
         value__txn_offset_commit_request_topic_v5_.partitions = partitions_txn_offset_commit_request_topic_v5_
@@ -2700,36 +2822,39 @@ def _fdecode_txn_offset_commit_request_v5(buf, pos, end, opts, api_version):
             if budget_topics < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_v5.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="txn_offset_commit_request_v5.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_v5.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_v5.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_v5.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="txn_offset_commit_request_v5.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_v5.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_v5.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="txn_offset_commit_request_v5.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(TxnOffsetCommitRequestV5)
     value_.transactional_id = transactional_id
     value_.group_id = group_id
@@ -2750,16 +2875,26 @@ def _encode_txn_offset_commit_request_v5(obj, out, index, api_version):
             f"TxnOffsetCommitRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 5) and (<params>.api_version <= 5)))",
             path="txn_offset_commit_request_v5",
         )
-    own_ = type(obj) is TxnOffsetCommitRequestV5
-    transactional_id = obj.transactional_id if own_ else getattr(obj, "transactional_id", "")
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", 0)
-    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", 0)
-    generation_id = obj.generation_id if own_ else getattr(obj, "generation_id", -1)
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", None)
-    group_instance_id = obj.group_instance_id if own_ else getattr(obj, "group_instance_id", None)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TxnOffsetCommitRequestV5:
+        transactional_id = obj.transactional_id
+        group_id = obj.group_id
+        producer_id = obj.producer_id
+        producer_epoch = obj.producer_epoch
+        generation_id = obj.generation_id
+        member_id = obj.member_id
+        group_instance_id = obj.group_instance_id
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        transactional_id = getattr(obj, "transactional_id", "")
+        group_id = getattr(obj, "group_id", "")
+        producer_id = getattr(obj, "producer_id", 0)
+        producer_epoch = getattr(obj, "producer_epoch", 0)
+        generation_id = getattr(obj, "generation_id", -1)
+        member_id = getattr(obj, "member_id", None)
+        group_instance_id = getattr(obj, "group_instance_id", None)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if transactional_id is None:
         raise _InvalidValueError("may not be null", path="txn_offset_commit_request_v5.transactional_id")
     else:
@@ -2825,9 +2960,10 @@ def _encode_txn_offset_commit_request_v5(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"txn_offset_commit_request_v5.topics[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "txn_offset_commit_request_v5.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "txn_offset_commit_request_v5.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_txn_offset_commit_request_v5(obj, out, index, api_version):
@@ -2837,16 +2973,26 @@ def _fencode_txn_offset_commit_request_v5(obj, out, index, api_version):
             f"TxnOffsetCommitRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 5) and (<params>.api_version <= 5)))",
             path="txn_offset_commit_request_v5",
         )
-    own_ = type(obj) is TxnOffsetCommitRequestV5
-    transactional_id = obj.transactional_id if own_ else getattr(obj, "transactional_id", "")
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", 0)
-    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", 0)
-    generation_id = obj.generation_id if own_ else getattr(obj, "generation_id", -1)
-    member_id = obj.member_id if own_ else getattr(obj, "member_id", None)
-    group_instance_id = obj.group_instance_id if own_ else getattr(obj, "group_instance_id", None)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TxnOffsetCommitRequestV5:
+        transactional_id = obj.transactional_id
+        group_id = obj.group_id
+        producer_id = obj.producer_id
+        producer_epoch = obj.producer_epoch
+        generation_id = obj.generation_id
+        member_id = obj.member_id
+        group_instance_id = obj.group_instance_id
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:
+        transactional_id = getattr(obj, "transactional_id", "")
+        group_id = getattr(obj, "group_id", "")
+        producer_id = getattr(obj, "producer_id", 0)
+        producer_epoch = getattr(obj, "producer_epoch", 0)
+        generation_id = getattr(obj, "generation_id", -1)
+        member_id = getattr(obj, "member_id", None)
+        group_instance_id = getattr(obj, "group_instance_id", None)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     b_ = _STR_ENCODED.get(transactional_id)
     transactional_id = _encode_str(transactional_id) if b_ is None else b_
     n_ = len(transactional_id)
@@ -2889,16 +3035,14 @@ def _fencode_txn_offset_commit_request_v5(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "txn_offset_commit_request_v5.topics")
     for item_ in topics:
-        own__txn_offset_commit_request_topic_v5_ = type(item_) is TxnOffsetCommitRequestTopicV5
-        name_txn_offset_commit_request_topic_v5_ = (
-            item_.name if own__txn_offset_commit_request_topic_v5_ else getattr(item_, "name", "")
-        )
-        partitions_txn_offset_commit_request_topic_v5_ = (
-            item_.partitions if own__txn_offset_commit_request_topic_v5_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_txn_offset_commit_request_topic_v5_ = (
-            item_.tagged_fields if own__txn_offset_commit_request_topic_v5_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is TxnOffsetCommitRequestTopicV5:
+            name_txn_offset_commit_request_topic_v5_ = item_.name
+            partitions_txn_offset_commit_request_topic_v5_ = item_.partitions
+            tagged_fields_txn_offset_commit_request_topic_v5_ = item_.tagged_fields
+        else:
+            name_txn_offset_commit_request_topic_v5_ = getattr(item_, "name", "")
+            partitions_txn_offset_commit_request_topic_v5_ = getattr(item_, "partitions", None)
+            tagged_fields_txn_offset_commit_request_topic_v5_ = getattr(item_, "tagged_fields", None)
         b__txn_offset_commit_request_topic_v5_ = _STR_ENCODED.get(name_txn_offset_commit_request_topic_v5_)
         name_txn_offset_commit_request_topic_v5_ = (
             _encode_str(name_txn_offset_commit_request_topic_v5_)
@@ -2919,34 +3063,38 @@ def _fencode_txn_offset_commit_request_v5(obj, out, index, api_version):
                 out, n__txn_offset_commit_request_topic_v5_ + 1, "txn_offset_commit_request_topic_v5.partitions"
             )
         for item__txn_offset_commit_request_topic_v5_ in partitions_txn_offset_commit_request_topic_v5_:
-            own__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_ = (
-                type(item__txn_offset_commit_request_topic_v5_) is TxnOffsetCommitRequestPartitionV5
-            )
-            partition_index_txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_ = (
-                item__txn_offset_commit_request_topic_v5_.partition_index
-                if own__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_
-                else getattr(item__txn_offset_commit_request_topic_v5_, "partition_index", 0)
-            )
-            committed_offset_txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_ = (
-                item__txn_offset_commit_request_topic_v5_.committed_offset
-                if own__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_
-                else getattr(item__txn_offset_commit_request_topic_v5_, "committed_offset", 0)
-            )
-            committed_leader_epoch_txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_ = (
-                item__txn_offset_commit_request_topic_v5_.committed_leader_epoch
-                if own__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_
-                else getattr(item__txn_offset_commit_request_topic_v5_, "committed_leader_epoch", -1)
-            )
-            committed_metadata_txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_ = (
-                item__txn_offset_commit_request_topic_v5_.committed_metadata
-                if own__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_
-                else getattr(item__txn_offset_commit_request_topic_v5_, "committed_metadata", "")
-            )
-            tagged_fields_txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_ = (
-                item__txn_offset_commit_request_topic_v5_.tagged_fields
-                if own__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_
-                else getattr(item__txn_offset_commit_request_topic_v5_, "tagged_fields", None)
-            )
+            if type(item__txn_offset_commit_request_topic_v5_) is TxnOffsetCommitRequestPartitionV5:
+                partition_index_txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_ = (
+                    item__txn_offset_commit_request_topic_v5_.partition_index
+                )
+                committed_offset_txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_ = (
+                    item__txn_offset_commit_request_topic_v5_.committed_offset
+                )
+                committed_leader_epoch_txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_ = (
+                    item__txn_offset_commit_request_topic_v5_.committed_leader_epoch
+                )
+                committed_metadata_txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_ = (
+                    item__txn_offset_commit_request_topic_v5_.committed_metadata
+                )
+                tagged_fields_txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_ = (
+                    item__txn_offset_commit_request_topic_v5_.tagged_fields
+                )
+            else:
+                partition_index_txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_ = getattr(
+                    item__txn_offset_commit_request_topic_v5_, "partition_index", 0
+                )
+                committed_offset_txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_ = getattr(
+                    item__txn_offset_commit_request_topic_v5_, "committed_offset", 0
+                )
+                committed_leader_epoch_txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_ = (
+                    getattr(item__txn_offset_commit_request_topic_v5_, "committed_leader_epoch", -1)
+                )
+                committed_metadata_txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_ = (
+                    getattr(item__txn_offset_commit_request_topic_v5_, "committed_metadata", "")
+                )
+                tagged_fields_txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_ = getattr(
+                    item__txn_offset_commit_request_topic_v5_, "tagged_fields", None
+                )
             out += _S4.pack(
                 partition_index_txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_,
                 committed_offset_txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_,
@@ -2977,27 +3125,37 @@ def _fencode_txn_offset_commit_request_v5(obj, out, index, api_version):
                         "txn_offset_commit_request_partition_v5.committed_metadata",
                     )
                 out += committed_metadata_txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_
-            tags__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_ = []
-            valid__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_ = None
+            if (
+                tagged_fields_txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_
+                or tagged_fields_txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_.__class__
+                is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_,
+                    "txn_offset_commit_request_partition_v5.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if (
+            tagged_fields_txn_offset_commit_request_topic_v5_
+            or tagged_fields_txn_offset_commit_request_topic_v5_.__class__ is _TagSection
+        ):
             _write_tagged(
                 out,
-                tags__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_,
-                tagged_fields_txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_,
-                "txn_offset_commit_request_partition_v5.tagged_fields",
-                valid__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_,
+                [],
+                tagged_fields_txn_offset_commit_request_topic_v5_,
+                "txn_offset_commit_request_topic_v5.tagged_fields",
+                None,
             )
-        tags__txn_offset_commit_request_topic_v5_ = []
-        valid__txn_offset_commit_request_topic_v5_ = None
-        _write_tagged(
-            out,
-            tags__txn_offset_commit_request_topic_v5_,
-            tagged_fields_txn_offset_commit_request_topic_v5_,
-            "txn_offset_commit_request_topic_v5.tagged_fields",
-            valid__txn_offset_commit_request_topic_v5_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "txn_offset_commit_request_v5.tagged_fields", valid_)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "txn_offset_commit_request_v5.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_txn_offset_commit_request_by_version(buf, pos, end, opts, api_version):

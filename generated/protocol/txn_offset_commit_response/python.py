@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -82,9 +83,12 @@ def _decode_txn_offset_commit_response_partition(buf, pos, end, opts):
 
 def _encode_txn_offset_commit_response_partition(obj, out, index):
     """Append one txn_offset_commit_response_partition to out."""
-    own_ = type(obj) is TxnOffsetCommitResponsePartition
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
+    if type(obj) is TxnOffsetCommitResponsePartition:
+        partition_index = obj.partition_index
+        error_code = obj.error_code
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        error_code = getattr(obj, "error_code", 0)
     out += _S0.pack(partition_index, error_code)
 
 
@@ -148,9 +152,12 @@ def _decode_txn_offset_commit_response_topic(buf, pos, end, opts):
 
 def _encode_txn_offset_commit_response_topic(obj, out, index):
     """Append one txn_offset_commit_response_topic to out."""
-    own_ = type(obj) is TxnOffsetCommitResponseTopic
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
+    if type(obj) is TxnOffsetCommitResponseTopic:
+        name = obj.name
+        partitions = obj.partitions
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="txn_offset_commit_response_topic.name")
     else:
@@ -338,9 +345,12 @@ def _encode_txn_offset_commit_response(obj, out, index, api_version):
             f"TxnOffsetCommitResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 2))",
             path="txn_offset_commit_response",
         )
-    own_ = type(obj) is TxnOffsetCommitResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
+    if type(obj) is TxnOffsetCommitResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        topics = obj.topics
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        topics = getattr(obj, "topics", None)
     out += _S2.pack(throttle_time_ms)
     out += _S2.pack(len(topics))
     index_ = 0
@@ -362,19 +372,21 @@ def _fencode_txn_offset_commit_response(obj, out, index, api_version):
             f"TxnOffsetCommitResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 2))",
             path="txn_offset_commit_response",
         )
-    own_ = type(obj) is TxnOffsetCommitResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
+    if type(obj) is TxnOffsetCommitResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        topics = obj.topics
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        topics = getattr(obj, "topics", None)
     out += _S2.pack(throttle_time_ms)
     out += _S2.pack(len(topics))
     for item_ in topics:
-        own__txn_offset_commit_response_topic_ = type(item_) is TxnOffsetCommitResponseTopic
-        name_txn_offset_commit_response_topic_ = (
-            item_.name if own__txn_offset_commit_response_topic_ else getattr(item_, "name", "")
-        )
-        partitions_txn_offset_commit_response_topic_ = (
-            item_.partitions if own__txn_offset_commit_response_topic_ else getattr(item_, "partitions", None)
-        )
+        if type(item_) is TxnOffsetCommitResponseTopic:
+            name_txn_offset_commit_response_topic_ = item_.name
+            partitions_txn_offset_commit_response_topic_ = item_.partitions
+        else:
+            name_txn_offset_commit_response_topic_ = getattr(item_, "name", "")
+            partitions_txn_offset_commit_response_topic_ = getattr(item_, "partitions", None)
         b__txn_offset_commit_response_topic_ = _STR_ENCODED.get(name_txn_offset_commit_response_topic_)
         name_txn_offset_commit_response_topic_ = (
             _encode_str(name_txn_offset_commit_response_topic_)
@@ -385,19 +397,20 @@ def _fencode_txn_offset_commit_response(obj, out, index, api_version):
         out += name_txn_offset_commit_response_topic_
         out += _S2.pack(len(partitions_txn_offset_commit_response_topic_))
         for item__txn_offset_commit_response_topic_ in partitions_txn_offset_commit_response_topic_:
-            own__txn_offset_commit_response_partition__txn_offset_commit_response_topic_ = (
-                type(item__txn_offset_commit_response_topic_) is TxnOffsetCommitResponsePartition
-            )
-            partition_index_txn_offset_commit_response_partition__txn_offset_commit_response_topic_ = (
-                item__txn_offset_commit_response_topic_.partition_index
-                if own__txn_offset_commit_response_partition__txn_offset_commit_response_topic_
-                else getattr(item__txn_offset_commit_response_topic_, "partition_index", 0)
-            )
-            error_code_txn_offset_commit_response_partition__txn_offset_commit_response_topic_ = (
-                item__txn_offset_commit_response_topic_.error_code
-                if own__txn_offset_commit_response_partition__txn_offset_commit_response_topic_
-                else getattr(item__txn_offset_commit_response_topic_, "error_code", 0)
-            )
+            if type(item__txn_offset_commit_response_topic_) is TxnOffsetCommitResponsePartition:
+                partition_index_txn_offset_commit_response_partition__txn_offset_commit_response_topic_ = (
+                    item__txn_offset_commit_response_topic_.partition_index
+                )
+                error_code_txn_offset_commit_response_partition__txn_offset_commit_response_topic_ = (
+                    item__txn_offset_commit_response_topic_.error_code
+                )
+            else:
+                partition_index_txn_offset_commit_response_partition__txn_offset_commit_response_topic_ = getattr(
+                    item__txn_offset_commit_response_topic_, "partition_index", 0
+                )
+                error_code_txn_offset_commit_response_partition__txn_offset_commit_response_topic_ = getattr(
+                    item__txn_offset_commit_response_topic_, "error_code", 0
+                )
             out += _S0.pack(
                 partition_index_txn_offset_commit_response_partition__txn_offset_commit_response_topic_,
                 error_code_txn_offset_commit_response_partition__txn_offset_commit_response_topic_,
@@ -416,49 +429,57 @@ def _decode_txn_offset_commit_response_partition_flexible(buf, pos, end, opts):
     ) = _S0.unpack_from(buf, pos)
     pos += 6
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_partition_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="txn_offset_commit_response_partition_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_partition_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_partition_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_partition_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="txn_offset_commit_response_partition_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_partition_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_partition_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="txn_offset_commit_response_partition_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TxnOffsetCommitResponsePartitionFlexible(partition_index, error_code, tagged_fields), pos
 
 
 def _encode_txn_offset_commit_response_partition_flexible(obj, out, index):
     """Append one txn_offset_commit_response_partition_flexible to out."""
-    own_ = type(obj) is TxnOffsetCommitResponsePartitionFlexible
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TxnOffsetCommitResponsePartitionFlexible:
+        partition_index = obj.partition_index
+        error_code = obj.error_code
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        error_code = getattr(obj, "error_code", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition_index, error_code)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "txn_offset_commit_response_partition_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "txn_offset_commit_response_partition_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_txn_offset_commit_response_topic_flexible(buf, pos, end, opts):
@@ -537,45 +558,52 @@ def _decode_txn_offset_commit_response_topic_flexible(buf, pos, end, opts):
             ) from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_topic_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="txn_offset_commit_response_topic_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_topic_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_topic_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_topic_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="txn_offset_commit_response_topic_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_topic_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_topic_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="txn_offset_commit_response_topic_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TxnOffsetCommitResponseTopicFlexible(name, partitions, tagged_fields), pos
 
 
 def _encode_txn_offset_commit_response_topic_flexible(obj, out, index):
     """Append one txn_offset_commit_response_topic_flexible to out."""
-    own_ = type(obj) is TxnOffsetCommitResponseTopicFlexible
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TxnOffsetCommitResponseTopicFlexible:
+        name = obj.name
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="txn_offset_commit_response_topic_flexible.name")
     else:
@@ -609,9 +637,10 @@ def _encode_txn_offset_commit_response_topic_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"txn_offset_commit_response_topic_flexible.partitions[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "txn_offset_commit_response_topic_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "txn_offset_commit_response_topic_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_txn_offset_commit_response_flexible(buf, pos, end, opts, api_version):
@@ -687,36 +716,39 @@ def _decode_txn_offset_commit_response_flexible(buf, pos, end, opts, api_version
                     path="txn_offset_commit_response_flexible.topics",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="txn_offset_commit_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="txn_offset_commit_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="txn_offset_commit_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TxnOffsetCommitResponseFlexible(throttle_time_ms, topics, tagged_fields), pos
 
 
@@ -833,81 +865,88 @@ def _fdecode_txn_offset_commit_response_flexible(buf, pos, end, opts, api_versio
             ) = _S0.unpack_from(buf, pos)
             pos += 6
             tagged_fields_txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_ = []
-            sec__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_ = pos
-            (
-                prev__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_,
-                odd__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_ = buf[
-                    pos
-                ]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
+                sec__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_ = pos
                 (
-                    n_tags__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_,
-                    pos,
-                ) = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_partition_flexible.tagged_fields")
-            if (
-                n_tags__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_
-                > (end - pos) // 2
-            ):
-                raise _InvalidValueError(
-                    f"{n_tags__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="txn_offset_commit_response_partition_flexible.tagged_fields",
-                )
-            for __txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_ in range(
-                n_tags__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_
-            ):
-                tag__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_, pos = (
-                    _read_uvarint32(buf, pos, end, "txn_offset_commit_response_partition_flexible.tagged_fields")
-                )
-                size__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_, pos = (
-                    _read_uvarint32(buf, pos, end, "txn_offset_commit_response_partition_flexible.tagged_fields")
-                )
+                    prev__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_,
+                    odd__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_ = buf[
+                        pos
+                    ]
+                    pos += 1
+                else:
+                    (
+                        n_tags__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_,
+                        pos,
+                    ) = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_partition_flexible.tagged_fields")
                 if (
-                    size__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_
-                    > end - pos
+                    n_tags__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_
+                    > (end - pos) // 2
                 ):
-                    raise _TruncatedError(
-                        f"tag {tag__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_} declares {size__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_} bytes, {end - pos} left",
+                    raise _InvalidValueError(
+                        f"{n_tags__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="txn_offset_commit_response_partition_flexible.tagged_fields",
                     )
-                stop__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_ = (
-                    pos
-                    + size__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_
-                )
-                if (
-                    tag__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_
-                    <= prev__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_
+                for (
+                    __txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_
+                ) in range(
+                    n_tags__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_
                 ):
-                    odd__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_ = (
-                        True
-                    )
-                prev__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_ = (
-                    tag__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_
-                )
-                tagged_fields_txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_.append(
                     (
                         tag__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_,
-                        bytes(
-                            buf[
-                                pos:stop__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_
-                            ]
-                        ),
+                        pos,
+                    ) = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_partition_flexible.tagged_fields")
+                    (
+                        size__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_,
+                        pos,
+                    ) = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_partition_flexible.tagged_fields")
+                    if (
+                        size__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_
+                        > end - pos
+                    ):
+                        raise _TruncatedError(
+                            f"tag {tag__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_} declares {size__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="txn_offset_commit_response_partition_flexible.tagged_fields",
+                        )
+                    stop__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_ = (
+                        pos
+                        + size__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_
                     )
-                )
-                pos = stop__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_
-            if odd__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_:
-                tagged_fields_txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_ = _keep_tags(
-                    tagged_fields_txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_,
-                    buf[
-                        sec__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_:pos
-                    ],
-                    (),
-                )
+                    if (
+                        tag__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_
+                        <= prev__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_
+                    ):
+                        odd__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_ = True
+                    prev__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_ = (
+                        tag__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_
+                    )
+                    tagged_fields_txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_.append(
+                        (
+                            tag__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_,
+                            bytes(
+                                buf[
+                                    pos:stop__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_
+                                ]
+                            ),
+                        )
+                    )
+                    pos = (
+                        stop__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_
+                    )
+                if odd__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_:
+                    tagged_fields_txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_ = _keep_tags(
+                        tagged_fields_txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_,
+                        buf[
+                            sec__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_:pos
+                        ],
+                        (),
+                    )
             value__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_ = (
                 _new_object(TxnOffsetCommitResponsePartitionFlexible)
             )
@@ -921,51 +960,61 @@ def _fdecode_txn_offset_commit_response_flexible(buf, pos, end, opts, api_versio
                 item__txn_offset_commit_response_topic_flexible_
             )
         tagged_fields_txn_offset_commit_response_topic_flexible_ = []
-        sec__txn_offset_commit_response_topic_flexible_ = pos
-        prev__txn_offset_commit_response_topic_flexible_, odd__txn_offset_commit_response_topic_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__txn_offset_commit_response_topic_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__txn_offset_commit_response_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "txn_offset_commit_response_topic_flexible.tagged_fields"
+            sec__txn_offset_commit_response_topic_flexible_ = pos
+            prev__txn_offset_commit_response_topic_flexible_, odd__txn_offset_commit_response_topic_flexible_ = (
+                -1,
+                False,
             )
-        if n_tags__txn_offset_commit_response_topic_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__txn_offset_commit_response_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="txn_offset_commit_response_topic_flexible.tagged_fields",
-            )
-        for __txn_offset_commit_response_topic_flexible_ in range(n_tags__txn_offset_commit_response_topic_flexible_):
-            tag__txn_offset_commit_response_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "txn_offset_commit_response_topic_flexible.tagged_fields"
-            )
-            size__txn_offset_commit_response_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "txn_offset_commit_response_topic_flexible.tagged_fields"
-            )
-            if size__txn_offset_commit_response_topic_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__txn_offset_commit_response_topic_flexible_} declares {size__txn_offset_commit_response_topic_flexible_} bytes, {end - pos} left",
+            if pos < end and buf[pos] < 128:
+                n_tags__txn_offset_commit_response_topic_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__txn_offset_commit_response_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "txn_offset_commit_response_topic_flexible.tagged_fields"
+                )
+            if n_tags__txn_offset_commit_response_topic_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__txn_offset_commit_response_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="txn_offset_commit_response_topic_flexible.tagged_fields",
                 )
-            stop__txn_offset_commit_response_topic_flexible_ = pos + size__txn_offset_commit_response_topic_flexible_
-            if tag__txn_offset_commit_response_topic_flexible_ <= prev__txn_offset_commit_response_topic_flexible_:
-                odd__txn_offset_commit_response_topic_flexible_ = True
-            prev__txn_offset_commit_response_topic_flexible_ = tag__txn_offset_commit_response_topic_flexible_
-            tagged_fields_txn_offset_commit_response_topic_flexible_.append(
-                (
-                    tag__txn_offset_commit_response_topic_flexible_,
-                    bytes(buf[pos:stop__txn_offset_commit_response_topic_flexible_]),
+            for __txn_offset_commit_response_topic_flexible_ in range(
+                n_tags__txn_offset_commit_response_topic_flexible_
+            ):
+                tag__txn_offset_commit_response_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "txn_offset_commit_response_topic_flexible.tagged_fields"
                 )
-            )
-            pos = stop__txn_offset_commit_response_topic_flexible_
-        if odd__txn_offset_commit_response_topic_flexible_:
-            tagged_fields_txn_offset_commit_response_topic_flexible_ = _keep_tags(
-                tagged_fields_txn_offset_commit_response_topic_flexible_,
-                buf[sec__txn_offset_commit_response_topic_flexible_:pos],
-                (),
-            )
+                size__txn_offset_commit_response_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "txn_offset_commit_response_topic_flexible.tagged_fields"
+                )
+                if size__txn_offset_commit_response_topic_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__txn_offset_commit_response_topic_flexible_} declares {size__txn_offset_commit_response_topic_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="txn_offset_commit_response_topic_flexible.tagged_fields",
+                    )
+                stop__txn_offset_commit_response_topic_flexible_ = (
+                    pos + size__txn_offset_commit_response_topic_flexible_
+                )
+                if tag__txn_offset_commit_response_topic_flexible_ <= prev__txn_offset_commit_response_topic_flexible_:
+                    odd__txn_offset_commit_response_topic_flexible_ = True
+                prev__txn_offset_commit_response_topic_flexible_ = tag__txn_offset_commit_response_topic_flexible_
+                tagged_fields_txn_offset_commit_response_topic_flexible_.append(
+                    (
+                        tag__txn_offset_commit_response_topic_flexible_,
+                        bytes(buf[pos:stop__txn_offset_commit_response_topic_flexible_]),
+                    )
+                )
+                pos = stop__txn_offset_commit_response_topic_flexible_
+            if odd__txn_offset_commit_response_topic_flexible_:
+                tagged_fields_txn_offset_commit_response_topic_flexible_ = _keep_tags(
+                    tagged_fields_txn_offset_commit_response_topic_flexible_,
+                    buf[sec__txn_offset_commit_response_topic_flexible_:pos],
+                    (),
+                )
         value__txn_offset_commit_response_topic_flexible_ = _new_object(TxnOffsetCommitResponseTopicFlexible)
         value__txn_offset_commit_response_topic_flexible_.name = name_txn_offset_commit_response_topic_flexible_
         value__txn_offset_commit_response_topic_flexible_.partitions = (
@@ -981,36 +1030,39 @@ def _fdecode_txn_offset_commit_response_flexible(buf, pos, end, opts, api_versio
             if budget_topics < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="txn_offset_commit_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="txn_offset_commit_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="txn_offset_commit_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(TxnOffsetCommitResponseFlexible)
     value_.throttle_time_ms = throttle_time_ms
     value_.topics = topics
@@ -1025,10 +1077,14 @@ def _encode_txn_offset_commit_response_flexible(obj, out, index, api_version):
             f"TxnOffsetCommitResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 3) and (<params>.api_version <= 4)))",
             path="txn_offset_commit_response_flexible",
         )
-    own_ = type(obj) is TxnOffsetCommitResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TxnOffsetCommitResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(throttle_time_ms)
     n_ = len(topics)
     if -1 <= n_ < 0x3FFF:
@@ -1048,9 +1104,10 @@ def _encode_txn_offset_commit_response_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"txn_offset_commit_response_flexible.topics[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "txn_offset_commit_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "txn_offset_commit_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_txn_offset_commit_response_flexible(obj, out, index, api_version):
@@ -1060,10 +1117,14 @@ def _fencode_txn_offset_commit_response_flexible(obj, out, index, api_version):
             f"TxnOffsetCommitResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 3) and (<params>.api_version <= 4)))",
             path="txn_offset_commit_response_flexible",
         )
-    own_ = type(obj) is TxnOffsetCommitResponseFlexible
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TxnOffsetCommitResponseFlexible:
+        throttle_time_ms = obj.throttle_time_ms
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(throttle_time_ms)
     n_ = len(topics)
     if -1 <= n_ < 16383:
@@ -1071,18 +1132,14 @@ def _fencode_txn_offset_commit_response_flexible(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "txn_offset_commit_response_flexible.topics")
     for item_ in topics:
-        own__txn_offset_commit_response_topic_flexible_ = type(item_) is TxnOffsetCommitResponseTopicFlexible
-        name_txn_offset_commit_response_topic_flexible_ = (
-            item_.name if own__txn_offset_commit_response_topic_flexible_ else getattr(item_, "name", "")
-        )
-        partitions_txn_offset_commit_response_topic_flexible_ = (
-            item_.partitions if own__txn_offset_commit_response_topic_flexible_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_txn_offset_commit_response_topic_flexible_ = (
-            item_.tagged_fields
-            if own__txn_offset_commit_response_topic_flexible_
-            else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is TxnOffsetCommitResponseTopicFlexible:
+            name_txn_offset_commit_response_topic_flexible_ = item_.name
+            partitions_txn_offset_commit_response_topic_flexible_ = item_.partitions
+            tagged_fields_txn_offset_commit_response_topic_flexible_ = item_.tagged_fields
+        else:
+            name_txn_offset_commit_response_topic_flexible_ = getattr(item_, "name", "")
+            partitions_txn_offset_commit_response_topic_flexible_ = getattr(item_, "partitions", None)
+            tagged_fields_txn_offset_commit_response_topic_flexible_ = getattr(item_, "tagged_fields", None)
         b__txn_offset_commit_response_topic_flexible_ = _STR_ENCODED.get(
             name_txn_offset_commit_response_topic_flexible_
         )
@@ -1109,49 +1166,57 @@ def _fencode_txn_offset_commit_response_flexible(obj, out, index, api_version):
                 "txn_offset_commit_response_topic_flexible.partitions",
             )
         for item__txn_offset_commit_response_topic_flexible_ in partitions_txn_offset_commit_response_topic_flexible_:
-            own__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_ = (
-                type(item__txn_offset_commit_response_topic_flexible_) is TxnOffsetCommitResponsePartitionFlexible
-            )
-            partition_index_txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_ = (
-                item__txn_offset_commit_response_topic_flexible_.partition_index
-                if own__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_
-                else getattr(item__txn_offset_commit_response_topic_flexible_, "partition_index", 0)
-            )
-            error_code_txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_ = (
-                item__txn_offset_commit_response_topic_flexible_.error_code
-                if own__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_
-                else getattr(item__txn_offset_commit_response_topic_flexible_, "error_code", 0)
-            )
-            tagged_fields_txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_ = (
-                item__txn_offset_commit_response_topic_flexible_.tagged_fields
-                if own__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_
-                else getattr(item__txn_offset_commit_response_topic_flexible_, "tagged_fields", None)
-            )
+            if type(item__txn_offset_commit_response_topic_flexible_) is TxnOffsetCommitResponsePartitionFlexible:
+                partition_index_txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_ = item__txn_offset_commit_response_topic_flexible_.partition_index
+                error_code_txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_ = (
+                    item__txn_offset_commit_response_topic_flexible_.error_code
+                )
+                tagged_fields_txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_ = item__txn_offset_commit_response_topic_flexible_.tagged_fields
+            else:
+                partition_index_txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_ = getattr(
+                    item__txn_offset_commit_response_topic_flexible_, "partition_index", 0
+                )
+                error_code_txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_ = (
+                    getattr(item__txn_offset_commit_response_topic_flexible_, "error_code", 0)
+                )
+                tagged_fields_txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_ = getattr(
+                    item__txn_offset_commit_response_topic_flexible_, "tagged_fields", None
+                )
             out += _S0.pack(
                 partition_index_txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_,
                 error_code_txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_,
             )
-            tags__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_ = []
-            valid__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_ = None
+            if (
+                tagged_fields_txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_
+                or tagged_fields_txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_.__class__
+                is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_,
+                    "txn_offset_commit_response_partition_flexible.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if (
+            tagged_fields_txn_offset_commit_response_topic_flexible_
+            or tagged_fields_txn_offset_commit_response_topic_flexible_.__class__ is _TagSection
+        ):
             _write_tagged(
                 out,
-                tags__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_,
-                tagged_fields_txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_,
-                "txn_offset_commit_response_partition_flexible.tagged_fields",
-                valid__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_,
+                [],
+                tagged_fields_txn_offset_commit_response_topic_flexible_,
+                "txn_offset_commit_response_topic_flexible.tagged_fields",
+                None,
             )
-        tags__txn_offset_commit_response_topic_flexible_ = []
-        valid__txn_offset_commit_response_topic_flexible_ = None
-        _write_tagged(
-            out,
-            tags__txn_offset_commit_response_topic_flexible_,
-            tagged_fields_txn_offset_commit_response_topic_flexible_,
-            "txn_offset_commit_response_topic_flexible.tagged_fields",
-            valid__txn_offset_commit_response_topic_flexible_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "txn_offset_commit_response_flexible.tagged_fields", valid_)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "txn_offset_commit_response_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_txn_offset_commit_response_partition_v5(buf, pos, end, opts):
@@ -1166,49 +1231,57 @@ def _decode_txn_offset_commit_response_partition_v5(buf, pos, end, opts):
     ) = _S0.unpack_from(buf, pos)
     pos += 6
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_partition_v5.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="txn_offset_commit_response_partition_v5.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_partition_v5.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_partition_v5.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_partition_v5.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="txn_offset_commit_response_partition_v5.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_partition_v5.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_partition_v5.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="txn_offset_commit_response_partition_v5.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TxnOffsetCommitResponsePartitionV5(partition_index, error_code, tagged_fields), pos
 
 
 def _encode_txn_offset_commit_response_partition_v5(obj, out, index):
     """Append one txn_offset_commit_response_partition_v5 to out."""
-    own_ = type(obj) is TxnOffsetCommitResponsePartitionV5
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TxnOffsetCommitResponsePartitionV5:
+        partition_index = obj.partition_index
+        error_code = obj.error_code
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        error_code = getattr(obj, "error_code", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition_index, error_code)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "txn_offset_commit_response_partition_v5.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "txn_offset_commit_response_partition_v5.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_txn_offset_commit_response_topic_v5(buf, pos, end, opts):
@@ -1285,45 +1358,52 @@ def _decode_txn_offset_commit_response_topic_v5(buf, pos, end, opts):
             ) from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_topic_v5.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="txn_offset_commit_response_topic_v5.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_topic_v5.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_topic_v5.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_topic_v5.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="txn_offset_commit_response_topic_v5.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_topic_v5.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_topic_v5.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="txn_offset_commit_response_topic_v5.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TxnOffsetCommitResponseTopicV5(name, partitions, tagged_fields), pos
 
 
 def _encode_txn_offset_commit_response_topic_v5(obj, out, index):
     """Append one txn_offset_commit_response_topic_v5 to out."""
-    own_ = type(obj) is TxnOffsetCommitResponseTopicV5
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TxnOffsetCommitResponseTopicV5:
+        name = obj.name
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="txn_offset_commit_response_topic_v5.name")
     else:
@@ -1355,9 +1435,10 @@ def _encode_txn_offset_commit_response_topic_v5(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"txn_offset_commit_response_topic_v5.partitions[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "txn_offset_commit_response_topic_v5.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "txn_offset_commit_response_topic_v5.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_txn_offset_commit_response_v5(buf, pos, end, opts, api_version):
@@ -1427,36 +1508,39 @@ def _decode_txn_offset_commit_response_v5(buf, pos, end, opts, api_version):
                     path="txn_offset_commit_response_v5.topics",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_v5.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="txn_offset_commit_response_v5.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_v5.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_v5.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_v5.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="txn_offset_commit_response_v5.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_v5.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_v5.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="txn_offset_commit_response_v5.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TxnOffsetCommitResponseV5(throttle_time_ms, topics, tagged_fields), pos
 
 
@@ -1560,67 +1644,75 @@ def _fdecode_txn_offset_commit_response_v5(buf, pos, end, opts, api_version):
             ) = _S0.unpack_from(buf, pos)
             pos += 6
             tagged_fields_txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_ = []
-            sec__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_ = pos
-            (
-                prev__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_,
-                odd__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_, pos = (
-                    _read_uvarint32(buf, pos, end, "txn_offset_commit_response_partition_v5.tagged_fields")
-                )
-            if n_tags__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="txn_offset_commit_response_partition_v5.tagged_fields",
-                )
-            for __txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_ in range(
-                n_tags__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_
-            ):
-                tag__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_, pos = (
-                    _read_uvarint32(buf, pos, end, "txn_offset_commit_response_partition_v5.tagged_fields")
-                )
-                size__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_, pos = (
-                    _read_uvarint32(buf, pos, end, "txn_offset_commit_response_partition_v5.tagged_fields")
-                )
-                if size__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_} declares {size__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_} bytes, {end - pos} left",
+                sec__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_ = pos
+                (
+                    prev__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_,
+                    odd__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_, pos = (
+                        _read_uvarint32(buf, pos, end, "txn_offset_commit_response_partition_v5.tagged_fields")
+                    )
+                if (
+                    n_tags__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_
+                    > (end - pos) // 2
+                ):
+                    raise _InvalidValueError(
+                        f"{n_tags__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="txn_offset_commit_response_partition_v5.tagged_fields",
                     )
-                stop__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_ = (
-                    pos + size__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_
-                )
-                if (
-                    tag__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_
-                    <= prev__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_
+                for __txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_ in range(
+                    n_tags__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_
                 ):
-                    odd__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_ = True
-                prev__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_ = (
-                    tag__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_
-                )
-                tagged_fields_txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_.append(
-                    (
-                        tag__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_,
-                        bytes(
-                            buf[pos:stop__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_]
-                        ),
+                    tag__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_, pos = (
+                        _read_uvarint32(buf, pos, end, "txn_offset_commit_response_partition_v5.tagged_fields")
                     )
-                )
-                pos = stop__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_
-            if odd__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_:
-                tagged_fields_txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_ = (
-                    _keep_tags(
-                        tagged_fields_txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_,
-                        buf[sec__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_:pos],
-                        (),
+                    size__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_, pos = (
+                        _read_uvarint32(buf, pos, end, "txn_offset_commit_response_partition_v5.tagged_fields")
                     )
-                )
+                    if size__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_} declares {size__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="txn_offset_commit_response_partition_v5.tagged_fields",
+                        )
+                    stop__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_ = (
+                        pos + size__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_
+                    )
+                    if (
+                        tag__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_
+                        <= prev__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_
+                    ):
+                        odd__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_ = True
+                    prev__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_ = (
+                        tag__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_
+                    )
+                    tagged_fields_txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_.append(
+                        (
+                            tag__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_,
+                            bytes(
+                                buf[
+                                    pos:stop__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_
+                                ]
+                            ),
+                        )
+                    )
+                    pos = stop__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_
+                if odd__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_:
+                    tagged_fields_txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_ = (
+                        _keep_tags(
+                            tagged_fields_txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_,
+                            buf[sec__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_:pos],
+                            (),
+                        )
+                    )
             value__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_ = _new_object(
                 TxnOffsetCommitResponsePartitionV5
             )
@@ -1638,48 +1730,54 @@ def _fdecode_txn_offset_commit_response_v5(buf, pos, end, opts, api_version):
             )
             append_partitions_txn_offset_commit_response_topic_v5_(item__txn_offset_commit_response_topic_v5_)
         tagged_fields_txn_offset_commit_response_topic_v5_ = []
-        sec__txn_offset_commit_response_topic_v5_ = pos
-        prev__txn_offset_commit_response_topic_v5_, odd__txn_offset_commit_response_topic_v5_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__txn_offset_commit_response_topic_v5_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__txn_offset_commit_response_topic_v5_, pos = _read_uvarint32(
-                buf, pos, end, "txn_offset_commit_response_topic_v5.tagged_fields"
-            )
-        if n_tags__txn_offset_commit_response_topic_v5_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__txn_offset_commit_response_topic_v5_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="txn_offset_commit_response_topic_v5.tagged_fields",
-            )
-        for __txn_offset_commit_response_topic_v5_ in range(n_tags__txn_offset_commit_response_topic_v5_):
-            tag__txn_offset_commit_response_topic_v5_, pos = _read_uvarint32(
-                buf, pos, end, "txn_offset_commit_response_topic_v5.tagged_fields"
-            )
-            size__txn_offset_commit_response_topic_v5_, pos = _read_uvarint32(
-                buf, pos, end, "txn_offset_commit_response_topic_v5.tagged_fields"
-            )
-            if size__txn_offset_commit_response_topic_v5_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__txn_offset_commit_response_topic_v5_} declares {size__txn_offset_commit_response_topic_v5_} bytes, {end - pos} left",
+            sec__txn_offset_commit_response_topic_v5_ = pos
+            prev__txn_offset_commit_response_topic_v5_, odd__txn_offset_commit_response_topic_v5_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__txn_offset_commit_response_topic_v5_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__txn_offset_commit_response_topic_v5_, pos = _read_uvarint32(
+                    buf, pos, end, "txn_offset_commit_response_topic_v5.tagged_fields"
+                )
+            if n_tags__txn_offset_commit_response_topic_v5_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__txn_offset_commit_response_topic_v5_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="txn_offset_commit_response_topic_v5.tagged_fields",
                 )
-            stop__txn_offset_commit_response_topic_v5_ = pos + size__txn_offset_commit_response_topic_v5_
-            if tag__txn_offset_commit_response_topic_v5_ <= prev__txn_offset_commit_response_topic_v5_:
-                odd__txn_offset_commit_response_topic_v5_ = True
-            prev__txn_offset_commit_response_topic_v5_ = tag__txn_offset_commit_response_topic_v5_
-            tagged_fields_txn_offset_commit_response_topic_v5_.append(
-                (tag__txn_offset_commit_response_topic_v5_, bytes(buf[pos:stop__txn_offset_commit_response_topic_v5_]))
-            )
-            pos = stop__txn_offset_commit_response_topic_v5_
-        if odd__txn_offset_commit_response_topic_v5_:
-            tagged_fields_txn_offset_commit_response_topic_v5_ = _keep_tags(
-                tagged_fields_txn_offset_commit_response_topic_v5_,
-                buf[sec__txn_offset_commit_response_topic_v5_:pos],
-                (),
-            )
+            for __txn_offset_commit_response_topic_v5_ in range(n_tags__txn_offset_commit_response_topic_v5_):
+                tag__txn_offset_commit_response_topic_v5_, pos = _read_uvarint32(
+                    buf, pos, end, "txn_offset_commit_response_topic_v5.tagged_fields"
+                )
+                size__txn_offset_commit_response_topic_v5_, pos = _read_uvarint32(
+                    buf, pos, end, "txn_offset_commit_response_topic_v5.tagged_fields"
+                )
+                if size__txn_offset_commit_response_topic_v5_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__txn_offset_commit_response_topic_v5_} declares {size__txn_offset_commit_response_topic_v5_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="txn_offset_commit_response_topic_v5.tagged_fields",
+                    )
+                stop__txn_offset_commit_response_topic_v5_ = pos + size__txn_offset_commit_response_topic_v5_
+                if tag__txn_offset_commit_response_topic_v5_ <= prev__txn_offset_commit_response_topic_v5_:
+                    odd__txn_offset_commit_response_topic_v5_ = True
+                prev__txn_offset_commit_response_topic_v5_ = tag__txn_offset_commit_response_topic_v5_
+                tagged_fields_txn_offset_commit_response_topic_v5_.append(
+                    (
+                        tag__txn_offset_commit_response_topic_v5_,
+                        bytes(buf[pos:stop__txn_offset_commit_response_topic_v5_]),
+                    )
+                )
+                pos = stop__txn_offset_commit_response_topic_v5_
+            if odd__txn_offset_commit_response_topic_v5_:
+                tagged_fields_txn_offset_commit_response_topic_v5_ = _keep_tags(
+                    tagged_fields_txn_offset_commit_response_topic_v5_,
+                    buf[sec__txn_offset_commit_response_topic_v5_:pos],
+                    (),
+                )
         value__txn_offset_commit_response_topic_v5_ = _new_object(TxnOffsetCommitResponseTopicV5)
         value__txn_offset_commit_response_topic_v5_.name = name_txn_offset_commit_response_topic_v5_
         value__txn_offset_commit_response_topic_v5_.partitions = partitions_txn_offset_commit_response_topic_v5_
@@ -1691,36 +1789,39 @@ def _fdecode_txn_offset_commit_response_v5(buf, pos, end, opts, api_version):
             if budget_topics < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_v5.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="txn_offset_commit_response_v5.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_v5.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_v5.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_v5.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="txn_offset_commit_response_v5.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_v5.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_v5.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="txn_offset_commit_response_v5.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(TxnOffsetCommitResponseV5)
     value_.throttle_time_ms = throttle_time_ms
     value_.topics = topics
@@ -1735,10 +1836,14 @@ def _encode_txn_offset_commit_response_v5(obj, out, index, api_version):
             f"TxnOffsetCommitResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 5) and (<params>.api_version <= 5)))",
             path="txn_offset_commit_response_v5",
         )
-    own_ = type(obj) is TxnOffsetCommitResponseV5
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TxnOffsetCommitResponseV5:
+        throttle_time_ms = obj.throttle_time_ms
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(throttle_time_ms)
     n_ = len(topics)
     if -1 <= n_ < 0x3FFF:
@@ -1758,9 +1863,10 @@ def _encode_txn_offset_commit_response_v5(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"txn_offset_commit_response_v5.topics[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "txn_offset_commit_response_v5.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "txn_offset_commit_response_v5.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_txn_offset_commit_response_v5(obj, out, index, api_version):
@@ -1770,10 +1876,14 @@ def _fencode_txn_offset_commit_response_v5(obj, out, index, api_version):
             f"TxnOffsetCommitResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 5) and (<params>.api_version <= 5)))",
             path="txn_offset_commit_response_v5",
         )
-    own_ = type(obj) is TxnOffsetCommitResponseV5
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TxnOffsetCommitResponseV5:
+        throttle_time_ms = obj.throttle_time_ms
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(throttle_time_ms)
     n_ = len(topics)
     if -1 <= n_ < 16383:
@@ -1781,16 +1891,14 @@ def _fencode_txn_offset_commit_response_v5(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "txn_offset_commit_response_v5.topics")
     for item_ in topics:
-        own__txn_offset_commit_response_topic_v5_ = type(item_) is TxnOffsetCommitResponseTopicV5
-        name_txn_offset_commit_response_topic_v5_ = (
-            item_.name if own__txn_offset_commit_response_topic_v5_ else getattr(item_, "name", "")
-        )
-        partitions_txn_offset_commit_response_topic_v5_ = (
-            item_.partitions if own__txn_offset_commit_response_topic_v5_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_txn_offset_commit_response_topic_v5_ = (
-            item_.tagged_fields if own__txn_offset_commit_response_topic_v5_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is TxnOffsetCommitResponseTopicV5:
+            name_txn_offset_commit_response_topic_v5_ = item_.name
+            partitions_txn_offset_commit_response_topic_v5_ = item_.partitions
+            tagged_fields_txn_offset_commit_response_topic_v5_ = item_.tagged_fields
+        else:
+            name_txn_offset_commit_response_topic_v5_ = getattr(item_, "name", "")
+            partitions_txn_offset_commit_response_topic_v5_ = getattr(item_, "partitions", None)
+            tagged_fields_txn_offset_commit_response_topic_v5_ = getattr(item_, "tagged_fields", None)
         b__txn_offset_commit_response_topic_v5_ = _STR_ENCODED.get(name_txn_offset_commit_response_topic_v5_)
         name_txn_offset_commit_response_topic_v5_ = (
             _encode_str(name_txn_offset_commit_response_topic_v5_)
@@ -1811,49 +1919,61 @@ def _fencode_txn_offset_commit_response_v5(obj, out, index, api_version):
                 out, n__txn_offset_commit_response_topic_v5_ + 1, "txn_offset_commit_response_topic_v5.partitions"
             )
         for item__txn_offset_commit_response_topic_v5_ in partitions_txn_offset_commit_response_topic_v5_:
-            own__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_ = (
-                type(item__txn_offset_commit_response_topic_v5_) is TxnOffsetCommitResponsePartitionV5
-            )
-            partition_index_txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_ = (
-                item__txn_offset_commit_response_topic_v5_.partition_index
-                if own__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_
-                else getattr(item__txn_offset_commit_response_topic_v5_, "partition_index", 0)
-            )
-            error_code_txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_ = (
-                item__txn_offset_commit_response_topic_v5_.error_code
-                if own__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_
-                else getattr(item__txn_offset_commit_response_topic_v5_, "error_code", 0)
-            )
-            tagged_fields_txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_ = (
-                item__txn_offset_commit_response_topic_v5_.tagged_fields
-                if own__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_
-                else getattr(item__txn_offset_commit_response_topic_v5_, "tagged_fields", None)
-            )
+            if type(item__txn_offset_commit_response_topic_v5_) is TxnOffsetCommitResponsePartitionV5:
+                partition_index_txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_ = (
+                    item__txn_offset_commit_response_topic_v5_.partition_index
+                )
+                error_code_txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_ = (
+                    item__txn_offset_commit_response_topic_v5_.error_code
+                )
+                tagged_fields_txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_ = (
+                    item__txn_offset_commit_response_topic_v5_.tagged_fields
+                )
+            else:
+                partition_index_txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_ = getattr(
+                    item__txn_offset_commit_response_topic_v5_, "partition_index", 0
+                )
+                error_code_txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_ = getattr(
+                    item__txn_offset_commit_response_topic_v5_, "error_code", 0
+                )
+                tagged_fields_txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_ = getattr(
+                    item__txn_offset_commit_response_topic_v5_, "tagged_fields", None
+                )
             out += _S0.pack(
                 partition_index_txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_,
                 error_code_txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_,
             )
-            tags__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_ = []
-            valid__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_ = None
+            if (
+                tagged_fields_txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_
+                or tagged_fields_txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_.__class__
+                is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_,
+                    "txn_offset_commit_response_partition_v5.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if (
+            tagged_fields_txn_offset_commit_response_topic_v5_
+            or tagged_fields_txn_offset_commit_response_topic_v5_.__class__ is _TagSection
+        ):
             _write_tagged(
                 out,
-                tags__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_,
-                tagged_fields_txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_,
-                "txn_offset_commit_response_partition_v5.tagged_fields",
-                valid__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_,
+                [],
+                tagged_fields_txn_offset_commit_response_topic_v5_,
+                "txn_offset_commit_response_topic_v5.tagged_fields",
+                None,
             )
-        tags__txn_offset_commit_response_topic_v5_ = []
-        valid__txn_offset_commit_response_topic_v5_ = None
-        _write_tagged(
-            out,
-            tags__txn_offset_commit_response_topic_v5_,
-            tagged_fields_txn_offset_commit_response_topic_v5_,
-            "txn_offset_commit_response_topic_v5.tagged_fields",
-            valid__txn_offset_commit_response_topic_v5_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "txn_offset_commit_response_v5.tagged_fields", valid_)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "txn_offset_commit_response_v5.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_txn_offset_commit_response_by_version(buf, pos, end, opts, api_version):

@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -105,47 +106,56 @@ def _decode_feature_update_key(buf, pos, end, opts, api_version):
     else:
         upgrade_type = 1
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "feature_update_key.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="feature_update_key.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "feature_update_key.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "feature_update_key.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "feature_update_key.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="feature_update_key.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "feature_update_key.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "feature_update_key.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="feature_update_key.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return FeatureUpdateKey(feature, max_version_level, allow_downgrade, upgrade_type, tagged_fields), pos
 
 
 def _encode_feature_update_key(obj, out, index, api_version):
     """Append one feature_update_key to out."""
-    own_ = type(obj) is FeatureUpdateKey
-    feature = obj.feature if own_ else getattr(obj, "feature", "")
-    max_version_level = obj.max_version_level if own_ else getattr(obj, "max_version_level", 0)
-    allow_downgrade = obj.allow_downgrade if own_ else getattr(obj, "allow_downgrade", False)
-    upgrade_type = obj.upgrade_type if own_ else getattr(obj, "upgrade_type", 1)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is FeatureUpdateKey:
+        feature = obj.feature
+        max_version_level = obj.max_version_level
+        allow_downgrade = obj.allow_downgrade
+        upgrade_type = obj.upgrade_type
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        feature = getattr(obj, "feature", "")
+        max_version_level = getattr(obj, "max_version_level", 0)
+        allow_downgrade = getattr(obj, "allow_downgrade", False)
+        upgrade_type = getattr(obj, "upgrade_type", 1)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if feature is None:
         raise _InvalidValueError("may not be null", path="feature_update_key.feature")
     else:
@@ -166,9 +176,10 @@ def _encode_feature_update_key(obj, out, index, api_version):
             out.append(upgrade_type & 0xFF)
         else:
             raise _InvalidValueError(f"{upgrade_type} does not fit int8", path="feature_update_key.upgrade_type")
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "feature_update_key.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "feature_update_key.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_update_features_request(buf, pos, end, opts, api_version):
@@ -237,36 +248,39 @@ def _decode_update_features_request(buf, pos, end, opts, api_version):
     else:
         validate_only = False
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "update_features_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="update_features_request.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "update_features_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "update_features_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "update_features_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="update_features_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "update_features_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "update_features_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="update_features_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return UpdateFeaturesRequest(timeout_ms, feature_updates, validate_only, tagged_fields), pos
 
 
@@ -344,40 +358,43 @@ def _fdecode_update_features_request(buf, pos, end, opts, api_version):
         else:
             upgrade_type_feature_update_key_ = 1
         tagged_fields_feature_update_key_ = []
-        sec__feature_update_key_ = pos
-        prev__feature_update_key_, odd__feature_update_key_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__feature_update_key_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__feature_update_key_, pos = _read_uvarint32(buf, pos, end, "feature_update_key.tagged_fields")
-        if n_tags__feature_update_key_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__feature_update_key_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="feature_update_key.tagged_fields",
-            )
-        for __feature_update_key_ in range(n_tags__feature_update_key_):
-            tag__feature_update_key_, pos = _read_uvarint32(buf, pos, end, "feature_update_key.tagged_fields")
-            size__feature_update_key_, pos = _read_uvarint32(buf, pos, end, "feature_update_key.tagged_fields")
-            if size__feature_update_key_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__feature_update_key_} declares {size__feature_update_key_} bytes, {end - pos} left",
+            sec__feature_update_key_ = pos
+            prev__feature_update_key_, odd__feature_update_key_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__feature_update_key_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__feature_update_key_, pos = _read_uvarint32(buf, pos, end, "feature_update_key.tagged_fields")
+            if n_tags__feature_update_key_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__feature_update_key_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="feature_update_key.tagged_fields",
                 )
-            stop__feature_update_key_ = pos + size__feature_update_key_
-            if tag__feature_update_key_ <= prev__feature_update_key_:
-                odd__feature_update_key_ = True
-            prev__feature_update_key_ = tag__feature_update_key_
-            tagged_fields_feature_update_key_.append(
-                (tag__feature_update_key_, bytes(buf[pos:stop__feature_update_key_]))
-            )
-            pos = stop__feature_update_key_
-        if odd__feature_update_key_:
-            tagged_fields_feature_update_key_ = _keep_tags(
-                tagged_fields_feature_update_key_, buf[sec__feature_update_key_:pos], ()
-            )
+            for __feature_update_key_ in range(n_tags__feature_update_key_):
+                tag__feature_update_key_, pos = _read_uvarint32(buf, pos, end, "feature_update_key.tagged_fields")
+                size__feature_update_key_, pos = _read_uvarint32(buf, pos, end, "feature_update_key.tagged_fields")
+                if size__feature_update_key_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__feature_update_key_} declares {size__feature_update_key_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="feature_update_key.tagged_fields",
+                    )
+                stop__feature_update_key_ = pos + size__feature_update_key_
+                if tag__feature_update_key_ <= prev__feature_update_key_:
+                    odd__feature_update_key_ = True
+                prev__feature_update_key_ = tag__feature_update_key_
+                tagged_fields_feature_update_key_.append(
+                    (tag__feature_update_key_, bytes(buf[pos:stop__feature_update_key_]))
+                )
+                pos = stop__feature_update_key_
+            if odd__feature_update_key_:
+                tagged_fields_feature_update_key_ = _keep_tags(
+                    tagged_fields_feature_update_key_, buf[sec__feature_update_key_:pos], ()
+                )
         value__feature_update_key_ = _new_object(FeatureUpdateKey)
         value__feature_update_key_.feature = feature_feature_update_key_
         value__feature_update_key_.max_version_level = max_version_level_feature_update_key_
@@ -392,36 +409,39 @@ def _fdecode_update_features_request(buf, pos, end, opts, api_version):
     else:
         validate_only = False
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "update_features_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="update_features_request.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "update_features_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "update_features_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "update_features_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="update_features_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "update_features_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "update_features_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="update_features_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(UpdateFeaturesRequest)
     value_.timeout_ms = timeout_ms
     value_.feature_updates = feature_updates
@@ -437,11 +457,16 @@ def _encode_update_features_request(obj, out, index, api_version):
             f"UpdateFeaturesRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 2))",
             path="update_features_request",
         )
-    own_ = type(obj) is UpdateFeaturesRequest
-    timeout_ms = obj.timeout_ms if own_ else getattr(obj, "timeout_ms", 60000)
-    feature_updates = obj.feature_updates if own_ else getattr(obj, "feature_updates", None)
-    validate_only = obj.validate_only if own_ else getattr(obj, "validate_only", False)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is UpdateFeaturesRequest:
+        timeout_ms = obj.timeout_ms
+        feature_updates = obj.feature_updates
+        validate_only = obj.validate_only
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        timeout_ms = getattr(obj, "timeout_ms", 60000)
+        feature_updates = getattr(obj, "feature_updates", None)
+        validate_only = getattr(obj, "validate_only", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S3.pack(timeout_ms)
     n_ = len(feature_updates)
     if -1 <= n_ < 0x3FFF:
@@ -461,9 +486,10 @@ def _encode_update_features_request(obj, out, index, api_version):
         ) from None
     if api_version >= 1:
         out += _S1.pack(validate_only)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "update_features_request.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "update_features_request.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_update_features_request(obj, out, index, api_version):
@@ -473,11 +499,16 @@ def _fencode_update_features_request(obj, out, index, api_version):
             f"UpdateFeaturesRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 2))",
             path="update_features_request",
         )
-    own_ = type(obj) is UpdateFeaturesRequest
-    timeout_ms = obj.timeout_ms if own_ else getattr(obj, "timeout_ms", 60000)
-    feature_updates = obj.feature_updates if own_ else getattr(obj, "feature_updates", None)
-    validate_only = obj.validate_only if own_ else getattr(obj, "validate_only", False)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is UpdateFeaturesRequest:
+        timeout_ms = obj.timeout_ms
+        feature_updates = obj.feature_updates
+        validate_only = obj.validate_only
+        tagged_fields = obj.tagged_fields
+    else:
+        timeout_ms = getattr(obj, "timeout_ms", 60000)
+        feature_updates = getattr(obj, "feature_updates", None)
+        validate_only = getattr(obj, "validate_only", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S3.pack(timeout_ms)
     n_ = len(feature_updates)
     if -1 <= n_ < 16383:
@@ -485,20 +516,18 @@ def _fencode_update_features_request(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "update_features_request.feature_updates")
     for item_ in feature_updates:
-        own__feature_update_key_ = type(item_) is FeatureUpdateKey
-        feature_feature_update_key_ = item_.feature if own__feature_update_key_ else getattr(item_, "feature", "")
-        max_version_level_feature_update_key_ = (
-            item_.max_version_level if own__feature_update_key_ else getattr(item_, "max_version_level", 0)
-        )
-        allow_downgrade_feature_update_key_ = (
-            item_.allow_downgrade if own__feature_update_key_ else getattr(item_, "allow_downgrade", False)
-        )
-        upgrade_type_feature_update_key_ = (
-            item_.upgrade_type if own__feature_update_key_ else getattr(item_, "upgrade_type", 1)
-        )
-        tagged_fields_feature_update_key_ = (
-            item_.tagged_fields if own__feature_update_key_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is FeatureUpdateKey:
+            feature_feature_update_key_ = item_.feature
+            max_version_level_feature_update_key_ = item_.max_version_level
+            allow_downgrade_feature_update_key_ = item_.allow_downgrade
+            upgrade_type_feature_update_key_ = item_.upgrade_type
+            tagged_fields_feature_update_key_ = item_.tagged_fields
+        else:
+            feature_feature_update_key_ = getattr(item_, "feature", "")
+            max_version_level_feature_update_key_ = getattr(item_, "max_version_level", 0)
+            allow_downgrade_feature_update_key_ = getattr(item_, "allow_downgrade", False)
+            upgrade_type_feature_update_key_ = getattr(item_, "upgrade_type", 1)
+            tagged_fields_feature_update_key_ = getattr(item_, "tagged_fields", None)
         b__feature_update_key_ = _STR_ENCODED.get(feature_feature_update_key_)
         feature_feature_update_key_ = (
             _encode_str(feature_feature_update_key_) if b__feature_update_key_ is None else b__feature_update_key_
@@ -519,20 +548,16 @@ def _fencode_update_features_request(obj, out, index, api_version):
                 raise _InvalidValueError(
                     f"{upgrade_type_feature_update_key_} does not fit int8", path="feature_update_key.upgrade_type"
                 )
-        tags__feature_update_key_ = []
-        valid__feature_update_key_ = None
-        _write_tagged(
-            out,
-            tags__feature_update_key_,
-            tagged_fields_feature_update_key_,
-            "feature_update_key.tagged_fields",
-            valid__feature_update_key_,
-        )
+        if tagged_fields_feature_update_key_ or tagged_fields_feature_update_key_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_feature_update_key_, "feature_update_key.tagged_fields", None)
+        else:
+            out.append(0)
     if api_version >= 1:
         out += _S1.pack(validate_only)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "update_features_request.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "update_features_request.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_update_features_request_by_version(buf, pos, end, opts, api_version):

@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -116,46 +117,54 @@ def _decode_updatable_feature_result(buf, pos, end, opts):
         error_message = str(buf[pos : pos + n_error_message], "utf-8", "surrogateescape")
         pos += n_error_message
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "updatable_feature_result.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="updatable_feature_result.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "updatable_feature_result.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "updatable_feature_result.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "updatable_feature_result.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="updatable_feature_result.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "updatable_feature_result.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "updatable_feature_result.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="updatable_feature_result.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return UpdatableFeatureResult(feature, error_code, error_message, tagged_fields), pos
 
 
 def _encode_updatable_feature_result(obj, out, index):
     """Append one updatable_feature_result to out."""
-    own_ = type(obj) is UpdatableFeatureResult
-    feature = obj.feature if own_ else getattr(obj, "feature", "")
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is UpdatableFeatureResult:
+        feature = obj.feature
+        error_code = obj.error_code
+        error_message = obj.error_message
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        feature = getattr(obj, "feature", "")
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if feature is None:
         raise _InvalidValueError("may not be null", path="updatable_feature_result.feature")
     else:
@@ -181,9 +190,10 @@ def _encode_updatable_feature_result(obj, out, index):
             _write_uvarint(out, n_ + 1, "updatable_feature_result.error_message")
 
         out += error_message
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "updatable_feature_result.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "updatable_feature_result.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_update_features_response(buf, pos, end, opts, api_version):
@@ -274,36 +284,39 @@ def _decode_update_features_response(buf, pos, end, opts, api_version):
     else:
         results = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "update_features_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="update_features_response.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "update_features_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "update_features_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "update_features_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="update_features_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "update_features_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "update_features_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="update_features_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return UpdateFeaturesResponse(throttle_time_ms, error_code, error_message, results, tagged_fields), pos
 
 
@@ -418,46 +431,49 @@ def _fdecode_update_features_response(buf, pos, end, opts, api_version):
                     error_message_updatable_feature_result_ = _decode_str(r__updatable_feature_result_)
                 pos += n_error_message_updatable_feature_result_
             tagged_fields_updatable_feature_result_ = []
-            sec__updatable_feature_result_ = pos
-            prev__updatable_feature_result_, odd__updatable_feature_result_ = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__updatable_feature_result_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__updatable_feature_result_, pos = _read_uvarint32(
-                    buf, pos, end, "updatable_feature_result.tagged_fields"
-                )
-            if n_tags__updatable_feature_result_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__updatable_feature_result_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="updatable_feature_result.tagged_fields",
-                )
-            for __updatable_feature_result_ in range(n_tags__updatable_feature_result_):
-                tag__updatable_feature_result_, pos = _read_uvarint32(
-                    buf, pos, end, "updatable_feature_result.tagged_fields"
-                )
-                size__updatable_feature_result_, pos = _read_uvarint32(
-                    buf, pos, end, "updatable_feature_result.tagged_fields"
-                )
-                if size__updatable_feature_result_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__updatable_feature_result_} declares {size__updatable_feature_result_} bytes, {end - pos} left",
+                sec__updatable_feature_result_ = pos
+                prev__updatable_feature_result_, odd__updatable_feature_result_ = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__updatable_feature_result_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__updatable_feature_result_, pos = _read_uvarint32(
+                        buf, pos, end, "updatable_feature_result.tagged_fields"
+                    )
+                if n_tags__updatable_feature_result_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__updatable_feature_result_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="updatable_feature_result.tagged_fields",
                     )
-                stop__updatable_feature_result_ = pos + size__updatable_feature_result_
-                if tag__updatable_feature_result_ <= prev__updatable_feature_result_:
-                    odd__updatable_feature_result_ = True
-                prev__updatable_feature_result_ = tag__updatable_feature_result_
-                tagged_fields_updatable_feature_result_.append(
-                    (tag__updatable_feature_result_, bytes(buf[pos:stop__updatable_feature_result_]))
-                )
-                pos = stop__updatable_feature_result_
-            if odd__updatable_feature_result_:
-                tagged_fields_updatable_feature_result_ = _keep_tags(
-                    tagged_fields_updatable_feature_result_, buf[sec__updatable_feature_result_:pos], ()
-                )
+                for __updatable_feature_result_ in range(n_tags__updatable_feature_result_):
+                    tag__updatable_feature_result_, pos = _read_uvarint32(
+                        buf, pos, end, "updatable_feature_result.tagged_fields"
+                    )
+                    size__updatable_feature_result_, pos = _read_uvarint32(
+                        buf, pos, end, "updatable_feature_result.tagged_fields"
+                    )
+                    if size__updatable_feature_result_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__updatable_feature_result_} declares {size__updatable_feature_result_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="updatable_feature_result.tagged_fields",
+                        )
+                    stop__updatable_feature_result_ = pos + size__updatable_feature_result_
+                    if tag__updatable_feature_result_ <= prev__updatable_feature_result_:
+                        odd__updatable_feature_result_ = True
+                    prev__updatable_feature_result_ = tag__updatable_feature_result_
+                    tagged_fields_updatable_feature_result_.append(
+                        (tag__updatable_feature_result_, bytes(buf[pos:stop__updatable_feature_result_]))
+                    )
+                    pos = stop__updatable_feature_result_
+                if odd__updatable_feature_result_:
+                    tagged_fields_updatable_feature_result_ = _keep_tags(
+                        tagged_fields_updatable_feature_result_, buf[sec__updatable_feature_result_:pos], ()
+                    )
             value__updatable_feature_result_ = _new_object(UpdatableFeatureResult)
             value__updatable_feature_result_.feature = feature_updatable_feature_result_
             value__updatable_feature_result_.error_code = error_code_updatable_feature_result_
@@ -468,36 +484,39 @@ def _fdecode_update_features_response(buf, pos, end, opts, api_version):
     else:
         results = None
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "update_features_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="update_features_response.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "update_features_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "update_features_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "update_features_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="update_features_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "update_features_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "update_features_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="update_features_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(UpdateFeaturesResponse)
     value_.throttle_time_ms = throttle_time_ms
     value_.error_code = error_code
@@ -514,12 +533,18 @@ def _encode_update_features_response(obj, out, index, api_version):
             f"UpdateFeaturesResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 2))",
             path="update_features_response",
         )
-    own_ = type(obj) is UpdateFeaturesResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    results = obj.results if own_ else getattr(obj, "results", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is UpdateFeaturesResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        error_message = obj.error_message
+        results = obj.results
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        results = getattr(obj, "results", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(throttle_time_ms, error_code)
     if error_message is None:
         out.append(0)
@@ -550,9 +575,10 @@ def _encode_update_features_response(obj, out, index, api_version):
             raise _InvalidValueError(
                 f"cannot encode: {type(exc).__name__}: {exc}", path=f"update_features_response.results[{index_}]"
             ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "update_features_response.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "update_features_response.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_update_features_response(obj, out, index, api_version):
@@ -562,12 +588,18 @@ def _fencode_update_features_response(obj, out, index, api_version):
             f"UpdateFeaturesResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 2))",
             path="update_features_response",
         )
-    own_ = type(obj) is UpdateFeaturesResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", "")
-    results = obj.results if own_ else getattr(obj, "results", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is UpdateFeaturesResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        error_message = obj.error_message
+        results = obj.results
+        tagged_fields = obj.tagged_fields
+    else:
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", "")
+        results = getattr(obj, "results", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(throttle_time_ms, error_code)
     if error_message is None:
         out.append(0)
@@ -587,19 +619,16 @@ def _fencode_update_features_response(obj, out, index, api_version):
         else:
             _write_uvarint(out, n_ + 1, "update_features_response.results")
         for item_ in results:
-            own__updatable_feature_result_ = type(item_) is UpdatableFeatureResult
-            feature_updatable_feature_result_ = (
-                item_.feature if own__updatable_feature_result_ else getattr(item_, "feature", "")
-            )
-            error_code_updatable_feature_result_ = (
-                item_.error_code if own__updatable_feature_result_ else getattr(item_, "error_code", 0)
-            )
-            error_message_updatable_feature_result_ = (
-                item_.error_message if own__updatable_feature_result_ else getattr(item_, "error_message", "")
-            )
-            tagged_fields_updatable_feature_result_ = (
-                item_.tagged_fields if own__updatable_feature_result_ else getattr(item_, "tagged_fields", None)
-            )
+            if type(item_) is UpdatableFeatureResult:
+                feature_updatable_feature_result_ = item_.feature
+                error_code_updatable_feature_result_ = item_.error_code
+                error_message_updatable_feature_result_ = item_.error_message
+                tagged_fields_updatable_feature_result_ = item_.tagged_fields
+            else:
+                feature_updatable_feature_result_ = getattr(item_, "feature", "")
+                error_code_updatable_feature_result_ = getattr(item_, "error_code", 0)
+                error_message_updatable_feature_result_ = getattr(item_, "error_message", "")
+                tagged_fields_updatable_feature_result_ = getattr(item_, "tagged_fields", None)
             b__updatable_feature_result_ = _STR_ENCODED.get(feature_updatable_feature_result_)
             feature_updatable_feature_result_ = (
                 _encode_str(feature_updatable_feature_result_)
@@ -628,18 +657,19 @@ def _fencode_update_features_response(obj, out, index, api_version):
                 else:
                     _write_uvarint(out, n__updatable_feature_result_ + 1, "updatable_feature_result.error_message")
                 out += error_message_updatable_feature_result_
-            tags__updatable_feature_result_ = []
-            valid__updatable_feature_result_ = None
-            _write_tagged(
-                out,
-                tags__updatable_feature_result_,
-                tagged_fields_updatable_feature_result_,
-                "updatable_feature_result.tagged_fields",
-                valid__updatable_feature_result_,
-            )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "update_features_response.tagged_fields", valid_)
+            if (
+                tagged_fields_updatable_feature_result_
+                or tagged_fields_updatable_feature_result_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out, [], tagged_fields_updatable_feature_result_, "updatable_feature_result.tagged_fields", None
+                )
+            else:
+                out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "update_features_response.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_update_features_response_by_version(buf, pos, end, opts, api_version):

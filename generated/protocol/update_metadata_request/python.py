@@ -19,6 +19,8 @@ from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
 from kfmt.runtime.scalars import uuid16 as _uuid16
+from kfmt.runtime.scalars import PACKED as _PACKED
+from kfmt.runtime.scalars import PACKED_MAX as _PACKED_MAX
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -278,16 +280,26 @@ def _decode_update_metadata_partition_state(buf, pos, end, opts, api_version):
 
 def _encode_update_metadata_partition_state(obj, out, index, api_version):
     """Append one update_metadata_partition_state to out."""
-    own_ = type(obj) is UpdateMetadataPartitionState
-    topic_name = obj.topic_name if own_ else getattr(obj, "topic_name", "")
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    controller_epoch = obj.controller_epoch if own_ else getattr(obj, "controller_epoch", 0)
-    leader = obj.leader if own_ else getattr(obj, "leader", 0)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", 0)
-    isr = obj.isr if own_ else getattr(obj, "isr", None)
-    zk_version = obj.zk_version if own_ else getattr(obj, "zk_version", 0)
-    replicas = obj.replicas if own_ else getattr(obj, "replicas", None)
-    offline_replicas = obj.offline_replicas if own_ else getattr(obj, "offline_replicas", None)
+    if type(obj) is UpdateMetadataPartitionState:
+        topic_name = obj.topic_name
+        partition_index = obj.partition_index
+        controller_epoch = obj.controller_epoch
+        leader = obj.leader
+        leader_epoch = obj.leader_epoch
+        isr = obj.isr
+        zk_version = obj.zk_version
+        replicas = obj.replicas
+        offline_replicas = obj.offline_replicas
+    else:  # another class: its fields by name, a missing one at its default
+        topic_name = getattr(obj, "topic_name", "")
+        partition_index = getattr(obj, "partition_index", 0)
+        controller_epoch = getattr(obj, "controller_epoch", 0)
+        leader = getattr(obj, "leader", 0)
+        leader_epoch = getattr(obj, "leader_epoch", 0)
+        isr = getattr(obj, "isr", None)
+        zk_version = getattr(obj, "zk_version", 0)
+        replicas = getattr(obj, "replicas", None)
+        offline_replicas = getattr(obj, "offline_replicas", None)
     if topic_name is None:
         raise _InvalidValueError("may not be null", path="update_metadata_partition_state.topic_name")
     else:
@@ -545,15 +557,24 @@ def _decode_update_metadata_request_update_metadata_partition_state(buf, pos, en
 
 def _encode_update_metadata_request_update_metadata_partition_state(obj, out, index):
     """Append one update_metadata_request_update_metadata_partition_state to out."""
-    own_ = type(obj) is UpdateMetadataRequestUpdateMetadataPartitionState
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    controller_epoch = obj.controller_epoch if own_ else getattr(obj, "controller_epoch", 0)
-    leader = obj.leader if own_ else getattr(obj, "leader", 0)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", 0)
-    isr = obj.isr if own_ else getattr(obj, "isr", None)
-    zk_version = obj.zk_version if own_ else getattr(obj, "zk_version", 0)
-    replicas = obj.replicas if own_ else getattr(obj, "replicas", None)
-    offline_replicas = obj.offline_replicas if own_ else getattr(obj, "offline_replicas", None)
+    if type(obj) is UpdateMetadataRequestUpdateMetadataPartitionState:
+        partition_index = obj.partition_index
+        controller_epoch = obj.controller_epoch
+        leader = obj.leader
+        leader_epoch = obj.leader_epoch
+        isr = obj.isr
+        zk_version = obj.zk_version
+        replicas = obj.replicas
+        offline_replicas = obj.offline_replicas
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        controller_epoch = getattr(obj, "controller_epoch", 0)
+        leader = getattr(obj, "leader", 0)
+        leader_epoch = getattr(obj, "leader_epoch", 0)
+        isr = getattr(obj, "isr", None)
+        zk_version = getattr(obj, "zk_version", 0)
+        replicas = getattr(obj, "replicas", None)
+        offline_replicas = getattr(obj, "offline_replicas", None)
     out += _S2.pack(partition_index, controller_epoch, leader, leader_epoch)
     out += _S0.pack(len(isr))
     index_ = 0
@@ -670,9 +691,12 @@ def _decode_update_metadata_topic_state(buf, pos, end, opts):
 
 def _encode_update_metadata_topic_state(obj, out, index):
     """Append one update_metadata_topic_state to out."""
-    own_ = type(obj) is UpdateMetadataTopicState
-    topic_name = obj.topic_name if own_ else getattr(obj, "topic_name", "")
-    partition_states = obj.partition_states if own_ else getattr(obj, "partition_states", None)
+    if type(obj) is UpdateMetadataTopicState:
+        topic_name = obj.topic_name
+        partition_states = obj.partition_states
+    else:  # another class: its fields by name, a missing one at its default
+        topic_name = getattr(obj, "topic_name", "")
+        partition_states = getattr(obj, "partition_states", None)
     if topic_name is None:
         raise _InvalidValueError("may not be null", path="update_metadata_topic_state.topic_name")
     else:
@@ -758,11 +782,16 @@ def _decode_update_metadata_endpoint(buf, pos, end, opts, api_version):
 
 def _encode_update_metadata_endpoint(obj, out, index, api_version):
     """Append one update_metadata_endpoint to out."""
-    own_ = type(obj) is UpdateMetadataEndpoint
-    port = obj.port if own_ else getattr(obj, "port", 0)
-    host = obj.host if own_ else getattr(obj, "host", "")
-    listener = obj.listener if own_ else getattr(obj, "listener", "")
-    security_protocol = obj.security_protocol if own_ else getattr(obj, "security_protocol", 0)
+    if type(obj) is UpdateMetadataEndpoint:
+        port = obj.port
+        host = obj.host
+        listener = obj.listener
+        security_protocol = obj.security_protocol
+    else:  # another class: its fields by name, a missing one at its default
+        port = getattr(obj, "port", 0)
+        host = getattr(obj, "host", "")
+        listener = getattr(obj, "listener", "")
+        security_protocol = getattr(obj, "security_protocol", 0)
     out += _S0.pack(port)
     if host is None:
         raise _InvalidValueError("may not be null", path="update_metadata_endpoint.host")
@@ -877,12 +906,18 @@ def _decode_update_metadata_broker(buf, pos, end, opts, api_version):
 
 def _encode_update_metadata_broker(obj, out, index, api_version):
     """Append one update_metadata_broker to out."""
-    own_ = type(obj) is UpdateMetadataBroker
-    id = obj.id if own_ else getattr(obj, "id", 0)
-    v0_host = obj.v0_host if own_ else getattr(obj, "v0_host", "")
-    v0_port = obj.v0_port if own_ else getattr(obj, "v0_port", 0)
-    endpoints = obj.endpoints if own_ else getattr(obj, "endpoints", None)
-    rack = obj.rack if own_ else getattr(obj, "rack", "")
+    if type(obj) is UpdateMetadataBroker:
+        id = obj.id
+        v0_host = obj.v0_host
+        v0_port = obj.v0_port
+        endpoints = obj.endpoints
+        rack = obj.rack
+    else:  # another class: its fields by name, a missing one at its default
+        id = getattr(obj, "id", 0)
+        v0_host = getattr(obj, "v0_host", "")
+        v0_port = getattr(obj, "v0_port", 0)
+        endpoints = getattr(obj, "endpoints", None)
+        rack = getattr(obj, "rack", "")
     out += _S0.pack(id)
     if api_version <= 0:
         if v0_host is None:
@@ -1675,15 +1710,20 @@ def _encode_update_metadata_request(obj, out, index, api_version):
             f"UpdateMetadataRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 5))",
             path="update_metadata_request",
         )
-    own_ = type(obj) is UpdateMetadataRequest
-    controller_id = obj.controller_id if own_ else getattr(obj, "controller_id", 0)
-    controller_epoch = obj.controller_epoch if own_ else getattr(obj, "controller_epoch", 0)
-    broker_epoch = obj.broker_epoch if own_ else getattr(obj, "broker_epoch", -1)
-    ungrouped_partition_states = (
-        obj.ungrouped_partition_states if own_ else getattr(obj, "ungrouped_partition_states", None)
-    )
-    topic_states = obj.topic_states if own_ else getattr(obj, "topic_states", None)
-    live_brokers = obj.live_brokers if own_ else getattr(obj, "live_brokers", None)
+    if type(obj) is UpdateMetadataRequest:
+        controller_id = obj.controller_id
+        controller_epoch = obj.controller_epoch
+        broker_epoch = obj.broker_epoch
+        ungrouped_partition_states = obj.ungrouped_partition_states
+        topic_states = obj.topic_states
+        live_brokers = obj.live_brokers
+    else:  # another class: its fields by name, a missing one at its default
+        controller_id = getattr(obj, "controller_id", 0)
+        controller_epoch = getattr(obj, "controller_epoch", 0)
+        broker_epoch = getattr(obj, "broker_epoch", -1)
+        ungrouped_partition_states = getattr(obj, "ungrouped_partition_states", None)
+        topic_states = getattr(obj, "topic_states", None)
+        live_brokers = getattr(obj, "live_brokers", None)
     out += _S4.pack(controller_id, controller_epoch)
     if api_version >= 5:
         out += _S5.pack(broker_epoch)
@@ -1734,53 +1774,46 @@ def _fencode_update_metadata_request(obj, out, index, api_version):
             f"UpdateMetadataRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 5))",
             path="update_metadata_request",
         )
-    own_ = type(obj) is UpdateMetadataRequest
-    controller_id = obj.controller_id if own_ else getattr(obj, "controller_id", 0)
-    controller_epoch = obj.controller_epoch if own_ else getattr(obj, "controller_epoch", 0)
-    broker_epoch = obj.broker_epoch if own_ else getattr(obj, "broker_epoch", -1)
-    ungrouped_partition_states = (
-        obj.ungrouped_partition_states if own_ else getattr(obj, "ungrouped_partition_states", None)
-    )
-    topic_states = obj.topic_states if own_ else getattr(obj, "topic_states", None)
-    live_brokers = obj.live_brokers if own_ else getattr(obj, "live_brokers", None)
+    if type(obj) is UpdateMetadataRequest:
+        controller_id = obj.controller_id
+        controller_epoch = obj.controller_epoch
+        broker_epoch = obj.broker_epoch
+        ungrouped_partition_states = obj.ungrouped_partition_states
+        topic_states = obj.topic_states
+        live_brokers = obj.live_brokers
+    else:
+        controller_id = getattr(obj, "controller_id", 0)
+        controller_epoch = getattr(obj, "controller_epoch", 0)
+        broker_epoch = getattr(obj, "broker_epoch", -1)
+        ungrouped_partition_states = getattr(obj, "ungrouped_partition_states", None)
+        topic_states = getattr(obj, "topic_states", None)
+        live_brokers = getattr(obj, "live_brokers", None)
     out += _S4.pack(controller_id, controller_epoch)
     if api_version >= 5:
         out += _S5.pack(broker_epoch)
     if api_version <= 4:
         out += _S0.pack(len(ungrouped_partition_states))
         for item_ in ungrouped_partition_states:
-            own__update_metadata_partition_state_ = type(item_) is UpdateMetadataPartitionState
-            topic_name_update_metadata_partition_state_ = (
-                item_.topic_name if own__update_metadata_partition_state_ else getattr(item_, "topic_name", "")
-            )
-            partition_index_update_metadata_partition_state_ = (
-                item_.partition_index if own__update_metadata_partition_state_ else getattr(item_, "partition_index", 0)
-            )
-            controller_epoch_update_metadata_partition_state_ = (
-                item_.controller_epoch
-                if own__update_metadata_partition_state_
-                else getattr(item_, "controller_epoch", 0)
-            )
-            leader_update_metadata_partition_state_ = (
-                item_.leader if own__update_metadata_partition_state_ else getattr(item_, "leader", 0)
-            )
-            leader_epoch_update_metadata_partition_state_ = (
-                item_.leader_epoch if own__update_metadata_partition_state_ else getattr(item_, "leader_epoch", 0)
-            )
-            isr_update_metadata_partition_state_ = (
-                item_.isr if own__update_metadata_partition_state_ else getattr(item_, "isr", None)
-            )
-            zk_version_update_metadata_partition_state_ = (
-                item_.zk_version if own__update_metadata_partition_state_ else getattr(item_, "zk_version", 0)
-            )
-            replicas_update_metadata_partition_state_ = (
-                item_.replicas if own__update_metadata_partition_state_ else getattr(item_, "replicas", None)
-            )
-            offline_replicas_update_metadata_partition_state_ = (
-                item_.offline_replicas
-                if own__update_metadata_partition_state_
-                else getattr(item_, "offline_replicas", None)
-            )
+            if type(item_) is UpdateMetadataPartitionState:
+                topic_name_update_metadata_partition_state_ = item_.topic_name
+                partition_index_update_metadata_partition_state_ = item_.partition_index
+                controller_epoch_update_metadata_partition_state_ = item_.controller_epoch
+                leader_update_metadata_partition_state_ = item_.leader
+                leader_epoch_update_metadata_partition_state_ = item_.leader_epoch
+                isr_update_metadata_partition_state_ = item_.isr
+                zk_version_update_metadata_partition_state_ = item_.zk_version
+                replicas_update_metadata_partition_state_ = item_.replicas
+                offline_replicas_update_metadata_partition_state_ = item_.offline_replicas
+            else:
+                topic_name_update_metadata_partition_state_ = getattr(item_, "topic_name", "")
+                partition_index_update_metadata_partition_state_ = getattr(item_, "partition_index", 0)
+                controller_epoch_update_metadata_partition_state_ = getattr(item_, "controller_epoch", 0)
+                leader_update_metadata_partition_state_ = getattr(item_, "leader", 0)
+                leader_epoch_update_metadata_partition_state_ = getattr(item_, "leader_epoch", 0)
+                isr_update_metadata_partition_state_ = getattr(item_, "isr", None)
+                zk_version_update_metadata_partition_state_ = getattr(item_, "zk_version", 0)
+                replicas_update_metadata_partition_state_ = getattr(item_, "replicas", None)
+                offline_replicas_update_metadata_partition_state_ = getattr(item_, "offline_replicas", None)
             b__update_metadata_partition_state_ = _STR_ENCODED.get(topic_name_update_metadata_partition_state_)
             topic_name_update_metadata_partition_state_ = (
                 _encode_str(topic_name_update_metadata_partition_state_)
@@ -1796,39 +1829,51 @@ def _fencode_update_metadata_request(obj, out, index, api_version):
                 leader_epoch_update_metadata_partition_state_,
             )
             out += _S0.pack(len(isr_update_metadata_partition_state_))
-            for item__update_metadata_partition_state_ in isr_update_metadata_partition_state_:
-                value_update_metadata_partition_state_isr_item__update_metadata_partition_state_ = (
-                    item__update_metadata_partition_state_
+            if len(isr_update_metadata_partition_state_) <= _PACKED_MAX:
+                out += _PACKED["i"][len(isr_update_metadata_partition_state_)].pack(
+                    *isr_update_metadata_partition_state_
                 )
-                out += _S0.pack(value_update_metadata_partition_state_isr_item__update_metadata_partition_state_)
+            else:
+                for item__update_metadata_partition_state_ in isr_update_metadata_partition_state_:
+                    value_update_metadata_partition_state_isr_item__update_metadata_partition_state_ = (
+                        item__update_metadata_partition_state_
+                    )
+                    out += _S0.pack(value_update_metadata_partition_state_isr_item__update_metadata_partition_state_)
             out += _S0.pack(zk_version_update_metadata_partition_state_)
             out += _S0.pack(len(replicas_update_metadata_partition_state_))
-            for item__update_metadata_partition_state_ in replicas_update_metadata_partition_state_:
-                value_update_metadata_partition_state_replicas_item__update_metadata_partition_state_ = (
-                    item__update_metadata_partition_state_
+            if len(replicas_update_metadata_partition_state_) <= _PACKED_MAX:
+                out += _PACKED["i"][len(replicas_update_metadata_partition_state_)].pack(
+                    *replicas_update_metadata_partition_state_
                 )
-                out += _S0.pack(value_update_metadata_partition_state_replicas_item__update_metadata_partition_state_)
-            if api_version >= 4:
-                out += _S0.pack(len(offline_replicas_update_metadata_partition_state_))
-                for item__update_metadata_partition_state_ in offline_replicas_update_metadata_partition_state_:
-                    value_update_metadata_partition_state_offline_replicas_item__update_metadata_partition_state_ = (
+            else:
+                for item__update_metadata_partition_state_ in replicas_update_metadata_partition_state_:
+                    value_update_metadata_partition_state_replicas_item__update_metadata_partition_state_ = (
                         item__update_metadata_partition_state_
                     )
                     out += _S0.pack(
-                        value_update_metadata_partition_state_offline_replicas_item__update_metadata_partition_state_
+                        value_update_metadata_partition_state_replicas_item__update_metadata_partition_state_
                     )
+            if api_version >= 4:
+                out += _S0.pack(len(offline_replicas_update_metadata_partition_state_))
+                if len(offline_replicas_update_metadata_partition_state_) <= _PACKED_MAX:
+                    out += _PACKED["i"][len(offline_replicas_update_metadata_partition_state_)].pack(
+                        *offline_replicas_update_metadata_partition_state_
+                    )
+                else:
+                    for item__update_metadata_partition_state_ in offline_replicas_update_metadata_partition_state_:
+                        value_update_metadata_partition_state_offline_replicas_item__update_metadata_partition_state_ = item__update_metadata_partition_state_
+                        out += _S0.pack(
+                            value_update_metadata_partition_state_offline_replicas_item__update_metadata_partition_state_
+                        )
     if api_version >= 5:
         out += _S0.pack(len(topic_states))
         for item_ in topic_states:
-            own__update_metadata_topic_state_ = type(item_) is UpdateMetadataTopicState
-            topic_name_update_metadata_topic_state_ = (
-                item_.topic_name if own__update_metadata_topic_state_ else getattr(item_, "topic_name", "")
-            )
-            partition_states_update_metadata_topic_state_ = (
-                item_.partition_states
-                if own__update_metadata_topic_state_
-                else getattr(item_, "partition_states", None)
-            )
+            if type(item_) is UpdateMetadataTopicState:
+                topic_name_update_metadata_topic_state_ = item_.topic_name
+                partition_states_update_metadata_topic_state_ = item_.partition_states
+            else:
+                topic_name_update_metadata_topic_state_ = getattr(item_, "topic_name", "")
+                partition_states_update_metadata_topic_state_ = getattr(item_, "partition_states", None)
             b__update_metadata_topic_state_ = _STR_ENCODED.get(topic_name_update_metadata_topic_state_)
             topic_name_update_metadata_topic_state_ = (
                 _encode_str(topic_name_update_metadata_topic_state_)
@@ -1839,49 +1884,48 @@ def _fencode_update_metadata_request(obj, out, index, api_version):
             out += topic_name_update_metadata_topic_state_
             out += _S0.pack(len(partition_states_update_metadata_topic_state_))
             for item__update_metadata_topic_state_ in partition_states_update_metadata_topic_state_:
-                own__update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_ = (
-                    type(item__update_metadata_topic_state_) is UpdateMetadataRequestUpdateMetadataPartitionState
-                )
-                partition_index_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_ = (
-                    item__update_metadata_topic_state_.partition_index
-                    if own__update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_
-                    else getattr(item__update_metadata_topic_state_, "partition_index", 0)
-                )
-                controller_epoch_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_ = (
-                    item__update_metadata_topic_state_.controller_epoch
-                    if own__update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_
-                    else getattr(item__update_metadata_topic_state_, "controller_epoch", 0)
-                )
-                leader_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_ = (
-                    item__update_metadata_topic_state_.leader
-                    if own__update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_
-                    else getattr(item__update_metadata_topic_state_, "leader", 0)
-                )
-                leader_epoch_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_ = (
-                    item__update_metadata_topic_state_.leader_epoch
-                    if own__update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_
-                    else getattr(item__update_metadata_topic_state_, "leader_epoch", 0)
-                )
-                isr_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_ = (
-                    item__update_metadata_topic_state_.isr
-                    if own__update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_
-                    else getattr(item__update_metadata_topic_state_, "isr", None)
-                )
-                zk_version_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_ = (
-                    item__update_metadata_topic_state_.zk_version
-                    if own__update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_
-                    else getattr(item__update_metadata_topic_state_, "zk_version", 0)
-                )
-                replicas_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_ = (
-                    item__update_metadata_topic_state_.replicas
-                    if own__update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_
-                    else getattr(item__update_metadata_topic_state_, "replicas", None)
-                )
-                offline_replicas_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_ = (
-                    item__update_metadata_topic_state_.offline_replicas
-                    if own__update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_
-                    else getattr(item__update_metadata_topic_state_, "offline_replicas", None)
-                )
+                if type(item__update_metadata_topic_state_) is UpdateMetadataRequestUpdateMetadataPartitionState:
+                    partition_index_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_ = item__update_metadata_topic_state_.partition_index
+                    controller_epoch_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_ = item__update_metadata_topic_state_.controller_epoch
+                    leader_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_ = (
+                        item__update_metadata_topic_state_.leader
+                    )
+                    leader_epoch_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_ = item__update_metadata_topic_state_.leader_epoch
+                    isr_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_ = (
+                        item__update_metadata_topic_state_.isr
+                    )
+                    zk_version_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_ = (
+                        item__update_metadata_topic_state_.zk_version
+                    )
+                    replicas_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_ = (
+                        item__update_metadata_topic_state_.replicas
+                    )
+                    offline_replicas_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_ = item__update_metadata_topic_state_.offline_replicas
+                else:
+                    partition_index_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_ = getattr(
+                        item__update_metadata_topic_state_, "partition_index", 0
+                    )
+                    controller_epoch_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_ = getattr(
+                        item__update_metadata_topic_state_, "controller_epoch", 0
+                    )
+                    leader_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_ = (
+                        getattr(item__update_metadata_topic_state_, "leader", 0)
+                    )
+                    leader_epoch_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_ = getattr(
+                        item__update_metadata_topic_state_, "leader_epoch", 0
+                    )
+                    isr_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_ = getattr(
+                        item__update_metadata_topic_state_, "isr", None
+                    )
+                    zk_version_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_ = (
+                        getattr(item__update_metadata_topic_state_, "zk_version", 0)
+                    )
+                    replicas_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_ = (
+                        getattr(item__update_metadata_topic_state_, "replicas", None)
+                    )
+                    offline_replicas_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_ = getattr(
+                        item__update_metadata_topic_state_, "offline_replicas", None
+                    )
                 out += _S2.pack(
                     partition_index_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_,
                     controller_epoch_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_,
@@ -1891,50 +1935,84 @@ def _fencode_update_metadata_request(obj, out, index, api_version):
                 out += _S0.pack(
                     len(isr_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_)
                 )
-                for (
-                    item__update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_
-                ) in isr_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_:
-                    value_update_metadata_request_update_metadata_partition_state_isr_item__update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_ = item__update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_
-                    out += _S0.pack(
-                        value_update_metadata_request_update_metadata_partition_state_isr_item__update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_
-                    )
+                if (
+                    len(isr_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_)
+                    <= _PACKED_MAX
+                ):
+                    out += _PACKED["i"][
+                        len(isr_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_)
+                    ].pack(*isr_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_)
+                else:
+                    for (
+                        item__update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_
+                    ) in isr_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_:
+                        value_update_metadata_request_update_metadata_partition_state_isr_item__update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_ = item__update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_
+                        out += _S0.pack(
+                            value_update_metadata_request_update_metadata_partition_state_isr_item__update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_
+                        )
                 out += _S0.pack(
                     zk_version_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_
                 )
                 out += _S0.pack(
                     len(replicas_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_)
                 )
-                for (
-                    item__update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_
-                ) in replicas_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_:
-                    value_update_metadata_request_update_metadata_partition_state_replicas_item__update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_ = item__update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_
-                    out += _S0.pack(
-                        value_update_metadata_request_update_metadata_partition_state_replicas_item__update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_
+                if (
+                    len(replicas_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_)
+                    <= _PACKED_MAX
+                ):
+                    out += _PACKED["i"][
+                        len(
+                            replicas_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_
+                        )
+                    ].pack(
+                        *replicas_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_
                     )
+                else:
+                    for (
+                        item__update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_
+                    ) in replicas_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_:
+                        value_update_metadata_request_update_metadata_partition_state_replicas_item__update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_ = item__update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_
+                        out += _S0.pack(
+                            value_update_metadata_request_update_metadata_partition_state_replicas_item__update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_
+                        )
                 out += _S0.pack(
                     len(
                         offline_replicas_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_
                     )
                 )
-                for item__update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_ in offline_replicas_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_:
-                    value_update_metadata_request_update_metadata_partition_state_offline_replicas_item__update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_ = item__update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_
-                    out += _S0.pack(
-                        value_update_metadata_request_update_metadata_partition_state_offline_replicas_item__update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_
+                if (
+                    len(
+                        offline_replicas_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_
                     )
+                    <= _PACKED_MAX
+                ):
+                    out += _PACKED["i"][
+                        len(
+                            offline_replicas_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_
+                        )
+                    ].pack(
+                        *offline_replicas_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_
+                    )
+                else:
+                    for item__update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_ in offline_replicas_update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_:
+                        value_update_metadata_request_update_metadata_partition_state_offline_replicas_item__update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_ = item__update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_
+                        out += _S0.pack(
+                            value_update_metadata_request_update_metadata_partition_state_offline_replicas_item__update_metadata_request_update_metadata_partition_state__update_metadata_topic_state_
+                        )
     out += _S0.pack(len(live_brokers))
     for item_ in live_brokers:
-        own__update_metadata_broker_ = type(item_) is UpdateMetadataBroker
-        id_update_metadata_broker_ = item_.id if own__update_metadata_broker_ else getattr(item_, "id", 0)
-        v0_host_update_metadata_broker_ = (
-            item_.v0_host if own__update_metadata_broker_ else getattr(item_, "v0_host", "")
-        )
-        v0_port_update_metadata_broker_ = (
-            item_.v0_port if own__update_metadata_broker_ else getattr(item_, "v0_port", 0)
-        )
-        endpoints_update_metadata_broker_ = (
-            item_.endpoints if own__update_metadata_broker_ else getattr(item_, "endpoints", None)
-        )
-        rack_update_metadata_broker_ = item_.rack if own__update_metadata_broker_ else getattr(item_, "rack", "")
+        if type(item_) is UpdateMetadataBroker:
+            id_update_metadata_broker_ = item_.id
+            v0_host_update_metadata_broker_ = item_.v0_host
+            v0_port_update_metadata_broker_ = item_.v0_port
+            endpoints_update_metadata_broker_ = item_.endpoints
+            rack_update_metadata_broker_ = item_.rack
+        else:
+            id_update_metadata_broker_ = getattr(item_, "id", 0)
+            v0_host_update_metadata_broker_ = getattr(item_, "v0_host", "")
+            v0_port_update_metadata_broker_ = getattr(item_, "v0_port", 0)
+            endpoints_update_metadata_broker_ = getattr(item_, "endpoints", None)
+            rack_update_metadata_broker_ = getattr(item_, "rack", "")
         out += _S0.pack(id_update_metadata_broker_)
         if api_version <= 0:
             b__update_metadata_broker_ = _STR_ENCODED.get(v0_host_update_metadata_broker_)
@@ -1950,29 +2028,26 @@ def _fencode_update_metadata_request(obj, out, index, api_version):
         if api_version >= 1:
             out += _S0.pack(len(endpoints_update_metadata_broker_))
             for item__update_metadata_broker_ in endpoints_update_metadata_broker_:
-                own__update_metadata_endpoint__update_metadata_broker_ = (
-                    type(item__update_metadata_broker_) is UpdateMetadataEndpoint
-                )
-                port_update_metadata_endpoint__update_metadata_broker_ = (
-                    item__update_metadata_broker_.port
-                    if own__update_metadata_endpoint__update_metadata_broker_
-                    else getattr(item__update_metadata_broker_, "port", 0)
-                )
-                host_update_metadata_endpoint__update_metadata_broker_ = (
-                    item__update_metadata_broker_.host
-                    if own__update_metadata_endpoint__update_metadata_broker_
-                    else getattr(item__update_metadata_broker_, "host", "")
-                )
-                listener_update_metadata_endpoint__update_metadata_broker_ = (
-                    item__update_metadata_broker_.listener
-                    if own__update_metadata_endpoint__update_metadata_broker_
-                    else getattr(item__update_metadata_broker_, "listener", "")
-                )
-                security_protocol_update_metadata_endpoint__update_metadata_broker_ = (
-                    item__update_metadata_broker_.security_protocol
-                    if own__update_metadata_endpoint__update_metadata_broker_
-                    else getattr(item__update_metadata_broker_, "security_protocol", 0)
-                )
+                if type(item__update_metadata_broker_) is UpdateMetadataEndpoint:
+                    port_update_metadata_endpoint__update_metadata_broker_ = item__update_metadata_broker_.port
+                    host_update_metadata_endpoint__update_metadata_broker_ = item__update_metadata_broker_.host
+                    listener_update_metadata_endpoint__update_metadata_broker_ = item__update_metadata_broker_.listener
+                    security_protocol_update_metadata_endpoint__update_metadata_broker_ = (
+                        item__update_metadata_broker_.security_protocol
+                    )
+                else:
+                    port_update_metadata_endpoint__update_metadata_broker_ = getattr(
+                        item__update_metadata_broker_, "port", 0
+                    )
+                    host_update_metadata_endpoint__update_metadata_broker_ = getattr(
+                        item__update_metadata_broker_, "host", ""
+                    )
+                    listener_update_metadata_endpoint__update_metadata_broker_ = getattr(
+                        item__update_metadata_broker_, "listener", ""
+                    )
+                    security_protocol_update_metadata_endpoint__update_metadata_broker_ = getattr(
+                        item__update_metadata_broker_, "security_protocol", 0
+                    )
                 out += _S0.pack(port_update_metadata_endpoint__update_metadata_broker_)
                 b__update_metadata_endpoint__update_metadata_broker_ = _STR_ENCODED.get(
                     host_update_metadata_endpoint__update_metadata_broker_
@@ -2215,36 +2290,39 @@ def _decode_update_metadata_partition_state_flexible(buf, pos, end, opts):
             ) from None
         append_offline_replicas(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "update_metadata_partition_state_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="update_metadata_partition_state_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "update_metadata_partition_state_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "update_metadata_partition_state_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "update_metadata_partition_state_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="update_metadata_partition_state_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "update_metadata_partition_state_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "update_metadata_partition_state_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="update_metadata_partition_state_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return UpdateMetadataPartitionStateFlexible(
         partition_index,
         controller_epoch,
@@ -2260,16 +2338,26 @@ def _decode_update_metadata_partition_state_flexible(buf, pos, end, opts):
 
 def _encode_update_metadata_partition_state_flexible(obj, out, index):
     """Append one update_metadata_partition_state_flexible to out."""
-    own_ = type(obj) is UpdateMetadataPartitionStateFlexible
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    controller_epoch = obj.controller_epoch if own_ else getattr(obj, "controller_epoch", 0)
-    leader = obj.leader if own_ else getattr(obj, "leader", 0)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", 0)
-    isr = obj.isr if own_ else getattr(obj, "isr", None)
-    zk_version = obj.zk_version if own_ else getattr(obj, "zk_version", 0)
-    replicas = obj.replicas if own_ else getattr(obj, "replicas", None)
-    offline_replicas = obj.offline_replicas if own_ else getattr(obj, "offline_replicas", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is UpdateMetadataPartitionStateFlexible:
+        partition_index = obj.partition_index
+        controller_epoch = obj.controller_epoch
+        leader = obj.leader
+        leader_epoch = obj.leader_epoch
+        isr = obj.isr
+        zk_version = obj.zk_version
+        replicas = obj.replicas
+        offline_replicas = obj.offline_replicas
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        controller_epoch = getattr(obj, "controller_epoch", 0)
+        leader = getattr(obj, "leader", 0)
+        leader_epoch = getattr(obj, "leader_epoch", 0)
+        isr = getattr(obj, "isr", None)
+        zk_version = getattr(obj, "zk_version", 0)
+        replicas = getattr(obj, "replicas", None)
+        offline_replicas = getattr(obj, "offline_replicas", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(partition_index, controller_epoch, leader, leader_epoch)
     n_ = len(isr)
     if -1 <= n_ < 0x3FFF:
@@ -2333,9 +2421,10 @@ def _encode_update_metadata_partition_state_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"update_metadata_partition_state_flexible.offline_replicas[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "update_metadata_partition_state_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "update_metadata_partition_state_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_update_metadata_topic_state_flexible(buf, pos, end, opts, api_version):
@@ -2429,46 +2518,54 @@ def _decode_update_metadata_topic_state_flexible(buf, pos, end, opts, api_versio
             ) from None
         append_partition_states(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "update_metadata_topic_state_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="update_metadata_topic_state_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "update_metadata_topic_state_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "update_metadata_topic_state_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "update_metadata_topic_state_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="update_metadata_topic_state_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "update_metadata_topic_state_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "update_metadata_topic_state_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="update_metadata_topic_state_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return UpdateMetadataTopicStateFlexible(topic_name, topic_id, partition_states, tagged_fields), pos
 
 
 def _encode_update_metadata_topic_state_flexible(obj, out, index, api_version):
     """Append one update_metadata_topic_state_flexible to out."""
-    own_ = type(obj) is UpdateMetadataTopicStateFlexible
-    topic_name = obj.topic_name if own_ else getattr(obj, "topic_name", "")
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    partition_states = obj.partition_states if own_ else getattr(obj, "partition_states", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is UpdateMetadataTopicStateFlexible:
+        topic_name = obj.topic_name
+        topic_id = obj.topic_id
+        partition_states = obj.partition_states
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_name = getattr(obj, "topic_name", "")
+        topic_id = getattr(obj, "topic_id", None)
+        partition_states = getattr(obj, "partition_states", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if topic_name is None:
         raise _InvalidValueError("may not be null", path="update_metadata_topic_state_flexible.topic_name")
     else:
@@ -2502,9 +2599,10 @@ def _encode_update_metadata_topic_state_flexible(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"update_metadata_topic_state_flexible.partition_states[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "update_metadata_topic_state_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "update_metadata_topic_state_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_update_metadata_endpoint_flexible(buf, pos, end, opts):
@@ -2576,47 +2674,56 @@ def _decode_update_metadata_endpoint_flexible(buf, pos, end, opts):
     (security_protocol,) = _S1.unpack_from(buf, pos)
     pos += 2
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "update_metadata_endpoint_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="update_metadata_endpoint_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "update_metadata_endpoint_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "update_metadata_endpoint_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "update_metadata_endpoint_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="update_metadata_endpoint_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "update_metadata_endpoint_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "update_metadata_endpoint_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="update_metadata_endpoint_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return UpdateMetadataEndpointFlexible(port, host, listener, security_protocol, tagged_fields), pos
 
 
 def _encode_update_metadata_endpoint_flexible(obj, out, index):
     """Append one update_metadata_endpoint_flexible to out."""
-    own_ = type(obj) is UpdateMetadataEndpointFlexible
-    port = obj.port if own_ else getattr(obj, "port", 0)
-    host = obj.host if own_ else getattr(obj, "host", "")
-    listener = obj.listener if own_ else getattr(obj, "listener", "")
-    security_protocol = obj.security_protocol if own_ else getattr(obj, "security_protocol", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is UpdateMetadataEndpointFlexible:
+        port = obj.port
+        host = obj.host
+        listener = obj.listener
+        security_protocol = obj.security_protocol
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        port = getattr(obj, "port", 0)
+        host = getattr(obj, "host", "")
+        listener = getattr(obj, "listener", "")
+        security_protocol = getattr(obj, "security_protocol", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(port)
     if host is None:
         raise _InvalidValueError("may not be null", path="update_metadata_endpoint_flexible.host")
@@ -2643,9 +2750,10 @@ def _encode_update_metadata_endpoint_flexible(obj, out, index):
 
         out += listener
     out += _S1.pack(security_protocol)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "update_metadata_endpoint_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "update_metadata_endpoint_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_update_metadata_broker_flexible(buf, pos, end, opts):
@@ -2722,46 +2830,54 @@ def _decode_update_metadata_broker_flexible(buf, pos, end, opts):
         rack = str(buf[pos : pos + n_rack], "utf-8", "surrogateescape")
         pos += n_rack
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "update_metadata_broker_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="update_metadata_broker_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "update_metadata_broker_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "update_metadata_broker_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "update_metadata_broker_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="update_metadata_broker_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "update_metadata_broker_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "update_metadata_broker_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="update_metadata_broker_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return UpdateMetadataBrokerFlexible(id, endpoints, rack, tagged_fields), pos
 
 
 def _encode_update_metadata_broker_flexible(obj, out, index):
     """Append one update_metadata_broker_flexible to out."""
-    own_ = type(obj) is UpdateMetadataBrokerFlexible
-    id = obj.id if own_ else getattr(obj, "id", 0)
-    endpoints = obj.endpoints if own_ else getattr(obj, "endpoints", None)
-    rack = obj.rack if own_ else getattr(obj, "rack", "")
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is UpdateMetadataBrokerFlexible:
+        id = obj.id
+        endpoints = obj.endpoints
+        rack = obj.rack
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        id = getattr(obj, "id", 0)
+        endpoints = getattr(obj, "endpoints", None)
+        rack = getattr(obj, "rack", "")
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(id)
     n_ = len(endpoints)
     if -1 <= n_ < 0x3FFF:
@@ -2793,9 +2909,10 @@ def _encode_update_metadata_broker_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "update_metadata_broker_flexible.rack")
 
         out += rack
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "update_metadata_broker_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "update_metadata_broker_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_update_metadata_request_flexible_type_field_tag(buf, pos, end, opts):
@@ -2986,53 +3103,56 @@ def _decode_update_metadata_request_flexible(buf, pos, end, opts, api_version):
                 )
     tagged_fields = []
     type_field = 0
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "update_metadata_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="update_metadata_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "update_metadata_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "update_metadata_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "update_metadata_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="update_metadata_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0 and api_version >= 8:
-            type_field, q_ = _decode_update_metadata_request_flexible_type_field_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "update_metadata_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "update_metadata_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="update_metadata_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            if tag_ == 0 and api_version >= 8:
+                type_field, q_ = _decode_update_metadata_request_flexible_type_field_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (type_field) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="update_metadata_request_flexible.tagged_fields.type_field",
+                    )
+                if type_field == 0 or type_field is None:  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 0:  # Kafka's reader: "Tag N is not valid for version V"
                 raise _InvalidValueError(
-                    f"tag 0 (type_field) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
+                    "tag 0 (type_field) is not valid at this version",
+                    offset=pos,
                     path="update_metadata_request_flexible.tagged_fields.type_field",
                 )
-            if type_field == 0 or type_field is None:  # written at its default: kept as read
-                odd_ = True
-        elif tag_ == 0:  # Kafka's reader: "Tag N is not valid for version V"
-            raise _InvalidValueError(
-                "tag 0 (type_field) is not valid at this version",
-                offset=pos,
-                path="update_metadata_request_flexible.tagged_fields.type_field",
-            )
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, (type_field == 0 or type_field is None)),))
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, (type_field == 0 or type_field is None)),))
     return UpdateMetadataRequestFlexible(
         controller_id,
         is_k_raft_controller,
@@ -3314,72 +3434,76 @@ def _fdecode_update_metadata_request_flexible(buf, pos, end, opts, api_version):
                     item__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
                 )
             tagged_fields_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = []
-            sec__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = pos
-            (
-                prev__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_,
-                odd__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_, pos = (
-                    _read_uvarint32(buf, pos, end, "update_metadata_partition_state_flexible.tagged_fields")
-                )
-            if (
-                n_tags__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
-                > (end - pos) // 2
-            ):
-                raise _InvalidValueError(
-                    f"{n_tags__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="update_metadata_partition_state_flexible.tagged_fields",
-                )
-            for __update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ in range(
-                n_tags__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
-            ):
-                tag__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_, pos = (
-                    _read_uvarint32(buf, pos, end, "update_metadata_partition_state_flexible.tagged_fields")
-                )
-                size__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_, pos = (
-                    _read_uvarint32(buf, pos, end, "update_metadata_partition_state_flexible.tagged_fields")
-                )
-                if size__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_} declares {size__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_} bytes, {end - pos} left",
+                sec__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = pos
+                (
+                    prev__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_,
+                    odd__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_, pos = (
+                        _read_uvarint32(buf, pos, end, "update_metadata_partition_state_flexible.tagged_fields")
+                    )
+                if (
+                    n_tags__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
+                    > (end - pos) // 2
+                ):
+                    raise _InvalidValueError(
+                        f"{n_tags__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="update_metadata_partition_state_flexible.tagged_fields",
                     )
-                stop__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = (
-                    pos + size__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
-                )
-                if (
-                    tag__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
-                    <= prev__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
+                for __update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ in range(
+                    n_tags__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
                 ):
-                    odd__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = True
-                prev__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = (
-                    tag__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
-                )
-                tagged_fields_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_.append(
-                    (
-                        tag__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_,
-                        bytes(
-                            buf[
-                                pos:stop__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
-                            ]
-                        ),
+                    tag__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_, pos = (
+                        _read_uvarint32(buf, pos, end, "update_metadata_partition_state_flexible.tagged_fields")
                     )
-                )
-                pos = stop__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
-            if odd__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_:
-                tagged_fields_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = (
-                    _keep_tags(
+                    size__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_, pos = (
+                        _read_uvarint32(buf, pos, end, "update_metadata_partition_state_flexible.tagged_fields")
+                    )
+                    if (
+                        size__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
+                        > end - pos
+                    ):
+                        raise _TruncatedError(
+                            f"tag {tag__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_} declares {size__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="update_metadata_partition_state_flexible.tagged_fields",
+                        )
+                    stop__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = (
+                        pos + size__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
+                    )
+                    if (
+                        tag__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
+                        <= prev__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
+                    ):
+                        odd__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = True
+                    prev__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = (
+                        tag__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
+                    )
+                    tagged_fields_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_.append(
+                        (
+                            tag__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_,
+                            bytes(
+                                buf[
+                                    pos:stop__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
+                                ]
+                            ),
+                        )
+                    )
+                    pos = stop__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
+                if odd__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_:
+                    tagged_fields_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = _keep_tags(
                         tagged_fields_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_,
                         buf[sec__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_:pos],
                         (),
                     )
-                )
             value__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = _new_object(
                 UpdateMetadataPartitionStateFlexible
             )
@@ -3415,51 +3539,54 @@ def _fdecode_update_metadata_request_flexible(buf, pos, end, opts, api_version):
             )
             append_partition_states_update_metadata_topic_state_flexible_(item__update_metadata_topic_state_flexible_)
         tagged_fields_update_metadata_topic_state_flexible_ = []
-        sec__update_metadata_topic_state_flexible_ = pos
-        prev__update_metadata_topic_state_flexible_, odd__update_metadata_topic_state_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__update_metadata_topic_state_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__update_metadata_topic_state_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "update_metadata_topic_state_flexible.tagged_fields"
-            )
-        if n_tags__update_metadata_topic_state_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__update_metadata_topic_state_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="update_metadata_topic_state_flexible.tagged_fields",
-            )
-        for __update_metadata_topic_state_flexible_ in range(n_tags__update_metadata_topic_state_flexible_):
-            tag__update_metadata_topic_state_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "update_metadata_topic_state_flexible.tagged_fields"
-            )
-            size__update_metadata_topic_state_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "update_metadata_topic_state_flexible.tagged_fields"
-            )
-            if size__update_metadata_topic_state_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__update_metadata_topic_state_flexible_} declares {size__update_metadata_topic_state_flexible_} bytes, {end - pos} left",
+            sec__update_metadata_topic_state_flexible_ = pos
+            prev__update_metadata_topic_state_flexible_, odd__update_metadata_topic_state_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__update_metadata_topic_state_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__update_metadata_topic_state_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "update_metadata_topic_state_flexible.tagged_fields"
+                )
+            if n_tags__update_metadata_topic_state_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__update_metadata_topic_state_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="update_metadata_topic_state_flexible.tagged_fields",
                 )
-            stop__update_metadata_topic_state_flexible_ = pos + size__update_metadata_topic_state_flexible_
-            if tag__update_metadata_topic_state_flexible_ <= prev__update_metadata_topic_state_flexible_:
-                odd__update_metadata_topic_state_flexible_ = True
-            prev__update_metadata_topic_state_flexible_ = tag__update_metadata_topic_state_flexible_
-            tagged_fields_update_metadata_topic_state_flexible_.append(
-                (
-                    tag__update_metadata_topic_state_flexible_,
-                    bytes(buf[pos:stop__update_metadata_topic_state_flexible_]),
+            for __update_metadata_topic_state_flexible_ in range(n_tags__update_metadata_topic_state_flexible_):
+                tag__update_metadata_topic_state_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "update_metadata_topic_state_flexible.tagged_fields"
                 )
-            )
-            pos = stop__update_metadata_topic_state_flexible_
-        if odd__update_metadata_topic_state_flexible_:
-            tagged_fields_update_metadata_topic_state_flexible_ = _keep_tags(
-                tagged_fields_update_metadata_topic_state_flexible_,
-                buf[sec__update_metadata_topic_state_flexible_:pos],
-                (),
-            )
+                size__update_metadata_topic_state_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "update_metadata_topic_state_flexible.tagged_fields"
+                )
+                if size__update_metadata_topic_state_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__update_metadata_topic_state_flexible_} declares {size__update_metadata_topic_state_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="update_metadata_topic_state_flexible.tagged_fields",
+                    )
+                stop__update_metadata_topic_state_flexible_ = pos + size__update_metadata_topic_state_flexible_
+                if tag__update_metadata_topic_state_flexible_ <= prev__update_metadata_topic_state_flexible_:
+                    odd__update_metadata_topic_state_flexible_ = True
+                prev__update_metadata_topic_state_flexible_ = tag__update_metadata_topic_state_flexible_
+                tagged_fields_update_metadata_topic_state_flexible_.append(
+                    (
+                        tag__update_metadata_topic_state_flexible_,
+                        bytes(buf[pos:stop__update_metadata_topic_state_flexible_]),
+                    )
+                )
+                pos = stop__update_metadata_topic_state_flexible_
+            if odd__update_metadata_topic_state_flexible_:
+                tagged_fields_update_metadata_topic_state_flexible_ = _keep_tags(
+                    tagged_fields_update_metadata_topic_state_flexible_,
+                    buf[sec__update_metadata_topic_state_flexible_:pos],
+                    (),
+                )
         value__update_metadata_topic_state_flexible_ = _new_object(UpdateMetadataTopicStateFlexible)
         value__update_metadata_topic_state_flexible_.topic_name = topic_name_update_metadata_topic_state_flexible_
         value__update_metadata_topic_state_flexible_.topic_id = topic_id_update_metadata_topic_state_flexible_
@@ -3604,63 +3731,66 @@ def _fdecode_update_metadata_request_flexible(buf, pos, end, opts, api_version):
             )
             pos += 2
             tagged_fields_update_metadata_endpoint_flexible__update_metadata_broker_flexible_ = []
-            sec__update_metadata_endpoint_flexible__update_metadata_broker_flexible_ = pos
-            (
-                prev__update_metadata_endpoint_flexible__update_metadata_broker_flexible_,
-                odd__update_metadata_endpoint_flexible__update_metadata_broker_flexible_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__update_metadata_endpoint_flexible__update_metadata_broker_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__update_metadata_endpoint_flexible__update_metadata_broker_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "update_metadata_endpoint_flexible.tagged_fields"
-                )
-            if n_tags__update_metadata_endpoint_flexible__update_metadata_broker_flexible_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__update_metadata_endpoint_flexible__update_metadata_broker_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="update_metadata_endpoint_flexible.tagged_fields",
-                )
-            for __update_metadata_endpoint_flexible__update_metadata_broker_flexible_ in range(
-                n_tags__update_metadata_endpoint_flexible__update_metadata_broker_flexible_
-            ):
-                tag__update_metadata_endpoint_flexible__update_metadata_broker_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "update_metadata_endpoint_flexible.tagged_fields"
-                )
-                size__update_metadata_endpoint_flexible__update_metadata_broker_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "update_metadata_endpoint_flexible.tagged_fields"
-                )
-                if size__update_metadata_endpoint_flexible__update_metadata_broker_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__update_metadata_endpoint_flexible__update_metadata_broker_flexible_} declares {size__update_metadata_endpoint_flexible__update_metadata_broker_flexible_} bytes, {end - pos} left",
+                sec__update_metadata_endpoint_flexible__update_metadata_broker_flexible_ = pos
+                (
+                    prev__update_metadata_endpoint_flexible__update_metadata_broker_flexible_,
+                    odd__update_metadata_endpoint_flexible__update_metadata_broker_flexible_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__update_metadata_endpoint_flexible__update_metadata_broker_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__update_metadata_endpoint_flexible__update_metadata_broker_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "update_metadata_endpoint_flexible.tagged_fields"
+                    )
+                if n_tags__update_metadata_endpoint_flexible__update_metadata_broker_flexible_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__update_metadata_endpoint_flexible__update_metadata_broker_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="update_metadata_endpoint_flexible.tagged_fields",
                     )
-                stop__update_metadata_endpoint_flexible__update_metadata_broker_flexible_ = (
-                    pos + size__update_metadata_endpoint_flexible__update_metadata_broker_flexible_
-                )
-                if (
-                    tag__update_metadata_endpoint_flexible__update_metadata_broker_flexible_
-                    <= prev__update_metadata_endpoint_flexible__update_metadata_broker_flexible_
+                for __update_metadata_endpoint_flexible__update_metadata_broker_flexible_ in range(
+                    n_tags__update_metadata_endpoint_flexible__update_metadata_broker_flexible_
                 ):
-                    odd__update_metadata_endpoint_flexible__update_metadata_broker_flexible_ = True
-                prev__update_metadata_endpoint_flexible__update_metadata_broker_flexible_ = (
-                    tag__update_metadata_endpoint_flexible__update_metadata_broker_flexible_
-                )
-                tagged_fields_update_metadata_endpoint_flexible__update_metadata_broker_flexible_.append(
-                    (
-                        tag__update_metadata_endpoint_flexible__update_metadata_broker_flexible_,
-                        bytes(buf[pos:stop__update_metadata_endpoint_flexible__update_metadata_broker_flexible_]),
+                    tag__update_metadata_endpoint_flexible__update_metadata_broker_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "update_metadata_endpoint_flexible.tagged_fields"
                     )
-                )
-                pos = stop__update_metadata_endpoint_flexible__update_metadata_broker_flexible_
-            if odd__update_metadata_endpoint_flexible__update_metadata_broker_flexible_:
-                tagged_fields_update_metadata_endpoint_flexible__update_metadata_broker_flexible_ = _keep_tags(
-                    tagged_fields_update_metadata_endpoint_flexible__update_metadata_broker_flexible_,
-                    buf[sec__update_metadata_endpoint_flexible__update_metadata_broker_flexible_:pos],
-                    (),
-                )
+                    size__update_metadata_endpoint_flexible__update_metadata_broker_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "update_metadata_endpoint_flexible.tagged_fields"
+                    )
+                    if size__update_metadata_endpoint_flexible__update_metadata_broker_flexible_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__update_metadata_endpoint_flexible__update_metadata_broker_flexible_} declares {size__update_metadata_endpoint_flexible__update_metadata_broker_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="update_metadata_endpoint_flexible.tagged_fields",
+                        )
+                    stop__update_metadata_endpoint_flexible__update_metadata_broker_flexible_ = (
+                        pos + size__update_metadata_endpoint_flexible__update_metadata_broker_flexible_
+                    )
+                    if (
+                        tag__update_metadata_endpoint_flexible__update_metadata_broker_flexible_
+                        <= prev__update_metadata_endpoint_flexible__update_metadata_broker_flexible_
+                    ):
+                        odd__update_metadata_endpoint_flexible__update_metadata_broker_flexible_ = True
+                    prev__update_metadata_endpoint_flexible__update_metadata_broker_flexible_ = (
+                        tag__update_metadata_endpoint_flexible__update_metadata_broker_flexible_
+                    )
+                    tagged_fields_update_metadata_endpoint_flexible__update_metadata_broker_flexible_.append(
+                        (
+                            tag__update_metadata_endpoint_flexible__update_metadata_broker_flexible_,
+                            bytes(buf[pos:stop__update_metadata_endpoint_flexible__update_metadata_broker_flexible_]),
+                        )
+                    )
+                    pos = stop__update_metadata_endpoint_flexible__update_metadata_broker_flexible_
+                if odd__update_metadata_endpoint_flexible__update_metadata_broker_flexible_:
+                    tagged_fields_update_metadata_endpoint_flexible__update_metadata_broker_flexible_ = _keep_tags(
+                        tagged_fields_update_metadata_endpoint_flexible__update_metadata_broker_flexible_,
+                        buf[sec__update_metadata_endpoint_flexible__update_metadata_broker_flexible_:pos],
+                        (),
+                    )
             value__update_metadata_endpoint_flexible__update_metadata_broker_flexible_ = _new_object(
                 UpdateMetadataEndpointFlexible
             )
@@ -3709,46 +3839,49 @@ def _fdecode_update_metadata_request_flexible(buf, pos, end, opts, api_version):
                 rack_update_metadata_broker_flexible_ = _decode_str(r__update_metadata_broker_flexible_)
             pos += n_rack_update_metadata_broker_flexible_
         tagged_fields_update_metadata_broker_flexible_ = []
-        sec__update_metadata_broker_flexible_ = pos
-        prev__update_metadata_broker_flexible_, odd__update_metadata_broker_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__update_metadata_broker_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__update_metadata_broker_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "update_metadata_broker_flexible.tagged_fields"
-            )
-        if n_tags__update_metadata_broker_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__update_metadata_broker_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="update_metadata_broker_flexible.tagged_fields",
-            )
-        for __update_metadata_broker_flexible_ in range(n_tags__update_metadata_broker_flexible_):
-            tag__update_metadata_broker_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "update_metadata_broker_flexible.tagged_fields"
-            )
-            size__update_metadata_broker_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "update_metadata_broker_flexible.tagged_fields"
-            )
-            if size__update_metadata_broker_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__update_metadata_broker_flexible_} declares {size__update_metadata_broker_flexible_} bytes, {end - pos} left",
+            sec__update_metadata_broker_flexible_ = pos
+            prev__update_metadata_broker_flexible_, odd__update_metadata_broker_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__update_metadata_broker_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__update_metadata_broker_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "update_metadata_broker_flexible.tagged_fields"
+                )
+            if n_tags__update_metadata_broker_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__update_metadata_broker_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="update_metadata_broker_flexible.tagged_fields",
                 )
-            stop__update_metadata_broker_flexible_ = pos + size__update_metadata_broker_flexible_
-            if tag__update_metadata_broker_flexible_ <= prev__update_metadata_broker_flexible_:
-                odd__update_metadata_broker_flexible_ = True
-            prev__update_metadata_broker_flexible_ = tag__update_metadata_broker_flexible_
-            tagged_fields_update_metadata_broker_flexible_.append(
-                (tag__update_metadata_broker_flexible_, bytes(buf[pos:stop__update_metadata_broker_flexible_]))
-            )
-            pos = stop__update_metadata_broker_flexible_
-        if odd__update_metadata_broker_flexible_:
-            tagged_fields_update_metadata_broker_flexible_ = _keep_tags(
-                tagged_fields_update_metadata_broker_flexible_, buf[sec__update_metadata_broker_flexible_:pos], ()
-            )
+            for __update_metadata_broker_flexible_ in range(n_tags__update_metadata_broker_flexible_):
+                tag__update_metadata_broker_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "update_metadata_broker_flexible.tagged_fields"
+                )
+                size__update_metadata_broker_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "update_metadata_broker_flexible.tagged_fields"
+                )
+                if size__update_metadata_broker_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__update_metadata_broker_flexible_} declares {size__update_metadata_broker_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="update_metadata_broker_flexible.tagged_fields",
+                    )
+                stop__update_metadata_broker_flexible_ = pos + size__update_metadata_broker_flexible_
+                if tag__update_metadata_broker_flexible_ <= prev__update_metadata_broker_flexible_:
+                    odd__update_metadata_broker_flexible_ = True
+                prev__update_metadata_broker_flexible_ = tag__update_metadata_broker_flexible_
+                tagged_fields_update_metadata_broker_flexible_.append(
+                    (tag__update_metadata_broker_flexible_, bytes(buf[pos:stop__update_metadata_broker_flexible_]))
+                )
+                pos = stop__update_metadata_broker_flexible_
+            if odd__update_metadata_broker_flexible_:
+                tagged_fields_update_metadata_broker_flexible_ = _keep_tags(
+                    tagged_fields_update_metadata_broker_flexible_, buf[sec__update_metadata_broker_flexible_:pos], ()
+                )
         value__update_metadata_broker_flexible_ = _new_object(UpdateMetadataBrokerFlexible)
         value__update_metadata_broker_flexible_.id = id_update_metadata_broker_flexible_
         value__update_metadata_broker_flexible_.endpoints = endpoints_update_metadata_broker_flexible_
@@ -3762,53 +3895,56 @@ def _fdecode_update_metadata_request_flexible(buf, pos, end, opts, api_version):
                 raise _Fallback
     tagged_fields = []
     type_field = 0
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "update_metadata_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="update_metadata_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "update_metadata_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "update_metadata_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "update_metadata_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="update_metadata_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0 and api_version >= 8:
-            type_field, q_ = _fdecode_update_metadata_request_flexible_type_field_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "update_metadata_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "update_metadata_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="update_metadata_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            if tag_ == 0 and api_version >= 8:
+                type_field, q_ = _fdecode_update_metadata_request_flexible_type_field_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (type_field) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="update_metadata_request_flexible.tagged_fields.type_field",
+                    )
+                if type_field == 0 or type_field is None:
+                    odd_ = True
+            elif tag_ == 0:
                 raise _InvalidValueError(
-                    f"tag 0 (type_field) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
+                    "tag 0 (type_field) is not valid at this version",
+                    offset=pos,
                     path="update_metadata_request_flexible.tagged_fields.type_field",
                 )
-            if type_field == 0 or type_field is None:
-                odd_ = True
-        elif tag_ == 0:
-            raise _InvalidValueError(
-                "tag 0 (type_field) is not valid at this version",
-                offset=pos,
-                path="update_metadata_request_flexible.tagged_fields.type_field",
-            )
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, type_field == 0 or type_field is None),))
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, type_field == 0 or type_field is None),))
     value_ = _new_object(UpdateMetadataRequestFlexible)
     value_.controller_id = controller_id
     value_.is_k_raft_controller = is_k_raft_controller
@@ -3828,14 +3964,22 @@ def _encode_update_metadata_request_flexible(obj, out, index, api_version):
             f"UpdateMetadataRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 6) and (<params>.api_version <= 8)))",
             path="update_metadata_request_flexible",
         )
-    own_ = type(obj) is UpdateMetadataRequestFlexible
-    controller_id = obj.controller_id if own_ else getattr(obj, "controller_id", 0)
-    is_k_raft_controller = obj.is_k_raft_controller if own_ else getattr(obj, "is_k_raft_controller", False)
-    controller_epoch = obj.controller_epoch if own_ else getattr(obj, "controller_epoch", 0)
-    broker_epoch = obj.broker_epoch if own_ else getattr(obj, "broker_epoch", -1)
-    topic_states = obj.topic_states if own_ else getattr(obj, "topic_states", None)
-    live_brokers = obj.live_brokers if own_ else getattr(obj, "live_brokers", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is UpdateMetadataRequestFlexible:
+        controller_id = obj.controller_id
+        is_k_raft_controller = obj.is_k_raft_controller
+        controller_epoch = obj.controller_epoch
+        broker_epoch = obj.broker_epoch
+        topic_states = obj.topic_states
+        live_brokers = obj.live_brokers
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        controller_id = getattr(obj, "controller_id", 0)
+        is_k_raft_controller = getattr(obj, "is_k_raft_controller", False)
+        controller_epoch = getattr(obj, "controller_epoch", 0)
+        broker_epoch = getattr(obj, "broker_epoch", -1)
+        topic_states = getattr(obj, "topic_states", None)
+        live_brokers = getattr(obj, "live_brokers", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(controller_id)
     if api_version >= 8:
         out += _S8.pack(is_k_raft_controller)
@@ -3885,7 +4029,10 @@ def _encode_update_metadata_request_flexible(obj, out, index, api_version):
         _encode_update_metadata_request_flexible_type_field_tag(type_field, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = (0 if api_version >= 8 else -1,) if tagged_fields.__class__ is _TagSection else None
-    _write_tagged(out, tags_, tagged_fields, "update_metadata_request_flexible.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "update_metadata_request_flexible.tagged_fields", valid_)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_update_metadata_request_flexible(obj, out, index, api_version):
@@ -3895,14 +4042,22 @@ def _fencode_update_metadata_request_flexible(obj, out, index, api_version):
             f"UpdateMetadataRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 6) and (<params>.api_version <= 8)))",
             path="update_metadata_request_flexible",
         )
-    own_ = type(obj) is UpdateMetadataRequestFlexible
-    controller_id = obj.controller_id if own_ else getattr(obj, "controller_id", 0)
-    is_k_raft_controller = obj.is_k_raft_controller if own_ else getattr(obj, "is_k_raft_controller", False)
-    controller_epoch = obj.controller_epoch if own_ else getattr(obj, "controller_epoch", 0)
-    broker_epoch = obj.broker_epoch if own_ else getattr(obj, "broker_epoch", -1)
-    topic_states = obj.topic_states if own_ else getattr(obj, "topic_states", None)
-    live_brokers = obj.live_brokers if own_ else getattr(obj, "live_brokers", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is UpdateMetadataRequestFlexible:
+        controller_id = obj.controller_id
+        is_k_raft_controller = obj.is_k_raft_controller
+        controller_epoch = obj.controller_epoch
+        broker_epoch = obj.broker_epoch
+        topic_states = obj.topic_states
+        live_brokers = obj.live_brokers
+        tagged_fields = obj.tagged_fields
+    else:
+        controller_id = getattr(obj, "controller_id", 0)
+        is_k_raft_controller = getattr(obj, "is_k_raft_controller", False)
+        controller_epoch = getattr(obj, "controller_epoch", 0)
+        broker_epoch = getattr(obj, "broker_epoch", -1)
+        topic_states = getattr(obj, "topic_states", None)
+        live_brokers = getattr(obj, "live_brokers", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(controller_id)
     if api_version >= 8:
         out += _S8.pack(is_k_raft_controller)
@@ -3913,21 +4068,16 @@ def _fencode_update_metadata_request_flexible(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "update_metadata_request_flexible.topic_states")
     for item_ in topic_states:
-        own__update_metadata_topic_state_flexible_ = type(item_) is UpdateMetadataTopicStateFlexible
-        topic_name_update_metadata_topic_state_flexible_ = (
-            item_.topic_name if own__update_metadata_topic_state_flexible_ else getattr(item_, "topic_name", "")
-        )
-        topic_id_update_metadata_topic_state_flexible_ = (
-            item_.topic_id if own__update_metadata_topic_state_flexible_ else getattr(item_, "topic_id", None)
-        )
-        partition_states_update_metadata_topic_state_flexible_ = (
-            item_.partition_states
-            if own__update_metadata_topic_state_flexible_
-            else getattr(item_, "partition_states", None)
-        )
-        tagged_fields_update_metadata_topic_state_flexible_ = (
-            item_.tagged_fields if own__update_metadata_topic_state_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is UpdateMetadataTopicStateFlexible:
+            topic_name_update_metadata_topic_state_flexible_ = item_.topic_name
+            topic_id_update_metadata_topic_state_flexible_ = item_.topic_id
+            partition_states_update_metadata_topic_state_flexible_ = item_.partition_states
+            tagged_fields_update_metadata_topic_state_flexible_ = item_.tagged_fields
+        else:
+            topic_name_update_metadata_topic_state_flexible_ = getattr(item_, "topic_name", "")
+            topic_id_update_metadata_topic_state_flexible_ = getattr(item_, "topic_id", None)
+            partition_states_update_metadata_topic_state_flexible_ = getattr(item_, "partition_states", None)
+            tagged_fields_update_metadata_topic_state_flexible_ = getattr(item_, "tagged_fields", None)
         b__update_metadata_topic_state_flexible_ = _STR_ENCODED.get(topic_name_update_metadata_topic_state_flexible_)
         topic_name_update_metadata_topic_state_flexible_ = (
             _encode_str(topic_name_update_metadata_topic_state_flexible_)
@@ -3954,54 +4104,62 @@ def _fencode_update_metadata_request_flexible(obj, out, index, api_version):
                 "update_metadata_topic_state_flexible.partition_states",
             )
         for item__update_metadata_topic_state_flexible_ in partition_states_update_metadata_topic_state_flexible_:
-            own__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = (
-                type(item__update_metadata_topic_state_flexible_) is UpdateMetadataPartitionStateFlexible
-            )
-            partition_index_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = (
-                item__update_metadata_topic_state_flexible_.partition_index
-                if own__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
-                else getattr(item__update_metadata_topic_state_flexible_, "partition_index", 0)
-            )
-            controller_epoch_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = (
-                item__update_metadata_topic_state_flexible_.controller_epoch
-                if own__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
-                else getattr(item__update_metadata_topic_state_flexible_, "controller_epoch", 0)
-            )
-            leader_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = (
-                item__update_metadata_topic_state_flexible_.leader
-                if own__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
-                else getattr(item__update_metadata_topic_state_flexible_, "leader", 0)
-            )
-            leader_epoch_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = (
-                item__update_metadata_topic_state_flexible_.leader_epoch
-                if own__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
-                else getattr(item__update_metadata_topic_state_flexible_, "leader_epoch", 0)
-            )
-            isr_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = (
-                item__update_metadata_topic_state_flexible_.isr
-                if own__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
-                else getattr(item__update_metadata_topic_state_flexible_, "isr", None)
-            )
-            zk_version_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = (
-                item__update_metadata_topic_state_flexible_.zk_version
-                if own__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
-                else getattr(item__update_metadata_topic_state_flexible_, "zk_version", 0)
-            )
-            replicas_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = (
-                item__update_metadata_topic_state_flexible_.replicas
-                if own__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
-                else getattr(item__update_metadata_topic_state_flexible_, "replicas", None)
-            )
-            offline_replicas_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = (
-                item__update_metadata_topic_state_flexible_.offline_replicas
-                if own__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
-                else getattr(item__update_metadata_topic_state_flexible_, "offline_replicas", None)
-            )
-            tagged_fields_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = (
-                item__update_metadata_topic_state_flexible_.tagged_fields
-                if own__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
-                else getattr(item__update_metadata_topic_state_flexible_, "tagged_fields", None)
-            )
+            if type(item__update_metadata_topic_state_flexible_) is UpdateMetadataPartitionStateFlexible:
+                partition_index_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = (
+                    item__update_metadata_topic_state_flexible_.partition_index
+                )
+                controller_epoch_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = (
+                    item__update_metadata_topic_state_flexible_.controller_epoch
+                )
+                leader_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = (
+                    item__update_metadata_topic_state_flexible_.leader
+                )
+                leader_epoch_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = (
+                    item__update_metadata_topic_state_flexible_.leader_epoch
+                )
+                isr_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = (
+                    item__update_metadata_topic_state_flexible_.isr
+                )
+                zk_version_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = (
+                    item__update_metadata_topic_state_flexible_.zk_version
+                )
+                replicas_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = (
+                    item__update_metadata_topic_state_flexible_.replicas
+                )
+                offline_replicas_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = (
+                    item__update_metadata_topic_state_flexible_.offline_replicas
+                )
+                tagged_fields_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = (
+                    item__update_metadata_topic_state_flexible_.tagged_fields
+                )
+            else:
+                partition_index_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = (
+                    getattr(item__update_metadata_topic_state_flexible_, "partition_index", 0)
+                )
+                controller_epoch_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = (
+                    getattr(item__update_metadata_topic_state_flexible_, "controller_epoch", 0)
+                )
+                leader_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = getattr(
+                    item__update_metadata_topic_state_flexible_, "leader", 0
+                )
+                leader_epoch_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = getattr(
+                    item__update_metadata_topic_state_flexible_, "leader_epoch", 0
+                )
+                isr_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = getattr(
+                    item__update_metadata_topic_state_flexible_, "isr", None
+                )
+                zk_version_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = getattr(
+                    item__update_metadata_topic_state_flexible_, "zk_version", 0
+                )
+                replicas_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = getattr(
+                    item__update_metadata_topic_state_flexible_, "replicas", None
+                )
+                offline_replicas_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = (
+                    getattr(item__update_metadata_topic_state_flexible_, "offline_replicas", None)
+                )
+                tagged_fields_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = getattr(
+                    item__update_metadata_topic_state_flexible_, "tagged_fields", None
+                )
             out += _S2.pack(
                 partition_index_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_,
                 controller_epoch_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_,
@@ -4019,13 +4177,18 @@ def _fencode_update_metadata_request_flexible(obj, out, index, api_version):
                     n__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ + 1,
                     "update_metadata_partition_state_flexible.isr",
                 )
-            for (
-                item__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
-            ) in isr_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_:
-                value_update_metadata_partition_state_flexible_isr_item__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = item__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
-                out += _S0.pack(
-                    value_update_metadata_partition_state_flexible_isr_item__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
-                )
+            if n__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ <= _PACKED_MAX:
+                out += _PACKED["i"][
+                    n__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
+                ].pack(*isr_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_)
+            else:
+                for (
+                    item__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
+                ) in isr_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_:
+                    value_update_metadata_partition_state_flexible_isr_item__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = item__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
+                    out += _S0.pack(
+                        value_update_metadata_partition_state_flexible_isr_item__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
+                    )
             out += _S0.pack(zk_version_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_)
             n__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = len(
                 replicas_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
@@ -4038,13 +4201,18 @@ def _fencode_update_metadata_request_flexible(obj, out, index, api_version):
                     n__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ + 1,
                     "update_metadata_partition_state_flexible.replicas",
                 )
-            for (
-                item__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
-            ) in replicas_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_:
-                value_update_metadata_partition_state_flexible_replicas_item__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = item__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
-                out += _S0.pack(
-                    value_update_metadata_partition_state_flexible_replicas_item__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
-                )
+            if n__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ <= _PACKED_MAX:
+                out += _PACKED["i"][
+                    n__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
+                ].pack(*replicas_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_)
+            else:
+                for (
+                    item__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
+                ) in replicas_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_:
+                    value_update_metadata_partition_state_flexible_replicas_item__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = item__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
+                    out += _S0.pack(
+                        value_update_metadata_partition_state_flexible_replicas_item__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
+                    )
             n__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = len(
                 offline_replicas_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
             )
@@ -4056,50 +4224,63 @@ def _fencode_update_metadata_request_flexible(obj, out, index, api_version):
                     n__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ + 1,
                     "update_metadata_partition_state_flexible.offline_replicas",
                 )
-            for (
-                item__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
-            ) in offline_replicas_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_:
-                value_update_metadata_partition_state_flexible_offline_replicas_item__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = item__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
-                out += _S0.pack(
-                    value_update_metadata_partition_state_flexible_offline_replicas_item__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
+            if n__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ <= _PACKED_MAX:
+                out += _PACKED["i"][
+                    n__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
+                ].pack(
+                    *offline_replicas_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
                 )
-            tags__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = []
-            valid__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = None
+            else:
+                for (
+                    item__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
+                ) in offline_replicas_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_:
+                    value_update_metadata_partition_state_flexible_offline_replicas_item__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = item__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
+                    out += _S0.pack(
+                        value_update_metadata_partition_state_flexible_offline_replicas_item__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
+                    )
+            if (
+                tagged_fields_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
+                or tagged_fields_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_.__class__
+                is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_,
+                    "update_metadata_partition_state_flexible.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
+        if (
+            tagged_fields_update_metadata_topic_state_flexible_
+            or tagged_fields_update_metadata_topic_state_flexible_.__class__ is _TagSection
+        ):
             _write_tagged(
                 out,
-                tags__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_,
-                tagged_fields_update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_,
-                "update_metadata_partition_state_flexible.tagged_fields",
-                valid__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_,
+                [],
+                tagged_fields_update_metadata_topic_state_flexible_,
+                "update_metadata_topic_state_flexible.tagged_fields",
+                None,
             )
-        tags__update_metadata_topic_state_flexible_ = []
-        valid__update_metadata_topic_state_flexible_ = None
-        _write_tagged(
-            out,
-            tags__update_metadata_topic_state_flexible_,
-            tagged_fields_update_metadata_topic_state_flexible_,
-            "update_metadata_topic_state_flexible.tagged_fields",
-            valid__update_metadata_topic_state_flexible_,
-        )
+        else:
+            out.append(0)
     n_ = len(live_brokers)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "update_metadata_request_flexible.live_brokers")
     for item_ in live_brokers:
-        own__update_metadata_broker_flexible_ = type(item_) is UpdateMetadataBrokerFlexible
-        id_update_metadata_broker_flexible_ = (
-            item_.id if own__update_metadata_broker_flexible_ else getattr(item_, "id", 0)
-        )
-        endpoints_update_metadata_broker_flexible_ = (
-            item_.endpoints if own__update_metadata_broker_flexible_ else getattr(item_, "endpoints", None)
-        )
-        rack_update_metadata_broker_flexible_ = (
-            item_.rack if own__update_metadata_broker_flexible_ else getattr(item_, "rack", "")
-        )
-        tagged_fields_update_metadata_broker_flexible_ = (
-            item_.tagged_fields if own__update_metadata_broker_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is UpdateMetadataBrokerFlexible:
+            id_update_metadata_broker_flexible_ = item_.id
+            endpoints_update_metadata_broker_flexible_ = item_.endpoints
+            rack_update_metadata_broker_flexible_ = item_.rack
+            tagged_fields_update_metadata_broker_flexible_ = item_.tagged_fields
+        else:
+            id_update_metadata_broker_flexible_ = getattr(item_, "id", 0)
+            endpoints_update_metadata_broker_flexible_ = getattr(item_, "endpoints", None)
+            rack_update_metadata_broker_flexible_ = getattr(item_, "rack", "")
+            tagged_fields_update_metadata_broker_flexible_ = getattr(item_, "tagged_fields", None)
         out += _S0.pack(id_update_metadata_broker_flexible_)
         n__update_metadata_broker_flexible_ = len(endpoints_update_metadata_broker_flexible_)
         if -1 <= n__update_metadata_broker_flexible_ < 16383:
@@ -4107,34 +4288,38 @@ def _fencode_update_metadata_request_flexible(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__update_metadata_broker_flexible_ + 1, "update_metadata_broker_flexible.endpoints")
         for item__update_metadata_broker_flexible_ in endpoints_update_metadata_broker_flexible_:
-            own__update_metadata_endpoint_flexible__update_metadata_broker_flexible_ = (
-                type(item__update_metadata_broker_flexible_) is UpdateMetadataEndpointFlexible
-            )
-            port_update_metadata_endpoint_flexible__update_metadata_broker_flexible_ = (
-                item__update_metadata_broker_flexible_.port
-                if own__update_metadata_endpoint_flexible__update_metadata_broker_flexible_
-                else getattr(item__update_metadata_broker_flexible_, "port", 0)
-            )
-            host_update_metadata_endpoint_flexible__update_metadata_broker_flexible_ = (
-                item__update_metadata_broker_flexible_.host
-                if own__update_metadata_endpoint_flexible__update_metadata_broker_flexible_
-                else getattr(item__update_metadata_broker_flexible_, "host", "")
-            )
-            listener_update_metadata_endpoint_flexible__update_metadata_broker_flexible_ = (
-                item__update_metadata_broker_flexible_.listener
-                if own__update_metadata_endpoint_flexible__update_metadata_broker_flexible_
-                else getattr(item__update_metadata_broker_flexible_, "listener", "")
-            )
-            security_protocol_update_metadata_endpoint_flexible__update_metadata_broker_flexible_ = (
-                item__update_metadata_broker_flexible_.security_protocol
-                if own__update_metadata_endpoint_flexible__update_metadata_broker_flexible_
-                else getattr(item__update_metadata_broker_flexible_, "security_protocol", 0)
-            )
-            tagged_fields_update_metadata_endpoint_flexible__update_metadata_broker_flexible_ = (
-                item__update_metadata_broker_flexible_.tagged_fields
-                if own__update_metadata_endpoint_flexible__update_metadata_broker_flexible_
-                else getattr(item__update_metadata_broker_flexible_, "tagged_fields", None)
-            )
+            if type(item__update_metadata_broker_flexible_) is UpdateMetadataEndpointFlexible:
+                port_update_metadata_endpoint_flexible__update_metadata_broker_flexible_ = (
+                    item__update_metadata_broker_flexible_.port
+                )
+                host_update_metadata_endpoint_flexible__update_metadata_broker_flexible_ = (
+                    item__update_metadata_broker_flexible_.host
+                )
+                listener_update_metadata_endpoint_flexible__update_metadata_broker_flexible_ = (
+                    item__update_metadata_broker_flexible_.listener
+                )
+                security_protocol_update_metadata_endpoint_flexible__update_metadata_broker_flexible_ = (
+                    item__update_metadata_broker_flexible_.security_protocol
+                )
+                tagged_fields_update_metadata_endpoint_flexible__update_metadata_broker_flexible_ = (
+                    item__update_metadata_broker_flexible_.tagged_fields
+                )
+            else:
+                port_update_metadata_endpoint_flexible__update_metadata_broker_flexible_ = getattr(
+                    item__update_metadata_broker_flexible_, "port", 0
+                )
+                host_update_metadata_endpoint_flexible__update_metadata_broker_flexible_ = getattr(
+                    item__update_metadata_broker_flexible_, "host", ""
+                )
+                listener_update_metadata_endpoint_flexible__update_metadata_broker_flexible_ = getattr(
+                    item__update_metadata_broker_flexible_, "listener", ""
+                )
+                security_protocol_update_metadata_endpoint_flexible__update_metadata_broker_flexible_ = getattr(
+                    item__update_metadata_broker_flexible_, "security_protocol", 0
+                )
+                tagged_fields_update_metadata_endpoint_flexible__update_metadata_broker_flexible_ = getattr(
+                    item__update_metadata_broker_flexible_, "tagged_fields", None
+                )
             out += _S0.pack(port_update_metadata_endpoint_flexible__update_metadata_broker_flexible_)
             b__update_metadata_endpoint_flexible__update_metadata_broker_flexible_ = _STR_ENCODED.get(
                 host_update_metadata_endpoint_flexible__update_metadata_broker_flexible_
@@ -4177,15 +4362,20 @@ def _fencode_update_metadata_request_flexible(obj, out, index, api_version):
                 )
             out += listener_update_metadata_endpoint_flexible__update_metadata_broker_flexible_
             out += _S1.pack(security_protocol_update_metadata_endpoint_flexible__update_metadata_broker_flexible_)
-            tags__update_metadata_endpoint_flexible__update_metadata_broker_flexible_ = []
-            valid__update_metadata_endpoint_flexible__update_metadata_broker_flexible_ = None
-            _write_tagged(
-                out,
-                tags__update_metadata_endpoint_flexible__update_metadata_broker_flexible_,
-                tagged_fields_update_metadata_endpoint_flexible__update_metadata_broker_flexible_,
-                "update_metadata_endpoint_flexible.tagged_fields",
-                valid__update_metadata_endpoint_flexible__update_metadata_broker_flexible_,
-            )
+            if (
+                tagged_fields_update_metadata_endpoint_flexible__update_metadata_broker_flexible_
+                or tagged_fields_update_metadata_endpoint_flexible__update_metadata_broker_flexible_.__class__
+                is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_update_metadata_endpoint_flexible__update_metadata_broker_flexible_,
+                    "update_metadata_endpoint_flexible.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
         if rack_update_metadata_broker_flexible_ is None:
             out.append(0)
         else:
@@ -4201,15 +4391,19 @@ def _fencode_update_metadata_request_flexible(obj, out, index, api_version):
             else:
                 _write_uvarint(out, n__update_metadata_broker_flexible_ + 1, "update_metadata_broker_flexible.rack")
             out += rack_update_metadata_broker_flexible_
-        tags__update_metadata_broker_flexible_ = []
-        valid__update_metadata_broker_flexible_ = None
-        _write_tagged(
-            out,
-            tags__update_metadata_broker_flexible_,
-            tagged_fields_update_metadata_broker_flexible_,
-            "update_metadata_broker_flexible.tagged_fields",
-            valid__update_metadata_broker_flexible_,
-        )
+        if (
+            tagged_fields_update_metadata_broker_flexible_
+            or tagged_fields_update_metadata_broker_flexible_.__class__ is _TagSection
+        ):
+            _write_tagged(
+                out,
+                [],
+                tagged_fields_update_metadata_broker_flexible_,
+                "update_metadata_broker_flexible.tagged_fields",
+                None,
+            )
+        else:
+            out.append(0)
     tags_ = []
     type_field = getattr(obj, "type_field", 0)
     if type_field != 0 and type_field is not None and (api_version >= 8):
@@ -4217,7 +4411,10 @@ def _fencode_update_metadata_request_flexible(obj, out, index, api_version):
         _fencode_update_metadata_request_flexible_type_field_tag(type_field, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = (0 if api_version >= 8 else -1,) if tagged_fields.__class__ is _TagSection else None
-    _write_tagged(out, tags_, tagged_fields, "update_metadata_request_flexible.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "update_metadata_request_flexible.tagged_fields", valid_)
+    else:
+        out.append(0)
 
 
 def _decode_update_metadata_request_by_version(buf, pos, end, opts, api_version):

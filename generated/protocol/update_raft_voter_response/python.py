@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -93,32 +94,39 @@ def _decode_current_leader(buf, pos, end, opts):
     (port,) = _S1.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "current_leader.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="current_leader.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "current_leader.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "current_leader.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="current_leader.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "current_leader.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="current_leader.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "current_leader.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "current_leader.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="current_leader.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return CurrentLeader(leader_id, leader_epoch, host, port, tagged_fields), pos
 
 
@@ -154,32 +162,39 @@ def _fdecode_current_leader(buf, pos, end, opts):
     (port,) = _S1.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "current_leader.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="current_leader.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "current_leader.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "current_leader.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="current_leader.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "current_leader.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="current_leader.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "current_leader.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "current_leader.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="current_leader.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(CurrentLeader)  # slots set directly: a third of the cost of calling __init__
     value_.leader_id = leader_id
     value_.leader_epoch = leader_epoch
@@ -191,12 +206,18 @@ def _fdecode_current_leader(buf, pos, end, opts):
 
 def _encode_current_leader(obj, out, index):
     """Append one current_leader to out."""
-    own_ = type(obj) is CurrentLeader
-    leader_id = obj.leader_id if own_ else getattr(obj, "leader_id", -1)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", -1)
-    host = obj.host if own_ else getattr(obj, "host", "")
-    port = obj.port if own_ else getattr(obj, "port", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is CurrentLeader:
+        leader_id = obj.leader_id
+        leader_epoch = obj.leader_epoch
+        host = obj.host
+        port = obj.port
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        leader_id = getattr(obj, "leader_id", -1)
+        leader_epoch = getattr(obj, "leader_epoch", -1)
+        host = getattr(obj, "host", "")
+        port = getattr(obj, "port", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(leader_id, leader_epoch)
     if host is None:
         raise _InvalidValueError("may not be null", path="current_leader.host")
@@ -211,19 +232,26 @@ def _encode_current_leader(obj, out, index):
 
         out += host
     out += _S1.pack(port)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "current_leader.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "current_leader.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_current_leader(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
-    own_ = type(obj) is CurrentLeader
-    leader_id = obj.leader_id if own_ else getattr(obj, "leader_id", -1)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", -1)
-    host = obj.host if own_ else getattr(obj, "host", "")
-    port = obj.port if own_ else getattr(obj, "port", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is CurrentLeader:
+        leader_id = obj.leader_id
+        leader_epoch = obj.leader_epoch
+        host = obj.host
+        port = obj.port
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        leader_id = getattr(obj, "leader_id", -1)
+        leader_epoch = getattr(obj, "leader_epoch", -1)
+        host = getattr(obj, "host", "")
+        port = getattr(obj, "port", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(leader_id, leader_epoch)
     b_ = _STR_ENCODED.get(host)
     host = _encode_str(host) if b_ is None else b_
@@ -235,9 +263,10 @@ def _fencode_current_leader(obj, out, index):
 
     out += host
     out += _S1.pack(port)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "current_leader.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "current_leader.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_update_raft_voter_response_current_leader_tag(buf, pos, end, opts):
@@ -286,51 +315,54 @@ def _decode_update_raft_voter_response(buf, pos, end, opts, api_version):
         b"\xff\xff\xff\xff\xff\xff\xff\xff\x01\x00\x00\x00\x00\x00".__len__(),
         opts,
     )[0]  # absent: new update_raft_voter_response_current_leader_tag()
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "update_raft_voter_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="update_raft_voter_response.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "update_raft_voter_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "update_raft_voter_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "update_raft_voter_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="update_raft_voter_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0:
-            current_leader, q_ = _decode_update_raft_voter_response_current_leader_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 0 (current_leader) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="update_raft_voter_response.tagged_fields.current_leader",
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "update_raft_voter_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "update_raft_voter_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="update_raft_voter_response.tagged_fields",
                 )
-            if (
-                buf[pos:stop_] == b"\xff\xff\xff\xff\xff\xff\xff\xff\x01\x00\x00\x00\x00\x00"
-            ):  # written at its default: kept as read
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
                 odd_ = True
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(
-            tagged_fields, buf[sec_:pos], ((0, b"\xff\xff\xff\xff\xff\xff\xff\xff\x01\x00\x00\x00\x00\x00"),)
-        )
+            prev_ = tag_
+            if tag_ == 0:
+                current_leader, q_ = _decode_update_raft_voter_response_current_leader_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (current_leader) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="update_raft_voter_response.tagged_fields.current_leader",
+                    )
+                if (
+                    buf[pos:stop_] == b"\xff\xff\xff\xff\xff\xff\xff\xff\x01\x00\x00\x00\x00\x00"
+                ):  # written at its default: kept as read
+                    odd_ = True
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(
+                tagged_fields, buf[sec_:pos], ((0, b"\xff\xff\xff\xff\xff\xff\xff\xff\x01\x00\x00\x00\x00\x00"),)
+            )
     return UpdateRaftVoterResponse(throttle_time_ms, error_code, tagged_fields, current_leader), pos
 
 
@@ -354,51 +386,54 @@ def _fdecode_update_raft_voter_response(buf, pos, end, opts, api_version):
         b"\xff\xff\xff\xff\xff\xff\xff\xff\x01\x00\x00\x00\x00\x00".__len__(),
         opts,
     )[0]  # absent: new update_raft_voter_response_current_leader_tag()
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "update_raft_voter_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="update_raft_voter_response.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "update_raft_voter_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "update_raft_voter_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "update_raft_voter_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="update_raft_voter_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0:
-            current_leader, q_ = _fdecode_update_raft_voter_response_current_leader_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
-                raise _InvalidValueError(
-                    f"tag 0 (current_leader) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
-                    path="update_raft_voter_response.tagged_fields.current_leader",
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "update_raft_voter_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "update_raft_voter_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="update_raft_voter_response.tagged_fields",
                 )
-            if (
-                buf[pos:stop_] == b"\xff\xff\xff\xff\xff\xff\xff\xff\x01\x00\x00\x00\x00\x00"
-            ):  # written at its default: kept as read
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
                 odd_ = True
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(
-            tagged_fields, buf[sec_:pos], ((0, b"\xff\xff\xff\xff\xff\xff\xff\xff\x01\x00\x00\x00\x00\x00"),)
-        )
+            prev_ = tag_
+            if tag_ == 0:
+                current_leader, q_ = _fdecode_update_raft_voter_response_current_leader_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (current_leader) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="update_raft_voter_response.tagged_fields.current_leader",
+                    )
+                if (
+                    buf[pos:stop_] == b"\xff\xff\xff\xff\xff\xff\xff\xff\x01\x00\x00\x00\x00\x00"
+                ):  # written at its default: kept as read
+                    odd_ = True
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(
+                tagged_fields, buf[sec_:pos], ((0, b"\xff\xff\xff\xff\xff\xff\xff\xff\x01\x00\x00\x00\x00\x00"),)
+            )
     value_ = _new_object(UpdateRaftVoterResponse)  # slots set directly: a third of the cost of calling __init__
     value_.throttle_time_ms = throttle_time_ms
     value_.error_code = error_code
@@ -414,10 +449,14 @@ def _encode_update_raft_voter_response(obj, out, index, api_version):
             f"UpdateRaftVoterResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="update_raft_voter_response",
         )
-    own_ = type(obj) is UpdateRaftVoterResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is UpdateRaftVoterResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(throttle_time_ms, error_code)
     tags_ = []
     current_leader = getattr(obj, "current_leader", None)
@@ -429,7 +468,10 @@ def _encode_update_raft_voter_response(obj, out, index, api_version):
         ):  # left out when it encodes as the empty struct it reads as absent
             tags_.append((0, tmp_))
     valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "update_raft_voter_response.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "update_raft_voter_response.tagged_fields", valid_)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_update_raft_voter_response(obj, out, index, api_version):
@@ -439,10 +481,14 @@ def _fencode_update_raft_voter_response(obj, out, index, api_version):
             f"UpdateRaftVoterResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="update_raft_voter_response",
         )
-    own_ = type(obj) is UpdateRaftVoterResponse
-    throttle_time_ms = obj.throttle_time_ms if own_ else getattr(obj, "throttle_time_ms", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is UpdateRaftVoterResponse:
+        throttle_time_ms = obj.throttle_time_ms
+        error_code = obj.error_code
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
+        error_code = getattr(obj, "error_code", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(throttle_time_ms, error_code)
     tags_ = []
     current_leader = getattr(obj, "current_leader", None)
@@ -454,7 +500,10 @@ def _fencode_update_raft_voter_response(obj, out, index, api_version):
         ):  # left out when it encodes as the empty struct it reads as absent
             tags_.append((0, tmp_))
     valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "update_raft_voter_response.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "update_raft_voter_response.tagged_fields", valid_)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_update_raft_voter_response_by_version(buf, pos, end, opts, api_version):

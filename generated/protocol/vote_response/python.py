@@ -71,48 +71,63 @@ def _decode_partition_data(buf, pos, end, opts):
     ) = _S0.unpack_from(buf, pos)
     pos += 15
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="partition_data.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="partition_data.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="partition_data.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="partition_data.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return PartitionData(partition_index, error_code, leader_id, leader_epoch, vote_granted, tagged_fields), pos
 
 
 def _encode_partition_data(obj, out, index):
     """Append one partition_data to out."""
-    own_ = type(obj) is PartitionData
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    leader_id = obj.leader_id if own_ else getattr(obj, "leader_id", 0)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", 0)
-    vote_granted = obj.vote_granted if own_ else getattr(obj, "vote_granted", False)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is PartitionData:
+        partition_index = obj.partition_index
+        error_code = obj.error_code
+        leader_id = obj.leader_id
+        leader_epoch = obj.leader_epoch
+        vote_granted = obj.vote_granted
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        error_code = getattr(obj, "error_code", 0)
+        leader_id = getattr(obj, "leader_id", 0)
+        leader_epoch = getattr(obj, "leader_epoch", 0)
+        vote_granted = getattr(obj, "vote_granted", False)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition_index, error_code, leader_id, leader_epoch, vote_granted)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "partition_data.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "partition_data.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_topic_data(buf, pos, end, opts):
@@ -177,41 +192,48 @@ def _decode_topic_data(buf, pos, end, opts):
             raise exc.within("topic_data.partitions", i_partitions, "partition_data") from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_data.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="topic_data.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_data.tagged_fields"
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="topic_data.tagged_fields"
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TopicData(topic_name, partitions, tagged_fields), pos
 
 
 def _encode_topic_data(obj, out, index):
     """Append one topic_data to out."""
-    own_ = type(obj) is TopicData
-    topic_name = obj.topic_name if own_ else getattr(obj, "topic_name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is TopicData:
+        topic_name = obj.topic_name
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_name = getattr(obj, "topic_name", "")
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if topic_name is None:
         raise _InvalidValueError("may not be null", path="topic_data.topic_name")
     else:
@@ -240,9 +262,10 @@ def _encode_topic_data(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_data.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "topic_data.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "topic_data.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_node_endpoint(buf, pos, end, opts):
@@ -279,42 +302,54 @@ def _decode_node_endpoint(buf, pos, end, opts):
     (port,) = _S2.unpack_from(buf, pos)
     pos += 2
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="node_endpoint.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="node_endpoint.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="node_endpoint.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="node_endpoint.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return NodeEndpoint(node_id, host, port, tagged_fields), pos
 
 
 def _encode_node_endpoint(obj, out, index):
     """Append one node_endpoint to out."""
-    own_ = type(obj) is NodeEndpoint
-    node_id = obj.node_id if own_ else getattr(obj, "node_id", 0)
-    host = obj.host if own_ else getattr(obj, "host", "")
-    port = obj.port if own_ else getattr(obj, "port", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is NodeEndpoint:
+        node_id = obj.node_id
+        host = obj.host
+        port = obj.port
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        node_id = getattr(obj, "node_id", 0)
+        host = getattr(obj, "host", "")
+        port = getattr(obj, "port", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(node_id)
     if host is None:
         raise _InvalidValueError("may not be null", path="node_endpoint.host")
@@ -329,9 +364,10 @@ def _encode_node_endpoint(obj, out, index):
 
         out += host
     out += _S2.pack(port)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "node_endpoint.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "node_endpoint.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_vote_response_node_endpoints_tag(buf, pos, end, opts):
@@ -435,36 +471,41 @@ def _fdecode_vote_response_node_endpoints_tag(buf, pos, end, opts):
         (port_node_endpoint_,) = _S2.unpack_from(buf, pos)
         pos += 2
         tagged_fields_node_endpoint_ = []
-        sec__node_endpoint_ = pos
-        prev__node_endpoint_, odd__node_endpoint_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__node_endpoint_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-        if n_tags__node_endpoint_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__node_endpoint_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="node_endpoint.tagged_fields",
-            )
-        for __node_endpoint_ in range(n_tags__node_endpoint_):
-            tag__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-            size__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
-            if size__node_endpoint_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__node_endpoint_} declares {size__node_endpoint_} bytes, {end - pos} left",
+            sec__node_endpoint_ = pos
+            prev__node_endpoint_, odd__node_endpoint_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__node_endpoint_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+            if n_tags__node_endpoint_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__node_endpoint_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="node_endpoint.tagged_fields",
                 )
-            stop__node_endpoint_ = pos + size__node_endpoint_
-            if tag__node_endpoint_ <= prev__node_endpoint_:
-                odd__node_endpoint_ = True
-            prev__node_endpoint_ = tag__node_endpoint_
-            tagged_fields_node_endpoint_.append((tag__node_endpoint_, bytes(buf[pos:stop__node_endpoint_])))
-            pos = stop__node_endpoint_
-        if odd__node_endpoint_:
-            tagged_fields_node_endpoint_ = _keep_tags(tagged_fields_node_endpoint_, buf[sec__node_endpoint_:pos], ())
+            for __node_endpoint_ in range(n_tags__node_endpoint_):
+                tag__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+                size__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+                if size__node_endpoint_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__node_endpoint_} declares {size__node_endpoint_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="node_endpoint.tagged_fields",
+                    )
+                stop__node_endpoint_ = pos + size__node_endpoint_
+                if tag__node_endpoint_ <= prev__node_endpoint_:
+                    odd__node_endpoint_ = True
+                prev__node_endpoint_ = tag__node_endpoint_
+                tagged_fields_node_endpoint_.append((tag__node_endpoint_, bytes(buf[pos:stop__node_endpoint_])))
+                pos = stop__node_endpoint_
+            if odd__node_endpoint_:
+                tagged_fields_node_endpoint_ = _keep_tags(
+                    tagged_fields_node_endpoint_, buf[sec__node_endpoint_:pos], ()
+                )
         value__node_endpoint_ = _new_object(NodeEndpoint)
         value__node_endpoint_.node_id = node_id_node_endpoint_
         value__node_endpoint_.host = host_node_endpoint_
@@ -505,13 +546,16 @@ def _fencode_vote_response_node_endpoints_tag(obj, out, index):
     else:
         _write_uvarint(out, n_ + 1, "vote_response_node_endpoints_tag.value")
     for item_ in value:
-        own__node_endpoint_ = type(item_) is NodeEndpoint
-        node_id_node_endpoint_ = item_.node_id if own__node_endpoint_ else getattr(item_, "node_id", 0)
-        host_node_endpoint_ = item_.host if own__node_endpoint_ else getattr(item_, "host", "")
-        port_node_endpoint_ = item_.port if own__node_endpoint_ else getattr(item_, "port", 0)
-        tagged_fields_node_endpoint_ = (
-            item_.tagged_fields if own__node_endpoint_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is NodeEndpoint:
+            node_id_node_endpoint_ = item_.node_id
+            host_node_endpoint_ = item_.host
+            port_node_endpoint_ = item_.port
+            tagged_fields_node_endpoint_ = item_.tagged_fields
+        else:
+            node_id_node_endpoint_ = getattr(item_, "node_id", 0)
+            host_node_endpoint_ = getattr(item_, "host", "")
+            port_node_endpoint_ = getattr(item_, "port", 0)
+            tagged_fields_node_endpoint_ = getattr(item_, "tagged_fields", None)
         out += _S1.pack(node_id_node_endpoint_)
         b__node_endpoint_ = _STR_ENCODED.get(host_node_endpoint_)
         host_node_endpoint_ = _encode_str(host_node_endpoint_) if b__node_endpoint_ is None else b__node_endpoint_
@@ -522,15 +566,10 @@ def _fencode_vote_response_node_endpoints_tag(obj, out, index):
             _write_uvarint(out, n__node_endpoint_ + 1, "node_endpoint.host")
         out += host_node_endpoint_
         out += _S2.pack(port_node_endpoint_)
-        tags__node_endpoint_ = []
-        valid__node_endpoint_ = None
-        _write_tagged(
-            out,
-            tags__node_endpoint_,
-            tagged_fields_node_endpoint_,
-            "node_endpoint.tagged_fields",
-            valid__node_endpoint_,
-        )
+        if tagged_fields_node_endpoint_ or tagged_fields_node_endpoint_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_node_endpoint_, "node_endpoint.tagged_fields", None)
+        else:
+            out.append(0)
 
 
 def _decode_vote_response(buf, pos, end, opts, api_version):
@@ -597,51 +636,58 @@ def _decode_vote_response(buf, pos, end, opts, api_version):
                 )
     tagged_fields = []
     node_endpoints = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "vote_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="vote_response.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "vote_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "vote_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="vote_response.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "vote_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="vote_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0 and api_version >= 1:
-            node_endpoints, q_ = _decode_vote_response_node_endpoints_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "vote_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "vote_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="vote_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            if tag_ == 0 and api_version >= 1:
+                node_endpoints, q_ = _decode_vote_response_node_endpoints_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (node_endpoints) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="vote_response.tagged_fields.node_endpoints",
+                    )
+                if node_endpoints == [] or node_endpoints is None:  # written at its default: kept as read
+                    odd_ = True
+            elif tag_ == 0:  # Kafka's reader: "Tag N is not valid for version V"
                 raise _InvalidValueError(
-                    f"tag 0 (node_endpoints) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
+                    "tag 0 (node_endpoints) is not valid at this version",
+                    offset=pos,
                     path="vote_response.tagged_fields.node_endpoints",
                 )
-            if node_endpoints == [] or node_endpoints is None:  # written at its default: kept as read
-                odd_ = True
-        elif tag_ == 0:  # Kafka's reader: "Tag N is not valid for version V"
-            raise _InvalidValueError(
-                "tag 0 (node_endpoints) is not valid at this version",
-                offset=pos,
-                path="vote_response.tagged_fields.node_endpoints",
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(
+                tagged_fields, buf[sec_:pos], ((0, (node_endpoints == [] or node_endpoints is None)),)
             )
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(
-            tagged_fields, buf[sec_:pos], ((0, (node_endpoints == [] or node_endpoints is None)),)
-        )
     return VoteResponse(error_code, topics, tagged_fields, node_endpoints), pos
 
 
@@ -735,42 +781,49 @@ def _fdecode_vote_response(buf, pos, end, opts, api_version):
             ) = _S0.unpack_from(buf, pos)
             pos += 15
             tagged_fields_partition_data__topic_data_ = []
-            sec__partition_data__topic_data_ = pos
-            prev__partition_data__topic_data_, odd__partition_data__topic_data_ = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__partition_data__topic_data_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__partition_data__topic_data_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_data.tagged_fields"
-                )
-            if n_tags__partition_data__topic_data_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__partition_data__topic_data_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="partition_data.tagged_fields",
-                )
-            for __partition_data__topic_data_ in range(n_tags__partition_data__topic_data_):
-                tag__partition_data__topic_data_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
-                size__partition_data__topic_data_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
-                if size__partition_data__topic_data_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__partition_data__topic_data_} declares {size__partition_data__topic_data_} bytes, {end - pos} left",
+                sec__partition_data__topic_data_ = pos
+                prev__partition_data__topic_data_, odd__partition_data__topic_data_ = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__partition_data__topic_data_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__partition_data__topic_data_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_data.tagged_fields"
+                    )
+                if n_tags__partition_data__topic_data_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__partition_data__topic_data_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="partition_data.tagged_fields",
                     )
-                stop__partition_data__topic_data_ = pos + size__partition_data__topic_data_
-                if tag__partition_data__topic_data_ <= prev__partition_data__topic_data_:
-                    odd__partition_data__topic_data_ = True
-                prev__partition_data__topic_data_ = tag__partition_data__topic_data_
-                tagged_fields_partition_data__topic_data_.append(
-                    (tag__partition_data__topic_data_, bytes(buf[pos:stop__partition_data__topic_data_]))
-                )
-                pos = stop__partition_data__topic_data_
-            if odd__partition_data__topic_data_:
-                tagged_fields_partition_data__topic_data_ = _keep_tags(
-                    tagged_fields_partition_data__topic_data_, buf[sec__partition_data__topic_data_:pos], ()
-                )
+                for __partition_data__topic_data_ in range(n_tags__partition_data__topic_data_):
+                    tag__partition_data__topic_data_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_data.tagged_fields"
+                    )
+                    size__partition_data__topic_data_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_data.tagged_fields"
+                    )
+                    if size__partition_data__topic_data_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__partition_data__topic_data_} declares {size__partition_data__topic_data_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="partition_data.tagged_fields",
+                        )
+                    stop__partition_data__topic_data_ = pos + size__partition_data__topic_data_
+                    if tag__partition_data__topic_data_ <= prev__partition_data__topic_data_:
+                        odd__partition_data__topic_data_ = True
+                    prev__partition_data__topic_data_ = tag__partition_data__topic_data_
+                    tagged_fields_partition_data__topic_data_.append(
+                        (tag__partition_data__topic_data_, bytes(buf[pos:stop__partition_data__topic_data_]))
+                    )
+                    pos = stop__partition_data__topic_data_
+                if odd__partition_data__topic_data_:
+                    tagged_fields_partition_data__topic_data_ = _keep_tags(
+                        tagged_fields_partition_data__topic_data_, buf[sec__partition_data__topic_data_:pos], ()
+                    )
             value__partition_data__topic_data_ = _new_object(PartitionData)
             value__partition_data__topic_data_.partition_index = partition_index_partition_data__topic_data_
             value__partition_data__topic_data_.error_code = error_code_partition_data__topic_data_
@@ -781,36 +834,39 @@ def _fdecode_vote_response(buf, pos, end, opts, api_version):
             item__topic_data_ = value__partition_data__topic_data_
             append_partitions_topic_data_(item__topic_data_)
         tagged_fields_topic_data_ = []
-        sec__topic_data_ = pos
-        prev__topic_data_, odd__topic_data_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__topic_data_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__topic_data_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
-        if n_tags__topic_data_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__topic_data_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="topic_data.tagged_fields",
-            )
-        for __topic_data_ in range(n_tags__topic_data_):
-            tag__topic_data_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
-            size__topic_data_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
-            if size__topic_data_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__topic_data_} declares {size__topic_data_} bytes, {end - pos} left",
+            sec__topic_data_ = pos
+            prev__topic_data_, odd__topic_data_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__topic_data_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__topic_data_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+            if n_tags__topic_data_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__topic_data_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="topic_data.tagged_fields",
                 )
-            stop__topic_data_ = pos + size__topic_data_
-            if tag__topic_data_ <= prev__topic_data_:
-                odd__topic_data_ = True
-            prev__topic_data_ = tag__topic_data_
-            tagged_fields_topic_data_.append((tag__topic_data_, bytes(buf[pos:stop__topic_data_])))
-            pos = stop__topic_data_
-        if odd__topic_data_:
-            tagged_fields_topic_data_ = _keep_tags(tagged_fields_topic_data_, buf[sec__topic_data_:pos], ())
+            for __topic_data_ in range(n_tags__topic_data_):
+                tag__topic_data_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+                size__topic_data_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+                if size__topic_data_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__topic_data_} declares {size__topic_data_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="topic_data.tagged_fields",
+                    )
+                stop__topic_data_ = pos + size__topic_data_
+                if tag__topic_data_ <= prev__topic_data_:
+                    odd__topic_data_ = True
+                prev__topic_data_ = tag__topic_data_
+                tagged_fields_topic_data_.append((tag__topic_data_, bytes(buf[pos:stop__topic_data_])))
+                pos = stop__topic_data_
+            if odd__topic_data_:
+                tagged_fields_topic_data_ = _keep_tags(tagged_fields_topic_data_, buf[sec__topic_data_:pos], ())
         value__topic_data_ = _new_object(TopicData)
         value__topic_data_.topic_name = topic_name_topic_data_
         value__topic_data_.partitions = partitions_topic_data_
@@ -823,49 +879,58 @@ def _fdecode_vote_response(buf, pos, end, opts, api_version):
                 raise _Fallback
     tagged_fields = []
     node_endpoints = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "vote_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="vote_response.tagged_fields"
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "vote_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "vote_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="vote_response.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "vote_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="vote_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        if tag_ == 0 and api_version >= 1:
-            node_endpoints, q_ = _fdecode_vote_response_node_endpoints_tag(buf, pos, stop_, opts)
-            if q_ != stop_:
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "vote_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "vote_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="vote_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            if tag_ == 0 and api_version >= 1:
+                node_endpoints, q_ = _fdecode_vote_response_node_endpoints_tag(buf, pos, stop_, opts)
+                if q_ != stop_:
+                    raise _InvalidValueError(
+                        f"tag 0 (node_endpoints) holds {size_} bytes, its value {q_ - pos}",
+                        offset=q_,
+                        path="vote_response.tagged_fields.node_endpoints",
+                    )
+                if node_endpoints == [] or node_endpoints is None:
+                    odd_ = True
+            elif tag_ == 0:
                 raise _InvalidValueError(
-                    f"tag 0 (node_endpoints) holds {size_} bytes, its value {q_ - pos}",
-                    offset=q_,
+                    "tag 0 (node_endpoints) is not valid at this version",
+                    offset=pos,
                     path="vote_response.tagged_fields.node_endpoints",
                 )
-            if node_endpoints == [] or node_endpoints is None:
-                odd_ = True
-        elif tag_ == 0:
-            raise _InvalidValueError(
-                "tag 0 (node_endpoints) is not valid at this version",
-                offset=pos,
-                path="vote_response.tagged_fields.node_endpoints",
+            else:
+                tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(
+                tagged_fields, buf[sec_:pos], ((0, node_endpoints == [] or node_endpoints is None),)
             )
-        else:
-            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, node_endpoints == [] or node_endpoints is None),))
     value_ = _new_object(VoteResponse)
     value_.error_code = error_code
     value_.topics = topics
@@ -881,10 +946,14 @@ def _encode_vote_response(obj, out, index, api_version):
             f"VoteResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="vote_response",
         )
-    own_ = type(obj) is VoteResponse
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is VoteResponse:
+        error_code = obj.error_code
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        error_code = getattr(obj, "error_code", 0)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S3.pack(error_code)
     n_ = len(topics)
     if -1 <= n_ < 0x3FFF:
@@ -909,7 +978,10 @@ def _encode_vote_response(obj, out, index, api_version):
         _encode_vote_response_node_endpoints_tag(node_endpoints, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = (0 if api_version >= 1 else -1,) if tagged_fields.__class__ is _TagSection else None
-    _write_tagged(out, tags_, tagged_fields, "vote_response.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "vote_response.tagged_fields", valid_)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_vote_response(obj, out, index, api_version):
@@ -919,10 +991,14 @@ def _fencode_vote_response(obj, out, index, api_version):
             f"VoteResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 1))",
             path="vote_response",
         )
-    own_ = type(obj) is VoteResponse
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is VoteResponse:
+        error_code = obj.error_code
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:
+        error_code = getattr(obj, "error_code", 0)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S3.pack(error_code)
     n_ = len(topics)
     if -1 <= n_ < 16383:
@@ -930,10 +1006,14 @@ def _fencode_vote_response(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "vote_response.topics")
     for item_ in topics:
-        own__topic_data_ = type(item_) is TopicData
-        topic_name_topic_data_ = item_.topic_name if own__topic_data_ else getattr(item_, "topic_name", "")
-        partitions_topic_data_ = item_.partitions if own__topic_data_ else getattr(item_, "partitions", None)
-        tagged_fields_topic_data_ = item_.tagged_fields if own__topic_data_ else getattr(item_, "tagged_fields", None)
+        if type(item_) is TopicData:
+            topic_name_topic_data_ = item_.topic_name
+            partitions_topic_data_ = item_.partitions
+            tagged_fields_topic_data_ = item_.tagged_fields
+        else:
+            topic_name_topic_data_ = getattr(item_, "topic_name", "")
+            partitions_topic_data_ = getattr(item_, "partitions", None)
+            tagged_fields_topic_data_ = getattr(item_, "tagged_fields", None)
         b__topic_data_ = _STR_ENCODED.get(topic_name_topic_data_)
         topic_name_topic_data_ = _encode_str(topic_name_topic_data_) if b__topic_data_ is None else b__topic_data_
         n__topic_data_ = len(topic_name_topic_data_)
@@ -948,37 +1028,20 @@ def _fencode_vote_response(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__topic_data_ + 1, "topic_data.partitions")
         for item__topic_data_ in partitions_topic_data_:
-            own__partition_data__topic_data_ = type(item__topic_data_) is PartitionData
-            partition_index_partition_data__topic_data_ = (
-                item__topic_data_.partition_index
-                if own__partition_data__topic_data_
-                else getattr(item__topic_data_, "partition_index", 0)
-            )
-            error_code_partition_data__topic_data_ = (
-                item__topic_data_.error_code
-                if own__partition_data__topic_data_
-                else getattr(item__topic_data_, "error_code", 0)
-            )
-            leader_id_partition_data__topic_data_ = (
-                item__topic_data_.leader_id
-                if own__partition_data__topic_data_
-                else getattr(item__topic_data_, "leader_id", 0)
-            )
-            leader_epoch_partition_data__topic_data_ = (
-                item__topic_data_.leader_epoch
-                if own__partition_data__topic_data_
-                else getattr(item__topic_data_, "leader_epoch", 0)
-            )
-            vote_granted_partition_data__topic_data_ = (
-                item__topic_data_.vote_granted
-                if own__partition_data__topic_data_
-                else getattr(item__topic_data_, "vote_granted", False)
-            )
-            tagged_fields_partition_data__topic_data_ = (
-                item__topic_data_.tagged_fields
-                if own__partition_data__topic_data_
-                else getattr(item__topic_data_, "tagged_fields", None)
-            )
+            if type(item__topic_data_) is PartitionData:
+                partition_index_partition_data__topic_data_ = item__topic_data_.partition_index
+                error_code_partition_data__topic_data_ = item__topic_data_.error_code
+                leader_id_partition_data__topic_data_ = item__topic_data_.leader_id
+                leader_epoch_partition_data__topic_data_ = item__topic_data_.leader_epoch
+                vote_granted_partition_data__topic_data_ = item__topic_data_.vote_granted
+                tagged_fields_partition_data__topic_data_ = item__topic_data_.tagged_fields
+            else:
+                partition_index_partition_data__topic_data_ = getattr(item__topic_data_, "partition_index", 0)
+                error_code_partition_data__topic_data_ = getattr(item__topic_data_, "error_code", 0)
+                leader_id_partition_data__topic_data_ = getattr(item__topic_data_, "leader_id", 0)
+                leader_epoch_partition_data__topic_data_ = getattr(item__topic_data_, "leader_epoch", 0)
+                vote_granted_partition_data__topic_data_ = getattr(item__topic_data_, "vote_granted", False)
+                tagged_fields_partition_data__topic_data_ = getattr(item__topic_data_, "tagged_fields", None)
             out += _S0.pack(
                 partition_index_partition_data__topic_data_,
                 error_code_partition_data__topic_data_,
@@ -986,18 +1049,17 @@ def _fencode_vote_response(obj, out, index, api_version):
                 leader_epoch_partition_data__topic_data_,
                 vote_granted_partition_data__topic_data_,
             )
-            tags__partition_data__topic_data_ = []
-            valid__partition_data__topic_data_ = None
-            _write_tagged(
-                out,
-                tags__partition_data__topic_data_,
-                tagged_fields_partition_data__topic_data_,
-                "partition_data.tagged_fields",
-                valid__partition_data__topic_data_,
-            )
-        tags__topic_data_ = []
-        valid__topic_data_ = None
-        _write_tagged(out, tags__topic_data_, tagged_fields_topic_data_, "topic_data.tagged_fields", valid__topic_data_)
+            if (
+                tagged_fields_partition_data__topic_data_
+                or tagged_fields_partition_data__topic_data_.__class__ is _TagSection
+            ):
+                _write_tagged(out, [], tagged_fields_partition_data__topic_data_, "partition_data.tagged_fields", None)
+            else:
+                out.append(0)
+        if tagged_fields_topic_data_ or tagged_fields_topic_data_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_topic_data_, "topic_data.tagged_fields", None)
+        else:
+            out.append(0)
     tags_ = []
     node_endpoints = getattr(obj, "node_endpoints", [])
     if node_endpoints != [] and node_endpoints is not None and (api_version >= 1):
@@ -1005,7 +1067,10 @@ def _fencode_vote_response(obj, out, index, api_version):
         _fencode_vote_response_node_endpoints_tag(node_endpoints, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = (0 if api_version >= 1 else -1,) if tagged_fields.__class__ is _TagSection else None
-    _write_tagged(out, tags_, tagged_fields, "vote_response.tagged_fields", valid_)
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, tags_, tagged_fields, "vote_response.tagged_fields", valid_)
+    else:
+        out.append(0)
 
 
 def _decode_vote_response_by_version(buf, pos, end, opts, api_version):

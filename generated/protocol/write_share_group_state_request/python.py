@@ -26,6 +26,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -71,47 +72,57 @@ def _decode_state_batch(buf, pos, end, opts):
     ) = _S0.unpack_from(buf, pos)
     pos += 19
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="state_batch.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="state_batch.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="state_batch.tagged_fields"
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="state_batch.tagged_fields"
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return StateBatch(first_offset, last_offset, delivery_state, delivery_count, tagged_fields), pos
 
 
 def _encode_state_batch(obj, out, index):
     """Append one state_batch to out."""
-    own_ = type(obj) is StateBatch
-    first_offset = obj.first_offset if own_ else getattr(obj, "first_offset", 0)
-    last_offset = obj.last_offset if own_ else getattr(obj, "last_offset", 0)
-    delivery_state = obj.delivery_state if own_ else getattr(obj, "delivery_state", 0)
-    delivery_count = obj.delivery_count if own_ else getattr(obj, "delivery_count", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is StateBatch:
+        first_offset = obj.first_offset
+        last_offset = obj.last_offset
+        delivery_state = obj.delivery_state
+        delivery_count = obj.delivery_count
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        first_offset = getattr(obj, "first_offset", 0)
+        last_offset = getattr(obj, "last_offset", 0)
+        delivery_state = getattr(obj, "delivery_state", 0)
+        delivery_count = getattr(obj, "delivery_count", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(first_offset, last_offset, delivery_state, delivery_count)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "state_batch.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "state_batch.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_partition_data(buf, pos, end, opts):
@@ -160,44 +171,58 @@ def _decode_partition_data(buf, pos, end, opts):
             raise exc.within("partition_data.state_batches", i_state_batches, "state_batch") from None
         append_state_batches(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="partition_data.tagged_fields"
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="partition_data.tagged_fields"
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
+                offset=pos,
+                path="partition_data.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="partition_data.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return PartitionData(partition, state_epoch, leader_epoch, start_offset, state_batches, tagged_fields), pos
 
 
 def _encode_partition_data(obj, out, index):
     """Append one partition_data to out."""
-    own_ = type(obj) is PartitionData
-    partition = obj.partition if own_ else getattr(obj, "partition", 0)
-    state_epoch = obj.state_epoch if own_ else getattr(obj, "state_epoch", 0)
-    leader_epoch = obj.leader_epoch if own_ else getattr(obj, "leader_epoch", 0)
-    start_offset = obj.start_offset if own_ else getattr(obj, "start_offset", 0)
-    state_batches = obj.state_batches if own_ else getattr(obj, "state_batches", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is PartitionData:
+        partition = obj.partition
+        state_epoch = obj.state_epoch
+        leader_epoch = obj.leader_epoch
+        start_offset = obj.start_offset
+        state_batches = obj.state_batches
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition = getattr(obj, "partition", 0)
+        state_epoch = getattr(obj, "state_epoch", 0)
+        leader_epoch = getattr(obj, "leader_epoch", 0)
+        start_offset = getattr(obj, "start_offset", 0)
+        state_batches = getattr(obj, "state_batches", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(partition, state_epoch, leader_epoch, start_offset)
     n_ = len(state_batches)
     if -1 <= n_ < 0x3FFF:
@@ -215,9 +240,10 @@ def _encode_partition_data(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"partition_data.state_batches[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "partition_data.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "partition_data.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_write_state_data(buf, pos, end, opts):
@@ -261,45 +287,52 @@ def _decode_write_state_data(buf, pos, end, opts):
             raise exc.within("write_state_data.partitions", i_partitions, "partition_data") from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "write_state_data.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="write_state_data.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "write_state_data.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "write_state_data.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "write_state_data.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="write_state_data.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "write_state_data.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "write_state_data.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="write_state_data.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return WriteStateData(topic_id, partitions, tagged_fields), pos
 
 
 def _encode_write_state_data(obj, out, index):
     """Append one write_state_data to out."""
-    own_ = type(obj) is WriteStateData
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is WriteStateData:
+        topic_id = obj.topic_id
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_id = getattr(obj, "topic_id", None)
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(_uuid16(topic_id))
     n_ = len(partitions)
     if -1 <= n_ < 0x3FFF:
@@ -317,9 +350,10 @@ def _encode_write_state_data(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"write_state_data.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "write_state_data.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "write_state_data.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_write_share_group_state_request(buf, pos, end, opts, api_version):
@@ -414,36 +448,39 @@ def _decode_write_share_group_state_request(buf, pos, end, opts, api_version):
                     path="write_share_group_state_request.topics",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "write_share_group_state_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="write_share_group_state_request.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "write_share_group_state_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "write_share_group_state_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "write_share_group_state_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="write_share_group_state_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "write_share_group_state_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "write_share_group_state_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="write_share_group_state_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return WriteShareGroupStateRequest(group_id, topics, tagged_fields), pos
 
 
@@ -579,63 +616,66 @@ def _fdecode_write_share_group_state_request(buf, pos, end, opts, api_version):
                 ) = _S0.unpack_from(buf, pos)
                 pos += 19
                 tagged_fields_state_batch__partition_data__write_state_data_ = []
-                sec__state_batch__partition_data__write_state_data_ = pos
-                (
-                    prev__state_batch__partition_data__write_state_data_,
-                    odd__state_batch__partition_data__write_state_data_,
-                ) = (-1, False)
-                if pos < end and buf[pos] < 128:
-                    n_tags__state_batch__partition_data__write_state_data_ = buf[pos]
+                if pos < end and buf[pos] == 0:
                     pos += 1
                 else:
-                    n_tags__state_batch__partition_data__write_state_data_, pos = _read_uvarint32(
-                        buf, pos, end, "state_batch.tagged_fields"
-                    )
-                if n_tags__state_batch__partition_data__write_state_data_ > (end - pos) // 2:
-                    raise _InvalidValueError(
-                        f"{n_tags__state_batch__partition_data__write_state_data_} tagged fields cannot fit in {end - pos} bytes",
-                        offset=pos,
-                        path="state_batch.tagged_fields",
-                    )
-                for __state_batch__partition_data__write_state_data_ in range(
-                    n_tags__state_batch__partition_data__write_state_data_
-                ):
-                    tag__state_batch__partition_data__write_state_data_, pos = _read_uvarint32(
-                        buf, pos, end, "state_batch.tagged_fields"
-                    )
-                    size__state_batch__partition_data__write_state_data_, pos = _read_uvarint32(
-                        buf, pos, end, "state_batch.tagged_fields"
-                    )
-                    if size__state_batch__partition_data__write_state_data_ > end - pos:
-                        raise _TruncatedError(
-                            f"tag {tag__state_batch__partition_data__write_state_data_} declares {size__state_batch__partition_data__write_state_data_} bytes, {end - pos} left",
+                    sec__state_batch__partition_data__write_state_data_ = pos
+                    (
+                        prev__state_batch__partition_data__write_state_data_,
+                        odd__state_batch__partition_data__write_state_data_,
+                    ) = (-1, False)
+                    if pos < end and buf[pos] < 128:
+                        n_tags__state_batch__partition_data__write_state_data_ = buf[pos]
+                        pos += 1
+                    else:
+                        n_tags__state_batch__partition_data__write_state_data_, pos = _read_uvarint32(
+                            buf, pos, end, "state_batch.tagged_fields"
+                        )
+                    if n_tags__state_batch__partition_data__write_state_data_ > (end - pos) // 2:
+                        raise _InvalidValueError(
+                            f"{n_tags__state_batch__partition_data__write_state_data_} tagged fields cannot fit in {end - pos} bytes",
                             offset=pos,
                             path="state_batch.tagged_fields",
                         )
-                    stop__state_batch__partition_data__write_state_data_ = (
-                        pos + size__state_batch__partition_data__write_state_data_
-                    )
-                    if (
-                        tag__state_batch__partition_data__write_state_data_
-                        <= prev__state_batch__partition_data__write_state_data_
+                    for __state_batch__partition_data__write_state_data_ in range(
+                        n_tags__state_batch__partition_data__write_state_data_
                     ):
-                        odd__state_batch__partition_data__write_state_data_ = True
-                    prev__state_batch__partition_data__write_state_data_ = (
-                        tag__state_batch__partition_data__write_state_data_
-                    )
-                    tagged_fields_state_batch__partition_data__write_state_data_.append(
-                        (
-                            tag__state_batch__partition_data__write_state_data_,
-                            bytes(buf[pos:stop__state_batch__partition_data__write_state_data_]),
+                        tag__state_batch__partition_data__write_state_data_, pos = _read_uvarint32(
+                            buf, pos, end, "state_batch.tagged_fields"
                         )
-                    )
-                    pos = stop__state_batch__partition_data__write_state_data_
-                if odd__state_batch__partition_data__write_state_data_:
-                    tagged_fields_state_batch__partition_data__write_state_data_ = _keep_tags(
-                        tagged_fields_state_batch__partition_data__write_state_data_,
-                        buf[sec__state_batch__partition_data__write_state_data_:pos],
-                        (),
-                    )
+                        size__state_batch__partition_data__write_state_data_, pos = _read_uvarint32(
+                            buf, pos, end, "state_batch.tagged_fields"
+                        )
+                        if size__state_batch__partition_data__write_state_data_ > end - pos:
+                            raise _TruncatedError(
+                                f"tag {tag__state_batch__partition_data__write_state_data_} declares {size__state_batch__partition_data__write_state_data_} bytes, {end - pos} left",
+                                offset=pos,
+                                path="state_batch.tagged_fields",
+                            )
+                        stop__state_batch__partition_data__write_state_data_ = (
+                            pos + size__state_batch__partition_data__write_state_data_
+                        )
+                        if (
+                            tag__state_batch__partition_data__write_state_data_
+                            <= prev__state_batch__partition_data__write_state_data_
+                        ):
+                            odd__state_batch__partition_data__write_state_data_ = True
+                        prev__state_batch__partition_data__write_state_data_ = (
+                            tag__state_batch__partition_data__write_state_data_
+                        )
+                        tagged_fields_state_batch__partition_data__write_state_data_.append(
+                            (
+                                tag__state_batch__partition_data__write_state_data_,
+                                bytes(buf[pos:stop__state_batch__partition_data__write_state_data_]),
+                            )
+                        )
+                        pos = stop__state_batch__partition_data__write_state_data_
+                    if odd__state_batch__partition_data__write_state_data_:
+                        tagged_fields_state_batch__partition_data__write_state_data_ = _keep_tags(
+                            tagged_fields_state_batch__partition_data__write_state_data_,
+                            buf[sec__state_batch__partition_data__write_state_data_:pos],
+                            (),
+                        )
                 value__state_batch__partition_data__write_state_data_ = _new_object(StateBatch)
                 value__state_batch__partition_data__write_state_data_.first_offset = (
                     first_offset_state_batch__partition_data__write_state_data_
@@ -655,46 +695,54 @@ def _fdecode_write_share_group_state_request(buf, pos, end, opts, api_version):
                 item__partition_data__write_state_data_ = value__state_batch__partition_data__write_state_data_
                 append_state_batches_partition_data__write_state_data_(item__partition_data__write_state_data_)
             tagged_fields_partition_data__write_state_data_ = []
-            sec__partition_data__write_state_data_ = pos
-            prev__partition_data__write_state_data_, odd__partition_data__write_state_data_ = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__partition_data__write_state_data_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__partition_data__write_state_data_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_data.tagged_fields"
-                )
-            if n_tags__partition_data__write_state_data_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__partition_data__write_state_data_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="partition_data.tagged_fields",
-                )
-            for __partition_data__write_state_data_ in range(n_tags__partition_data__write_state_data_):
-                tag__partition_data__write_state_data_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_data.tagged_fields"
-                )
-                size__partition_data__write_state_data_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_data.tagged_fields"
-                )
-                if size__partition_data__write_state_data_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__partition_data__write_state_data_} declares {size__partition_data__write_state_data_} bytes, {end - pos} left",
+                sec__partition_data__write_state_data_ = pos
+                prev__partition_data__write_state_data_, odd__partition_data__write_state_data_ = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__partition_data__write_state_data_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__partition_data__write_state_data_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_data.tagged_fields"
+                    )
+                if n_tags__partition_data__write_state_data_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__partition_data__write_state_data_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="partition_data.tagged_fields",
                     )
-                stop__partition_data__write_state_data_ = pos + size__partition_data__write_state_data_
-                if tag__partition_data__write_state_data_ <= prev__partition_data__write_state_data_:
-                    odd__partition_data__write_state_data_ = True
-                prev__partition_data__write_state_data_ = tag__partition_data__write_state_data_
-                tagged_fields_partition_data__write_state_data_.append(
-                    (tag__partition_data__write_state_data_, bytes(buf[pos:stop__partition_data__write_state_data_]))
-                )
-                pos = stop__partition_data__write_state_data_
-            if odd__partition_data__write_state_data_:
-                tagged_fields_partition_data__write_state_data_ = _keep_tags(
-                    tagged_fields_partition_data__write_state_data_, buf[sec__partition_data__write_state_data_:pos], ()
-                )
+                for __partition_data__write_state_data_ in range(n_tags__partition_data__write_state_data_):
+                    tag__partition_data__write_state_data_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_data.tagged_fields"
+                    )
+                    size__partition_data__write_state_data_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_data.tagged_fields"
+                    )
+                    if size__partition_data__write_state_data_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__partition_data__write_state_data_} declares {size__partition_data__write_state_data_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="partition_data.tagged_fields",
+                        )
+                    stop__partition_data__write_state_data_ = pos + size__partition_data__write_state_data_
+                    if tag__partition_data__write_state_data_ <= prev__partition_data__write_state_data_:
+                        odd__partition_data__write_state_data_ = True
+                    prev__partition_data__write_state_data_ = tag__partition_data__write_state_data_
+                    tagged_fields_partition_data__write_state_data_.append(
+                        (
+                            tag__partition_data__write_state_data_,
+                            bytes(buf[pos:stop__partition_data__write_state_data_]),
+                        )
+                    )
+                    pos = stop__partition_data__write_state_data_
+                if odd__partition_data__write_state_data_:
+                    tagged_fields_partition_data__write_state_data_ = _keep_tags(
+                        tagged_fields_partition_data__write_state_data_,
+                        buf[sec__partition_data__write_state_data_:pos],
+                        (),
+                    )
             value__partition_data__write_state_data_ = _new_object(PartitionData)
             value__partition_data__write_state_data_.partition = partition_partition_data__write_state_data_
             value__partition_data__write_state_data_.state_epoch = state_epoch_partition_data__write_state_data_
@@ -705,38 +753,43 @@ def _fdecode_write_share_group_state_request(buf, pos, end, opts, api_version):
             item__write_state_data_ = value__partition_data__write_state_data_
             append_partitions_write_state_data_(item__write_state_data_)
         tagged_fields_write_state_data_ = []
-        sec__write_state_data_ = pos
-        prev__write_state_data_, odd__write_state_data_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__write_state_data_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__write_state_data_, pos = _read_uvarint32(buf, pos, end, "write_state_data.tagged_fields")
-        if n_tags__write_state_data_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__write_state_data_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="write_state_data.tagged_fields",
-            )
-        for __write_state_data_ in range(n_tags__write_state_data_):
-            tag__write_state_data_, pos = _read_uvarint32(buf, pos, end, "write_state_data.tagged_fields")
-            size__write_state_data_, pos = _read_uvarint32(buf, pos, end, "write_state_data.tagged_fields")
-            if size__write_state_data_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__write_state_data_} declares {size__write_state_data_} bytes, {end - pos} left",
+            sec__write_state_data_ = pos
+            prev__write_state_data_, odd__write_state_data_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__write_state_data_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__write_state_data_, pos = _read_uvarint32(buf, pos, end, "write_state_data.tagged_fields")
+            if n_tags__write_state_data_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__write_state_data_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="write_state_data.tagged_fields",
                 )
-            stop__write_state_data_ = pos + size__write_state_data_
-            if tag__write_state_data_ <= prev__write_state_data_:
-                odd__write_state_data_ = True
-            prev__write_state_data_ = tag__write_state_data_
-            tagged_fields_write_state_data_.append((tag__write_state_data_, bytes(buf[pos:stop__write_state_data_])))
-            pos = stop__write_state_data_
-        if odd__write_state_data_:
-            tagged_fields_write_state_data_ = _keep_tags(
-                tagged_fields_write_state_data_, buf[sec__write_state_data_:pos], ()
-            )
+            for __write_state_data_ in range(n_tags__write_state_data_):
+                tag__write_state_data_, pos = _read_uvarint32(buf, pos, end, "write_state_data.tagged_fields")
+                size__write_state_data_, pos = _read_uvarint32(buf, pos, end, "write_state_data.tagged_fields")
+                if size__write_state_data_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__write_state_data_} declares {size__write_state_data_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="write_state_data.tagged_fields",
+                    )
+                stop__write_state_data_ = pos + size__write_state_data_
+                if tag__write_state_data_ <= prev__write_state_data_:
+                    odd__write_state_data_ = True
+                prev__write_state_data_ = tag__write_state_data_
+                tagged_fields_write_state_data_.append(
+                    (tag__write_state_data_, bytes(buf[pos:stop__write_state_data_]))
+                )
+                pos = stop__write_state_data_
+            if odd__write_state_data_:
+                tagged_fields_write_state_data_ = _keep_tags(
+                    tagged_fields_write_state_data_, buf[sec__write_state_data_:pos], ()
+                )
         value__write_state_data_ = _new_object(WriteStateData)
         value__write_state_data_.topic_id = topic_id_write_state_data_
         value__write_state_data_.partitions = partitions_write_state_data_
@@ -748,36 +801,39 @@ def _fdecode_write_share_group_state_request(buf, pos, end, opts, api_version):
             if budget_topics < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "write_share_group_state_request.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="write_share_group_state_request.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "write_share_group_state_request.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "write_share_group_state_request.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "write_share_group_state_request.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="write_share_group_state_request.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "write_share_group_state_request.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "write_share_group_state_request.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="write_share_group_state_request.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(WriteShareGroupStateRequest)
     value_.group_id = group_id
     value_.topics = topics
@@ -792,10 +848,14 @@ def _encode_write_share_group_state_request(obj, out, index, api_version):
             f"WriteShareGroupStateRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="write_share_group_state_request",
         )
-    own_ = type(obj) is WriteShareGroupStateRequest
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is WriteShareGroupStateRequest:
+        group_id = obj.group_id
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        group_id = getattr(obj, "group_id", "")
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if group_id is None:
         raise _InvalidValueError("may not be null", path="write_share_group_state_request.group_id")
     else:
@@ -824,9 +884,10 @@ def _encode_write_share_group_state_request(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"write_share_group_state_request.topics[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "write_share_group_state_request.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "write_share_group_state_request.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_write_share_group_state_request(obj, out, index, api_version):
@@ -836,10 +897,14 @@ def _fencode_write_share_group_state_request(obj, out, index, api_version):
             f"WriteShareGroupStateRequest is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="write_share_group_state_request",
         )
-    own_ = type(obj) is WriteShareGroupStateRequest
-    group_id = obj.group_id if own_ else getattr(obj, "group_id", "")
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is WriteShareGroupStateRequest:
+        group_id = obj.group_id
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:
+        group_id = getattr(obj, "group_id", "")
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     b_ = _STR_ENCODED.get(group_id)
     group_id = _encode_str(group_id) if b_ is None else b_
     n_ = len(group_id)
@@ -854,14 +919,14 @@ def _fencode_write_share_group_state_request(obj, out, index, api_version):
     else:
         _write_uvarint(out, n_ + 1, "write_share_group_state_request.topics")
     for item_ in topics:
-        own__write_state_data_ = type(item_) is WriteStateData
-        topic_id_write_state_data_ = item_.topic_id if own__write_state_data_ else getattr(item_, "topic_id", None)
-        partitions_write_state_data_ = (
-            item_.partitions if own__write_state_data_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_write_state_data_ = (
-            item_.tagged_fields if own__write_state_data_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is WriteStateData:
+            topic_id_write_state_data_ = item_.topic_id
+            partitions_write_state_data_ = item_.partitions
+            tagged_fields_write_state_data_ = item_.tagged_fields
+        else:
+            topic_id_write_state_data_ = getattr(item_, "topic_id", None)
+            partitions_write_state_data_ = getattr(item_, "partitions", None)
+            tagged_fields_write_state_data_ = getattr(item_, "tagged_fields", None)
         out += _S2.pack(_uuid16(topic_id_write_state_data_))
         n__write_state_data_ = len(partitions_write_state_data_)
         if -1 <= n__write_state_data_ < 16383:
@@ -869,37 +934,24 @@ def _fencode_write_share_group_state_request(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__write_state_data_ + 1, "write_state_data.partitions")
         for item__write_state_data_ in partitions_write_state_data_:
-            own__partition_data__write_state_data_ = type(item__write_state_data_) is PartitionData
-            partition_partition_data__write_state_data_ = (
-                item__write_state_data_.partition
-                if own__partition_data__write_state_data_
-                else getattr(item__write_state_data_, "partition", 0)
-            )
-            state_epoch_partition_data__write_state_data_ = (
-                item__write_state_data_.state_epoch
-                if own__partition_data__write_state_data_
-                else getattr(item__write_state_data_, "state_epoch", 0)
-            )
-            leader_epoch_partition_data__write_state_data_ = (
-                item__write_state_data_.leader_epoch
-                if own__partition_data__write_state_data_
-                else getattr(item__write_state_data_, "leader_epoch", 0)
-            )
-            start_offset_partition_data__write_state_data_ = (
-                item__write_state_data_.start_offset
-                if own__partition_data__write_state_data_
-                else getattr(item__write_state_data_, "start_offset", 0)
-            )
-            state_batches_partition_data__write_state_data_ = (
-                item__write_state_data_.state_batches
-                if own__partition_data__write_state_data_
-                else getattr(item__write_state_data_, "state_batches", None)
-            )
-            tagged_fields_partition_data__write_state_data_ = (
-                item__write_state_data_.tagged_fields
-                if own__partition_data__write_state_data_
-                else getattr(item__write_state_data_, "tagged_fields", None)
-            )
+            if type(item__write_state_data_) is PartitionData:
+                partition_partition_data__write_state_data_ = item__write_state_data_.partition
+                state_epoch_partition_data__write_state_data_ = item__write_state_data_.state_epoch
+                leader_epoch_partition_data__write_state_data_ = item__write_state_data_.leader_epoch
+                start_offset_partition_data__write_state_data_ = item__write_state_data_.start_offset
+                state_batches_partition_data__write_state_data_ = item__write_state_data_.state_batches
+                tagged_fields_partition_data__write_state_data_ = item__write_state_data_.tagged_fields
+            else:
+                partition_partition_data__write_state_data_ = getattr(item__write_state_data_, "partition", 0)
+                state_epoch_partition_data__write_state_data_ = getattr(item__write_state_data_, "state_epoch", 0)
+                leader_epoch_partition_data__write_state_data_ = getattr(item__write_state_data_, "leader_epoch", 0)
+                start_offset_partition_data__write_state_data_ = getattr(item__write_state_data_, "start_offset", 0)
+                state_batches_partition_data__write_state_data_ = getattr(
+                    item__write_state_data_, "state_batches", None
+                )
+                tagged_fields_partition_data__write_state_data_ = getattr(
+                    item__write_state_data_, "tagged_fields", None
+                )
             out += _S1.pack(
                 partition_partition_data__write_state_data_,
                 state_epoch_partition_data__write_state_data_,
@@ -912,70 +964,74 @@ def _fencode_write_share_group_state_request(obj, out, index, api_version):
             else:
                 _write_uvarint(out, n__partition_data__write_state_data_ + 1, "partition_data.state_batches")
             for item__partition_data__write_state_data_ in state_batches_partition_data__write_state_data_:
-                own__state_batch__partition_data__write_state_data_ = (
-                    type(item__partition_data__write_state_data_) is StateBatch
-                )
-                first_offset_state_batch__partition_data__write_state_data_ = (
-                    item__partition_data__write_state_data_.first_offset
-                    if own__state_batch__partition_data__write_state_data_
-                    else getattr(item__partition_data__write_state_data_, "first_offset", 0)
-                )
-                last_offset_state_batch__partition_data__write_state_data_ = (
-                    item__partition_data__write_state_data_.last_offset
-                    if own__state_batch__partition_data__write_state_data_
-                    else getattr(item__partition_data__write_state_data_, "last_offset", 0)
-                )
-                delivery_state_state_batch__partition_data__write_state_data_ = (
-                    item__partition_data__write_state_data_.delivery_state
-                    if own__state_batch__partition_data__write_state_data_
-                    else getattr(item__partition_data__write_state_data_, "delivery_state", 0)
-                )
-                delivery_count_state_batch__partition_data__write_state_data_ = (
-                    item__partition_data__write_state_data_.delivery_count
-                    if own__state_batch__partition_data__write_state_data_
-                    else getattr(item__partition_data__write_state_data_, "delivery_count", 0)
-                )
-                tagged_fields_state_batch__partition_data__write_state_data_ = (
-                    item__partition_data__write_state_data_.tagged_fields
-                    if own__state_batch__partition_data__write_state_data_
-                    else getattr(item__partition_data__write_state_data_, "tagged_fields", None)
-                )
+                if type(item__partition_data__write_state_data_) is StateBatch:
+                    first_offset_state_batch__partition_data__write_state_data_ = (
+                        item__partition_data__write_state_data_.first_offset
+                    )
+                    last_offset_state_batch__partition_data__write_state_data_ = (
+                        item__partition_data__write_state_data_.last_offset
+                    )
+                    delivery_state_state_batch__partition_data__write_state_data_ = (
+                        item__partition_data__write_state_data_.delivery_state
+                    )
+                    delivery_count_state_batch__partition_data__write_state_data_ = (
+                        item__partition_data__write_state_data_.delivery_count
+                    )
+                    tagged_fields_state_batch__partition_data__write_state_data_ = (
+                        item__partition_data__write_state_data_.tagged_fields
+                    )
+                else:
+                    first_offset_state_batch__partition_data__write_state_data_ = getattr(
+                        item__partition_data__write_state_data_, "first_offset", 0
+                    )
+                    last_offset_state_batch__partition_data__write_state_data_ = getattr(
+                        item__partition_data__write_state_data_, "last_offset", 0
+                    )
+                    delivery_state_state_batch__partition_data__write_state_data_ = getattr(
+                        item__partition_data__write_state_data_, "delivery_state", 0
+                    )
+                    delivery_count_state_batch__partition_data__write_state_data_ = getattr(
+                        item__partition_data__write_state_data_, "delivery_count", 0
+                    )
+                    tagged_fields_state_batch__partition_data__write_state_data_ = getattr(
+                        item__partition_data__write_state_data_, "tagged_fields", None
+                    )
                 out += _S0.pack(
                     first_offset_state_batch__partition_data__write_state_data_,
                     last_offset_state_batch__partition_data__write_state_data_,
                     delivery_state_state_batch__partition_data__write_state_data_,
                     delivery_count_state_batch__partition_data__write_state_data_,
                 )
-                tags__state_batch__partition_data__write_state_data_ = []
-                valid__state_batch__partition_data__write_state_data_ = None
+                if (
+                    tagged_fields_state_batch__partition_data__write_state_data_
+                    or tagged_fields_state_batch__partition_data__write_state_data_.__class__ is _TagSection
+                ):
+                    _write_tagged(
+                        out,
+                        [],
+                        tagged_fields_state_batch__partition_data__write_state_data_,
+                        "state_batch.tagged_fields",
+                        None,
+                    )
+                else:
+                    out.append(0)
+            if (
+                tagged_fields_partition_data__write_state_data_
+                or tagged_fields_partition_data__write_state_data_.__class__ is _TagSection
+            ):
                 _write_tagged(
-                    out,
-                    tags__state_batch__partition_data__write_state_data_,
-                    tagged_fields_state_batch__partition_data__write_state_data_,
-                    "state_batch.tagged_fields",
-                    valid__state_batch__partition_data__write_state_data_,
+                    out, [], tagged_fields_partition_data__write_state_data_, "partition_data.tagged_fields", None
                 )
-            tags__partition_data__write_state_data_ = []
-            valid__partition_data__write_state_data_ = None
-            _write_tagged(
-                out,
-                tags__partition_data__write_state_data_,
-                tagged_fields_partition_data__write_state_data_,
-                "partition_data.tagged_fields",
-                valid__partition_data__write_state_data_,
-            )
-        tags__write_state_data_ = []
-        valid__write_state_data_ = None
-        _write_tagged(
-            out,
-            tags__write_state_data_,
-            tagged_fields_write_state_data_,
-            "write_state_data.tagged_fields",
-            valid__write_state_data_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "write_share_group_state_request.tagged_fields", valid_)
+            else:
+                out.append(0)
+        if tagged_fields_write_state_data_ or tagged_fields_write_state_data_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_write_state_data_, "write_state_data.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "write_share_group_state_request.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_write_share_group_state_request_by_version(buf, pos, end, opts, api_version):

@@ -26,6 +26,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -93,46 +94,54 @@ def _decode_partition_result(buf, pos, end, opts):
         error_message = str(buf[pos : pos + n_error_message], "utf-8", "surrogateescape")
         pos += n_error_message
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_result.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="partition_result.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "partition_result.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "partition_result.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_result.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="partition_result.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "partition_result.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "partition_result.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="partition_result.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return PartitionResult(partition, error_code, error_message, tagged_fields), pos
 
 
 def _encode_partition_result(obj, out, index):
     """Append one partition_result to out."""
-    own_ = type(obj) is PartitionResult
-    partition = obj.partition if own_ else getattr(obj, "partition", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    error_message = obj.error_message if own_ else getattr(obj, "error_message", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is PartitionResult:
+        partition = obj.partition
+        error_code = obj.error_code
+        error_message = obj.error_message
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition = getattr(obj, "partition", 0)
+        error_code = getattr(obj, "error_code", 0)
+        error_message = getattr(obj, "error_message", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition, error_code)
     if error_message is None:
         out.append(0)
@@ -146,9 +155,10 @@ def _encode_partition_result(obj, out, index):
             _write_uvarint(out, n_ + 1, "partition_result.error_message")
 
         out += error_message
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "partition_result.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "partition_result.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_write_state_result(buf, pos, end, opts):
@@ -192,45 +202,52 @@ def _decode_write_state_result(buf, pos, end, opts):
             raise exc.within("write_state_result.partitions", i_partitions, "partition_result") from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "write_state_result.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="write_state_result.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "write_state_result.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "write_state_result.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "write_state_result.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="write_state_result.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "write_state_result.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "write_state_result.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="write_state_result.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return WriteStateResult(topic_id, partitions, tagged_fields), pos
 
 
 def _encode_write_state_result(obj, out, index):
     """Append one write_state_result to out."""
-    own_ = type(obj) is WriteStateResult
-    topic_id = obj.topic_id if own_ else getattr(obj, "topic_id", None)
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is WriteStateResult:
+        topic_id = obj.topic_id
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        topic_id = getattr(obj, "topic_id", None)
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(_uuid16(topic_id))
     n_ = len(partitions)
     if -1 <= n_ < 0x3FFF:
@@ -248,9 +265,10 @@ def _encode_write_state_result(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"write_state_result.partitions[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "write_state_result.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "write_state_result.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_write_share_group_state_response(buf, pos, end, opts, api_version):
@@ -316,36 +334,39 @@ def _decode_write_share_group_state_response(buf, pos, end, opts, api_version):
                     path="write_share_group_state_response.results",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "write_share_group_state_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="write_share_group_state_response.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "write_share_group_state_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "write_share_group_state_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "write_share_group_state_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="write_share_group_state_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "write_share_group_state_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "write_share_group_state_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="write_share_group_state_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return WriteShareGroupStateResponse(results, tagged_fields), pos
 
 
@@ -450,51 +471,54 @@ def _fdecode_write_share_group_state_response(buf, pos, end, opts, api_version):
                     )
                 pos += n_error_message_partition_result__write_state_result_
             tagged_fields_partition_result__write_state_result_ = []
-            sec__partition_result__write_state_result_ = pos
-            prev__partition_result__write_state_result_, odd__partition_result__write_state_result_ = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__partition_result__write_state_result_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__partition_result__write_state_result_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_result.tagged_fields"
-                )
-            if n_tags__partition_result__write_state_result_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__partition_result__write_state_result_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="partition_result.tagged_fields",
-                )
-            for __partition_result__write_state_result_ in range(n_tags__partition_result__write_state_result_):
-                tag__partition_result__write_state_result_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_result.tagged_fields"
-                )
-                size__partition_result__write_state_result_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_result.tagged_fields"
-                )
-                if size__partition_result__write_state_result_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__partition_result__write_state_result_} declares {size__partition_result__write_state_result_} bytes, {end - pos} left",
+                sec__partition_result__write_state_result_ = pos
+                prev__partition_result__write_state_result_, odd__partition_result__write_state_result_ = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__partition_result__write_state_result_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__partition_result__write_state_result_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_result.tagged_fields"
+                    )
+                if n_tags__partition_result__write_state_result_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__partition_result__write_state_result_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="partition_result.tagged_fields",
                     )
-                stop__partition_result__write_state_result_ = pos + size__partition_result__write_state_result_
-                if tag__partition_result__write_state_result_ <= prev__partition_result__write_state_result_:
-                    odd__partition_result__write_state_result_ = True
-                prev__partition_result__write_state_result_ = tag__partition_result__write_state_result_
-                tagged_fields_partition_result__write_state_result_.append(
-                    (
-                        tag__partition_result__write_state_result_,
-                        bytes(buf[pos:stop__partition_result__write_state_result_]),
+                for __partition_result__write_state_result_ in range(n_tags__partition_result__write_state_result_):
+                    tag__partition_result__write_state_result_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_result.tagged_fields"
                     )
-                )
-                pos = stop__partition_result__write_state_result_
-            if odd__partition_result__write_state_result_:
-                tagged_fields_partition_result__write_state_result_ = _keep_tags(
-                    tagged_fields_partition_result__write_state_result_,
-                    buf[sec__partition_result__write_state_result_:pos],
-                    (),
-                )
+                    size__partition_result__write_state_result_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_result.tagged_fields"
+                    )
+                    if size__partition_result__write_state_result_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__partition_result__write_state_result_} declares {size__partition_result__write_state_result_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="partition_result.tagged_fields",
+                        )
+                    stop__partition_result__write_state_result_ = pos + size__partition_result__write_state_result_
+                    if tag__partition_result__write_state_result_ <= prev__partition_result__write_state_result_:
+                        odd__partition_result__write_state_result_ = True
+                    prev__partition_result__write_state_result_ = tag__partition_result__write_state_result_
+                    tagged_fields_partition_result__write_state_result_.append(
+                        (
+                            tag__partition_result__write_state_result_,
+                            bytes(buf[pos:stop__partition_result__write_state_result_]),
+                        )
+                    )
+                    pos = stop__partition_result__write_state_result_
+                if odd__partition_result__write_state_result_:
+                    tagged_fields_partition_result__write_state_result_ = _keep_tags(
+                        tagged_fields_partition_result__write_state_result_,
+                        buf[sec__partition_result__write_state_result_:pos],
+                        (),
+                    )
             value__partition_result__write_state_result_ = _new_object(PartitionResult)
             value__partition_result__write_state_result_.partition = partition_partition_result__write_state_result_
             value__partition_result__write_state_result_.error_code = error_code_partition_result__write_state_result_
@@ -507,40 +531,43 @@ def _fdecode_write_share_group_state_response(buf, pos, end, opts, api_version):
             item__write_state_result_ = value__partition_result__write_state_result_
             append_partitions_write_state_result_(item__write_state_result_)
         tagged_fields_write_state_result_ = []
-        sec__write_state_result_ = pos
-        prev__write_state_result_, odd__write_state_result_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__write_state_result_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__write_state_result_, pos = _read_uvarint32(buf, pos, end, "write_state_result.tagged_fields")
-        if n_tags__write_state_result_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__write_state_result_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="write_state_result.tagged_fields",
-            )
-        for __write_state_result_ in range(n_tags__write_state_result_):
-            tag__write_state_result_, pos = _read_uvarint32(buf, pos, end, "write_state_result.tagged_fields")
-            size__write_state_result_, pos = _read_uvarint32(buf, pos, end, "write_state_result.tagged_fields")
-            if size__write_state_result_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__write_state_result_} declares {size__write_state_result_} bytes, {end - pos} left",
+            sec__write_state_result_ = pos
+            prev__write_state_result_, odd__write_state_result_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__write_state_result_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__write_state_result_, pos = _read_uvarint32(buf, pos, end, "write_state_result.tagged_fields")
+            if n_tags__write_state_result_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__write_state_result_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="write_state_result.tagged_fields",
                 )
-            stop__write_state_result_ = pos + size__write_state_result_
-            if tag__write_state_result_ <= prev__write_state_result_:
-                odd__write_state_result_ = True
-            prev__write_state_result_ = tag__write_state_result_
-            tagged_fields_write_state_result_.append(
-                (tag__write_state_result_, bytes(buf[pos:stop__write_state_result_]))
-            )
-            pos = stop__write_state_result_
-        if odd__write_state_result_:
-            tagged_fields_write_state_result_ = _keep_tags(
-                tagged_fields_write_state_result_, buf[sec__write_state_result_:pos], ()
-            )
+            for __write_state_result_ in range(n_tags__write_state_result_):
+                tag__write_state_result_, pos = _read_uvarint32(buf, pos, end, "write_state_result.tagged_fields")
+                size__write_state_result_, pos = _read_uvarint32(buf, pos, end, "write_state_result.tagged_fields")
+                if size__write_state_result_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__write_state_result_} declares {size__write_state_result_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="write_state_result.tagged_fields",
+                    )
+                stop__write_state_result_ = pos + size__write_state_result_
+                if tag__write_state_result_ <= prev__write_state_result_:
+                    odd__write_state_result_ = True
+                prev__write_state_result_ = tag__write_state_result_
+                tagged_fields_write_state_result_.append(
+                    (tag__write_state_result_, bytes(buf[pos:stop__write_state_result_]))
+                )
+                pos = stop__write_state_result_
+            if odd__write_state_result_:
+                tagged_fields_write_state_result_ = _keep_tags(
+                    tagged_fields_write_state_result_, buf[sec__write_state_result_:pos], ()
+                )
         value__write_state_result_ = _new_object(WriteStateResult)
         value__write_state_result_.topic_id = topic_id_write_state_result_
         value__write_state_result_.partitions = partitions_write_state_result_
@@ -552,36 +579,39 @@ def _fdecode_write_share_group_state_response(buf, pos, end, opts, api_version):
             if budget_results < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "write_share_group_state_response.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="write_share_group_state_response.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "write_share_group_state_response.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "write_share_group_state_response.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "write_share_group_state_response.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="write_share_group_state_response.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "write_share_group_state_response.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "write_share_group_state_response.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="write_share_group_state_response.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(WriteShareGroupStateResponse)
     value_.results = results
     value_.tagged_fields = tagged_fields
@@ -595,9 +625,12 @@ def _encode_write_share_group_state_response(obj, out, index, api_version):
             f"WriteShareGroupStateResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="write_share_group_state_response",
         )
-    own_ = type(obj) is WriteShareGroupStateResponse
-    results = obj.results if own_ else getattr(obj, "results", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is WriteShareGroupStateResponse:
+        results = obj.results
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        results = getattr(obj, "results", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(results)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -614,9 +647,10 @@ def _encode_write_share_group_state_response(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"write_share_group_state_response.results[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "write_share_group_state_response.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "write_share_group_state_response.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_write_share_group_state_response(obj, out, index, api_version):
@@ -626,23 +660,26 @@ def _fencode_write_share_group_state_response(obj, out, index, api_version):
             f"WriteShareGroupStateResponse is not defined for api_version {api_version} (this schema has it for (<params>.api_version <= 0))",
             path="write_share_group_state_response",
         )
-    own_ = type(obj) is WriteShareGroupStateResponse
-    results = obj.results if own_ else getattr(obj, "results", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is WriteShareGroupStateResponse:
+        results = obj.results
+        tagged_fields = obj.tagged_fields
+    else:
+        results = getattr(obj, "results", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(results)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "write_share_group_state_response.results")
     for item_ in results:
-        own__write_state_result_ = type(item_) is WriteStateResult
-        topic_id_write_state_result_ = item_.topic_id if own__write_state_result_ else getattr(item_, "topic_id", None)
-        partitions_write_state_result_ = (
-            item_.partitions if own__write_state_result_ else getattr(item_, "partitions", None)
-        )
-        tagged_fields_write_state_result_ = (
-            item_.tagged_fields if own__write_state_result_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is WriteStateResult:
+            topic_id_write_state_result_ = item_.topic_id
+            partitions_write_state_result_ = item_.partitions
+            tagged_fields_write_state_result_ = item_.tagged_fields
+        else:
+            topic_id_write_state_result_ = getattr(item_, "topic_id", None)
+            partitions_write_state_result_ = getattr(item_, "partitions", None)
+            tagged_fields_write_state_result_ = getattr(item_, "tagged_fields", None)
         out += _S1.pack(_uuid16(topic_id_write_state_result_))
         n__write_state_result_ = len(partitions_write_state_result_)
         if -1 <= n__write_state_result_ < 16383:
@@ -650,27 +687,20 @@ def _fencode_write_share_group_state_response(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__write_state_result_ + 1, "write_state_result.partitions")
         for item__write_state_result_ in partitions_write_state_result_:
-            own__partition_result__write_state_result_ = type(item__write_state_result_) is PartitionResult
-            partition_partition_result__write_state_result_ = (
-                item__write_state_result_.partition
-                if own__partition_result__write_state_result_
-                else getattr(item__write_state_result_, "partition", 0)
-            )
-            error_code_partition_result__write_state_result_ = (
-                item__write_state_result_.error_code
-                if own__partition_result__write_state_result_
-                else getattr(item__write_state_result_, "error_code", 0)
-            )
-            error_message_partition_result__write_state_result_ = (
-                item__write_state_result_.error_message
-                if own__partition_result__write_state_result_
-                else getattr(item__write_state_result_, "error_message", None)
-            )
-            tagged_fields_partition_result__write_state_result_ = (
-                item__write_state_result_.tagged_fields
-                if own__partition_result__write_state_result_
-                else getattr(item__write_state_result_, "tagged_fields", None)
-            )
+            if type(item__write_state_result_) is PartitionResult:
+                partition_partition_result__write_state_result_ = item__write_state_result_.partition
+                error_code_partition_result__write_state_result_ = item__write_state_result_.error_code
+                error_message_partition_result__write_state_result_ = item__write_state_result_.error_message
+                tagged_fields_partition_result__write_state_result_ = item__write_state_result_.tagged_fields
+            else:
+                partition_partition_result__write_state_result_ = getattr(item__write_state_result_, "partition", 0)
+                error_code_partition_result__write_state_result_ = getattr(item__write_state_result_, "error_code", 0)
+                error_message_partition_result__write_state_result_ = getattr(
+                    item__write_state_result_, "error_message", None
+                )
+                tagged_fields_partition_result__write_state_result_ = getattr(
+                    item__write_state_result_, "tagged_fields", None
+                )
             out += _S0.pack(
                 partition_partition_result__write_state_result_, error_code_partition_result__write_state_result_
             )
@@ -691,27 +721,23 @@ def _fencode_write_share_group_state_response(obj, out, index, api_version):
                 else:
                     _write_uvarint(out, n__partition_result__write_state_result_ + 1, "partition_result.error_message")
                 out += error_message_partition_result__write_state_result_
-            tags__partition_result__write_state_result_ = []
-            valid__partition_result__write_state_result_ = None
-            _write_tagged(
-                out,
-                tags__partition_result__write_state_result_,
-                tagged_fields_partition_result__write_state_result_,
-                "partition_result.tagged_fields",
-                valid__partition_result__write_state_result_,
-            )
-        tags__write_state_result_ = []
-        valid__write_state_result_ = None
-        _write_tagged(
-            out,
-            tags__write_state_result_,
-            tagged_fields_write_state_result_,
-            "write_state_result.tagged_fields",
-            valid__write_state_result_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "write_share_group_state_response.tagged_fields", valid_)
+            if (
+                tagged_fields_partition_result__write_state_result_
+                or tagged_fields_partition_result__write_state_result_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out, [], tagged_fields_partition_result__write_state_result_, "partition_result.tagged_fields", None
+                )
+            else:
+                out.append(0)
+        if tagged_fields_write_state_result_ or tagged_fields_write_state_result_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_write_state_result_, "write_state_result.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "write_share_group_state_response.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_write_share_group_state_response_by_version(buf, pos, end, opts, api_version):

@@ -18,6 +18,8 @@ from kfmt.runtime.errors import LimitExceededError as _LimitExceededError
 from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
+from kfmt.runtime.scalars import PACKED as _PACKED
+from kfmt.runtime.scalars import PACKED_MAX as _PACKED_MAX
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -25,6 +27,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -144,9 +147,12 @@ def _decode_writable_txn_marker_topic(buf, pos, end, opts):
 
 def _encode_writable_txn_marker_topic(obj, out, index):
     """Append one writable_txn_marker_topic to out."""
-    own_ = type(obj) is WritableTxnMarkerTopic
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partition_indexes = obj.partition_indexes if own_ else getattr(obj, "partition_indexes", None)
+    if type(obj) is WritableTxnMarkerTopic:
+        name = obj.name
+        partition_indexes = obj.partition_indexes
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partition_indexes = getattr(obj, "partition_indexes", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="writable_txn_marker_topic.name")
     else:
@@ -212,12 +218,18 @@ def _decode_writable_txn_marker(buf, pos, end, opts):
 
 def _encode_writable_txn_marker(obj, out, index):
     """Append one writable_txn_marker to out."""
-    own_ = type(obj) is WritableTxnMarker
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", 0)
-    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", 0)
-    transaction_result = obj.transaction_result if own_ else getattr(obj, "transaction_result", False)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    coordinator_epoch = obj.coordinator_epoch if own_ else getattr(obj, "coordinator_epoch", 0)
+    if type(obj) is WritableTxnMarker:
+        producer_id = obj.producer_id
+        producer_epoch = obj.producer_epoch
+        transaction_result = obj.transaction_result
+        topics = obj.topics
+        coordinator_epoch = obj.coordinator_epoch
+    else:  # another class: its fields by name, a missing one at its default
+        producer_id = getattr(obj, "producer_id", 0)
+        producer_epoch = getattr(obj, "producer_epoch", 0)
+        transaction_result = getattr(obj, "transaction_result", False)
+        topics = getattr(obj, "topics", None)
+        coordinator_epoch = getattr(obj, "coordinator_epoch", 0)
     out += _S2.pack(producer_id, producer_epoch, transaction_result)
     out += _S0.pack(len(topics))
     index_ = 0
@@ -450,20 +462,18 @@ def _fencode_write_txn_markers_request(obj, out, index, api_version):
     markers = getattr(obj, "markers", None)
     out += _S0.pack(len(markers))
     for item_ in markers:
-        own__writable_txn_marker_ = type(item_) is WritableTxnMarker
-        producer_id_writable_txn_marker_ = (
-            item_.producer_id if own__writable_txn_marker_ else getattr(item_, "producer_id", 0)
-        )
-        producer_epoch_writable_txn_marker_ = (
-            item_.producer_epoch if own__writable_txn_marker_ else getattr(item_, "producer_epoch", 0)
-        )
-        transaction_result_writable_txn_marker_ = (
-            item_.transaction_result if own__writable_txn_marker_ else getattr(item_, "transaction_result", False)
-        )
-        topics_writable_txn_marker_ = item_.topics if own__writable_txn_marker_ else getattr(item_, "topics", None)
-        coordinator_epoch_writable_txn_marker_ = (
-            item_.coordinator_epoch if own__writable_txn_marker_ else getattr(item_, "coordinator_epoch", 0)
-        )
+        if type(item_) is WritableTxnMarker:
+            producer_id_writable_txn_marker_ = item_.producer_id
+            producer_epoch_writable_txn_marker_ = item_.producer_epoch
+            transaction_result_writable_txn_marker_ = item_.transaction_result
+            topics_writable_txn_marker_ = item_.topics
+            coordinator_epoch_writable_txn_marker_ = item_.coordinator_epoch
+        else:
+            producer_id_writable_txn_marker_ = getattr(item_, "producer_id", 0)
+            producer_epoch_writable_txn_marker_ = getattr(item_, "producer_epoch", 0)
+            transaction_result_writable_txn_marker_ = getattr(item_, "transaction_result", False)
+            topics_writable_txn_marker_ = getattr(item_, "topics", None)
+            coordinator_epoch_writable_txn_marker_ = getattr(item_, "coordinator_epoch", 0)
         out += _S2.pack(
             producer_id_writable_txn_marker_,
             producer_epoch_writable_txn_marker_,
@@ -471,19 +481,16 @@ def _fencode_write_txn_markers_request(obj, out, index, api_version):
         )
         out += _S0.pack(len(topics_writable_txn_marker_))
         for item__writable_txn_marker_ in topics_writable_txn_marker_:
-            own__writable_txn_marker_topic__writable_txn_marker_ = (
-                type(item__writable_txn_marker_) is WritableTxnMarkerTopic
-            )
-            name_writable_txn_marker_topic__writable_txn_marker_ = (
-                item__writable_txn_marker_.name
-                if own__writable_txn_marker_topic__writable_txn_marker_
-                else getattr(item__writable_txn_marker_, "name", "")
-            )
-            partition_indexes_writable_txn_marker_topic__writable_txn_marker_ = (
-                item__writable_txn_marker_.partition_indexes
-                if own__writable_txn_marker_topic__writable_txn_marker_
-                else getattr(item__writable_txn_marker_, "partition_indexes", None)
-            )
+            if type(item__writable_txn_marker_) is WritableTxnMarkerTopic:
+                name_writable_txn_marker_topic__writable_txn_marker_ = item__writable_txn_marker_.name
+                partition_indexes_writable_txn_marker_topic__writable_txn_marker_ = (
+                    item__writable_txn_marker_.partition_indexes
+                )
+            else:
+                name_writable_txn_marker_topic__writable_txn_marker_ = getattr(item__writable_txn_marker_, "name", "")
+                partition_indexes_writable_txn_marker_topic__writable_txn_marker_ = getattr(
+                    item__writable_txn_marker_, "partition_indexes", None
+                )
             b__writable_txn_marker_topic__writable_txn_marker_ = _STR_ENCODED.get(
                 name_writable_txn_marker_topic__writable_txn_marker_
             )
@@ -495,13 +502,18 @@ def _fencode_write_txn_markers_request(obj, out, index, api_version):
             out += _S1.pack(len(name_writable_txn_marker_topic__writable_txn_marker_))
             out += name_writable_txn_marker_topic__writable_txn_marker_
             out += _S0.pack(len(partition_indexes_writable_txn_marker_topic__writable_txn_marker_))
-            for (
-                item__writable_txn_marker_topic__writable_txn_marker_
-            ) in partition_indexes_writable_txn_marker_topic__writable_txn_marker_:
-                value_writable_txn_marker_topic_partition_indexes_item__writable_txn_marker_topic__writable_txn_marker_ = item__writable_txn_marker_topic__writable_txn_marker_
-                out += _S0.pack(
-                    value_writable_txn_marker_topic_partition_indexes_item__writable_txn_marker_topic__writable_txn_marker_
+            if len(partition_indexes_writable_txn_marker_topic__writable_txn_marker_) <= _PACKED_MAX:
+                out += _PACKED["i"][len(partition_indexes_writable_txn_marker_topic__writable_txn_marker_)].pack(
+                    *partition_indexes_writable_txn_marker_topic__writable_txn_marker_
                 )
+            else:
+                for (
+                    item__writable_txn_marker_topic__writable_txn_marker_
+                ) in partition_indexes_writable_txn_marker_topic__writable_txn_marker_:
+                    value_writable_txn_marker_topic_partition_indexes_item__writable_txn_marker_topic__writable_txn_marker_ = item__writable_txn_marker_topic__writable_txn_marker_
+                    out += _S0.pack(
+                        value_writable_txn_marker_topic_partition_indexes_item__writable_txn_marker_topic__writable_txn_marker_
+                    )
         out += _S0.pack(coordinator_epoch_writable_txn_marker_)
 
 
@@ -602,45 +614,52 @@ def _decode_writable_txn_marker_topic_flexible(buf, pos, end, opts):
             ) from None
         append_partition_indexes(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_topic_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="writable_txn_marker_topic_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_topic_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_topic_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_topic_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="writable_txn_marker_topic_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_topic_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_topic_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="writable_txn_marker_topic_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return WritableTxnMarkerTopicFlexible(name, partition_indexes, tagged_fields), pos
 
 
 def _encode_writable_txn_marker_topic_flexible(obj, out, index):
     """Append one writable_txn_marker_topic_flexible to out."""
-    own_ = type(obj) is WritableTxnMarkerTopicFlexible
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partition_indexes = obj.partition_indexes if own_ else getattr(obj, "partition_indexes", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is WritableTxnMarkerTopicFlexible:
+        name = obj.name
+        partition_indexes = obj.partition_indexes
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partition_indexes = getattr(obj, "partition_indexes", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="writable_txn_marker_topic_flexible.name")
     else:
@@ -674,9 +693,10 @@ def _encode_writable_txn_marker_topic_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"writable_txn_marker_topic_flexible.partition_indexes[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "writable_txn_marker_topic_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "writable_txn_marker_topic_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_writable_txn_marker_flexible(buf, pos, end, opts):
@@ -730,36 +750,39 @@ def _decode_writable_txn_marker_flexible(buf, pos, end, opts):
     (coordinator_epoch,) = _S0.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="writable_txn_marker_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="writable_txn_marker_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="writable_txn_marker_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return WritableTxnMarkerFlexible(
         producer_id, producer_epoch, transaction_result, topics, coordinator_epoch, tagged_fields
     ), pos
@@ -767,13 +790,20 @@ def _decode_writable_txn_marker_flexible(buf, pos, end, opts):
 
 def _encode_writable_txn_marker_flexible(obj, out, index):
     """Append one writable_txn_marker_flexible to out."""
-    own_ = type(obj) is WritableTxnMarkerFlexible
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", 0)
-    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", 0)
-    transaction_result = obj.transaction_result if own_ else getattr(obj, "transaction_result", False)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    coordinator_epoch = obj.coordinator_epoch if own_ else getattr(obj, "coordinator_epoch", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is WritableTxnMarkerFlexible:
+        producer_id = obj.producer_id
+        producer_epoch = obj.producer_epoch
+        transaction_result = obj.transaction_result
+        topics = obj.topics
+        coordinator_epoch = obj.coordinator_epoch
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        producer_id = getattr(obj, "producer_id", 0)
+        producer_epoch = getattr(obj, "producer_epoch", 0)
+        transaction_result = getattr(obj, "transaction_result", False)
+        topics = getattr(obj, "topics", None)
+        coordinator_epoch = getattr(obj, "coordinator_epoch", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(producer_id, producer_epoch, transaction_result)
     n_ = len(topics)
     if -1 <= n_ < 0x3FFF:
@@ -792,9 +822,10 @@ def _encode_writable_txn_marker_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"writable_txn_marker_flexible.topics[{index_}]"
         ) from None
     out += _S0.pack(coordinator_epoch)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "writable_txn_marker_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "writable_txn_marker_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_write_txn_markers_request_flexible(buf, pos, end, opts, api_version):
@@ -864,36 +895,39 @@ def _decode_write_txn_markers_request_flexible(buf, pos, end, opts, api_version)
                     path="write_txn_markers_request_flexible.markers",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="write_txn_markers_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="write_txn_markers_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="write_txn_markers_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return WriteTxnMarkersRequestFlexible(markers, tagged_fields), pos
 
 
@@ -1050,63 +1084,66 @@ def _fdecode_write_txn_markers_request_flexible(buf, pos, end, opts, api_version
                     item__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_
                 )
             tagged_fields_writable_txn_marker_topic_flexible__writable_txn_marker_flexible_ = []
-            sec__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_ = pos
-            (
-                prev__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_,
-                odd__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "writable_txn_marker_topic_flexible.tagged_fields"
-                )
-            if n_tags__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="writable_txn_marker_topic_flexible.tagged_fields",
-                )
-            for __writable_txn_marker_topic_flexible__writable_txn_marker_flexible_ in range(
-                n_tags__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_
-            ):
-                tag__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "writable_txn_marker_topic_flexible.tagged_fields"
-                )
-                size__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "writable_txn_marker_topic_flexible.tagged_fields"
-                )
-                if size__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_} declares {size__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_} bytes, {end - pos} left",
+                sec__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_ = pos
+                (
+                    prev__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_,
+                    odd__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "writable_txn_marker_topic_flexible.tagged_fields"
+                    )
+                if n_tags__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="writable_txn_marker_topic_flexible.tagged_fields",
                     )
-                stop__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_ = (
-                    pos + size__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_
-                )
-                if (
-                    tag__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_
-                    <= prev__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_
+                for __writable_txn_marker_topic_flexible__writable_txn_marker_flexible_ in range(
+                    n_tags__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_
                 ):
-                    odd__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_ = True
-                prev__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_ = (
-                    tag__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_
-                )
-                tagged_fields_writable_txn_marker_topic_flexible__writable_txn_marker_flexible_.append(
-                    (
-                        tag__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_,
-                        bytes(buf[pos:stop__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_]),
+                    tag__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "writable_txn_marker_topic_flexible.tagged_fields"
                     )
-                )
-                pos = stop__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_
-            if odd__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_:
-                tagged_fields_writable_txn_marker_topic_flexible__writable_txn_marker_flexible_ = _keep_tags(
-                    tagged_fields_writable_txn_marker_topic_flexible__writable_txn_marker_flexible_,
-                    buf[sec__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_:pos],
-                    (),
-                )
+                    size__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "writable_txn_marker_topic_flexible.tagged_fields"
+                    )
+                    if size__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_} declares {size__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="writable_txn_marker_topic_flexible.tagged_fields",
+                        )
+                    stop__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_ = (
+                        pos + size__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_
+                    )
+                    if (
+                        tag__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_
+                        <= prev__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_
+                    ):
+                        odd__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_ = True
+                    prev__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_ = (
+                        tag__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_
+                    )
+                    tagged_fields_writable_txn_marker_topic_flexible__writable_txn_marker_flexible_.append(
+                        (
+                            tag__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_,
+                            bytes(buf[pos:stop__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_]),
+                        )
+                    )
+                    pos = stop__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_
+                if odd__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_:
+                    tagged_fields_writable_txn_marker_topic_flexible__writable_txn_marker_flexible_ = _keep_tags(
+                        tagged_fields_writable_txn_marker_topic_flexible__writable_txn_marker_flexible_,
+                        buf[sec__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_:pos],
+                        (),
+                    )
             value__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_ = _new_object(
                 WritableTxnMarkerTopicFlexible
             )
@@ -1126,46 +1163,49 @@ def _fdecode_write_txn_markers_request_flexible(buf, pos, end, opts, api_version
         (coordinator_epoch_writable_txn_marker_flexible_,) = _S0.unpack_from(buf, pos)
         pos += 4
         tagged_fields_writable_txn_marker_flexible_ = []
-        sec__writable_txn_marker_flexible_ = pos
-        prev__writable_txn_marker_flexible_, odd__writable_txn_marker_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__writable_txn_marker_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__writable_txn_marker_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "writable_txn_marker_flexible.tagged_fields"
-            )
-        if n_tags__writable_txn_marker_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__writable_txn_marker_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="writable_txn_marker_flexible.tagged_fields",
-            )
-        for __writable_txn_marker_flexible_ in range(n_tags__writable_txn_marker_flexible_):
-            tag__writable_txn_marker_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "writable_txn_marker_flexible.tagged_fields"
-            )
-            size__writable_txn_marker_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "writable_txn_marker_flexible.tagged_fields"
-            )
-            if size__writable_txn_marker_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__writable_txn_marker_flexible_} declares {size__writable_txn_marker_flexible_} bytes, {end - pos} left",
+            sec__writable_txn_marker_flexible_ = pos
+            prev__writable_txn_marker_flexible_, odd__writable_txn_marker_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__writable_txn_marker_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__writable_txn_marker_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "writable_txn_marker_flexible.tagged_fields"
+                )
+            if n_tags__writable_txn_marker_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__writable_txn_marker_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="writable_txn_marker_flexible.tagged_fields",
                 )
-            stop__writable_txn_marker_flexible_ = pos + size__writable_txn_marker_flexible_
-            if tag__writable_txn_marker_flexible_ <= prev__writable_txn_marker_flexible_:
-                odd__writable_txn_marker_flexible_ = True
-            prev__writable_txn_marker_flexible_ = tag__writable_txn_marker_flexible_
-            tagged_fields_writable_txn_marker_flexible_.append(
-                (tag__writable_txn_marker_flexible_, bytes(buf[pos:stop__writable_txn_marker_flexible_]))
-            )
-            pos = stop__writable_txn_marker_flexible_
-        if odd__writable_txn_marker_flexible_:
-            tagged_fields_writable_txn_marker_flexible_ = _keep_tags(
-                tagged_fields_writable_txn_marker_flexible_, buf[sec__writable_txn_marker_flexible_:pos], ()
-            )
+            for __writable_txn_marker_flexible_ in range(n_tags__writable_txn_marker_flexible_):
+                tag__writable_txn_marker_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "writable_txn_marker_flexible.tagged_fields"
+                )
+                size__writable_txn_marker_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "writable_txn_marker_flexible.tagged_fields"
+                )
+                if size__writable_txn_marker_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__writable_txn_marker_flexible_} declares {size__writable_txn_marker_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="writable_txn_marker_flexible.tagged_fields",
+                    )
+                stop__writable_txn_marker_flexible_ = pos + size__writable_txn_marker_flexible_
+                if tag__writable_txn_marker_flexible_ <= prev__writable_txn_marker_flexible_:
+                    odd__writable_txn_marker_flexible_ = True
+                prev__writable_txn_marker_flexible_ = tag__writable_txn_marker_flexible_
+                tagged_fields_writable_txn_marker_flexible_.append(
+                    (tag__writable_txn_marker_flexible_, bytes(buf[pos:stop__writable_txn_marker_flexible_]))
+                )
+                pos = stop__writable_txn_marker_flexible_
+            if odd__writable_txn_marker_flexible_:
+                tagged_fields_writable_txn_marker_flexible_ = _keep_tags(
+                    tagged_fields_writable_txn_marker_flexible_, buf[sec__writable_txn_marker_flexible_:pos], ()
+                )
         value__writable_txn_marker_flexible_ = _new_object(WritableTxnMarkerFlexible)
         value__writable_txn_marker_flexible_.producer_id = producer_id_writable_txn_marker_flexible_
         value__writable_txn_marker_flexible_.producer_epoch = producer_epoch_writable_txn_marker_flexible_
@@ -1180,36 +1220,39 @@ def _fdecode_write_txn_markers_request_flexible(buf, pos, end, opts, api_version
             if budget_markers < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_request_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="write_txn_markers_request_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_request_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_request_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_request_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="write_txn_markers_request_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_request_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_request_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="write_txn_markers_request_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(WriteTxnMarkersRequestFlexible)
     value_.markers = markers
     value_.tagged_fields = tagged_fields
@@ -1223,9 +1266,12 @@ def _encode_write_txn_markers_request_flexible(obj, out, index, api_version):
             f"WriteTxnMarkersRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 1) and (<params>.api_version <= 1)))",
             path="write_txn_markers_request_flexible",
         )
-    own_ = type(obj) is WriteTxnMarkersRequestFlexible
-    markers = obj.markers if own_ else getattr(obj, "markers", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is WriteTxnMarkersRequestFlexible:
+        markers = obj.markers
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        markers = getattr(obj, "markers", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(markers)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -1242,9 +1288,10 @@ def _encode_write_txn_markers_request_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"write_txn_markers_request_flexible.markers[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "write_txn_markers_request_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "write_txn_markers_request_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_write_txn_markers_request_flexible(obj, out, index, api_version):
@@ -1254,36 +1301,32 @@ def _fencode_write_txn_markers_request_flexible(obj, out, index, api_version):
             f"WriteTxnMarkersRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 1) and (<params>.api_version <= 1)))",
             path="write_txn_markers_request_flexible",
         )
-    own_ = type(obj) is WriteTxnMarkersRequestFlexible
-    markers = obj.markers if own_ else getattr(obj, "markers", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is WriteTxnMarkersRequestFlexible:
+        markers = obj.markers
+        tagged_fields = obj.tagged_fields
+    else:
+        markers = getattr(obj, "markers", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(markers)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "write_txn_markers_request_flexible.markers")
     for item_ in markers:
-        own__writable_txn_marker_flexible_ = type(item_) is WritableTxnMarkerFlexible
-        producer_id_writable_txn_marker_flexible_ = (
-            item_.producer_id if own__writable_txn_marker_flexible_ else getattr(item_, "producer_id", 0)
-        )
-        producer_epoch_writable_txn_marker_flexible_ = (
-            item_.producer_epoch if own__writable_txn_marker_flexible_ else getattr(item_, "producer_epoch", 0)
-        )
-        transaction_result_writable_txn_marker_flexible_ = (
-            item_.transaction_result
-            if own__writable_txn_marker_flexible_
-            else getattr(item_, "transaction_result", False)
-        )
-        topics_writable_txn_marker_flexible_ = (
-            item_.topics if own__writable_txn_marker_flexible_ else getattr(item_, "topics", None)
-        )
-        coordinator_epoch_writable_txn_marker_flexible_ = (
-            item_.coordinator_epoch if own__writable_txn_marker_flexible_ else getattr(item_, "coordinator_epoch", 0)
-        )
-        tagged_fields_writable_txn_marker_flexible_ = (
-            item_.tagged_fields if own__writable_txn_marker_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is WritableTxnMarkerFlexible:
+            producer_id_writable_txn_marker_flexible_ = item_.producer_id
+            producer_epoch_writable_txn_marker_flexible_ = item_.producer_epoch
+            transaction_result_writable_txn_marker_flexible_ = item_.transaction_result
+            topics_writable_txn_marker_flexible_ = item_.topics
+            coordinator_epoch_writable_txn_marker_flexible_ = item_.coordinator_epoch
+            tagged_fields_writable_txn_marker_flexible_ = item_.tagged_fields
+        else:
+            producer_id_writable_txn_marker_flexible_ = getattr(item_, "producer_id", 0)
+            producer_epoch_writable_txn_marker_flexible_ = getattr(item_, "producer_epoch", 0)
+            transaction_result_writable_txn_marker_flexible_ = getattr(item_, "transaction_result", False)
+            topics_writable_txn_marker_flexible_ = getattr(item_, "topics", None)
+            coordinator_epoch_writable_txn_marker_flexible_ = getattr(item_, "coordinator_epoch", 0)
+            tagged_fields_writable_txn_marker_flexible_ = getattr(item_, "tagged_fields", None)
         out += _S2.pack(
             producer_id_writable_txn_marker_flexible_,
             producer_epoch_writable_txn_marker_flexible_,
@@ -1295,24 +1338,26 @@ def _fencode_write_txn_markers_request_flexible(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__writable_txn_marker_flexible_ + 1, "writable_txn_marker_flexible.topics")
         for item__writable_txn_marker_flexible_ in topics_writable_txn_marker_flexible_:
-            own__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_ = (
-                type(item__writable_txn_marker_flexible_) is WritableTxnMarkerTopicFlexible
-            )
-            name_writable_txn_marker_topic_flexible__writable_txn_marker_flexible_ = (
-                item__writable_txn_marker_flexible_.name
-                if own__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_
-                else getattr(item__writable_txn_marker_flexible_, "name", "")
-            )
-            partition_indexes_writable_txn_marker_topic_flexible__writable_txn_marker_flexible_ = (
-                item__writable_txn_marker_flexible_.partition_indexes
-                if own__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_
-                else getattr(item__writable_txn_marker_flexible_, "partition_indexes", None)
-            )
-            tagged_fields_writable_txn_marker_topic_flexible__writable_txn_marker_flexible_ = (
-                item__writable_txn_marker_flexible_.tagged_fields
-                if own__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_
-                else getattr(item__writable_txn_marker_flexible_, "tagged_fields", None)
-            )
+            if type(item__writable_txn_marker_flexible_) is WritableTxnMarkerTopicFlexible:
+                name_writable_txn_marker_topic_flexible__writable_txn_marker_flexible_ = (
+                    item__writable_txn_marker_flexible_.name
+                )
+                partition_indexes_writable_txn_marker_topic_flexible__writable_txn_marker_flexible_ = (
+                    item__writable_txn_marker_flexible_.partition_indexes
+                )
+                tagged_fields_writable_txn_marker_topic_flexible__writable_txn_marker_flexible_ = (
+                    item__writable_txn_marker_flexible_.tagged_fields
+                )
+            else:
+                name_writable_txn_marker_topic_flexible__writable_txn_marker_flexible_ = getattr(
+                    item__writable_txn_marker_flexible_, "name", ""
+                )
+                partition_indexes_writable_txn_marker_topic_flexible__writable_txn_marker_flexible_ = getattr(
+                    item__writable_txn_marker_flexible_, "partition_indexes", None
+                )
+                tagged_fields_writable_txn_marker_topic_flexible__writable_txn_marker_flexible_ = getattr(
+                    item__writable_txn_marker_flexible_, "tagged_fields", None
+                )
             b__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_ = _STR_ENCODED.get(
                 name_writable_txn_marker_topic_flexible__writable_txn_marker_flexible_
             )
@@ -1344,35 +1389,46 @@ def _fencode_write_txn_markers_request_flexible(obj, out, index, api_version):
                     n__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_ + 1,
                     "writable_txn_marker_topic_flexible.partition_indexes",
                 )
-            for (
-                item__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_
-            ) in partition_indexes_writable_txn_marker_topic_flexible__writable_txn_marker_flexible_:
-                value_writable_txn_marker_topic_flexible_partition_indexes_item__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_ = item__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_
-                out += _S0.pack(
-                    value_writable_txn_marker_topic_flexible_partition_indexes_item__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_
+            if n__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_ <= _PACKED_MAX:
+                out += _PACKED["i"][n__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_].pack(
+                    *partition_indexes_writable_txn_marker_topic_flexible__writable_txn_marker_flexible_
                 )
-            tags__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_ = []
-            valid__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_ = None
-            _write_tagged(
-                out,
-                tags__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_,
-                tagged_fields_writable_txn_marker_topic_flexible__writable_txn_marker_flexible_,
-                "writable_txn_marker_topic_flexible.tagged_fields",
-                valid__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_,
-            )
+            else:
+                for (
+                    item__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_
+                ) in partition_indexes_writable_txn_marker_topic_flexible__writable_txn_marker_flexible_:
+                    value_writable_txn_marker_topic_flexible_partition_indexes_item__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_ = item__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_
+                    out += _S0.pack(
+                        value_writable_txn_marker_topic_flexible_partition_indexes_item__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_
+                    )
+            if (
+                tagged_fields_writable_txn_marker_topic_flexible__writable_txn_marker_flexible_
+                or tagged_fields_writable_txn_marker_topic_flexible__writable_txn_marker_flexible_.__class__
+                is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_writable_txn_marker_topic_flexible__writable_txn_marker_flexible_,
+                    "writable_txn_marker_topic_flexible.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
         out += _S0.pack(coordinator_epoch_writable_txn_marker_flexible_)
-        tags__writable_txn_marker_flexible_ = []
-        valid__writable_txn_marker_flexible_ = None
-        _write_tagged(
-            out,
-            tags__writable_txn_marker_flexible_,
-            tagged_fields_writable_txn_marker_flexible_,
-            "writable_txn_marker_flexible.tagged_fields",
-            valid__writable_txn_marker_flexible_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "write_txn_markers_request_flexible.tagged_fields", valid_)
+        if (
+            tagged_fields_writable_txn_marker_flexible_
+            or tagged_fields_writable_txn_marker_flexible_.__class__ is _TagSection
+        ):
+            _write_tagged(
+                out, [], tagged_fields_writable_txn_marker_flexible_, "writable_txn_marker_flexible.tagged_fields", None
+            )
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "write_txn_markers_request_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_writable_txn_marker_topic_v2_partition_indexes_item(buf, pos, end, opts):
@@ -1464,45 +1520,52 @@ def _decode_writable_txn_marker_topic_v2(buf, pos, end, opts):
             ) from None
         append_partition_indexes(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_topic_v2.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="writable_txn_marker_topic_v2.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_topic_v2.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_topic_v2.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_topic_v2.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="writable_txn_marker_topic_v2.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_topic_v2.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_topic_v2.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="writable_txn_marker_topic_v2.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return WritableTxnMarkerTopicV2(name, partition_indexes, tagged_fields), pos
 
 
 def _encode_writable_txn_marker_topic_v2(obj, out, index):
     """Append one writable_txn_marker_topic_v2 to out."""
-    own_ = type(obj) is WritableTxnMarkerTopicV2
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partition_indexes = obj.partition_indexes if own_ else getattr(obj, "partition_indexes", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is WritableTxnMarkerTopicV2:
+        name = obj.name
+        partition_indexes = obj.partition_indexes
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partition_indexes = getattr(obj, "partition_indexes", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="writable_txn_marker_topic_v2.name")
     else:
@@ -1536,9 +1599,10 @@ def _encode_writable_txn_marker_topic_v2(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"writable_txn_marker_topic_v2.partition_indexes[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "writable_txn_marker_topic_v2.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "writable_txn_marker_topic_v2.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_writable_txn_marker_v2(buf, pos, end, opts):
@@ -1593,36 +1657,39 @@ def _decode_writable_txn_marker_v2(buf, pos, end, opts):
     ) = _S3.unpack_from(buf, pos)
     pos += 5
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_v2.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="writable_txn_marker_v2.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_v2.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_v2.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_v2.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="writable_txn_marker_v2.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_v2.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_v2.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="writable_txn_marker_v2.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return WritableTxnMarkerV2(
         producer_id, producer_epoch, transaction_result, topics, coordinator_epoch, transaction_version, tagged_fields
     ), pos
@@ -1630,14 +1697,22 @@ def _decode_writable_txn_marker_v2(buf, pos, end, opts):
 
 def _encode_writable_txn_marker_v2(obj, out, index):
     """Append one writable_txn_marker_v2 to out."""
-    own_ = type(obj) is WritableTxnMarkerV2
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", 0)
-    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", 0)
-    transaction_result = obj.transaction_result if own_ else getattr(obj, "transaction_result", False)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    coordinator_epoch = obj.coordinator_epoch if own_ else getattr(obj, "coordinator_epoch", 0)
-    transaction_version = obj.transaction_version if own_ else getattr(obj, "transaction_version", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is WritableTxnMarkerV2:
+        producer_id = obj.producer_id
+        producer_epoch = obj.producer_epoch
+        transaction_result = obj.transaction_result
+        topics = obj.topics
+        coordinator_epoch = obj.coordinator_epoch
+        transaction_version = obj.transaction_version
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        producer_id = getattr(obj, "producer_id", 0)
+        producer_epoch = getattr(obj, "producer_epoch", 0)
+        transaction_result = getattr(obj, "transaction_result", False)
+        topics = getattr(obj, "topics", None)
+        coordinator_epoch = getattr(obj, "coordinator_epoch", 0)
+        transaction_version = getattr(obj, "transaction_version", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(producer_id, producer_epoch, transaction_result)
     n_ = len(topics)
     if -1 <= n_ < 0x3FFF:
@@ -1656,9 +1731,10 @@ def _encode_writable_txn_marker_v2(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"writable_txn_marker_v2.topics[{index_}]"
         ) from None
     out += _S3.pack(coordinator_epoch, transaction_version)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "writable_txn_marker_v2.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "writable_txn_marker_v2.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_write_txn_markers_request_v2(buf, pos, end, opts, api_version):
@@ -1722,36 +1798,39 @@ def _decode_write_txn_markers_request_v2(buf, pos, end, opts, api_version):
                     path="write_txn_markers_request_v2.markers",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_request_v2.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="write_txn_markers_request_v2.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_request_v2.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_request_v2.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_request_v2.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="write_txn_markers_request_v2.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_request_v2.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_request_v2.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="write_txn_markers_request_v2.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return WriteTxnMarkersRequestV2(markers, tagged_fields), pos
 
 
@@ -1899,63 +1978,66 @@ def _fdecode_write_txn_markers_request_v2(buf, pos, end, opts, api_version):
                     item__writable_txn_marker_topic_v2__writable_txn_marker_v2_
                 )
             tagged_fields_writable_txn_marker_topic_v2__writable_txn_marker_v2_ = []
-            sec__writable_txn_marker_topic_v2__writable_txn_marker_v2_ = pos
-            (
-                prev__writable_txn_marker_topic_v2__writable_txn_marker_v2_,
-                odd__writable_txn_marker_topic_v2__writable_txn_marker_v2_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__writable_txn_marker_topic_v2__writable_txn_marker_v2_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__writable_txn_marker_topic_v2__writable_txn_marker_v2_, pos = _read_uvarint32(
-                    buf, pos, end, "writable_txn_marker_topic_v2.tagged_fields"
-                )
-            if n_tags__writable_txn_marker_topic_v2__writable_txn_marker_v2_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__writable_txn_marker_topic_v2__writable_txn_marker_v2_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="writable_txn_marker_topic_v2.tagged_fields",
-                )
-            for __writable_txn_marker_topic_v2__writable_txn_marker_v2_ in range(
-                n_tags__writable_txn_marker_topic_v2__writable_txn_marker_v2_
-            ):
-                tag__writable_txn_marker_topic_v2__writable_txn_marker_v2_, pos = _read_uvarint32(
-                    buf, pos, end, "writable_txn_marker_topic_v2.tagged_fields"
-                )
-                size__writable_txn_marker_topic_v2__writable_txn_marker_v2_, pos = _read_uvarint32(
-                    buf, pos, end, "writable_txn_marker_topic_v2.tagged_fields"
-                )
-                if size__writable_txn_marker_topic_v2__writable_txn_marker_v2_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__writable_txn_marker_topic_v2__writable_txn_marker_v2_} declares {size__writable_txn_marker_topic_v2__writable_txn_marker_v2_} bytes, {end - pos} left",
+                sec__writable_txn_marker_topic_v2__writable_txn_marker_v2_ = pos
+                (
+                    prev__writable_txn_marker_topic_v2__writable_txn_marker_v2_,
+                    odd__writable_txn_marker_topic_v2__writable_txn_marker_v2_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__writable_txn_marker_topic_v2__writable_txn_marker_v2_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__writable_txn_marker_topic_v2__writable_txn_marker_v2_, pos = _read_uvarint32(
+                        buf, pos, end, "writable_txn_marker_topic_v2.tagged_fields"
+                    )
+                if n_tags__writable_txn_marker_topic_v2__writable_txn_marker_v2_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__writable_txn_marker_topic_v2__writable_txn_marker_v2_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="writable_txn_marker_topic_v2.tagged_fields",
                     )
-                stop__writable_txn_marker_topic_v2__writable_txn_marker_v2_ = (
-                    pos + size__writable_txn_marker_topic_v2__writable_txn_marker_v2_
-                )
-                if (
-                    tag__writable_txn_marker_topic_v2__writable_txn_marker_v2_
-                    <= prev__writable_txn_marker_topic_v2__writable_txn_marker_v2_
+                for __writable_txn_marker_topic_v2__writable_txn_marker_v2_ in range(
+                    n_tags__writable_txn_marker_topic_v2__writable_txn_marker_v2_
                 ):
-                    odd__writable_txn_marker_topic_v2__writable_txn_marker_v2_ = True
-                prev__writable_txn_marker_topic_v2__writable_txn_marker_v2_ = (
-                    tag__writable_txn_marker_topic_v2__writable_txn_marker_v2_
-                )
-                tagged_fields_writable_txn_marker_topic_v2__writable_txn_marker_v2_.append(
-                    (
-                        tag__writable_txn_marker_topic_v2__writable_txn_marker_v2_,
-                        bytes(buf[pos:stop__writable_txn_marker_topic_v2__writable_txn_marker_v2_]),
+                    tag__writable_txn_marker_topic_v2__writable_txn_marker_v2_, pos = _read_uvarint32(
+                        buf, pos, end, "writable_txn_marker_topic_v2.tagged_fields"
                     )
-                )
-                pos = stop__writable_txn_marker_topic_v2__writable_txn_marker_v2_
-            if odd__writable_txn_marker_topic_v2__writable_txn_marker_v2_:
-                tagged_fields_writable_txn_marker_topic_v2__writable_txn_marker_v2_ = _keep_tags(
-                    tagged_fields_writable_txn_marker_topic_v2__writable_txn_marker_v2_,
-                    buf[sec__writable_txn_marker_topic_v2__writable_txn_marker_v2_:pos],
-                    (),
-                )
+                    size__writable_txn_marker_topic_v2__writable_txn_marker_v2_, pos = _read_uvarint32(
+                        buf, pos, end, "writable_txn_marker_topic_v2.tagged_fields"
+                    )
+                    if size__writable_txn_marker_topic_v2__writable_txn_marker_v2_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__writable_txn_marker_topic_v2__writable_txn_marker_v2_} declares {size__writable_txn_marker_topic_v2__writable_txn_marker_v2_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="writable_txn_marker_topic_v2.tagged_fields",
+                        )
+                    stop__writable_txn_marker_topic_v2__writable_txn_marker_v2_ = (
+                        pos + size__writable_txn_marker_topic_v2__writable_txn_marker_v2_
+                    )
+                    if (
+                        tag__writable_txn_marker_topic_v2__writable_txn_marker_v2_
+                        <= prev__writable_txn_marker_topic_v2__writable_txn_marker_v2_
+                    ):
+                        odd__writable_txn_marker_topic_v2__writable_txn_marker_v2_ = True
+                    prev__writable_txn_marker_topic_v2__writable_txn_marker_v2_ = (
+                        tag__writable_txn_marker_topic_v2__writable_txn_marker_v2_
+                    )
+                    tagged_fields_writable_txn_marker_topic_v2__writable_txn_marker_v2_.append(
+                        (
+                            tag__writable_txn_marker_topic_v2__writable_txn_marker_v2_,
+                            bytes(buf[pos:stop__writable_txn_marker_topic_v2__writable_txn_marker_v2_]),
+                        )
+                    )
+                    pos = stop__writable_txn_marker_topic_v2__writable_txn_marker_v2_
+                if odd__writable_txn_marker_topic_v2__writable_txn_marker_v2_:
+                    tagged_fields_writable_txn_marker_topic_v2__writable_txn_marker_v2_ = _keep_tags(
+                        tagged_fields_writable_txn_marker_topic_v2__writable_txn_marker_v2_,
+                        buf[sec__writable_txn_marker_topic_v2__writable_txn_marker_v2_:pos],
+                        (),
+                    )
             value__writable_txn_marker_topic_v2__writable_txn_marker_v2_ = _new_object(WritableTxnMarkerTopicV2)
             value__writable_txn_marker_topic_v2__writable_txn_marker_v2_.name = (
                 name_writable_txn_marker_topic_v2__writable_txn_marker_v2_
@@ -1973,42 +2055,49 @@ def _fdecode_write_txn_markers_request_v2(buf, pos, end, opts, api_version):
         )
         pos += 5
         tagged_fields_writable_txn_marker_v2_ = []
-        sec__writable_txn_marker_v2_ = pos
-        prev__writable_txn_marker_v2_, odd__writable_txn_marker_v2_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__writable_txn_marker_v2_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__writable_txn_marker_v2_, pos = _read_uvarint32(
-                buf, pos, end, "writable_txn_marker_v2.tagged_fields"
-            )
-        if n_tags__writable_txn_marker_v2_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__writable_txn_marker_v2_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="writable_txn_marker_v2.tagged_fields",
-            )
-        for __writable_txn_marker_v2_ in range(n_tags__writable_txn_marker_v2_):
-            tag__writable_txn_marker_v2_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_v2.tagged_fields")
-            size__writable_txn_marker_v2_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_v2.tagged_fields")
-            if size__writable_txn_marker_v2_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__writable_txn_marker_v2_} declares {size__writable_txn_marker_v2_} bytes, {end - pos} left",
+            sec__writable_txn_marker_v2_ = pos
+            prev__writable_txn_marker_v2_, odd__writable_txn_marker_v2_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__writable_txn_marker_v2_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__writable_txn_marker_v2_, pos = _read_uvarint32(
+                    buf, pos, end, "writable_txn_marker_v2.tagged_fields"
+                )
+            if n_tags__writable_txn_marker_v2_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__writable_txn_marker_v2_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="writable_txn_marker_v2.tagged_fields",
                 )
-            stop__writable_txn_marker_v2_ = pos + size__writable_txn_marker_v2_
-            if tag__writable_txn_marker_v2_ <= prev__writable_txn_marker_v2_:
-                odd__writable_txn_marker_v2_ = True
-            prev__writable_txn_marker_v2_ = tag__writable_txn_marker_v2_
-            tagged_fields_writable_txn_marker_v2_.append(
-                (tag__writable_txn_marker_v2_, bytes(buf[pos:stop__writable_txn_marker_v2_]))
-            )
-            pos = stop__writable_txn_marker_v2_
-        if odd__writable_txn_marker_v2_:
-            tagged_fields_writable_txn_marker_v2_ = _keep_tags(
-                tagged_fields_writable_txn_marker_v2_, buf[sec__writable_txn_marker_v2_:pos], ()
-            )
+            for __writable_txn_marker_v2_ in range(n_tags__writable_txn_marker_v2_):
+                tag__writable_txn_marker_v2_, pos = _read_uvarint32(
+                    buf, pos, end, "writable_txn_marker_v2.tagged_fields"
+                )
+                size__writable_txn_marker_v2_, pos = _read_uvarint32(
+                    buf, pos, end, "writable_txn_marker_v2.tagged_fields"
+                )
+                if size__writable_txn_marker_v2_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__writable_txn_marker_v2_} declares {size__writable_txn_marker_v2_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="writable_txn_marker_v2.tagged_fields",
+                    )
+                stop__writable_txn_marker_v2_ = pos + size__writable_txn_marker_v2_
+                if tag__writable_txn_marker_v2_ <= prev__writable_txn_marker_v2_:
+                    odd__writable_txn_marker_v2_ = True
+                prev__writable_txn_marker_v2_ = tag__writable_txn_marker_v2_
+                tagged_fields_writable_txn_marker_v2_.append(
+                    (tag__writable_txn_marker_v2_, bytes(buf[pos:stop__writable_txn_marker_v2_]))
+                )
+                pos = stop__writable_txn_marker_v2_
+            if odd__writable_txn_marker_v2_:
+                tagged_fields_writable_txn_marker_v2_ = _keep_tags(
+                    tagged_fields_writable_txn_marker_v2_, buf[sec__writable_txn_marker_v2_:pos], ()
+                )
         value__writable_txn_marker_v2_ = _new_object(WritableTxnMarkerV2)
         value__writable_txn_marker_v2_.producer_id = producer_id_writable_txn_marker_v2_
         value__writable_txn_marker_v2_.producer_epoch = producer_epoch_writable_txn_marker_v2_
@@ -2024,36 +2113,39 @@ def _fdecode_write_txn_markers_request_v2(buf, pos, end, opts, api_version):
             if budget_markers < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_request_v2.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="write_txn_markers_request_v2.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_request_v2.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_request_v2.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_request_v2.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="write_txn_markers_request_v2.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_request_v2.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_request_v2.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="write_txn_markers_request_v2.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(WriteTxnMarkersRequestV2)
     value_.markers = markers
     value_.tagged_fields = tagged_fields
@@ -2067,9 +2159,12 @@ def _encode_write_txn_markers_request_v2(obj, out, index, api_version):
             f"WriteTxnMarkersRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 2)))",
             path="write_txn_markers_request_v2",
         )
-    own_ = type(obj) is WriteTxnMarkersRequestV2
-    markers = obj.markers if own_ else getattr(obj, "markers", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is WriteTxnMarkersRequestV2:
+        markers = obj.markers
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        markers = getattr(obj, "markers", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(markers)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -2086,9 +2181,10 @@ def _encode_write_txn_markers_request_v2(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"write_txn_markers_request_v2.markers[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "write_txn_markers_request_v2.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "write_txn_markers_request_v2.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_write_txn_markers_request_v2(obj, out, index, api_version):
@@ -2098,37 +2194,34 @@ def _fencode_write_txn_markers_request_v2(obj, out, index, api_version):
             f"WriteTxnMarkersRequest is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 2)))",
             path="write_txn_markers_request_v2",
         )
-    own_ = type(obj) is WriteTxnMarkersRequestV2
-    markers = obj.markers if own_ else getattr(obj, "markers", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is WriteTxnMarkersRequestV2:
+        markers = obj.markers
+        tagged_fields = obj.tagged_fields
+    else:
+        markers = getattr(obj, "markers", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(markers)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "write_txn_markers_request_v2.markers")
     for item_ in markers:
-        own__writable_txn_marker_v2_ = type(item_) is WritableTxnMarkerV2
-        producer_id_writable_txn_marker_v2_ = (
-            item_.producer_id if own__writable_txn_marker_v2_ else getattr(item_, "producer_id", 0)
-        )
-        producer_epoch_writable_txn_marker_v2_ = (
-            item_.producer_epoch if own__writable_txn_marker_v2_ else getattr(item_, "producer_epoch", 0)
-        )
-        transaction_result_writable_txn_marker_v2_ = (
-            item_.transaction_result if own__writable_txn_marker_v2_ else getattr(item_, "transaction_result", False)
-        )
-        topics_writable_txn_marker_v2_ = (
-            item_.topics if own__writable_txn_marker_v2_ else getattr(item_, "topics", None)
-        )
-        coordinator_epoch_writable_txn_marker_v2_ = (
-            item_.coordinator_epoch if own__writable_txn_marker_v2_ else getattr(item_, "coordinator_epoch", 0)
-        )
-        transaction_version_writable_txn_marker_v2_ = (
-            item_.transaction_version if own__writable_txn_marker_v2_ else getattr(item_, "transaction_version", 0)
-        )
-        tagged_fields_writable_txn_marker_v2_ = (
-            item_.tagged_fields if own__writable_txn_marker_v2_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is WritableTxnMarkerV2:
+            producer_id_writable_txn_marker_v2_ = item_.producer_id
+            producer_epoch_writable_txn_marker_v2_ = item_.producer_epoch
+            transaction_result_writable_txn_marker_v2_ = item_.transaction_result
+            topics_writable_txn_marker_v2_ = item_.topics
+            coordinator_epoch_writable_txn_marker_v2_ = item_.coordinator_epoch
+            transaction_version_writable_txn_marker_v2_ = item_.transaction_version
+            tagged_fields_writable_txn_marker_v2_ = item_.tagged_fields
+        else:
+            producer_id_writable_txn_marker_v2_ = getattr(item_, "producer_id", 0)
+            producer_epoch_writable_txn_marker_v2_ = getattr(item_, "producer_epoch", 0)
+            transaction_result_writable_txn_marker_v2_ = getattr(item_, "transaction_result", False)
+            topics_writable_txn_marker_v2_ = getattr(item_, "topics", None)
+            coordinator_epoch_writable_txn_marker_v2_ = getattr(item_, "coordinator_epoch", 0)
+            transaction_version_writable_txn_marker_v2_ = getattr(item_, "transaction_version", 0)
+            tagged_fields_writable_txn_marker_v2_ = getattr(item_, "tagged_fields", None)
         out += _S2.pack(
             producer_id_writable_txn_marker_v2_,
             producer_epoch_writable_txn_marker_v2_,
@@ -2140,24 +2233,24 @@ def _fencode_write_txn_markers_request_v2(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__writable_txn_marker_v2_ + 1, "writable_txn_marker_v2.topics")
         for item__writable_txn_marker_v2_ in topics_writable_txn_marker_v2_:
-            own__writable_txn_marker_topic_v2__writable_txn_marker_v2_ = (
-                type(item__writable_txn_marker_v2_) is WritableTxnMarkerTopicV2
-            )
-            name_writable_txn_marker_topic_v2__writable_txn_marker_v2_ = (
-                item__writable_txn_marker_v2_.name
-                if own__writable_txn_marker_topic_v2__writable_txn_marker_v2_
-                else getattr(item__writable_txn_marker_v2_, "name", "")
-            )
-            partition_indexes_writable_txn_marker_topic_v2__writable_txn_marker_v2_ = (
-                item__writable_txn_marker_v2_.partition_indexes
-                if own__writable_txn_marker_topic_v2__writable_txn_marker_v2_
-                else getattr(item__writable_txn_marker_v2_, "partition_indexes", None)
-            )
-            tagged_fields_writable_txn_marker_topic_v2__writable_txn_marker_v2_ = (
-                item__writable_txn_marker_v2_.tagged_fields
-                if own__writable_txn_marker_topic_v2__writable_txn_marker_v2_
-                else getattr(item__writable_txn_marker_v2_, "tagged_fields", None)
-            )
+            if type(item__writable_txn_marker_v2_) is WritableTxnMarkerTopicV2:
+                name_writable_txn_marker_topic_v2__writable_txn_marker_v2_ = item__writable_txn_marker_v2_.name
+                partition_indexes_writable_txn_marker_topic_v2__writable_txn_marker_v2_ = (
+                    item__writable_txn_marker_v2_.partition_indexes
+                )
+                tagged_fields_writable_txn_marker_topic_v2__writable_txn_marker_v2_ = (
+                    item__writable_txn_marker_v2_.tagged_fields
+                )
+            else:
+                name_writable_txn_marker_topic_v2__writable_txn_marker_v2_ = getattr(
+                    item__writable_txn_marker_v2_, "name", ""
+                )
+                partition_indexes_writable_txn_marker_topic_v2__writable_txn_marker_v2_ = getattr(
+                    item__writable_txn_marker_v2_, "partition_indexes", None
+                )
+                tagged_fields_writable_txn_marker_topic_v2__writable_txn_marker_v2_ = getattr(
+                    item__writable_txn_marker_v2_, "tagged_fields", None
+                )
             b__writable_txn_marker_topic_v2__writable_txn_marker_v2_ = _STR_ENCODED.get(
                 name_writable_txn_marker_topic_v2__writable_txn_marker_v2_
             )
@@ -2189,35 +2282,40 @@ def _fencode_write_txn_markers_request_v2(obj, out, index, api_version):
                     n__writable_txn_marker_topic_v2__writable_txn_marker_v2_ + 1,
                     "writable_txn_marker_topic_v2.partition_indexes",
                 )
-            for (
-                item__writable_txn_marker_topic_v2__writable_txn_marker_v2_
-            ) in partition_indexes_writable_txn_marker_topic_v2__writable_txn_marker_v2_:
-                value_writable_txn_marker_topic_v2_partition_indexes_item__writable_txn_marker_topic_v2__writable_txn_marker_v2_ = item__writable_txn_marker_topic_v2__writable_txn_marker_v2_
-                out += _S0.pack(
-                    value_writable_txn_marker_topic_v2_partition_indexes_item__writable_txn_marker_topic_v2__writable_txn_marker_v2_
+            if n__writable_txn_marker_topic_v2__writable_txn_marker_v2_ <= _PACKED_MAX:
+                out += _PACKED["i"][n__writable_txn_marker_topic_v2__writable_txn_marker_v2_].pack(
+                    *partition_indexes_writable_txn_marker_topic_v2__writable_txn_marker_v2_
                 )
-            tags__writable_txn_marker_topic_v2__writable_txn_marker_v2_ = []
-            valid__writable_txn_marker_topic_v2__writable_txn_marker_v2_ = None
-            _write_tagged(
-                out,
-                tags__writable_txn_marker_topic_v2__writable_txn_marker_v2_,
-                tagged_fields_writable_txn_marker_topic_v2__writable_txn_marker_v2_,
-                "writable_txn_marker_topic_v2.tagged_fields",
-                valid__writable_txn_marker_topic_v2__writable_txn_marker_v2_,
-            )
+            else:
+                for (
+                    item__writable_txn_marker_topic_v2__writable_txn_marker_v2_
+                ) in partition_indexes_writable_txn_marker_topic_v2__writable_txn_marker_v2_:
+                    value_writable_txn_marker_topic_v2_partition_indexes_item__writable_txn_marker_topic_v2__writable_txn_marker_v2_ = item__writable_txn_marker_topic_v2__writable_txn_marker_v2_
+                    out += _S0.pack(
+                        value_writable_txn_marker_topic_v2_partition_indexes_item__writable_txn_marker_topic_v2__writable_txn_marker_v2_
+                    )
+            if (
+                tagged_fields_writable_txn_marker_topic_v2__writable_txn_marker_v2_
+                or tagged_fields_writable_txn_marker_topic_v2__writable_txn_marker_v2_.__class__ is _TagSection
+            ):
+                _write_tagged(
+                    out,
+                    [],
+                    tagged_fields_writable_txn_marker_topic_v2__writable_txn_marker_v2_,
+                    "writable_txn_marker_topic_v2.tagged_fields",
+                    None,
+                )
+            else:
+                out.append(0)
         out += _S3.pack(coordinator_epoch_writable_txn_marker_v2_, transaction_version_writable_txn_marker_v2_)
-        tags__writable_txn_marker_v2_ = []
-        valid__writable_txn_marker_v2_ = None
-        _write_tagged(
-            out,
-            tags__writable_txn_marker_v2_,
-            tagged_fields_writable_txn_marker_v2_,
-            "writable_txn_marker_v2.tagged_fields",
-            valid__writable_txn_marker_v2_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "write_txn_markers_request_v2.tagged_fields", valid_)
+        if tagged_fields_writable_txn_marker_v2_ or tagged_fields_writable_txn_marker_v2_.__class__ is _TagSection:
+            _write_tagged(out, [], tagged_fields_writable_txn_marker_v2_, "writable_txn_marker_v2.tagged_fields", None)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "write_txn_markers_request_v2.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_write_txn_markers_request_by_version(buf, pos, end, opts, api_version):

@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
@@ -86,9 +87,12 @@ def _decode_writable_txn_marker_partition_result(buf, pos, end, opts):
 
 def _encode_writable_txn_marker_partition_result(obj, out, index):
     """Append one writable_txn_marker_partition_result to out."""
-    own_ = type(obj) is WritableTxnMarkerPartitionResult
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
+    if type(obj) is WritableTxnMarkerPartitionResult:
+        partition_index = obj.partition_index
+        error_code = obj.error_code
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        error_code = getattr(obj, "error_code", 0)
     out += _S0.pack(partition_index, error_code)
 
 
@@ -152,9 +156,12 @@ def _decode_writable_txn_marker_topic_result(buf, pos, end, opts):
 
 def _encode_writable_txn_marker_topic_result(obj, out, index):
     """Append one writable_txn_marker_topic_result to out."""
-    own_ = type(obj) is WritableTxnMarkerTopicResult
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
+    if type(obj) is WritableTxnMarkerTopicResult:
+        name = obj.name
+        partitions = obj.partitions
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="writable_txn_marker_topic_result.name")
     else:
@@ -216,9 +223,12 @@ def _decode_writable_txn_marker_result(buf, pos, end, opts):
 
 def _encode_writable_txn_marker_result(obj, out, index):
     """Append one writable_txn_marker_result to out."""
-    own_ = type(obj) is WritableTxnMarkerResult
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
+    if type(obj) is WritableTxnMarkerResult:
+        producer_id = obj.producer_id
+        topics = obj.topics
+    else:  # another class: its fields by name, a missing one at its default
+        producer_id = getattr(obj, "producer_id", 0)
+        topics = getattr(obj, "topics", None)
     out += _S3.pack(producer_id)
     out += _S2.pack(len(topics))
     index_ = 0
@@ -453,29 +463,29 @@ def _fencode_write_txn_markers_response(obj, out, index, api_version):
     markers = getattr(obj, "markers", None)
     out += _S2.pack(len(markers))
     for item_ in markers:
-        own__writable_txn_marker_result_ = type(item_) is WritableTxnMarkerResult
-        producer_id_writable_txn_marker_result_ = (
-            item_.producer_id if own__writable_txn_marker_result_ else getattr(item_, "producer_id", 0)
-        )
-        topics_writable_txn_marker_result_ = (
-            item_.topics if own__writable_txn_marker_result_ else getattr(item_, "topics", None)
-        )
+        if type(item_) is WritableTxnMarkerResult:
+            producer_id_writable_txn_marker_result_ = item_.producer_id
+            topics_writable_txn_marker_result_ = item_.topics
+        else:
+            producer_id_writable_txn_marker_result_ = getattr(item_, "producer_id", 0)
+            topics_writable_txn_marker_result_ = getattr(item_, "topics", None)
         out += _S3.pack(producer_id_writable_txn_marker_result_)
         out += _S2.pack(len(topics_writable_txn_marker_result_))
         for item__writable_txn_marker_result_ in topics_writable_txn_marker_result_:
-            own__writable_txn_marker_topic_result__writable_txn_marker_result_ = (
-                type(item__writable_txn_marker_result_) is WritableTxnMarkerTopicResult
-            )
-            name_writable_txn_marker_topic_result__writable_txn_marker_result_ = (
-                item__writable_txn_marker_result_.name
-                if own__writable_txn_marker_topic_result__writable_txn_marker_result_
-                else getattr(item__writable_txn_marker_result_, "name", "")
-            )
-            partitions_writable_txn_marker_topic_result__writable_txn_marker_result_ = (
-                item__writable_txn_marker_result_.partitions
-                if own__writable_txn_marker_topic_result__writable_txn_marker_result_
-                else getattr(item__writable_txn_marker_result_, "partitions", None)
-            )
+            if type(item__writable_txn_marker_result_) is WritableTxnMarkerTopicResult:
+                name_writable_txn_marker_topic_result__writable_txn_marker_result_ = (
+                    item__writable_txn_marker_result_.name
+                )
+                partitions_writable_txn_marker_topic_result__writable_txn_marker_result_ = (
+                    item__writable_txn_marker_result_.partitions
+                )
+            else:
+                name_writable_txn_marker_topic_result__writable_txn_marker_result_ = getattr(
+                    item__writable_txn_marker_result_, "name", ""
+                )
+                partitions_writable_txn_marker_topic_result__writable_txn_marker_result_ = getattr(
+                    item__writable_txn_marker_result_, "partitions", None
+                )
             b__writable_txn_marker_topic_result__writable_txn_marker_result_ = _STR_ENCODED.get(
                 name_writable_txn_marker_topic_result__writable_txn_marker_result_
             )
@@ -490,22 +500,19 @@ def _fencode_write_txn_markers_response(obj, out, index, api_version):
             for (
                 item__writable_txn_marker_topic_result__writable_txn_marker_result_
             ) in partitions_writable_txn_marker_topic_result__writable_txn_marker_result_:
-                own__writable_txn_marker_partition_result__writable_txn_marker_topic_result__writable_txn_marker_result_ = (
+                if (
                     type(item__writable_txn_marker_topic_result__writable_txn_marker_result_)
                     is WritableTxnMarkerPartitionResult
-                )
-                partition_index_writable_txn_marker_partition_result__writable_txn_marker_topic_result__writable_txn_marker_result_ = (
-                    item__writable_txn_marker_topic_result__writable_txn_marker_result_.partition_index
-                    if own__writable_txn_marker_partition_result__writable_txn_marker_topic_result__writable_txn_marker_result_
-                    else getattr(
+                ):
+                    partition_index_writable_txn_marker_partition_result__writable_txn_marker_topic_result__writable_txn_marker_result_ = item__writable_txn_marker_topic_result__writable_txn_marker_result_.partition_index
+                    error_code_writable_txn_marker_partition_result__writable_txn_marker_topic_result__writable_txn_marker_result_ = item__writable_txn_marker_topic_result__writable_txn_marker_result_.error_code
+                else:
+                    partition_index_writable_txn_marker_partition_result__writable_txn_marker_topic_result__writable_txn_marker_result_ = getattr(
                         item__writable_txn_marker_topic_result__writable_txn_marker_result_, "partition_index", 0
                     )
-                )
-                error_code_writable_txn_marker_partition_result__writable_txn_marker_topic_result__writable_txn_marker_result_ = (
-                    item__writable_txn_marker_topic_result__writable_txn_marker_result_.error_code
-                    if own__writable_txn_marker_partition_result__writable_txn_marker_topic_result__writable_txn_marker_result_
-                    else getattr(item__writable_txn_marker_topic_result__writable_txn_marker_result_, "error_code", 0)
-                )
+                    error_code_writable_txn_marker_partition_result__writable_txn_marker_topic_result__writable_txn_marker_result_ = getattr(
+                        item__writable_txn_marker_topic_result__writable_txn_marker_result_, "error_code", 0
+                    )
                 out += _S0.pack(
                     partition_index_writable_txn_marker_partition_result__writable_txn_marker_topic_result__writable_txn_marker_result_,
                     error_code_writable_txn_marker_partition_result__writable_txn_marker_topic_result__writable_txn_marker_result_,
@@ -524,49 +531,57 @@ def _decode_writable_txn_marker_partition_result_flexible(buf, pos, end, opts):
     ) = _S0.unpack_from(buf, pos)
     pos += 6
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_partition_result_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="writable_txn_marker_partition_result_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_partition_result_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_partition_result_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_partition_result_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="writable_txn_marker_partition_result_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_partition_result_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_partition_result_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="writable_txn_marker_partition_result_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return WritableTxnMarkerPartitionResultFlexible(partition_index, error_code, tagged_fields), pos
 
 
 def _encode_writable_txn_marker_partition_result_flexible(obj, out, index):
     """Append one writable_txn_marker_partition_result_flexible to out."""
-    own_ = type(obj) is WritableTxnMarkerPartitionResultFlexible
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is WritableTxnMarkerPartitionResultFlexible:
+        partition_index = obj.partition_index
+        error_code = obj.error_code
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        error_code = getattr(obj, "error_code", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition_index, error_code)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "writable_txn_marker_partition_result_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "writable_txn_marker_partition_result_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_writable_txn_marker_topic_result_flexible(buf, pos, end, opts):
@@ -645,45 +660,52 @@ def _decode_writable_txn_marker_topic_result_flexible(buf, pos, end, opts):
             ) from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_topic_result_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="writable_txn_marker_topic_result_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_topic_result_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_topic_result_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_topic_result_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="writable_txn_marker_topic_result_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_topic_result_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_topic_result_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="writable_txn_marker_topic_result_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return WritableTxnMarkerTopicResultFlexible(name, partitions, tagged_fields), pos
 
 
 def _encode_writable_txn_marker_topic_result_flexible(obj, out, index):
     """Append one writable_txn_marker_topic_result_flexible to out."""
-    own_ = type(obj) is WritableTxnMarkerTopicResultFlexible
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is WritableTxnMarkerTopicResultFlexible:
+        name = obj.name
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="writable_txn_marker_topic_result_flexible.name")
     else:
@@ -717,9 +739,10 @@ def _encode_writable_txn_marker_topic_result_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"writable_txn_marker_topic_result_flexible.partitions[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "writable_txn_marker_topic_result_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "writable_txn_marker_topic_result_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_writable_txn_marker_result_flexible(buf, pos, end, opts):
@@ -771,45 +794,52 @@ def _decode_writable_txn_marker_result_flexible(buf, pos, end, opts):
             ) from None
         append_topics(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_result_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="writable_txn_marker_result_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_result_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_result_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_result_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="writable_txn_marker_result_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_result_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_result_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="writable_txn_marker_result_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return WritableTxnMarkerResultFlexible(producer_id, topics, tagged_fields), pos
 
 
 def _encode_writable_txn_marker_result_flexible(obj, out, index):
     """Append one writable_txn_marker_result_flexible to out."""
-    own_ = type(obj) is WritableTxnMarkerResultFlexible
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is WritableTxnMarkerResultFlexible:
+        producer_id = obj.producer_id
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        producer_id = getattr(obj, "producer_id", 0)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S3.pack(producer_id)
     n_ = len(topics)
     if -1 <= n_ < 0x3FFF:
@@ -829,9 +859,10 @@ def _encode_writable_txn_marker_result_flexible(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"writable_txn_marker_result_flexible.topics[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "writable_txn_marker_result_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "writable_txn_marker_result_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_write_txn_markers_response_flexible(buf, pos, end, opts, api_version):
@@ -901,36 +932,39 @@ def _decode_write_txn_markers_response_flexible(buf, pos, end, opts, api_version
                     path="write_txn_markers_response_flexible.markers",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="write_txn_markers_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="write_txn_markers_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="write_txn_markers_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return WriteTxnMarkersResponseFlexible(markers, tagged_fields), pos
 
 
@@ -1085,79 +1119,88 @@ def _fdecode_write_txn_markers_response_flexible(buf, pos, end, opts, api_versio
                 ) = _S0.unpack_from(buf, pos)
                 pos += 6
                 tagged_fields_writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = []
-                sec__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = pos
-                (
-                    prev__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_,
-                    odd__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_,
-                ) = (-1, False)
-                if pos < end and buf[pos] < 128:
-                    n_tags__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = buf[
-                        pos
-                    ]
+                if pos < end and buf[pos] == 0:
                     pos += 1
                 else:
+                    sec__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = pos
                     (
-                        n_tags__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_,
-                        pos,
-                    ) = _read_uvarint32(buf, pos, end, "writable_txn_marker_partition_result_flexible.tagged_fields")
-                if (
-                    n_tags__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
-                    > (end - pos) // 2
-                ):
-                    raise _InvalidValueError(
-                        f"{n_tags__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                        offset=pos,
-                        path="writable_txn_marker_partition_result_flexible.tagged_fields",
-                    )
-                for __writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ in range(
-                    n_tags__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
-                ):
-                    (
-                        tag__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_,
-                        pos,
-                    ) = _read_uvarint32(buf, pos, end, "writable_txn_marker_partition_result_flexible.tagged_fields")
-                    (
-                        size__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_,
-                        pos,
-                    ) = _read_uvarint32(buf, pos, end, "writable_txn_marker_partition_result_flexible.tagged_fields")
+                        prev__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_,
+                        odd__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_,
+                    ) = (-1, False)
+                    if pos < end and buf[pos] < 128:
+                        n_tags__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = buf[
+                            pos
+                        ]
+                        pos += 1
+                    else:
+                        (
+                            n_tags__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_,
+                            pos,
+                        ) = _read_uvarint32(
+                            buf, pos, end, "writable_txn_marker_partition_result_flexible.tagged_fields"
+                        )
                     if (
-                        size__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
-                        > end - pos
+                        n_tags__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
+                        > (end - pos) // 2
                     ):
-                        raise _TruncatedError(
-                            f"tag {tag__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_} declares {size__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_} bytes, {end - pos} left",
+                        raise _InvalidValueError(
+                            f"{n_tags__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
                             offset=pos,
                             path="writable_txn_marker_partition_result_flexible.tagged_fields",
                         )
-                    stop__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = (
-                        pos
-                        + size__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
-                    )
-                    if (
-                        tag__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
-                        <= prev__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
+                    for __writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ in range(
+                        n_tags__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
                     ):
-                        odd__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = True
-                    prev__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = tag__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
-                    tagged_fields_writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_.append(
                         (
                             tag__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_,
-                            bytes(
-                                buf[
-                                    pos:stop__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
-                                ]
-                            ),
+                            pos,
+                        ) = _read_uvarint32(
+                            buf, pos, end, "writable_txn_marker_partition_result_flexible.tagged_fields"
                         )
-                    )
-                    pos = stop__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
-                if odd__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_:
-                    tagged_fields_writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = _keep_tags(
-                        tagged_fields_writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_,
-                        buf[
-                            sec__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_:pos
-                        ],
-                        (),
-                    )
+                        (
+                            size__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_,
+                            pos,
+                        ) = _read_uvarint32(
+                            buf, pos, end, "writable_txn_marker_partition_result_flexible.tagged_fields"
+                        )
+                        if (
+                            size__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
+                            > end - pos
+                        ):
+                            raise _TruncatedError(
+                                f"tag {tag__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_} declares {size__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_} bytes, {end - pos} left",
+                                offset=pos,
+                                path="writable_txn_marker_partition_result_flexible.tagged_fields",
+                            )
+                        stop__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = (
+                            pos
+                            + size__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
+                        )
+                        if (
+                            tag__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
+                            <= prev__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
+                        ):
+                            odd__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = True
+                        prev__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = tag__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
+                        tagged_fields_writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_.append(
+                            (
+                                tag__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_,
+                                bytes(
+                                    buf[
+                                        pos:stop__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
+                                    ]
+                                ),
+                            )
+                        )
+                        pos = stop__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
+                    if odd__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_:
+                        tagged_fields_writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = _keep_tags(
+                            tagged_fields_writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_,
+                            buf[
+                                sec__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_:pos
+                            ],
+                            (),
+                        )
                 value__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = _new_object(
                     WritableTxnMarkerPartitionResultFlexible
                 )
@@ -1169,72 +1212,76 @@ def _fdecode_write_txn_markers_response_flexible(buf, pos, end, opts, api_versio
                     item__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
                 )
             tagged_fields_writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = []
-            sec__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = pos
-            (
-                prev__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_,
-                odd__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_, pos = (
-                    _read_uvarint32(buf, pos, end, "writable_txn_marker_topic_result_flexible.tagged_fields")
-                )
-            if (
-                n_tags__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
-                > (end - pos) // 2
-            ):
-                raise _InvalidValueError(
-                    f"{n_tags__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="writable_txn_marker_topic_result_flexible.tagged_fields",
-                )
-            for __writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ in range(
-                n_tags__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
-            ):
-                tag__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_, pos = (
-                    _read_uvarint32(buf, pos, end, "writable_txn_marker_topic_result_flexible.tagged_fields")
-                )
-                size__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_, pos = (
-                    _read_uvarint32(buf, pos, end, "writable_txn_marker_topic_result_flexible.tagged_fields")
-                )
-                if size__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_} declares {size__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_} bytes, {end - pos} left",
+                sec__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = pos
+                (
+                    prev__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_,
+                    odd__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_, pos = (
+                        _read_uvarint32(buf, pos, end, "writable_txn_marker_topic_result_flexible.tagged_fields")
+                    )
+                if (
+                    n_tags__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
+                    > (end - pos) // 2
+                ):
+                    raise _InvalidValueError(
+                        f"{n_tags__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="writable_txn_marker_topic_result_flexible.tagged_fields",
                     )
-                stop__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = (
-                    pos + size__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
-                )
-                if (
-                    tag__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
-                    <= prev__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
+                for __writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ in range(
+                    n_tags__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
                 ):
-                    odd__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = True
-                prev__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = (
-                    tag__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
-                )
-                tagged_fields_writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_.append(
-                    (
-                        tag__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_,
-                        bytes(
-                            buf[
-                                pos:stop__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
-                            ]
-                        ),
+                    tag__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_, pos = (
+                        _read_uvarint32(buf, pos, end, "writable_txn_marker_topic_result_flexible.tagged_fields")
                     )
-                )
-                pos = stop__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
-            if odd__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_:
-                tagged_fields_writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = (
-                    _keep_tags(
+                    size__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_, pos = (
+                        _read_uvarint32(buf, pos, end, "writable_txn_marker_topic_result_flexible.tagged_fields")
+                    )
+                    if (
+                        size__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
+                        > end - pos
+                    ):
+                        raise _TruncatedError(
+                            f"tag {tag__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_} declares {size__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="writable_txn_marker_topic_result_flexible.tagged_fields",
+                        )
+                    stop__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = (
+                        pos + size__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
+                    )
+                    if (
+                        tag__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
+                        <= prev__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
+                    ):
+                        odd__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = True
+                    prev__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = (
+                        tag__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
+                    )
+                    tagged_fields_writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_.append(
+                        (
+                            tag__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_,
+                            bytes(
+                                buf[
+                                    pos:stop__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
+                                ]
+                            ),
+                        )
+                    )
+                    pos = stop__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
+                if odd__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_:
+                    tagged_fields_writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = _keep_tags(
                         tagged_fields_writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_,
                         buf[sec__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_:pos],
                         (),
                     )
-                )
             value__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = _new_object(
                 WritableTxnMarkerTopicResultFlexible
             )
@@ -1252,48 +1299,54 @@ def _fdecode_write_txn_markers_response_flexible(buf, pos, end, opts, api_versio
             )
             append_topics_writable_txn_marker_result_flexible_(item__writable_txn_marker_result_flexible_)
         tagged_fields_writable_txn_marker_result_flexible_ = []
-        sec__writable_txn_marker_result_flexible_ = pos
-        prev__writable_txn_marker_result_flexible_, odd__writable_txn_marker_result_flexible_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__writable_txn_marker_result_flexible_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__writable_txn_marker_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "writable_txn_marker_result_flexible.tagged_fields"
-            )
-        if n_tags__writable_txn_marker_result_flexible_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__writable_txn_marker_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="writable_txn_marker_result_flexible.tagged_fields",
-            )
-        for __writable_txn_marker_result_flexible_ in range(n_tags__writable_txn_marker_result_flexible_):
-            tag__writable_txn_marker_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "writable_txn_marker_result_flexible.tagged_fields"
-            )
-            size__writable_txn_marker_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "writable_txn_marker_result_flexible.tagged_fields"
-            )
-            if size__writable_txn_marker_result_flexible_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__writable_txn_marker_result_flexible_} declares {size__writable_txn_marker_result_flexible_} bytes, {end - pos} left",
+            sec__writable_txn_marker_result_flexible_ = pos
+            prev__writable_txn_marker_result_flexible_, odd__writable_txn_marker_result_flexible_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__writable_txn_marker_result_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__writable_txn_marker_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "writable_txn_marker_result_flexible.tagged_fields"
+                )
+            if n_tags__writable_txn_marker_result_flexible_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__writable_txn_marker_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="writable_txn_marker_result_flexible.tagged_fields",
                 )
-            stop__writable_txn_marker_result_flexible_ = pos + size__writable_txn_marker_result_flexible_
-            if tag__writable_txn_marker_result_flexible_ <= prev__writable_txn_marker_result_flexible_:
-                odd__writable_txn_marker_result_flexible_ = True
-            prev__writable_txn_marker_result_flexible_ = tag__writable_txn_marker_result_flexible_
-            tagged_fields_writable_txn_marker_result_flexible_.append(
-                (tag__writable_txn_marker_result_flexible_, bytes(buf[pos:stop__writable_txn_marker_result_flexible_]))
-            )
-            pos = stop__writable_txn_marker_result_flexible_
-        if odd__writable_txn_marker_result_flexible_:
-            tagged_fields_writable_txn_marker_result_flexible_ = _keep_tags(
-                tagged_fields_writable_txn_marker_result_flexible_,
-                buf[sec__writable_txn_marker_result_flexible_:pos],
-                (),
-            )
+            for __writable_txn_marker_result_flexible_ in range(n_tags__writable_txn_marker_result_flexible_):
+                tag__writable_txn_marker_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "writable_txn_marker_result_flexible.tagged_fields"
+                )
+                size__writable_txn_marker_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "writable_txn_marker_result_flexible.tagged_fields"
+                )
+                if size__writable_txn_marker_result_flexible_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__writable_txn_marker_result_flexible_} declares {size__writable_txn_marker_result_flexible_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="writable_txn_marker_result_flexible.tagged_fields",
+                    )
+                stop__writable_txn_marker_result_flexible_ = pos + size__writable_txn_marker_result_flexible_
+                if tag__writable_txn_marker_result_flexible_ <= prev__writable_txn_marker_result_flexible_:
+                    odd__writable_txn_marker_result_flexible_ = True
+                prev__writable_txn_marker_result_flexible_ = tag__writable_txn_marker_result_flexible_
+                tagged_fields_writable_txn_marker_result_flexible_.append(
+                    (
+                        tag__writable_txn_marker_result_flexible_,
+                        bytes(buf[pos:stop__writable_txn_marker_result_flexible_]),
+                    )
+                )
+                pos = stop__writable_txn_marker_result_flexible_
+            if odd__writable_txn_marker_result_flexible_:
+                tagged_fields_writable_txn_marker_result_flexible_ = _keep_tags(
+                    tagged_fields_writable_txn_marker_result_flexible_,
+                    buf[sec__writable_txn_marker_result_flexible_:pos],
+                    (),
+                )
         value__writable_txn_marker_result_flexible_ = _new_object(WritableTxnMarkerResultFlexible)
         value__writable_txn_marker_result_flexible_.producer_id = producer_id_writable_txn_marker_result_flexible_
         value__writable_txn_marker_result_flexible_.topics = topics_writable_txn_marker_result_flexible_
@@ -1305,36 +1358,39 @@ def _fdecode_write_txn_markers_response_flexible(buf, pos, end, opts, api_versio
             if budget_markers < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_response_flexible.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="write_txn_markers_response_flexible.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_response_flexible.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_response_flexible.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_response_flexible.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="write_txn_markers_response_flexible.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_response_flexible.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_response_flexible.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="write_txn_markers_response_flexible.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(WriteTxnMarkersResponseFlexible)
     value_.markers = markers
     value_.tagged_fields = tagged_fields
@@ -1348,9 +1404,12 @@ def _encode_write_txn_markers_response_flexible(obj, out, index, api_version):
             f"WriteTxnMarkersResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 1) and (<params>.api_version <= 1)))",
             path="write_txn_markers_response_flexible",
         )
-    own_ = type(obj) is WriteTxnMarkersResponseFlexible
-    markers = obj.markers if own_ else getattr(obj, "markers", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is WriteTxnMarkersResponseFlexible:
+        markers = obj.markers
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        markers = getattr(obj, "markers", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(markers)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -1369,9 +1428,10 @@ def _encode_write_txn_markers_response_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"write_txn_markers_response_flexible.markers[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "write_txn_markers_response_flexible.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "write_txn_markers_response_flexible.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_write_txn_markers_response_flexible(obj, out, index, api_version):
@@ -1381,25 +1441,26 @@ def _fencode_write_txn_markers_response_flexible(obj, out, index, api_version):
             f"WriteTxnMarkersResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 1) and (<params>.api_version <= 1)))",
             path="write_txn_markers_response_flexible",
         )
-    own_ = type(obj) is WriteTxnMarkersResponseFlexible
-    markers = obj.markers if own_ else getattr(obj, "markers", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is WriteTxnMarkersResponseFlexible:
+        markers = obj.markers
+        tagged_fields = obj.tagged_fields
+    else:
+        markers = getattr(obj, "markers", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(markers)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "write_txn_markers_response_flexible.markers")
     for item_ in markers:
-        own__writable_txn_marker_result_flexible_ = type(item_) is WritableTxnMarkerResultFlexible
-        producer_id_writable_txn_marker_result_flexible_ = (
-            item_.producer_id if own__writable_txn_marker_result_flexible_ else getattr(item_, "producer_id", 0)
-        )
-        topics_writable_txn_marker_result_flexible_ = (
-            item_.topics if own__writable_txn_marker_result_flexible_ else getattr(item_, "topics", None)
-        )
-        tagged_fields_writable_txn_marker_result_flexible_ = (
-            item_.tagged_fields if own__writable_txn_marker_result_flexible_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is WritableTxnMarkerResultFlexible:
+            producer_id_writable_txn_marker_result_flexible_ = item_.producer_id
+            topics_writable_txn_marker_result_flexible_ = item_.topics
+            tagged_fields_writable_txn_marker_result_flexible_ = item_.tagged_fields
+        else:
+            producer_id_writable_txn_marker_result_flexible_ = getattr(item_, "producer_id", 0)
+            topics_writable_txn_marker_result_flexible_ = getattr(item_, "topics", None)
+            tagged_fields_writable_txn_marker_result_flexible_ = getattr(item_, "tagged_fields", None)
         out += _S3.pack(producer_id_writable_txn_marker_result_flexible_)
         n__writable_txn_marker_result_flexible_ = len(topics_writable_txn_marker_result_flexible_)
         if -1 <= n__writable_txn_marker_result_flexible_ < 16383:
@@ -1409,24 +1470,26 @@ def _fencode_write_txn_markers_response_flexible(obj, out, index, api_version):
                 out, n__writable_txn_marker_result_flexible_ + 1, "writable_txn_marker_result_flexible.topics"
             )
         for item__writable_txn_marker_result_flexible_ in topics_writable_txn_marker_result_flexible_:
-            own__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = (
-                type(item__writable_txn_marker_result_flexible_) is WritableTxnMarkerTopicResultFlexible
-            )
-            name_writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = (
-                item__writable_txn_marker_result_flexible_.name
-                if own__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
-                else getattr(item__writable_txn_marker_result_flexible_, "name", "")
-            )
-            partitions_writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = (
-                item__writable_txn_marker_result_flexible_.partitions
-                if own__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
-                else getattr(item__writable_txn_marker_result_flexible_, "partitions", None)
-            )
-            tagged_fields_writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = (
-                item__writable_txn_marker_result_flexible_.tagged_fields
-                if own__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
-                else getattr(item__writable_txn_marker_result_flexible_, "tagged_fields", None)
-            )
+            if type(item__writable_txn_marker_result_flexible_) is WritableTxnMarkerTopicResultFlexible:
+                name_writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = (
+                    item__writable_txn_marker_result_flexible_.name
+                )
+                partitions_writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = (
+                    item__writable_txn_marker_result_flexible_.partitions
+                )
+                tagged_fields_writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = (
+                    item__writable_txn_marker_result_flexible_.tagged_fields
+                )
+            else:
+                name_writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = getattr(
+                    item__writable_txn_marker_result_flexible_, "name", ""
+                )
+                partitions_writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = getattr(
+                    item__writable_txn_marker_result_flexible_, "partitions", None
+                )
+                tagged_fields_writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = getattr(
+                    item__writable_txn_marker_result_flexible_, "tagged_fields", None
+                )
             b__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = _STR_ENCODED.get(
                 name_writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
             )
@@ -1461,71 +1524,78 @@ def _fencode_write_txn_markers_response_flexible(obj, out, index, api_version):
             for (
                 item__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
             ) in partitions_writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_:
-                own__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = (
+                if (
                     type(item__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_)
                     is WritableTxnMarkerPartitionResultFlexible
-                )
-                partition_index_writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = (
-                    item__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_.partition_index
-                    if own__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
-                    else getattr(
+                ):
+                    partition_index_writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = item__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_.partition_index
+                    error_code_writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = item__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_.error_code
+                    tagged_fields_writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = item__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_.tagged_fields
+                else:
+                    partition_index_writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = getattr(
                         item__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_,
                         "partition_index",
                         0,
                     )
-                )
-                error_code_writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = (
-                    item__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_.error_code
-                    if own__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
-                    else getattr(
+                    error_code_writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = getattr(
                         item__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_,
                         "error_code",
                         0,
                     )
-                )
-                tagged_fields_writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = (
-                    item__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_.tagged_fields
-                    if own__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
-                    else getattr(
+                    tagged_fields_writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = getattr(
                         item__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_,
                         "tagged_fields",
                         None,
                     )
-                )
                 out += _S0.pack(
                     partition_index_writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_,
                     error_code_writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_,
                 )
-                tags__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = []
-                valid__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = None
+                if (
+                    tagged_fields_writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
+                    or tagged_fields_writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_.__class__
+                    is _TagSection
+                ):
+                    _write_tagged(
+                        out,
+                        [],
+                        tagged_fields_writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_,
+                        "writable_txn_marker_partition_result_flexible.tagged_fields",
+                        None,
+                    )
+                else:
+                    out.append(0)
+            if (
+                tagged_fields_writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
+                or tagged_fields_writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_.__class__
+                is _TagSection
+            ):
                 _write_tagged(
                     out,
-                    tags__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_,
-                    tagged_fields_writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_,
-                    "writable_txn_marker_partition_result_flexible.tagged_fields",
-                    valid__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_,
+                    [],
+                    tagged_fields_writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_,
+                    "writable_txn_marker_topic_result_flexible.tagged_fields",
+                    None,
                 )
-            tags__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = []
-            valid__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = None
+            else:
+                out.append(0)
+        if (
+            tagged_fields_writable_txn_marker_result_flexible_
+            or tagged_fields_writable_txn_marker_result_flexible_.__class__ is _TagSection
+        ):
             _write_tagged(
                 out,
-                tags__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_,
-                tagged_fields_writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_,
-                "writable_txn_marker_topic_result_flexible.tagged_fields",
-                valid__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_,
+                [],
+                tagged_fields_writable_txn_marker_result_flexible_,
+                "writable_txn_marker_result_flexible.tagged_fields",
+                None,
             )
-        tags__writable_txn_marker_result_flexible_ = []
-        valid__writable_txn_marker_result_flexible_ = None
-        _write_tagged(
-            out,
-            tags__writable_txn_marker_result_flexible_,
-            tagged_fields_writable_txn_marker_result_flexible_,
-            "writable_txn_marker_result_flexible.tagged_fields",
-            valid__writable_txn_marker_result_flexible_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "write_txn_markers_response_flexible.tagged_fields", valid_)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "write_txn_markers_response_flexible.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_writable_txn_marker_partition_result_v2(buf, pos, end, opts):
@@ -1540,49 +1610,57 @@ def _decode_writable_txn_marker_partition_result_v2(buf, pos, end, opts):
     ) = _S0.unpack_from(buf, pos)
     pos += 6
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_partition_result_v2.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="writable_txn_marker_partition_result_v2.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_partition_result_v2.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_partition_result_v2.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_partition_result_v2.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="writable_txn_marker_partition_result_v2.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_partition_result_v2.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_partition_result_v2.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="writable_txn_marker_partition_result_v2.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return WritableTxnMarkerPartitionResultV2(partition_index, error_code, tagged_fields), pos
 
 
 def _encode_writable_txn_marker_partition_result_v2(obj, out, index):
     """Append one writable_txn_marker_partition_result_v2 to out."""
-    own_ = type(obj) is WritableTxnMarkerPartitionResultV2
-    partition_index = obj.partition_index if own_ else getattr(obj, "partition_index", 0)
-    error_code = obj.error_code if own_ else getattr(obj, "error_code", 0)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is WritableTxnMarkerPartitionResultV2:
+        partition_index = obj.partition_index
+        error_code = obj.error_code
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        partition_index = getattr(obj, "partition_index", 0)
+        error_code = getattr(obj, "error_code", 0)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition_index, error_code)
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "writable_txn_marker_partition_result_v2.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "writable_txn_marker_partition_result_v2.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_writable_txn_marker_topic_result_v2(buf, pos, end, opts):
@@ -1659,45 +1737,52 @@ def _decode_writable_txn_marker_topic_result_v2(buf, pos, end, opts):
             ) from None
         append_partitions(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_topic_result_v2.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="writable_txn_marker_topic_result_v2.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_topic_result_v2.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_topic_result_v2.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_topic_result_v2.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="writable_txn_marker_topic_result_v2.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_topic_result_v2.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_topic_result_v2.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="writable_txn_marker_topic_result_v2.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return WritableTxnMarkerTopicResultV2(name, partitions, tagged_fields), pos
 
 
 def _encode_writable_txn_marker_topic_result_v2(obj, out, index):
     """Append one writable_txn_marker_topic_result_v2 to out."""
-    own_ = type(obj) is WritableTxnMarkerTopicResultV2
-    name = obj.name if own_ else getattr(obj, "name", "")
-    partitions = obj.partitions if own_ else getattr(obj, "partitions", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is WritableTxnMarkerTopicResultV2:
+        name = obj.name
+        partitions = obj.partitions
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        name = getattr(obj, "name", "")
+        partitions = getattr(obj, "partitions", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     if name is None:
         raise _InvalidValueError("may not be null", path="writable_txn_marker_topic_result_v2.name")
     else:
@@ -1729,9 +1814,10 @@ def _encode_writable_txn_marker_topic_result_v2(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"writable_txn_marker_topic_result_v2.partitions[{index_}]",
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "writable_txn_marker_topic_result_v2.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "writable_txn_marker_topic_result_v2.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_writable_txn_marker_result_v2(buf, pos, end, opts):
@@ -1777,45 +1863,52 @@ def _decode_writable_txn_marker_result_v2(buf, pos, end, opts):
             ) from None
         append_topics(item_)
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_result_v2.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="writable_txn_marker_result_v2.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_result_v2.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_result_v2.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_result_v2.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="writable_txn_marker_result_v2.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_result_v2.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_result_v2.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="writable_txn_marker_result_v2.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return WritableTxnMarkerResultV2(producer_id, topics, tagged_fields), pos
 
 
 def _encode_writable_txn_marker_result_v2(obj, out, index):
     """Append one writable_txn_marker_result_v2 to out."""
-    own_ = type(obj) is WritableTxnMarkerResultV2
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", 0)
-    topics = obj.topics if own_ else getattr(obj, "topics", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is WritableTxnMarkerResultV2:
+        producer_id = obj.producer_id
+        topics = obj.topics
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        producer_id = getattr(obj, "producer_id", 0)
+        topics = getattr(obj, "topics", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S3.pack(producer_id)
     n_ = len(topics)
     if -1 <= n_ < 0x3FFF:
@@ -1835,9 +1928,10 @@ def _encode_writable_txn_marker_result_v2(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"writable_txn_marker_result_v2.topics[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "writable_txn_marker_result_v2.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "writable_txn_marker_result_v2.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _decode_write_txn_markers_response_v2(buf, pos, end, opts, api_version):
@@ -1905,36 +1999,39 @@ def _decode_write_txn_markers_response_v2(buf, pos, end, opts, api_version):
                     path="write_txn_markers_response_v2.markers",
                 )
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = -1, False
-    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_response_v2.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="write_txn_markers_response_v2.tagged_fields",
-        )
-    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
-        tag_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_response_v2.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_response_v2.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = -1, False
+        if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_response_v2.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="write_txn_markers_response_v2.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
+            tag_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_response_v2.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_response_v2.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="write_txn_markers_response_v2.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return WriteTxnMarkersResponseV2(markers, tagged_fields), pos
 
 
@@ -2081,79 +2178,82 @@ def _fdecode_write_txn_markers_response_v2(buf, pos, end, opts, api_version):
                 ) = _S0.unpack_from(buf, pos)
                 pos += 6
                 tagged_fields_writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = []
-                sec__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = pos
-                (
-                    prev__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_,
-                    odd__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_,
-                ) = (-1, False)
-                if pos < end and buf[pos] < 128:
-                    n_tags__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = buf[
-                        pos
-                    ]
+                if pos < end and buf[pos] == 0:
                     pos += 1
                 else:
+                    sec__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = pos
                     (
-                        n_tags__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_,
-                        pos,
-                    ) = _read_uvarint32(buf, pos, end, "writable_txn_marker_partition_result_v2.tagged_fields")
-                if (
-                    n_tags__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
-                    > (end - pos) // 2
-                ):
-                    raise _InvalidValueError(
-                        f"{n_tags__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_} tagged fields cannot fit in {end - pos} bytes",
-                        offset=pos,
-                        path="writable_txn_marker_partition_result_v2.tagged_fields",
-                    )
-                for __writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ in range(
-                    n_tags__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
-                ):
-                    (
-                        tag__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_,
-                        pos,
-                    ) = _read_uvarint32(buf, pos, end, "writable_txn_marker_partition_result_v2.tagged_fields")
-                    (
-                        size__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_,
-                        pos,
-                    ) = _read_uvarint32(buf, pos, end, "writable_txn_marker_partition_result_v2.tagged_fields")
+                        prev__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_,
+                        odd__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_,
+                    ) = (-1, False)
+                    if pos < end and buf[pos] < 128:
+                        n_tags__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = buf[
+                            pos
+                        ]
+                        pos += 1
+                    else:
+                        (
+                            n_tags__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_,
+                            pos,
+                        ) = _read_uvarint32(buf, pos, end, "writable_txn_marker_partition_result_v2.tagged_fields")
                     if (
-                        size__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
-                        > end - pos
+                        n_tags__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
+                        > (end - pos) // 2
                     ):
-                        raise _TruncatedError(
-                            f"tag {tag__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_} declares {size__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_} bytes, {end - pos} left",
+                        raise _InvalidValueError(
+                            f"{n_tags__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_} tagged fields cannot fit in {end - pos} bytes",
                             offset=pos,
                             path="writable_txn_marker_partition_result_v2.tagged_fields",
                         )
-                    stop__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = (
-                        pos
-                        + size__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
-                    )
-                    if (
-                        tag__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
-                        <= prev__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
+                    for __writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ in range(
+                        n_tags__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
                     ):
-                        odd__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = True
-                    prev__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = tag__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
-                    tagged_fields_writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_.append(
                         (
                             tag__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_,
-                            bytes(
-                                buf[
-                                    pos:stop__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
-                                ]
-                            ),
+                            pos,
+                        ) = _read_uvarint32(buf, pos, end, "writable_txn_marker_partition_result_v2.tagged_fields")
+                        (
+                            size__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_,
+                            pos,
+                        ) = _read_uvarint32(buf, pos, end, "writable_txn_marker_partition_result_v2.tagged_fields")
+                        if (
+                            size__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
+                            > end - pos
+                        ):
+                            raise _TruncatedError(
+                                f"tag {tag__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_} declares {size__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_} bytes, {end - pos} left",
+                                offset=pos,
+                                path="writable_txn_marker_partition_result_v2.tagged_fields",
+                            )
+                        stop__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = (
+                            pos
+                            + size__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
                         )
-                    )
-                    pos = stop__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
-                if odd__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_:
-                    tagged_fields_writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = _keep_tags(
-                        tagged_fields_writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_,
-                        buf[
-                            sec__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_:pos
-                        ],
-                        (),
-                    )
+                        if (
+                            tag__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
+                            <= prev__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
+                        ):
+                            odd__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = True
+                        prev__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = tag__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
+                        tagged_fields_writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_.append(
+                            (
+                                tag__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_,
+                                bytes(
+                                    buf[
+                                        pos:stop__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
+                                    ]
+                                ),
+                            )
+                        )
+                        pos = stop__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
+                    if odd__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_:
+                        tagged_fields_writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = _keep_tags(
+                            tagged_fields_writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_,
+                            buf[
+                                sec__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_:pos
+                            ],
+                            (),
+                        )
                 value__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = _new_object(
                     WritableTxnMarkerPartitionResultV2
                 )
@@ -2165,63 +2265,66 @@ def _fdecode_write_txn_markers_response_v2(buf, pos, end, opts, api_version):
                     item__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
                 )
             tagged_fields_writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = []
-            sec__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = pos
-            (
-                prev__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_,
-                odd__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_,
-            ) = (-1, False)
-            if pos < end and buf[pos] < 128:
-                n_tags__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = buf[pos]
+            if pos < end and buf[pos] == 0:
                 pos += 1
             else:
-                n_tags__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_, pos = _read_uvarint32(
-                    buf, pos, end, "writable_txn_marker_topic_result_v2.tagged_fields"
-                )
-            if n_tags__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ > (end - pos) // 2:
-                raise _InvalidValueError(
-                    f"{n_tags__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_} tagged fields cannot fit in {end - pos} bytes",
-                    offset=pos,
-                    path="writable_txn_marker_topic_result_v2.tagged_fields",
-                )
-            for __writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ in range(
-                n_tags__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
-            ):
-                tag__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_, pos = _read_uvarint32(
-                    buf, pos, end, "writable_txn_marker_topic_result_v2.tagged_fields"
-                )
-                size__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_, pos = _read_uvarint32(
-                    buf, pos, end, "writable_txn_marker_topic_result_v2.tagged_fields"
-                )
-                if size__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ > end - pos:
-                    raise _TruncatedError(
-                        f"tag {tag__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_} declares {size__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_} bytes, {end - pos} left",
+                sec__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = pos
+                (
+                    prev__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_,
+                    odd__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_,
+                ) = (-1, False)
+                if pos < end and buf[pos] < 128:
+                    n_tags__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_, pos = _read_uvarint32(
+                        buf, pos, end, "writable_txn_marker_topic_result_v2.tagged_fields"
+                    )
+                if n_tags__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ > (end - pos) // 2:
+                    raise _InvalidValueError(
+                        f"{n_tags__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_} tagged fields cannot fit in {end - pos} bytes",
                         offset=pos,
                         path="writable_txn_marker_topic_result_v2.tagged_fields",
                     )
-                stop__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = (
-                    pos + size__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
-                )
-                if (
-                    tag__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
-                    <= prev__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
+                for __writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ in range(
+                    n_tags__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
                 ):
-                    odd__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = True
-                prev__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = (
-                    tag__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
-                )
-                tagged_fields_writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_.append(
-                    (
-                        tag__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_,
-                        bytes(buf[pos:stop__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_]),
+                    tag__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_, pos = _read_uvarint32(
+                        buf, pos, end, "writable_txn_marker_topic_result_v2.tagged_fields"
                     )
-                )
-                pos = stop__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
-            if odd__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_:
-                tagged_fields_writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = _keep_tags(
-                    tagged_fields_writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_,
-                    buf[sec__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_:pos],
-                    (),
-                )
+                    size__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_, pos = _read_uvarint32(
+                        buf, pos, end, "writable_txn_marker_topic_result_v2.tagged_fields"
+                    )
+                    if size__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ > end - pos:
+                        raise _TruncatedError(
+                            f"tag {tag__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_} declares {size__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_} bytes, {end - pos} left",
+                            offset=pos,
+                            path="writable_txn_marker_topic_result_v2.tagged_fields",
+                        )
+                    stop__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = (
+                        pos + size__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
+                    )
+                    if (
+                        tag__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
+                        <= prev__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
+                    ):
+                        odd__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = True
+                    prev__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = (
+                        tag__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
+                    )
+                    tagged_fields_writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_.append(
+                        (
+                            tag__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_,
+                            bytes(buf[pos:stop__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_]),
+                        )
+                    )
+                    pos = stop__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
+                if odd__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_:
+                    tagged_fields_writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = _keep_tags(
+                        tagged_fields_writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_,
+                        buf[sec__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_:pos],
+                        (),
+                    )
             value__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = _new_object(
                 WritableTxnMarkerTopicResultV2
             )
@@ -2239,46 +2342,49 @@ def _fdecode_write_txn_markers_response_v2(buf, pos, end, opts, api_version):
             )
             append_topics_writable_txn_marker_result_v2_(item__writable_txn_marker_result_v2_)
         tagged_fields_writable_txn_marker_result_v2_ = []
-        sec__writable_txn_marker_result_v2_ = pos
-        prev__writable_txn_marker_result_v2_, odd__writable_txn_marker_result_v2_ = (-1, False)
-        if pos < end and buf[pos] < 128:
-            n_tags__writable_txn_marker_result_v2_ = buf[pos]
+        if pos < end and buf[pos] == 0:
             pos += 1
         else:
-            n_tags__writable_txn_marker_result_v2_, pos = _read_uvarint32(
-                buf, pos, end, "writable_txn_marker_result_v2.tagged_fields"
-            )
-        if n_tags__writable_txn_marker_result_v2_ > (end - pos) // 2:
-            raise _InvalidValueError(
-                f"{n_tags__writable_txn_marker_result_v2_} tagged fields cannot fit in {end - pos} bytes",
-                offset=pos,
-                path="writable_txn_marker_result_v2.tagged_fields",
-            )
-        for __writable_txn_marker_result_v2_ in range(n_tags__writable_txn_marker_result_v2_):
-            tag__writable_txn_marker_result_v2_, pos = _read_uvarint32(
-                buf, pos, end, "writable_txn_marker_result_v2.tagged_fields"
-            )
-            size__writable_txn_marker_result_v2_, pos = _read_uvarint32(
-                buf, pos, end, "writable_txn_marker_result_v2.tagged_fields"
-            )
-            if size__writable_txn_marker_result_v2_ > end - pos:
-                raise _TruncatedError(
-                    f"tag {tag__writable_txn_marker_result_v2_} declares {size__writable_txn_marker_result_v2_} bytes, {end - pos} left",
+            sec__writable_txn_marker_result_v2_ = pos
+            prev__writable_txn_marker_result_v2_, odd__writable_txn_marker_result_v2_ = (-1, False)
+            if pos < end and buf[pos] < 128:
+                n_tags__writable_txn_marker_result_v2_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__writable_txn_marker_result_v2_, pos = _read_uvarint32(
+                    buf, pos, end, "writable_txn_marker_result_v2.tagged_fields"
+                )
+            if n_tags__writable_txn_marker_result_v2_ > (end - pos) // 2:
+                raise _InvalidValueError(
+                    f"{n_tags__writable_txn_marker_result_v2_} tagged fields cannot fit in {end - pos} bytes",
                     offset=pos,
                     path="writable_txn_marker_result_v2.tagged_fields",
                 )
-            stop__writable_txn_marker_result_v2_ = pos + size__writable_txn_marker_result_v2_
-            if tag__writable_txn_marker_result_v2_ <= prev__writable_txn_marker_result_v2_:
-                odd__writable_txn_marker_result_v2_ = True
-            prev__writable_txn_marker_result_v2_ = tag__writable_txn_marker_result_v2_
-            tagged_fields_writable_txn_marker_result_v2_.append(
-                (tag__writable_txn_marker_result_v2_, bytes(buf[pos:stop__writable_txn_marker_result_v2_]))
-            )
-            pos = stop__writable_txn_marker_result_v2_
-        if odd__writable_txn_marker_result_v2_:
-            tagged_fields_writable_txn_marker_result_v2_ = _keep_tags(
-                tagged_fields_writable_txn_marker_result_v2_, buf[sec__writable_txn_marker_result_v2_:pos], ()
-            )
+            for __writable_txn_marker_result_v2_ in range(n_tags__writable_txn_marker_result_v2_):
+                tag__writable_txn_marker_result_v2_, pos = _read_uvarint32(
+                    buf, pos, end, "writable_txn_marker_result_v2.tagged_fields"
+                )
+                size__writable_txn_marker_result_v2_, pos = _read_uvarint32(
+                    buf, pos, end, "writable_txn_marker_result_v2.tagged_fields"
+                )
+                if size__writable_txn_marker_result_v2_ > end - pos:
+                    raise _TruncatedError(
+                        f"tag {tag__writable_txn_marker_result_v2_} declares {size__writable_txn_marker_result_v2_} bytes, {end - pos} left",
+                        offset=pos,
+                        path="writable_txn_marker_result_v2.tagged_fields",
+                    )
+                stop__writable_txn_marker_result_v2_ = pos + size__writable_txn_marker_result_v2_
+                if tag__writable_txn_marker_result_v2_ <= prev__writable_txn_marker_result_v2_:
+                    odd__writable_txn_marker_result_v2_ = True
+                prev__writable_txn_marker_result_v2_ = tag__writable_txn_marker_result_v2_
+                tagged_fields_writable_txn_marker_result_v2_.append(
+                    (tag__writable_txn_marker_result_v2_, bytes(buf[pos:stop__writable_txn_marker_result_v2_]))
+                )
+                pos = stop__writable_txn_marker_result_v2_
+            if odd__writable_txn_marker_result_v2_:
+                tagged_fields_writable_txn_marker_result_v2_ = _keep_tags(
+                    tagged_fields_writable_txn_marker_result_v2_, buf[sec__writable_txn_marker_result_v2_:pos], ()
+                )
         value__writable_txn_marker_result_v2_ = _new_object(WritableTxnMarkerResultV2)
         value__writable_txn_marker_result_v2_.producer_id = producer_id_writable_txn_marker_result_v2_
         value__writable_txn_marker_result_v2_.topics = topics_writable_txn_marker_result_v2_
@@ -2290,36 +2396,39 @@ def _fdecode_write_txn_markers_response_v2(buf, pos, end, opts, api_version):
             if budget_markers < 0:
                 raise _Fallback
     tagged_fields = []
-    sec_ = pos
-    prev_, odd_ = (-1, False)
-    if pos < end and buf[pos] < 128:
-        n_tags_ = buf[pos]
+    if pos < end and buf[pos] == 0:
         pos += 1
     else:
-        n_tags_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_response_v2.tagged_fields")
-    if n_tags_ > (end - pos) // 2:
-        raise _InvalidValueError(
-            f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
-            offset=pos,
-            path="write_txn_markers_response_v2.tagged_fields",
-        )
-    for _ in range(n_tags_):
-        tag_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_response_v2.tagged_fields")
-        size_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_response_v2.tagged_fields")
-        if size_ > end - pos:
-            raise _TruncatedError(
-                f"tag {tag_} declares {size_} bytes, {end - pos} left",
+        sec_ = pos
+        prev_, odd_ = (-1, False)
+        if pos < end and buf[pos] < 128:
+            n_tags_ = buf[pos]
+            pos += 1
+        else:
+            n_tags_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_response_v2.tagged_fields")
+        if n_tags_ > (end - pos) // 2:
+            raise _InvalidValueError(
+                f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
                 offset=pos,
                 path="write_txn_markers_response_v2.tagged_fields",
             )
-        stop_ = pos + size_
-        if tag_ <= prev_:
-            odd_ = True
-        prev_ = tag_
-        tagged_fields.append((tag_, bytes(buf[pos:stop_])))
-        pos = stop_
-    if odd_:
-        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
+        for _ in range(n_tags_):
+            tag_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_response_v2.tagged_fields")
+            size_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_response_v2.tagged_fields")
+            if size_ > end - pos:
+                raise _TruncatedError(
+                    f"tag {tag_} declares {size_} bytes, {end - pos} left",
+                    offset=pos,
+                    path="write_txn_markers_response_v2.tagged_fields",
+                )
+            stop_ = pos + size_
+            if tag_ <= prev_:
+                odd_ = True
+            prev_ = tag_
+            tagged_fields.append((tag_, bytes(buf[pos:stop_])))
+            pos = stop_
+        if odd_:
+            tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(WriteTxnMarkersResponseV2)
     value_.markers = markers
     value_.tagged_fields = tagged_fields
@@ -2333,9 +2442,12 @@ def _encode_write_txn_markers_response_v2(obj, out, index, api_version):
             f"WriteTxnMarkersResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 2)))",
             path="write_txn_markers_response_v2",
         )
-    own_ = type(obj) is WriteTxnMarkersResponseV2
-    markers = obj.markers if own_ else getattr(obj, "markers", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is WriteTxnMarkersResponseV2:
+        markers = obj.markers
+        tagged_fields = obj.tagged_fields
+    else:  # another class: its fields by name, a missing one at its default
+        markers = getattr(obj, "markers", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(markers)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -2352,9 +2464,10 @@ def _encode_write_txn_markers_response_v2(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"write_txn_markers_response_v2.markers[{index_}]"
         ) from None
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "write_txn_markers_response_v2.tagged_fields", valid_)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+        _write_tagged(out, [], tagged_fields, "write_txn_markers_response_v2.tagged_fields", None)
+    else:  # no tags: a count of 0
+        out.append(0)
 
 
 def _fencode_write_txn_markers_response_v2(obj, out, index, api_version):
@@ -2364,25 +2477,26 @@ def _fencode_write_txn_markers_response_v2(obj, out, index, api_version):
             f"WriteTxnMarkersResponse is not defined for api_version {api_version} (this schema has it for ((<params>.api_version >= 2) and (<params>.api_version <= 2)))",
             path="write_txn_markers_response_v2",
         )
-    own_ = type(obj) is WriteTxnMarkersResponseV2
-    markers = obj.markers if own_ else getattr(obj, "markers", None)
-    tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
+    if type(obj) is WriteTxnMarkersResponseV2:
+        markers = obj.markers
+        tagged_fields = obj.tagged_fields
+    else:
+        markers = getattr(obj, "markers", None)
+        tagged_fields = getattr(obj, "tagged_fields", None)
     n_ = len(markers)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
     else:
         _write_uvarint(out, n_ + 1, "write_txn_markers_response_v2.markers")
     for item_ in markers:
-        own__writable_txn_marker_result_v2_ = type(item_) is WritableTxnMarkerResultV2
-        producer_id_writable_txn_marker_result_v2_ = (
-            item_.producer_id if own__writable_txn_marker_result_v2_ else getattr(item_, "producer_id", 0)
-        )
-        topics_writable_txn_marker_result_v2_ = (
-            item_.topics if own__writable_txn_marker_result_v2_ else getattr(item_, "topics", None)
-        )
-        tagged_fields_writable_txn_marker_result_v2_ = (
-            item_.tagged_fields if own__writable_txn_marker_result_v2_ else getattr(item_, "tagged_fields", None)
-        )
+        if type(item_) is WritableTxnMarkerResultV2:
+            producer_id_writable_txn_marker_result_v2_ = item_.producer_id
+            topics_writable_txn_marker_result_v2_ = item_.topics
+            tagged_fields_writable_txn_marker_result_v2_ = item_.tagged_fields
+        else:
+            producer_id_writable_txn_marker_result_v2_ = getattr(item_, "producer_id", 0)
+            topics_writable_txn_marker_result_v2_ = getattr(item_, "topics", None)
+            tagged_fields_writable_txn_marker_result_v2_ = getattr(item_, "tagged_fields", None)
         out += _S3.pack(producer_id_writable_txn_marker_result_v2_)
         n__writable_txn_marker_result_v2_ = len(topics_writable_txn_marker_result_v2_)
         if -1 <= n__writable_txn_marker_result_v2_ < 16383:
@@ -2390,24 +2504,26 @@ def _fencode_write_txn_markers_response_v2(obj, out, index, api_version):
         else:
             _write_uvarint(out, n__writable_txn_marker_result_v2_ + 1, "writable_txn_marker_result_v2.topics")
         for item__writable_txn_marker_result_v2_ in topics_writable_txn_marker_result_v2_:
-            own__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = (
-                type(item__writable_txn_marker_result_v2_) is WritableTxnMarkerTopicResultV2
-            )
-            name_writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = (
-                item__writable_txn_marker_result_v2_.name
-                if own__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
-                else getattr(item__writable_txn_marker_result_v2_, "name", "")
-            )
-            partitions_writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = (
-                item__writable_txn_marker_result_v2_.partitions
-                if own__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
-                else getattr(item__writable_txn_marker_result_v2_, "partitions", None)
-            )
-            tagged_fields_writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = (
-                item__writable_txn_marker_result_v2_.tagged_fields
-                if own__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
-                else getattr(item__writable_txn_marker_result_v2_, "tagged_fields", None)
-            )
+            if type(item__writable_txn_marker_result_v2_) is WritableTxnMarkerTopicResultV2:
+                name_writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = (
+                    item__writable_txn_marker_result_v2_.name
+                )
+                partitions_writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = (
+                    item__writable_txn_marker_result_v2_.partitions
+                )
+                tagged_fields_writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = (
+                    item__writable_txn_marker_result_v2_.tagged_fields
+                )
+            else:
+                name_writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = getattr(
+                    item__writable_txn_marker_result_v2_, "name", ""
+                )
+                partitions_writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = getattr(
+                    item__writable_txn_marker_result_v2_, "partitions", None
+                )
+                tagged_fields_writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = getattr(
+                    item__writable_txn_marker_result_v2_, "tagged_fields", None
+                )
             b__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = _STR_ENCODED.get(
                 name_writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
             )
@@ -2442,65 +2558,72 @@ def _fencode_write_txn_markers_response_v2(obj, out, index, api_version):
             for (
                 item__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
             ) in partitions_writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_:
-                own__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = (
+                if (
                     type(item__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_)
                     is WritableTxnMarkerPartitionResultV2
-                )
-                partition_index_writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = (
-                    item__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_.partition_index
-                    if own__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
-                    else getattr(
+                ):
+                    partition_index_writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = item__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_.partition_index
+                    error_code_writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = item__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_.error_code
+                    tagged_fields_writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = item__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_.tagged_fields
+                else:
+                    partition_index_writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = getattr(
                         item__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_, "partition_index", 0
                     )
-                )
-                error_code_writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = (
-                    item__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_.error_code
-                    if own__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
-                    else getattr(
+                    error_code_writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = getattr(
                         item__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_, "error_code", 0
                     )
-                )
-                tagged_fields_writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = (
-                    item__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_.tagged_fields
-                    if own__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
-                    else getattr(
+                    tagged_fields_writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = getattr(
                         item__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_, "tagged_fields", None
                     )
-                )
                 out += _S0.pack(
                     partition_index_writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_,
                     error_code_writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_,
                 )
-                tags__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = []
-                valid__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = None
+                if (
+                    tagged_fields_writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
+                    or tagged_fields_writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_.__class__
+                    is _TagSection
+                ):
+                    _write_tagged(
+                        out,
+                        [],
+                        tagged_fields_writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_,
+                        "writable_txn_marker_partition_result_v2.tagged_fields",
+                        None,
+                    )
+                else:
+                    out.append(0)
+            if (
+                tagged_fields_writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
+                or tagged_fields_writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_.__class__
+                is _TagSection
+            ):
                 _write_tagged(
                     out,
-                    tags__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_,
-                    tagged_fields_writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_,
-                    "writable_txn_marker_partition_result_v2.tagged_fields",
-                    valid__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_,
+                    [],
+                    tagged_fields_writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_,
+                    "writable_txn_marker_topic_result_v2.tagged_fields",
+                    None,
                 )
-            tags__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = []
-            valid__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = None
+            else:
+                out.append(0)
+        if (
+            tagged_fields_writable_txn_marker_result_v2_
+            or tagged_fields_writable_txn_marker_result_v2_.__class__ is _TagSection
+        ):
             _write_tagged(
                 out,
-                tags__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_,
-                tagged_fields_writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_,
-                "writable_txn_marker_topic_result_v2.tagged_fields",
-                valid__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_,
+                [],
+                tagged_fields_writable_txn_marker_result_v2_,
+                "writable_txn_marker_result_v2.tagged_fields",
+                None,
             )
-        tags__writable_txn_marker_result_v2_ = []
-        valid__writable_txn_marker_result_v2_ = None
-        _write_tagged(
-            out,
-            tags__writable_txn_marker_result_v2_,
-            tagged_fields_writable_txn_marker_result_v2_,
-            "writable_txn_marker_result_v2.tagged_fields",
-            valid__writable_txn_marker_result_v2_,
-        )
-    tags_ = []
-    valid_ = None
-    _write_tagged(out, tags_, tagged_fields, "write_txn_markers_response_v2.tagged_fields", valid_)
+        else:
+            out.append(0)
+    if tagged_fields or tagged_fields.__class__ is _TagSection:
+        _write_tagged(out, [], tagged_fields, "write_txn_markers_response_v2.tagged_fields", None)
+    else:
+        out.append(0)
 
 
 def _decode_write_txn_markers_response_by_version(buf, pos, end, opts, api_version):

@@ -77,11 +77,12 @@ class EncodeLowering:
                     name=t, expr=f"obj.wire_{t} if restamp_ and getattr(obj, 'wire_{t}', None) is not None else {t}")))  # fmt: skip
         # objects of the format's own class have every field: read them directly, others through getattr
         # (every load names a model field, a slot the generated __init__ always sets)
+        # (all at once, first: a load reads a slot and nothing before it changes one)
         own = [op for op in ops if op.kind == "load" and not op.base] if st.repr == "object" else []
         if len(own) > 1:
-            ops.insert(0, Op("own_check", 0, dict(cls=_camel(st.name))))
-            for op in own:
-                op.a["own"] = True
+            ops = [Op("own_loads", 0, dict(cls=_camel(st.name), loads=[op.a for op in own]))] + [
+                op for op in ops if not any(op is o for o in own)
+            ]
         return ops
 
     def _derived_ops(self, st: Struct, path: str, ops: list[Op]) -> None:

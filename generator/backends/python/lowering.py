@@ -24,8 +24,8 @@ from generator.backends.python.lowered import (
     _view_slots,
 )
 from generator.backends.python.ops import _DecodeOps
-from generator.ir.empty import absent_bytes, py_empty_test
-from generator.ir.nodes import EmptyStruct
+from generator.ir.empty import absent_bytes, py_empty_test, py_empty_value
+from generator.ir.nodes import EmptyStruct, StructType
 from generator.ir.nodes import FormatIR as TypedIR
 from generator.ir.passes.validate import Validator, _err
 from generator.loader.spec import FIXED, PRIMITIVES, VAR_PREFIXES, Field, Schema, SchemaError, Struct
@@ -146,7 +146,7 @@ class Builder(EncodeLowering, Validator):
 
         # ---- encode ops
         enc = self.encode_ops(st, params, path)
-        loads = max((i + 1 for i, op in enumerate(enc) if op.kind == "load"), default=0) if own else 0
+        loads = max((i + 1 for i, op in enumerate(enc) if op.kind in ("load", "own_loads")), default=0) if own else 0
         enc[loads:loads] = requires  # an own field's value is loaded first
         base = self.base_slots.get(st.role, ()) if st.repr == "object" else ()
         blobs = {f.name for f in st.fields if self.kind(f) == "blob"}  # bytes, not a list: null stays None
@@ -345,11 +345,19 @@ class Builder(EncodeLowering, Validator):
                  nullable=t.nullable, cond=py(x.condition) if x.condition is not None else None,
                  absent_bytes=repr(absent_bytes(self.ir, x)) if isinstance(x.absent, EmptyStruct) else None,
                  at_default=_at_default(self.ir, t, x),
-                 empty_test=py_empty_test(self.ir, x, t.name, _camel(self.ir.struct(x.struct).fields[0].wire.name))
-                 if isinstance(x.absent, EmptyStruct) else None)
+                 **self.empty_struct(x, t.name))
             for t, x in zip(f.tags, typed.fields)
         ]  # fmt: skip
         return dict(tags=tags, path=f"{path}.{f.name}")
+
+    def empty_struct(self, x, name: str) -> dict:
+        """A struct-valued tagged field's empty struct told and built without bytes, where it can be
+        (generator.ir.empty): ``empty_test``, ``empty_value``."""
+        if not isinstance(x.absent, EmptyStruct):
+            return dict(empty_test=None, empty_value=None)
+        wire = self.ir.struct(x.struct).fields[0].wire
+        cls = _camel(wire.name) if isinstance(wire, StructType) else ""
+        return dict(empty_test=py_empty_test(self.ir, x, name, cls), empty_value=py_empty_value(self.ir, x, cls))
 
     def type_label(self, st: Struct, f: Field) -> str:
         """A short, comparable description of a field's wire type (what `kfmt diff` shows)."""
@@ -529,6 +537,7 @@ class Builder(EncodeLowering, Validator):
             limit="max_records" if elem.role in ("record", "batch") else "max_headers",
             **self.budget(st, f),
             elem_index=self.uses_index(elem),
+            packed=_packed(elem),
             # nullable without a byte-size prefix: the count says null (-1; compact: 0)
             null_count=f.nullable and f.length is None and (f.count in PRIMITIVES or f.count in VAR_PREFIXES),
         )
@@ -599,3 +608,13 @@ def build(b: Builder) -> FormatIR:
         params=tuple(p for p, _ in schema.params),
         gathers=b.ir.gathers(),
     )
+
+
+def _packed(elem: Struct) -> str | None:
+    """The struct code of an array's elements when each is one plain integer (Kafka's ``[]int32``: an element
+    struct of one unconditional integer field, nothing derived): a short array is packed in one call."""
+    if elem.repr not in ("tuple", "value") or len(elem.fields) != 1:
+        return None
+    (f,) = elem.fields
+    plain = f.type in PRIMITIVES and not (f.array or f.if_ or f.derive or f.bits or f.enum) and f.const is None
+    return PRIMITIVES[f.type][0] if plain else None
