@@ -8,6 +8,7 @@ APIs they cover and write it back to the same bytes), and Kafka's rules as its s
 
 from __future__ import annotations
 
+import array
 import base64
 import functools
 import importlib
@@ -399,6 +400,10 @@ def test_record_sets_are_views_of_the_frame_and_any_view_is_written():
         other = bytearray(b"x" + BATCH * 3)
         m.body.topic_data[0].partition_data[0].records = memoryview(other)[1:]
         assert m.encode() == frame, backend
+        wide = array.array("i")  # a view of int32s: its bytes are written, and its length in bytes
+        wide.frombytes(BATCH * 4)
+        m.body.topic_data[0].partition_data[0].records = memoryview(wide)
+        assert P.read_request(m.encode(), backend=backend).body.topic_data[0].partition_data[0].records == BATCH * 4
         m.body.topic_data[0].partition_data[0].records = memoryview(other)[1:-1]  # changed: written as it is now
         assert P.read_request(m.encode(), backend=backend).body.topic_data[0].partition_data[0].records == (
             BATCH * 3)[:-1]  # fmt: skip

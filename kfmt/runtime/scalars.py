@@ -34,6 +34,14 @@ def view(buf, pos: int, n: int) -> memoryview:
     return v[pos : pos + n] if type(buf) is bytes else v.toreadonly()[pos : pos + n]
 
 
+def byte_view(data) -> memoryview:
+    """A record set given to a writer as any contiguous buffer, as a view of its bytes (a view of bytes as it is):
+    its length is then its bytes, as the C writer takes it. Anything else fails (a TypeError the writers report)."""
+    if type(data) is memoryview and data.itemsize == 1 and data.ndim == 1:
+        return data
+    return memoryview(data).cast("B")
+
+
 #: a record set at least this long is handed out by reference by a gather writer (as the C writer's KF_GATHER_MIN)
 GATHER_MIN = 4096
 

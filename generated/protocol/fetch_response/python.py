@@ -19,6 +19,7 @@ from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
 from kfmt.runtime.scalars import uuid16 as _uuid16
+from kfmt.runtime.scalars import byte_view as _byte_view
 from kfmt.runtime.scalars import view as _view
 from kfmt.runtime.scalars import Gather as _Gather
 from kfmt.runtime.scalars import matches as matches  # whether parts joined are a frame's bytes
@@ -254,6 +255,8 @@ def _encode_partition_data(obj, out, index, api_version):
     if records is None:
         out += _S3.pack(-1)
     else:
+        if records.__class__ is not bytes:  # a view: its bytes (len() of a view of int32s counts int32s)
+            records = _byte_view(records)
         out += _S3.pack(len(records))
         _put_set(out, records)
 
@@ -775,6 +778,10 @@ def _fencode_fetch_response(obj, out, index, api_version):
             if records_partition_data__fetchable_topic_response_ is None:
                 out += _S3.pack(-1)
             else:
+                if records_partition_data__fetchable_topic_response_.__class__ is not bytes:
+                    records_partition_data__fetchable_topic_response_ = _byte_view(
+                        records_partition_data__fetchable_topic_response_
+                    )
                 out += _S3.pack(len(records_partition_data__fetchable_topic_response_))
                 _put_set(out, records_partition_data__fetchable_topic_response_)
 
@@ -1526,6 +1533,8 @@ def _encode_partition_data_flexible(obj, out, index):
     if records is None:
         out.append(0)
     else:
+        if records.__class__ is not bytes:  # a view: its bytes (len() of a view of int32s counts int32s)
+            records = _byte_view(records)
         n_ = len(records)
         if -1 <= n_ < 0x3FFF:
             out += _UV_BYTES[n_ + 1]
@@ -3069,6 +3078,10 @@ def _fencode_fetch_response_flexible(obj, out, index, api_version):
             if records_partition_data_flexible__fetchable_topic_response_flexible_ is None:
                 out.append(0)
             else:
+                if records_partition_data_flexible__fetchable_topic_response_flexible_.__class__ is not bytes:
+                    records_partition_data_flexible__fetchable_topic_response_flexible_ = _byte_view(
+                        records_partition_data_flexible__fetchable_topic_response_flexible_
+                    )
                 n__partition_data_flexible__fetchable_topic_response_flexible_ = len(
                     records_partition_data_flexible__fetchable_topic_response_flexible_
                 )
@@ -3568,6 +3581,8 @@ def _encode_partition_data_v18(obj, out, index):
     if records is None:
         out.append(0)
     else:
+        if records.__class__ is not bytes:  # a view: its bytes (len() of a view of int32s counts int32s)
+            records = _byte_view(records)
         n_ = len(records)
         if -1 <= n_ < 0x3FFF:
             out += _UV_BYTES[n_ + 1]
@@ -4833,6 +4848,10 @@ def _fencode_fetch_response_v18(obj, out, index, api_version):
             if records_partition_data_v18__fetchable_topic_response_v18_ is None:
                 out.append(0)
             else:
+                if records_partition_data_v18__fetchable_topic_response_v18_.__class__ is not bytes:
+                    records_partition_data_v18__fetchable_topic_response_v18_ = _byte_view(
+                        records_partition_data_v18__fetchable_topic_response_v18_
+                    )
                 n__partition_data_v18__fetchable_topic_response_v18_ = len(
                     records_partition_data_v18__fetchable_topic_response_v18_
                 )

@@ -18,6 +18,7 @@ from kfmt.runtime.errors import LimitExceededError as _LimitExceededError
 from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
+from kfmt.runtime.scalars import byte_view as _byte_view
 from kfmt.runtime.scalars import view as _view
 from kfmt.runtime.scalars import Gather as _Gather
 from kfmt.runtime.scalars import matches as matches  # whether parts joined are a frame's bytes
@@ -461,6 +462,8 @@ def _encode_partition_snapshot(obj, out, index):
     if unaligned_records is None:
         raise _InvalidValueError("may not be null", path="partition_snapshot.unaligned_records")
     else:
+        if unaligned_records.__class__ is not bytes:  # a view: its bytes (len() of a view of int32s counts int32s)
+            unaligned_records = _byte_view(unaligned_records)
         n_ = len(unaligned_records)
         if -1 <= n_ < 0x3FFF:
             out += _UV_BYTES[n_ + 1]
@@ -1495,6 +1498,10 @@ def _fencode_fetch_snapshot_response(obj, out, index, api_version):
             )
             _fencode_snapshot_id(snapshot_id_partition_snapshot__topic_snapshot_, out, 0)
             out += _S3.pack(size_partition_snapshot__topic_snapshot_, position_partition_snapshot__topic_snapshot_)
+            if unaligned_records_partition_snapshot__topic_snapshot_.__class__ is not bytes:
+                unaligned_records_partition_snapshot__topic_snapshot_ = _byte_view(
+                    unaligned_records_partition_snapshot__topic_snapshot_
+                )
             n__partition_snapshot__topic_snapshot_ = len(unaligned_records_partition_snapshot__topic_snapshot_)
             if -1 <= n__partition_snapshot__topic_snapshot_ < 16383:
                 out += _UV_BYTES[n__partition_snapshot__topic_snapshot_ + 1]

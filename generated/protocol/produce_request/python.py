@@ -19,6 +19,7 @@ from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
 from kfmt.runtime.scalars import uuid16 as _uuid16
+from kfmt.runtime.scalars import byte_view as _byte_view
 from kfmt.runtime.scalars import view as _view
 from kfmt.runtime.scalars import Gather as _Gather
 from kfmt.runtime.scalars import matches as matches  # whether parts joined are a frame's bytes
@@ -112,6 +113,8 @@ def _encode_partition_produce_data(obj, out, index):
     if records is None:
         out += _S0.pack(-1)
     else:
+        if records.__class__ is not bytes:  # a view: its bytes (len() of a view of int32s counts int32s)
+            records = _byte_view(records)
         out += _S0.pack(len(records))
         _put_set(out, records)
 
@@ -497,6 +500,10 @@ def _fencode_produce_request(obj, out, index, api_version):
             if records_partition_produce_data__topic_produce_data_ is None:
                 out += _S0.pack(-1)
             else:
+                if records_partition_produce_data__topic_produce_data_.__class__ is not bytes:
+                    records_partition_produce_data__topic_produce_data_ = _byte_view(
+                        records_partition_produce_data__topic_produce_data_
+                    )
                 out += _S0.pack(len(records_partition_produce_data__topic_produce_data_))
                 _put_set(out, records_partition_produce_data__topic_produce_data_)
 
@@ -585,6 +592,8 @@ def _encode_partition_produce_data_flexible(obj, out, index):
     if records is None:
         out.append(0)
     else:
+        if records.__class__ is not bytes:  # a view: its bytes (len() of a view of int32s counts int32s)
+            records = _byte_view(records)
         n_ = len(records)
         if -1 <= n_ < 0x3FFF:
             out += _UV_BYTES[n_ + 1]
@@ -1345,6 +1354,10 @@ def _fencode_produce_request_flexible(obj, out, index, api_version):
             if records_partition_produce_data_flexible__topic_produce_data_flexible_ is None:
                 out.append(0)
             else:
+                if records_partition_produce_data_flexible__topic_produce_data_flexible_.__class__ is not bytes:
+                    records_partition_produce_data_flexible__topic_produce_data_flexible_ = _byte_view(
+                        records_partition_produce_data_flexible__topic_produce_data_flexible_
+                    )
                 n__partition_produce_data_flexible__topic_produce_data_flexible_ = len(
                     records_partition_produce_data_flexible__topic_produce_data_flexible_
                 )
@@ -1469,6 +1482,8 @@ def _encode_partition_produce_data_v12(obj, out, index):
     if records is None:
         out.append(0)
     else:
+        if records.__class__ is not bytes:  # a view: its bytes (len() of a view of int32s counts int32s)
+            records = _byte_view(records)
         n_ = len(records)
         if -1 <= n_ < 0x3FFF:
             out += _UV_BYTES[n_ + 1]
@@ -2240,6 +2255,10 @@ def _fencode_produce_request_v12(obj, out, index, api_version):
             if records_partition_produce_data_v12__topic_produce_data_v12_ is None:
                 out.append(0)
             else:
+                if records_partition_produce_data_v12__topic_produce_data_v12_.__class__ is not bytes:
+                    records_partition_produce_data_v12__topic_produce_data_v12_ = _byte_view(
+                        records_partition_produce_data_v12__topic_produce_data_v12_
+                    )
                 n__partition_produce_data_v12__topic_produce_data_v12_ = len(
                     records_partition_produce_data_v12__topic_produce_data_v12_
                 )

@@ -19,6 +19,7 @@ from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
 from kfmt.runtime.scalars import uuid16 as _uuid16
+from kfmt.runtime.scalars import byte_view as _byte_view
 from kfmt.runtime.scalars import view as _view
 from kfmt.runtime.scalars import Gather as _Gather
 from kfmt.runtime.scalars import matches as matches  # whether parts joined are a frame's bytes
@@ -496,6 +497,8 @@ def _encode_partition_data(obj, out, index):
     if records is None:
         out.append(0)
     else:
+        if records.__class__ is not bytes:  # a view: its bytes (len() of a view of int32s counts int32s)
+            records = _byte_view(records)
         n_ = len(records)
         if -1 <= n_ < 0x3FFF:
             out += _UV_BYTES[n_ + 1]
@@ -1805,6 +1808,10 @@ def _fencode_share_fetch_response(obj, out, index, api_version):
             if records_partition_data__share_fetchable_topic_response_ is None:
                 out.append(0)
             else:
+                if records_partition_data__share_fetchable_topic_response_.__class__ is not bytes:
+                    records_partition_data__share_fetchable_topic_response_ = _byte_view(
+                        records_partition_data__share_fetchable_topic_response_
+                    )
                 n__partition_data__share_fetchable_topic_response_ = len(
                     records_partition_data__share_fetchable_topic_response_
                 )
