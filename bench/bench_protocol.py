@@ -9,12 +9,10 @@ Messages (built with ``kfmt.protocol.write_*`` from JSON bodies; kafka-python re
 - a Fetch v12 response: 10 partitions, each one 100-record batch.
 
 Read: the frame's bytes in, a message object out (kfmt: ``read_request`` / ``read_response``, which keeps a
-records field as a view of the frame, decoded when asked; kafka-python: ``Cls.decode``). Write: that object out
-to what a socket sends (kfmt: ``Message.encode_parts()``, a list of buffers for a gather write, the record sets by
-reference, as Kafka's own network layer sends them; kafka-python, which has no gather writer: ``obj.encode()``).
-Write, one bytes: to one bytes object (kfmt: ``Message.encode()``; kafka-python: ``obj.encode()``). Requests are read with their header; kafka-python 3.0.12
-reads a response's header only with a client's state, so responses are read and written as their body alone
-there, and with the 4-byte correlation id (and tags) by kfmt: kfmt does a little more.
+records field as a view of the frame, decoded when asked; kafka-python: ``Cls.decode``). Write and "write, one
+bytes": see :data:`OPS`. Requests are read with their header; kafka-python 3.0.12 reads a response's header only
+with a client's state, so responses are read and written as their body alone there, and with the 4-byte
+correlation id (and tags) by kfmt: kfmt does a little more.
 
 Callgrind: each cell runs in its own process, a run of 3 x LOOPS minus a run of LOOPS, over 2 x LOOPS messages
 (the interpreter's start-up and the imports cancel out).

@@ -44,7 +44,7 @@ def py_empty_test(ir: n.FormatIR, t: n.TaggedField, var: str, cls: str) -> str |
         if isinstance(w, n.Tagged) and not w.fields:
             terms.append(f"not {var}.{f.name}")
         elif isinstance(w, n.Varint) or (isinstance(w, n.Int) and w.kind == "int"):
-            d = f.default.value if isinstance(f.default, n.Const) and f.default.value is not None else 0
+            d = _default(f)
             if isinstance(d, bool) or not isinstance(d, int):
                 return None
             terms.append(f"{var}.{f.name}.__class__ is int and {var}.{f.name} == {d}")
@@ -62,9 +62,14 @@ def py_empty_value(ir: n.FormatIR, t: n.TaggedField, cls: str) -> str | None:
     (value,) = ir.struct(t.struct).fields
     args = []
     for f in ir.struct(value.wire.name).fields:  # type: ignore[union-attr]
-        d = f.default.value if isinstance(f.default, n.Const) and f.default.value is not None else 0
+        d = _default(f)
         args.append(f"{f.name}=[]" if isinstance(f.wire, n.Tagged) else f"{f.name}={d}")
     return f"{cls}({', '.join(args)})"
+
+
+def _default(f: n.Field):
+    """A field's value in the empty struct: its default, 0 where it has none (or a null one)."""
+    return f.default.value if isinstance(f.default, n.Const) and f.default.value is not None else 0
 
 
 def struct_bytes(ir: n.FormatIR, name: str) -> bytes:
@@ -100,7 +105,7 @@ def _field(ir: n.FormatIR, f: n.Field) -> bytes:
     if f.condition is not None or f.derived is not None:
         raise NoEmptyValue(f"field {f.name!r} is conditional or derived")
     w = f.wire
-    value = f.default.value if isinstance(f.default, n.Const) and f.default.value is not None else 0
+    value = _default(f)
     if isinstance(w, n.Int):
         if w.kind == "float64":
             return _struct.pack(">d", float(value))

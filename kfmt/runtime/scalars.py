@@ -57,10 +57,15 @@ class Gather(bytearray):
         super().__init__()
         self.parts: list = []
 
+    def cut(self) -> None:
+        """The bytes written so far appended to the pieces, and the buffer emptied."""
+        self.parts.append(bytes(self))
+        del self[:]
+
     def done(self) -> list:
         """The pieces, the last bytes written included: ``b"".join`` of them is what a bytearray would hold."""
         if self or not self.parts:
-            self.parts.append(bytes(self))
+            self.cut()
         return self.parts
 
 
@@ -68,8 +73,7 @@ def put_set(out: bytearray, data) -> None:
     """A record set written: into ``out``, or (``out`` a :class:`Gather`, the set large) handed out after it."""
     if type(out) is Gather and len(data) >= GATHER_MIN:
         if out:
-            out.parts.append(bytes(out))
-            del out[:]
+            out.cut()
         out.parts.append(data)
     else:
         out += data

@@ -454,7 +454,7 @@ def _encode_offset_commit_value_flexible(obj, out, index, version):
 
         out += metadata
     out += _S0.pack(commit_timestamp)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "offset_commit_value_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -490,7 +490,7 @@ def _fencode_offset_commit_value_flexible(obj, out, index, version):
 
     out += metadata
     out += _S0.pack(commit_timestamp)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "offset_commit_value_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -2448,7 +2448,7 @@ def _encode_group_metadata_value_member_metadata(obj, out, index, protocol_type)
             _write_uvarint(out, n_ + 1, "group_metadata_value_member_metadata.assignment")
 
         out += assignment
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "group_metadata_value_member_metadata.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -3175,7 +3175,7 @@ def _encode_group_metadata_value_flexible(obj, out, index, version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"group_metadata_value_flexible.members[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "group_metadata_value_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -3577,7 +3577,7 @@ def _encode_consumer_group_metadata_value(obj, out, index, version):
         epoch = getattr(obj, "epoch", None)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "consumer_group_metadata_value.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -3597,7 +3597,7 @@ def _fencode_consumer_group_metadata_value(obj, out, index, version):
         epoch = getattr(obj, "epoch", None)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "consumer_group_metadata_value.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -3754,7 +3754,7 @@ def _encode_partition_metadata(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"partition_metadata.racks[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "partition_metadata.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -3914,7 +3914,7 @@ def _encode_topic_metadata(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_metadata.partition_metadata[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "topic_metadata.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -4355,7 +4355,7 @@ def _encode_consumer_group_partition_metadata_value(obj, out, index, version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"consumer_group_partition_metadata_value.topics[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "consumer_group_partition_metadata_value.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -4653,7 +4653,7 @@ def _encode_classic_protocol(obj, out, index):
             _write_uvarint(out, n_ + 1, "classic_protocol.metadata")
 
         out += metadata
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "classic_protocol.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -4933,7 +4933,7 @@ def _encode_classic_member_metadata(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"classic_member_metadata.supported_protocols[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "classic_member_metadata.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -5765,7 +5765,7 @@ def _encode_consumer_group_member_metadata_value(obj, out, index, version):
         if tmp_ != b"\x01\x00\x00\x00\x00\x01\x00":  # left out when it encodes as the empty struct it reads as absent
             tags_.append((0, tmp_))
     valid_ = None
-    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, tags_, tagged_fields, "consumer_group_member_metadata_value.tagged_fields", valid_)
     else:  # no tags: a count of 0
         out.append(0)
@@ -6021,7 +6021,7 @@ def _encode_consumer_group_target_assignment_metadata_value(obj, out, index, ver
         assignment_epoch = getattr(obj, "assignment_epoch", None)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(assignment_epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "consumer_group_target_assignment_metadata_value.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -6041,7 +6041,7 @@ def _fencode_consumer_group_target_assignment_metadata_value(obj, out, index, ve
         assignment_epoch = getattr(obj, "assignment_epoch", None)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(assignment_epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "consumer_group_target_assignment_metadata_value.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -6166,7 +6166,7 @@ def _encode_topic_partition(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_partition.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "topic_partition.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -6470,7 +6470,7 @@ def _encode_consumer_group_target_assignment_member_value(obj, out, index, versi
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"consumer_group_target_assignment_member_value.topic_partitions[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "consumer_group_target_assignment_member_value.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -6644,7 +6644,7 @@ def _encode_topic_partitions(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_partitions.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "topic_partitions.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -7178,7 +7178,7 @@ def _encode_consumer_group_current_member_assignment_value(obj, out, index, vers
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"consumer_group_current_member_assignment_value.partitions_pending_revocation[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "consumer_group_current_member_assignment_value.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -7706,7 +7706,7 @@ def _encode_share_group_partition_metadata_value(obj, out, index, version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"share_group_partition_metadata_value.topics[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "share_group_partition_metadata_value.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -8333,7 +8333,7 @@ def _encode_share_group_member_metadata_value(obj, out, index, version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"share_group_member_metadata_value.subscribed_topic_names[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "share_group_member_metadata_value.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -8531,7 +8531,7 @@ def _encode_share_group_metadata_value(obj, out, index, version):
         epoch = getattr(obj, "epoch", None)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "share_group_metadata_value.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -8551,7 +8551,7 @@ def _fencode_share_group_metadata_value(obj, out, index, version):
         epoch = getattr(obj, "epoch", None)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "share_group_metadata_value.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -8674,7 +8674,7 @@ def _encode_share_group_target_assignment_metadata_value(obj, out, index, versio
         assignment_epoch = getattr(obj, "assignment_epoch", None)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(assignment_epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "share_group_target_assignment_metadata_value.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -8694,7 +8694,7 @@ def _fencode_share_group_target_assignment_metadata_value(obj, out, index, versi
         assignment_epoch = getattr(obj, "assignment_epoch", None)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(assignment_epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "share_group_target_assignment_metadata_value.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -8996,7 +8996,7 @@ def _encode_share_group_target_assignment_member_value(obj, out, index, version)
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"share_group_target_assignment_member_value.topic_partitions[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "share_group_target_assignment_member_value.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -9377,7 +9377,7 @@ def _encode_share_group_current_member_assignment_value(obj, out, index, version
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"share_group_current_member_assignment_value.assigned_partitions[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "share_group_current_member_assignment_value.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -9603,7 +9603,7 @@ def _encode_topic_partitions_info(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_partitions_info.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "topic_partitions_info.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -9698,7 +9698,7 @@ def _encode_topic_info(obj, out, index):
             _write_uvarint(out, n_ + 1, "topic_info.topic_name")
 
         out += topic_name
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "topic_info.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -10209,7 +10209,7 @@ def _encode_share_group_state_partition_metadata_value(obj, out, index, version)
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"share_group_state_partition_metadata_value.deleting_topics[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "share_group_state_partition_metadata_value.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

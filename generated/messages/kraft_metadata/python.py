@@ -235,7 +235,7 @@ def _encode_broker_endpoint(obj, out, index):
 
         out += host
     out += _S0.pack(port, security_protocol)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "broker_endpoint.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -335,7 +335,7 @@ def _encode_broker_feature(obj, out, index):
 
         out += name
     out += _S1.pack(min_supported_version, max_supported_version)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "broker_feature.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1102,7 +1102,7 @@ def _encode_register_broker_record(obj, out, index, version):
         _encode_register_broker_record_log_dirs_tag(log_dirs, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = (0 if version >= 3 else -1,) if tagged_fields.__class__ is _TagSection else None
-    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, tags_, tagged_fields, "register_broker_record.tagged_fields", valid_)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1362,7 +1362,7 @@ def _encode_unregister_broker_record(obj, out, index, version):
         broker_epoch = getattr(obj, "broker_epoch", None)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S6.pack(broker_id, broker_epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "unregister_broker_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1384,7 +1384,7 @@ def _fencode_unregister_broker_record(obj, out, index, version):
         broker_epoch = getattr(obj, "broker_epoch", None)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S6.pack(broker_id, broker_epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "unregister_broker_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1563,7 +1563,7 @@ def _encode_topic_record(obj, out, index, version):
 
         out += name
     out += _S2.pack(_uuid16(topic_id))
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "topic_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1594,7 +1594,7 @@ def _fencode_topic_record(obj, out, index, version):
 
     out += name
     out += _S2.pack(_uuid16(topic_id))
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "topic_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -2790,7 +2790,7 @@ def _encode_partition_record(obj, out, index, version):
         if tagged_fields.__class__ is _TagSection
         else None
     )
-    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, tags_, tagged_fields, "partition_record.tagged_fields", valid_)
     else:  # no tags: a count of 0
         out.append(0)
@@ -3209,7 +3209,7 @@ def _encode_config_record(obj, out, index, version):
             _write_uvarint(out, n_ + 1, "config_record.value")
 
         out += value
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "config_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -3268,7 +3268,7 @@ def _fencode_config_record(obj, out, index, version):
             _write_uvarint(out, n_ + 1, "config_record.value")
 
         out += value
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "config_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -4914,7 +4914,7 @@ def _encode_partition_change_record(obj, out, index, version):
         if tagged_fields.__class__ is _TagSection
         else None
     )
-    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, tags_, tagged_fields, "partition_change_record.tagged_fields", valid_)
     else:  # no tags: a count of 0
         out.append(0)
@@ -4997,7 +4997,7 @@ def _fencode_partition_change_record(obj, out, index, version):
         if tagged_fields.__class__ is _TagSection
         else None
     )
-    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, tags_, tagged_fields, "partition_change_record.tagged_fields", valid_)
     else:  # no tags: a count of 0
         out.append(0)
@@ -5125,7 +5125,7 @@ def _encode_fence_broker_record(obj, out, index, version):
         epoch = getattr(obj, "epoch", None)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S6.pack(id, epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "fence_broker_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -5147,7 +5147,7 @@ def _fencode_fence_broker_record(obj, out, index, version):
         epoch = getattr(obj, "epoch", None)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S6.pack(id, epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "fence_broker_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -5275,7 +5275,7 @@ def _encode_unfence_broker_record(obj, out, index, version):
         epoch = getattr(obj, "epoch", None)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S6.pack(id, epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "unfence_broker_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -5297,7 +5297,7 @@ def _fencode_unfence_broker_record(obj, out, index, version):
         epoch = getattr(obj, "epoch", None)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S6.pack(id, epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "unfence_broker_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -5416,7 +5416,7 @@ def _encode_remove_topic_record(obj, out, index, version):
         topic_id = getattr(obj, "topic_id", None)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(_uuid16(topic_id))
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "remove_topic_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -5436,7 +5436,7 @@ def _fencode_remove_topic_record(obj, out, index, version):
         topic_id = getattr(obj, "topic_id", None)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(_uuid16(topic_id))
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "remove_topic_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -5926,7 +5926,7 @@ def _encode_delegation_token_record(obj, out, index, version):
             _write_uvarint(out, n_ + 1, "delegation_token_record.token_id")
 
         out += token_id
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "delegation_token_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -6382,7 +6382,7 @@ def _encode_user_scram_credential_record(obj, out, index, version):
 
         out += server_key
     out += _S3.pack(iterations)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "user_scram_credential_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -6446,7 +6446,7 @@ def _fencode_user_scram_credential_record(obj, out, index, version):
 
     out += server_key
     out += _S3.pack(iterations)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "user_scram_credential_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -6629,7 +6629,7 @@ def _encode_feature_level_record(obj, out, index, version):
 
         out += name
     out += _S11.pack(feature_level)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "feature_level_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -6660,7 +6660,7 @@ def _fencode_feature_level_record(obj, out, index, version):
 
     out += name
     out += _S11.pack(feature_level)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "feature_level_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -6789,7 +6789,7 @@ def _encode_entity_data(obj, out, index):
             _write_uvarint(out, n_ + 1, "entity_data.entity_name")
 
         out += entity_name
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "entity_data.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -7138,7 +7138,7 @@ def _encode_client_quota_record(obj, out, index, version):
 
         out += key
     out += _S12.pack(value, remove)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "client_quota_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -7344,7 +7344,7 @@ def _encode_producer_ids_record(obj, out, index, version):
         next_producer_id = getattr(obj, "next_producer_id", None)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S13.pack(broker_id, broker_epoch, next_producer_id)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "producer_ids_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -7368,7 +7368,7 @@ def _fencode_producer_ids_record(obj, out, index, version):
         next_producer_id = getattr(obj, "next_producer_id", None)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S13.pack(broker_id, broker_epoch, next_producer_id)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "producer_ids_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -7875,7 +7875,7 @@ def _encode_broker_registration_change_record(obj, out, index, version):
         if tagged_fields.__class__ is _TagSection
         else None
     )
-    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, tags_, tagged_fields, "broker_registration_change_record.tagged_fields", valid_)
     else:  # no tags: a count of 0
         out.append(0)
@@ -7922,7 +7922,7 @@ def _fencode_broker_registration_change_record(obj, out, index, version):
         if tagged_fields.__class__ is _TagSection
         else None
     )
-    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, tags_, tagged_fields, "broker_registration_change_record.tagged_fields", valid_)
     else:  # no tags: a count of 0
         out.append(0)
@@ -8286,7 +8286,7 @@ def _encode_access_control_entry_record(obj, out, index, version):
 
         out += host
     out += _S15.pack(operation, permission_type)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "access_control_entry_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -8352,7 +8352,7 @@ def _fencode_access_control_entry_record(obj, out, index, version):
 
     out += host
     out += _S15.pack(operation, permission_type)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "access_control_entry_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -8473,7 +8473,7 @@ def _encode_remove_access_control_entry_record(obj, out, index, version):
         id = getattr(obj, "id", None)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(_uuid16(id))
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "remove_access_control_entry_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -8493,7 +8493,7 @@ def _fencode_remove_access_control_entry_record(obj, out, index, version):
         id = getattr(obj, "id", None)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(_uuid16(id))
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "remove_access_control_entry_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -8599,7 +8599,7 @@ def _encode_no_op_record(obj, out, index, version):
             path="no_op_record",
         )
     tagged_fields = getattr(obj, "tagged_fields", None)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "no_op_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -8613,7 +8613,7 @@ def _fencode_no_op_record(obj, out, index, version):
             path="no_op_record",
         )
     tagged_fields = getattr(obj, "tagged_fields", None)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "no_op_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -8739,7 +8739,7 @@ def _encode_zk_migration_state_record(obj, out, index, version):
         raise _InvalidValueError(
             f"{zk_migration_state} does not fit int8", path="zk_migration_state_record.zk_migration_state"
         )
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "zk_migration_state_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -8764,7 +8764,7 @@ def _fencode_zk_migration_state_record(obj, out, index, version):
         raise _InvalidValueError(
             f"{zk_migration_state} does not fit int8", path="zk_migration_state_record.zk_migration_state"
         )
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "zk_migration_state_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -8956,7 +8956,7 @@ def _encode_remove_user_scram_credential_record(obj, out, index, version):
         out.append(mechanism & 0xFF)
     else:
         raise _InvalidValueError(f"{mechanism} does not fit int8", path="remove_user_scram_credential_record.mechanism")
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "remove_user_scram_credential_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -8990,7 +8990,7 @@ def _fencode_remove_user_scram_credential_record(obj, out, index, version):
         out.append(mechanism & 0xFF)
     else:
         raise _InvalidValueError(f"{mechanism} does not fit int8", path="remove_user_scram_credential_record.mechanism")
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "remove_user_scram_credential_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -9221,7 +9221,7 @@ def _encode_begin_transaction_record(obj, out, index, version):
         _encode_begin_transaction_record_name_tag(name, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = None
-    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, tags_, tagged_fields, "begin_transaction_record.tagged_fields", valid_)
     else:  # no tags: a count of 0
         out.append(0)
@@ -9242,7 +9242,7 @@ def _fencode_begin_transaction_record(obj, out, index, version):
         _fencode_begin_transaction_record_name_tag(name, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = None
-    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, tags_, tagged_fields, "begin_transaction_record.tagged_fields", valid_)
     else:  # no tags: a count of 0
         out.append(0)
@@ -9348,7 +9348,7 @@ def _encode_end_transaction_record(obj, out, index, version):
             path="end_transaction_record",
         )
     tagged_fields = getattr(obj, "tagged_fields", None)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "end_transaction_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -9362,7 +9362,7 @@ def _fencode_end_transaction_record(obj, out, index, version):
             path="end_transaction_record",
         )
     tagged_fields = getattr(obj, "tagged_fields", None)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "end_transaction_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -9595,7 +9595,7 @@ def _encode_abort_transaction_record(obj, out, index, version):
         _encode_abort_transaction_record_reason_tag(reason, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = None
-    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, tags_, tagged_fields, "abort_transaction_record.tagged_fields", valid_)
     else:  # no tags: a count of 0
         out.append(0)
@@ -9616,7 +9616,7 @@ def _fencode_abort_transaction_record(obj, out, index, version):
         _fencode_abort_transaction_record_reason_tag(reason, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = None
-    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, tags_, tagged_fields, "abort_transaction_record.tagged_fields", valid_)
     else:  # no tags: a count of 0
         out.append(0)
@@ -9791,7 +9791,7 @@ def _encode_remove_delegation_token_record(obj, out, index, version):
             _write_uvarint(out, n_ + 1, "remove_delegation_token_record.token_id")
 
         out += token_id
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "remove_delegation_token_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -9819,7 +9819,7 @@ def _fencode_remove_delegation_token_record(obj, out, index, version):
         _write_uvarint(out, n_ + 1, "remove_delegation_token_record.token_id")
 
     out += token_id
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "remove_delegation_token_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -9960,7 +9960,7 @@ def _encode_controller_endpoint(obj, out, index):
 
         out += host
     out += _S0.pack(port, security_protocol)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "controller_endpoint.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -10062,7 +10062,7 @@ def _encode_controller_feature(obj, out, index):
 
         out += name
     out += _S1.pack(min_supported_version, max_supported_version)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "controller_feature.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -10528,7 +10528,7 @@ def _encode_register_controller_record(obj, out, index, version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"register_controller_record.features[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "register_controller_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -119,7 +119,7 @@ def _encode_voter(obj, out, index):
         voter_id = getattr(obj, "voter_id", None)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(voter_id)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "voter.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -481,7 +481,7 @@ def _encode_leader_change_message(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"leader_change_message.granting_voters[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "leader_change_message.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -647,7 +647,7 @@ def _encode_snapshot_header_record(obj, out, index):
         last_contained_log_timestamp = getattr(obj, "last_contained_log_timestamp", None)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(version, last_contained_log_timestamp)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "snapshot_header_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -664,7 +664,7 @@ def _fencode_snapshot_header_record(obj, out, index):
         last_contained_log_timestamp = getattr(obj, "last_contained_log_timestamp", None)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(version, last_contained_log_timestamp)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "snapshot_header_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -766,7 +766,7 @@ def _encode_snapshot_footer_record(obj, out, index):
         version = getattr(obj, "version", None)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S3.pack(version)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "snapshot_footer_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -781,7 +781,7 @@ def _fencode_snapshot_footer_record(obj, out, index):
         version = getattr(obj, "version", None)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S3.pack(version)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "snapshot_footer_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -892,7 +892,7 @@ def _encode_k_raft_version_record(obj, out, index):
         k_raft_version = getattr(obj, "k_raft_version", None)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S4.pack(version, k_raft_version)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "k_raft_version_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -909,7 +909,7 @@ def _fencode_k_raft_version_record(obj, out, index):
         k_raft_version = getattr(obj, "k_raft_version", None)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S4.pack(version, k_raft_version)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "k_raft_version_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1037,7 +1037,7 @@ def _encode_endpoint(obj, out, index):
 
         out += host
     out += _S5.pack(port)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "endpoint.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1148,7 +1148,7 @@ def _encode_k_raft_version_feature(obj, out, index):
         max_supported_version = getattr(obj, "max_supported_version", None)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S4.pack(min_supported_version, max_supported_version)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "k_raft_version_feature.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1165,7 +1165,7 @@ def _fencode_k_raft_version_feature(obj, out, index):
         max_supported_version = getattr(obj, "max_supported_version", None)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S4.pack(min_supported_version, max_supported_version)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "k_raft_version_feature.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1284,7 +1284,7 @@ def _encode_voters_record_voter(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"voters_record_voter.endpoints[{index_}]"
         ) from None
     _encode_k_raft_version_feature(k_raft_version_feature, out, 0)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "voters_record_voter.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1653,7 +1653,7 @@ def _encode_voters_record(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"voters_record.voters[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "voters_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -243,7 +243,7 @@ def _encode_topic_id_partition_entry(obj, out, index):
 
         out += name
     out += _S0.pack(_uuid16(id), partition)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "topic_id_partition_entry.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -271,7 +271,7 @@ def _fencode_topic_id_partition_entry(obj, out, index):
 
     out += name
     out += _S0.pack(_uuid16(id), partition)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "topic_id_partition_entry.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -379,7 +379,7 @@ def _encode_remote_log_segment_id_entry(obj, out, index):
         tagged_fields = getattr(obj, "tagged_fields", None)
     _encode_topic_id_partition_entry(topic_id_partition, out, 0)
     out += _S1.pack(_uuid16(id))
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "remote_log_segment_id_entry.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -397,7 +397,7 @@ def _fencode_remote_log_segment_id_entry(obj, out, index):
         tagged_fields = getattr(obj, "tagged_fields", None)
     _fencode_topic_id_partition_entry(topic_id_partition, out, 0)
     out += _S1.pack(_uuid16(id))
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "remote_log_segment_id_entry.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -460,7 +460,7 @@ def _encode_segment_leader_epoch_entry(obj, out, index):
         offset = getattr(obj, "offset", None)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(leader_epoch, offset)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "segment_leader_epoch_entry.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -868,7 +868,7 @@ def _encode_remote_log_segment_metadata_record(obj, out, index, version):
             f"{remote_log_segment_state} does not fit int8",
             path="remote_log_segment_metadata_record.remote_log_segment_state",
         )
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "remote_log_segment_metadata_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1175,7 +1175,7 @@ def _encode_remote_log_segment_metadata_update_record(obj, out, index, version):
             f"{remote_log_segment_state} does not fit int8",
             path="remote_log_segment_metadata_update_record.remote_log_segment_state",
         )
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "remote_log_segment_metadata_update_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1221,7 +1221,7 @@ def _fencode_remote_log_segment_metadata_update_record(obj, out, index, version)
             f"{remote_log_segment_state} does not fit int8",
             path="remote_log_segment_metadata_update_record.remote_log_segment_state",
         )
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "remote_log_segment_metadata_update_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1366,7 +1366,7 @@ def _encode_remote_partition_delete_metadata_record(obj, out, index, version):
         tagged_fields = getattr(obj, "tagged_fields", None)
     _encode_topic_id_partition_entry(topic_id_partition, out, 0)
     out += _S6.pack(broker_id, event_timestamp_ms, remote_partition_delete_state)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "remote_partition_delete_metadata_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1393,7 +1393,7 @@ def _fencode_remote_partition_delete_metadata_record(obj, out, index, version):
         tagged_fields = getattr(obj, "tagged_fields", None)
     _fencode_topic_id_partition_entry(topic_id_partition, out, 0)
     out += _S6.pack(broker_id, event_timestamp_ms, remote_partition_delete_state)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "remote_partition_delete_metadata_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1807,7 +1807,7 @@ def _encode_remote_log_segment_metadata_snapshot_record(obj, out, index, version
             f"{remote_log_segment_state} does not fit int8",
             path="remote_log_segment_metadata_snapshot_record.remote_log_segment_state",
         )
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "remote_log_segment_metadata_snapshot_record.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

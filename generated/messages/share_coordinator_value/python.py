@@ -115,7 +115,7 @@ def _encode_state_batch(obj, out, index):
         delivery_count = getattr(obj, "delivery_count", None)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(first_offset, last_offset, delivery_state, delivery_count)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "state_batch.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -389,7 +389,7 @@ def _encode_share_snapshot_value(obj, out, index, version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"share_snapshot_value.state_batches[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "share_snapshot_value.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -713,7 +713,7 @@ def _encode_share_update_value(obj, out, index, version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"share_update_value.state_batches[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "share_update_value.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -664,7 +664,7 @@ def _encode_transaction_log_value_partitions_schema(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"transaction_log_value_partitions_schema.partition_ids[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "transaction_log_value_partitions_schema.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1321,7 +1321,7 @@ def _encode_transaction_log_value_flexible(obj, out, index, version):
         _encode_transaction_log_value_flexible_client_transaction_version_tag(client_transaction_version, tmp_, 0)
         tags_.append((2, tmp_))
     valid_ = None
-    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, tags_, tagged_fields, "transaction_log_value_flexible.tagged_fields", valid_)
     else:  # no tags: a count of 0
         out.append(0)

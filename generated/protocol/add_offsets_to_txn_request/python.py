@@ -498,7 +498,7 @@ def _encode_add_offsets_to_txn_request_flexible(obj, out, index, api_version):
             _write_uvarint(out, n_ + 1, "add_offsets_to_txn_request_flexible.group_id")
 
         out += group_id
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "add_offsets_to_txn_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -542,7 +542,7 @@ def _fencode_add_offsets_to_txn_request_flexible(obj, out, index, api_version):
         _write_uvarint(out, n_ + 1, "add_offsets_to_txn_request_flexible.group_id")
 
     out += group_id
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "add_offsets_to_txn_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -242,7 +242,7 @@ def _encode_add_offsets_to_txn_response_flexible(obj, out, index, api_version):
         error_code = getattr(obj, "error_code", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(throttle_time_ms, error_code)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "add_offsets_to_txn_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -264,7 +264,7 @@ def _fencode_add_offsets_to_txn_response_flexible(obj, out, index, api_version):
         error_code = getattr(obj, "error_code", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(throttle_time_ms, error_code)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "add_offsets_to_txn_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -646,7 +646,7 @@ def _encode_add_partitions_to_txn_topic_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"add_partitions_to_txn_topic_flexible.partitions[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "add_partitions_to_txn_topic_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -821,7 +821,7 @@ def _encode_add_partitions_to_txn_transaction(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"add_partitions_to_txn_transaction.topics[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "add_partitions_to_txn_transaction.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1744,7 +1744,7 @@ def _encode_add_partitions_to_txn_request_flexible(obj, out, index, api_version)
                 f"cannot encode: {type(exc).__name__}: {exc}",
                 path=f"add_partitions_to_txn_request_flexible.v3_and_below_topics[{index_}]",
             ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "add_partitions_to_txn_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

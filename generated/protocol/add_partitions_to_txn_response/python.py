@@ -512,7 +512,7 @@ def _encode_add_partitions_to_txn_partition_result_flexible(obj, out, index):
         partition_error_code = getattr(obj, "partition_error_code", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition_index, partition_error_code)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "add_partitions_to_txn_partition_result_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -681,7 +681,7 @@ def _encode_add_partitions_to_txn_topic_result_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"add_partitions_to_txn_topic_result_flexible.results_by_partition[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "add_partitions_to_txn_topic_result_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -841,7 +841,7 @@ def _encode_add_partitions_to_txn_result(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"add_partitions_to_txn_result.topic_results[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "add_partitions_to_txn_result.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1857,7 +1857,7 @@ def _encode_add_partitions_to_txn_response_flexible(obj, out, index, api_version
                 f"cannot encode: {type(exc).__name__}: {exc}",
                 path=f"add_partitions_to_txn_response_flexible.results_by_topic_v3_and_below[{index_}]",
             ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "add_partitions_to_txn_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

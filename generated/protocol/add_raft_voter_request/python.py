@@ -179,7 +179,7 @@ def _encode_listener(obj, out, index):
 
         out += host
     out += _S0.pack(port)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "listener.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -543,7 +543,7 @@ def _encode_add_raft_voter_request(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"add_raft_voter_request.listeners[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "add_raft_voter_request.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

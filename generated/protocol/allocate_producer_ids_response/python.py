@@ -185,7 +185,7 @@ def _encode_allocate_producer_ids_response(obj, out, index, api_version):
         producer_id_len = getattr(obj, "producer_id_len", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(throttle_time_ms, error_code, producer_id_start, producer_id_len)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "allocate_producer_ids_response.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -211,7 +211,7 @@ def _fencode_allocate_producer_ids_response(obj, out, index, api_version):
         producer_id_len = getattr(obj, "producer_id_len", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(throttle_time_ms, error_code, producer_id_start, producer_id_len)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "allocate_producer_ids_response.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -676,7 +676,7 @@ def _encode_entity_data_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "entity_data_flexible.entity_name")
 
         out += entity_name
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "entity_data_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -776,7 +776,7 @@ def _encode_op_data_flexible(obj, out, index):
 
         out += key
     out += _S1.pack(value, remove)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "op_data_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -927,7 +927,7 @@ def _encode_entry_data_flexible(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"entry_data_flexible.ops[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "entry_data_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1475,7 +1475,7 @@ def _encode_alter_client_quotas_request_flexible(obj, out, index, api_version):
             path=f"alter_client_quotas_request_flexible.entries[{index_}]",
         ) from None
     out += _S3.pack(validate_only)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "alter_client_quotas_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

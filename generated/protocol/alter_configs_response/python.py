@@ -529,7 +529,7 @@ def _encode_alter_configs_resource_response_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "alter_configs_resource_response_flexible.resource_name")
 
         out += resource_name
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "alter_configs_resource_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -885,7 +885,7 @@ def _encode_alter_configs_response_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"alter_configs_response_flexible.responses[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "alter_configs_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

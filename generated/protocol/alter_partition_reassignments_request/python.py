@@ -193,7 +193,7 @@ def _encode_reassignable_partition(obj, out, index):
             raise _InvalidValueError(
                 f"cannot encode: {type(exc).__name__}: {exc}", path=f"reassignable_partition.replicas[{index_}]"
             ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "reassignable_partition.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -335,7 +335,7 @@ def _encode_reassignable_topic(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"reassignable_topic.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "reassignable_topic.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -774,7 +774,7 @@ def _encode_alter_partition_reassignments_request(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"alter_partition_reassignments_request.topics[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "alter_partition_reassignments_request.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1331,7 +1331,7 @@ def _encode_alter_partition_reassignments_request_v1(obj, out, index, api_versio
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"alter_partition_reassignments_request_v1.topics[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "alter_partition_reassignments_request_v1.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

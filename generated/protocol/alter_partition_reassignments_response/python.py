@@ -161,7 +161,7 @@ def _encode_reassignable_partition_response(obj, out, index):
             _write_uvarint(out, n_ + 1, "reassignable_partition_response.error_message")
 
         out += error_message
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "reassignable_partition_response.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -309,7 +309,7 @@ def _encode_reassignable_topic_response(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"reassignable_topic_response.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "reassignable_topic_response.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -841,7 +841,7 @@ def _encode_alter_partition_reassignments_response(obj, out, index, api_version)
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"alter_partition_reassignments_response.responses[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "alter_partition_reassignments_response.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1521,7 +1521,7 @@ def _encode_alter_partition_reassignments_response_v1(obj, out, index, api_versi
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"alter_partition_reassignments_response_v1.responses[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "alter_partition_reassignments_response_v1.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

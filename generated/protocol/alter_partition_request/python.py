@@ -134,7 +134,7 @@ def _encode_broker_state(obj, out, index):
         broker_epoch = getattr(obj, "broker_epoch", -1)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(broker_id, broker_epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "broker_state.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -340,7 +340,7 @@ def _encode_partition_data(obj, out, index, api_version):
                 f"{leader_recovery_state} does not fit int8", path="partition_data.leader_recovery_state"
             )
     out += _S0.pack(partition_epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "partition_data.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -493,7 +493,7 @@ def _encode_topic_data(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_data.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "topic_data.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1033,7 +1033,7 @@ def _encode_alter_partition_request(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"alter_partition_request.topics[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "alter_partition_request.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -689,7 +689,7 @@ def _encode_alter_replica_log_dir_topic_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"alter_replica_log_dir_topic_flexible.partitions[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "alter_replica_log_dir_topic_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -841,7 +841,7 @@ def _encode_alter_replica_log_dir_flexible(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"alter_replica_log_dir_flexible.topics[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "alter_replica_log_dir_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1321,7 +1321,7 @@ def _encode_alter_replica_log_dirs_request_flexible(obj, out, index, api_version
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"alter_replica_log_dirs_request_flexible.dirs[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "alter_replica_log_dirs_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

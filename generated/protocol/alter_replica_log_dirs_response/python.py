@@ -490,7 +490,7 @@ def _encode_alter_replica_log_dir_partition_result_flexible(obj, out, index):
         error_code = getattr(obj, "error_code", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition_index, error_code)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "alter_replica_log_dir_partition_result_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -653,7 +653,7 @@ def _encode_alter_replica_log_dir_topic_result_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"alter_replica_log_dir_topic_result_flexible.partitions[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "alter_replica_log_dir_topic_result_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1124,7 +1124,7 @@ def _encode_alter_replica_log_dirs_response_flexible(obj, out, index, api_versio
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"alter_replica_log_dirs_response_flexible.results[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "alter_replica_log_dirs_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -150,7 +150,7 @@ def _encode_scram_credential_deletion(obj, out, index):
         out.append(mechanism & 0xFF)
     else:
         raise _InvalidValueError(f"{mechanism} does not fit int8", path="scram_credential_deletion.mechanism")
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "scram_credential_deletion.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -338,7 +338,7 @@ def _encode_scram_credential_upsertion(obj, out, index):
             _write_uvarint(out, n_ + 1, "scram_credential_upsertion.salted_password")
 
         out += salted_password
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "scram_credential_upsertion.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -845,7 +845,7 @@ def _encode_alter_user_scram_credentials_request(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"alter_user_scram_credentials_request.upsertions[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "alter_user_scram_credentials_request.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

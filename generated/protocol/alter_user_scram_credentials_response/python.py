@@ -196,7 +196,7 @@ def _encode_alter_user_scram_credentials_result(obj, out, index):
             _write_uvarint(out, n_ + 1, "alter_user_scram_credentials_result.error_message")
 
         out += error_message
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "alter_user_scram_credentials_result.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -530,7 +530,7 @@ def _encode_alter_user_scram_credentials_response(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"alter_user_scram_credentials_response.results[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "alter_user_scram_credentials_response.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

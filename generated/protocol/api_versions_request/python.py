@@ -346,7 +346,7 @@ def _encode_api_versions_request_flexible(obj, out, index, api_version):
             _write_uvarint(out, n_ + 1, "api_versions_request_flexible.client_software_version")
 
         out += client_software_version
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "api_versions_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -385,7 +385,7 @@ def _fencode_api_versions_request_flexible(obj, out, index, api_version):
         _write_uvarint(out, n_ + 1, "api_versions_request_flexible.client_software_version")
 
     out += client_software_version
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "api_versions_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -317,7 +317,7 @@ def _encode_api_version_flexible(obj, out, index):
         max_version = getattr(obj, "max_version", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(api_key, min_version, max_version)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "api_version_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -421,7 +421,7 @@ def _encode_supported_feature_key(obj, out, index):
 
         out += name
     out += _S3.pack(min_version, max_version)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "supported_feature_key.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -775,7 +775,7 @@ def _encode_finalized_feature_key(obj, out, index):
 
         out += name
     out += _S3.pack(max_version_level, min_version_level)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "finalized_feature_key.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1454,7 +1454,7 @@ def _encode_api_versions_response_flexible(obj, out, index, api_version):
         _encode_api_versions_response_flexible_zk_migration_ready_tag(zk_migration_ready, tmp_, 0)
         tags_.append((3, tmp_))
     valid_ = None
-    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, tags_, tagged_fields, "api_versions_response_flexible.tagged_fields", valid_)
     else:  # no tags: a count of 0
         out.append(0)

@@ -106,7 +106,7 @@ def _encode_partition_data(obj, out, index):
         partition_index = getattr(obj, "partition_index", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition_index)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "partition_data.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -210,7 +210,7 @@ def _encode_topic_data(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_data.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "topic_data.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -318,7 +318,7 @@ def _encode_directory_data(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"directory_data.topics[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "directory_data.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -769,7 +769,7 @@ def _encode_assign_replicas_to_dirs_request(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"assign_replicas_to_dirs_request.directories[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "assign_replicas_to_dirs_request.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -490,7 +490,7 @@ def _encode_partition_data_flexible(obj, out, index):
         leader_epoch = getattr(obj, "leader_epoch", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S3.pack(partition_index, _uuid16(voter_directory_id), leader_id, leader_epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "partition_data_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -634,7 +634,7 @@ def _encode_topic_data_flexible(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_data_flexible.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "topic_data_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -766,7 +766,7 @@ def _encode_leader_endpoint(obj, out, index):
 
         out += host
     out += _S4.pack(port)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "leader_endpoint.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1434,7 +1434,7 @@ def _encode_begin_quorum_epoch_request_flexible(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"begin_quorum_epoch_request_flexible.leader_endpoints[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "begin_quorum_epoch_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

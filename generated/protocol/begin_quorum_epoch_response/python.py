@@ -457,7 +457,7 @@ def _encode_partition_data_flexible(obj, out, index):
         leader_epoch = getattr(obj, "leader_epoch", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition_index, error_code, leader_id, leader_epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "partition_data_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -601,7 +601,7 @@ def _encode_topic_data_flexible(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_data_flexible.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "topic_data_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -703,7 +703,7 @@ def _encode_node_endpoint(obj, out, index):
 
         out += host
     out += _S3.pack(port)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "node_endpoint.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1377,7 +1377,7 @@ def _encode_begin_quorum_epoch_response_flexible(obj, out, index, api_version):
         _encode_begin_quorum_epoch_response_flexible_node_endpoints_tag(node_endpoints, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = None
-    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, tags_, tagged_fields, "begin_quorum_epoch_response_flexible.tagged_fields", valid_)
     else:  # no tags: a count of 0
         out.append(0)

@@ -389,7 +389,7 @@ def _encode_broker_heartbeat_request(obj, out, index, api_version):
         _encode_broker_heartbeat_request_offline_log_dirs_tag(offline_log_dirs, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = (0 if api_version >= 1 else -1,) if tagged_fields.__class__ is _TagSection else None
-    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, tags_, tagged_fields, "broker_heartbeat_request.tagged_fields", valid_)
     else:  # no tags: a count of 0
         out.append(0)
@@ -424,7 +424,7 @@ def _fencode_broker_heartbeat_request(obj, out, index, api_version):
         _fencode_broker_heartbeat_request_offline_log_dirs_tag(offline_log_dirs, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = (0 if api_version >= 1 else -1,) if tagged_fields.__class__ is _TagSection else None
-    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, tags_, tagged_fields, "broker_heartbeat_request.tagged_fields", valid_)
     else:  # no tags: a count of 0
         out.append(0)

@@ -190,7 +190,7 @@ def _encode_broker_heartbeat_response(obj, out, index, api_version):
         should_shut_down = getattr(obj, "should_shut_down", False)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(throttle_time_ms, error_code, is_caught_up, is_fenced, should_shut_down)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "broker_heartbeat_response.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -218,7 +218,7 @@ def _fencode_broker_heartbeat_response(obj, out, index, api_version):
         should_shut_down = getattr(obj, "should_shut_down", False)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(throttle_time_ms, error_code, is_caught_up, is_fenced, should_shut_down)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "broker_heartbeat_response.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -176,7 +176,7 @@ def _encode_broker_registration_response(obj, out, index, api_version):
         broker_epoch = getattr(obj, "broker_epoch", -1)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(throttle_time_ms, error_code, broker_epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "broker_registration_response.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -200,7 +200,7 @@ def _fencode_broker_registration_response(obj, out, index, api_version):
         broker_epoch = getattr(obj, "broker_epoch", -1)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(throttle_time_ms, error_code, broker_epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "broker_registration_response.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

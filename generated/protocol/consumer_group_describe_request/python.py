@@ -356,7 +356,7 @@ def _encode_consumer_group_describe_request(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"consumer_group_describe_request.group_ids[{index_}]"
         ) from None
     out += _S0.pack(include_authorized_operations)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "consumer_group_describe_request.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

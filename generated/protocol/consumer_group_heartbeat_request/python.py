@@ -241,7 +241,7 @@ def _encode_topic_partitions(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_partitions.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "topic_partitions.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1130,7 +1130,7 @@ def _encode_consumer_group_heartbeat_request(obj, out, index, api_version):
                 f"cannot encode: {type(exc).__name__}: {exc}",
                 path=f"consumer_group_heartbeat_request.topic_partitions[{index_}]",
             ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "consumer_group_heartbeat_request.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

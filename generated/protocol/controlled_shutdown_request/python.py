@@ -256,7 +256,7 @@ def _encode_controlled_shutdown_request_flexible(obj, out, index, api_version):
         broker_epoch = getattr(obj, "broker_epoch", -1)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(broker_id, broker_epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "controlled_shutdown_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -278,7 +278,7 @@ def _fencode_controlled_shutdown_request_flexible(obj, out, index, api_version):
         broker_epoch = getattr(obj, "broker_epoch", -1)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(broker_id, broker_epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "controlled_shutdown_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

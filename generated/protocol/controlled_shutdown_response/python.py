@@ -378,7 +378,7 @@ def _encode_remaining_partition_flexible(obj, out, index):
 
         out += topic_name
     out += _S1.pack(partition_index)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "remaining_partition_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -684,7 +684,7 @@ def _encode_controlled_shutdown_response_flexible(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"controlled_shutdown_response_flexible.remaining_partitions[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "controlled_shutdown_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

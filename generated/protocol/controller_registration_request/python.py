@@ -185,7 +185,7 @@ def _encode_listener(obj, out, index):
 
         out += host
     out += _S0.pack(port, security_protocol)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "listener.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -281,7 +281,7 @@ def _encode_feature(obj, out, index):
 
         out += name
     out += _S1.pack(min_supported_version, max_supported_version)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "feature.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -745,7 +745,7 @@ def _encode_controller_registration_request(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"controller_registration_request.features[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "controller_registration_request.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -605,7 +605,7 @@ def _encode_acl_creation_flexible(obj, out, index):
 
         out += host
     out += _S2.pack(operation, permission_type)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "acl_creation_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -939,7 +939,7 @@ def _encode_create_acls_request_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"create_acls_request_flexible.creations[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "create_acls_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -460,7 +460,7 @@ def _encode_creatable_renewers_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "creatable_renewers_flexible.principal_name")
 
         out += principal_name
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "creatable_renewers_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -941,7 +941,7 @@ def _encode_create_delegation_token_request_flexible(obj, out, index, api_versio
             path=f"create_delegation_token_request_flexible.renewers[{index_}]",
         ) from None
     out += _S2.pack(max_lifetime_ms)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "create_delegation_token_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -1003,7 +1003,7 @@ def _encode_create_delegation_token_response_flexible(obj, out, index, api_versi
 
         out += hmac
     out += _S2.pack(throttle_time_ms)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "create_delegation_token_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1099,7 +1099,7 @@ def _fencode_create_delegation_token_response_flexible(obj, out, index, api_vers
 
     out += hmac
     out += _S2.pack(throttle_time_ms)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "create_delegation_token_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -631,7 +631,7 @@ def _encode_create_partitions_assignment_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"create_partitions_assignment_flexible.broker_ids[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "create_partitions_assignment_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -796,7 +796,7 @@ def _encode_create_partitions_topic_flexible(obj, out, index):
                 f"cannot encode: {type(exc).__name__}: {exc}",
                 path=f"create_partitions_topic_flexible.assignments[{index_}]",
             ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "create_partitions_topic_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1263,7 +1263,7 @@ def _encode_create_partitions_request_flexible(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"create_partitions_request_flexible.topics[{index_}]"
         ) from None
     out += _S2.pack(timeout_ms, validate_only)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "create_partitions_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -478,7 +478,7 @@ def _encode_create_partitions_topic_result_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "create_partitions_topic_result_flexible.error_message")
 
         out += error_message
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "create_partitions_topic_result_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -820,7 +820,7 @@ def _encode_create_partitions_response_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"create_partitions_response_flexible.results[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "create_partitions_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

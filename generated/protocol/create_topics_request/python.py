@@ -857,7 +857,7 @@ def _encode_creatable_replica_assignment_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"creatable_replica_assignment_flexible.broker_ids[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "creatable_replica_assignment_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -990,7 +990,7 @@ def _encode_creatable_topic_config_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "creatable_topic_config_flexible.value")
 
         out += value
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "creatable_topic_config_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1204,7 +1204,7 @@ def _encode_creatable_topic_flexible(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"creatable_topic_flexible.configs[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "creatable_topic_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1833,7 +1833,7 @@ def _encode_create_topics_request_flexible(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"create_topics_request_flexible.topics[{index_}]"
         ) from None
     out += _S4.pack(timeout_ms, validate_only)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "create_topics_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -491,7 +491,7 @@ def _encode_creatable_topic_configs(obj, out, index):
 
         out += value
     out += _S2.pack(read_only, config_source, is_sensitive)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "creatable_topic_configs.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -786,7 +786,7 @@ def _encode_creatable_topic_result_flexible(obj, out, index, api_version):
         _encode_creatable_topic_result_flexible_topic_config_error_code_tag(topic_config_error_code, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = None
-    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, tags_, tagged_fields, "creatable_topic_result_flexible.tagged_fields", valid_)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1341,7 +1341,7 @@ def _encode_create_topics_response_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"create_topics_response_flexible.topics[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "create_topics_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -1079,7 +1079,7 @@ def _encode_delete_acls_matching_acl_flexible(obj, out, index):
 
         out += host
     out += _S2.pack(operation, permission_type)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "delete_acls_matching_acl_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1243,7 +1243,7 @@ def _encode_delete_acls_filter_result_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"delete_acls_filter_result_flexible.matching_acls[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "delete_acls_filter_result_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1846,7 +1846,7 @@ def _encode_delete_acls_response_flexible(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"delete_acls_response_flexible.filter_results[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "delete_acls_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

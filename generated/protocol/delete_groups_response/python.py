@@ -365,7 +365,7 @@ def _encode_deletable_group_result_flexible(obj, out, index):
 
         out += group_id
     out += _S0.pack(error_code)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "deletable_group_result_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -654,7 +654,7 @@ def _encode_delete_groups_response_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"delete_groups_response_flexible.results[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "delete_groups_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

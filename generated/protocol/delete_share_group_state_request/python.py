@@ -109,7 +109,7 @@ def _encode_partition_data(obj, out, index):
         partition = getattr(obj, "partition", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "partition_data.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -219,7 +219,7 @@ def _encode_delete_state_data(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"delete_state_data.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "delete_state_data.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -627,7 +627,7 @@ def _encode_delete_share_group_state_request(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"delete_share_group_state_request.topics[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "delete_share_group_state_request.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

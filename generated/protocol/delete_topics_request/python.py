@@ -349,7 +349,7 @@ def _encode_delete_topic_state(obj, out, index):
 
         out += name
     out += _S2.pack(_uuid16(topic_id))
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "delete_topic_state.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -832,7 +832,7 @@ def _encode_delete_topics_request_flexible(obj, out, index, api_version):
                 path=f"delete_topics_request_flexible.topic_names[{index_}]",
             ) from None
     out += _S1.pack(timeout_ms)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "delete_topics_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

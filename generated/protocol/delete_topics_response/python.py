@@ -435,7 +435,7 @@ def _encode_deletable_topic_result_flexible(obj, out, index, api_version):
                 _write_uvarint(out, n_ + 1, "deletable_topic_result_flexible.error_message")
 
             out += error_message
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "deletable_topic_result_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -764,7 +764,7 @@ def _encode_delete_topics_response_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"delete_topics_response_flexible.responses[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "delete_topics_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -722,7 +722,7 @@ def _encode_describe_acls_request_flexible(obj, out, index, api_version):
 
         out += host_filter
     out += _S2.pack(operation, permission_type)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_acls_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -802,7 +802,7 @@ def _fencode_describe_acls_request_flexible(obj, out, index, api_version):
 
         out += host_filter
     out += _S2.pack(operation, permission_type)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_acls_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -765,7 +765,7 @@ def _encode_acl_description_flexible(obj, out, index):
 
         out += host
     out += _S1.pack(operation, permission_type)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "acl_description_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -939,7 +939,7 @@ def _encode_describe_acls_resource_flexible(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_acls_resource_flexible.acls[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_acls_resource_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1507,7 +1507,7 @@ def _encode_describe_acls_response_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_acls_response_flexible.resources[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_acls_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

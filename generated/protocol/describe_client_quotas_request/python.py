@@ -473,7 +473,7 @@ def _encode_component_data_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "component_data_flexible.match")
 
         out += match
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "component_data_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -795,7 +795,7 @@ def _encode_describe_client_quotas_request_flexible(obj, out, index, api_version
             path=f"describe_client_quotas_request_flexible.components[{index_}]",
         ) from None
     out += _S4.pack(strict)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_client_quotas_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

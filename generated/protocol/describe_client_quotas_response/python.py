@@ -747,7 +747,7 @@ def _encode_entity_data_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "entity_data_flexible.entity_name")
 
         out += entity_name
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "entity_data_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -842,7 +842,7 @@ def _encode_value_data_flexible(obj, out, index):
 
         out += key
     out += _S1.pack(value)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "value_data_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -993,7 +993,7 @@ def _encode_entry_data_flexible(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"entry_data_flexible.values[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "entry_data_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1639,7 +1639,7 @@ def _encode_describe_client_quotas_response_flexible(obj, out, index, api_versio
                 f"cannot encode: {type(exc).__name__}: {exc}",
                 path=f"describe_client_quotas_response_flexible.entries[{index_}]",
             ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_client_quotas_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

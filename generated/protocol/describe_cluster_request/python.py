@@ -190,7 +190,7 @@ def _encode_describe_cluster_request(obj, out, index, api_version):
             raise _InvalidValueError(
                 f"{endpoint_type} does not fit int8", path="describe_cluster_request.endpoint_type"
             )
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_cluster_request.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -219,7 +219,7 @@ def _fencode_describe_cluster_request(obj, out, index, api_version):
             raise _InvalidValueError(
                 f"{endpoint_type} does not fit int8", path="describe_cluster_request.endpoint_type"
             )
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_cluster_request.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -354,7 +354,7 @@ def _encode_describe_cluster_request_v2(obj, out, index, api_version):
         include_fenced_brokers = getattr(obj, "include_fenced_brokers", False)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(include_cluster_authorized_operations, endpoint_type, include_fenced_brokers)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_cluster_request_v2.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -378,7 +378,7 @@ def _fencode_describe_cluster_request_v2(obj, out, index, api_version):
         include_fenced_brokers = getattr(obj, "include_fenced_brokers", False)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S2.pack(include_cluster_authorized_operations, endpoint_type, include_fenced_brokers)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_cluster_request_v2.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

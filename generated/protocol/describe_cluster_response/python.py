@@ -199,7 +199,7 @@ def _encode_describe_cluster_broker(obj, out, index):
             _write_uvarint(out, n_ + 1, "describe_cluster_broker.rack")
 
         out += rack
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_cluster_broker.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -697,7 +697,7 @@ def _encode_describe_cluster_response(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_cluster_response.brokers[{index_}]"
         ) from None
     out += _S0.pack(cluster_authorized_operations)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_cluster_response.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -966,7 +966,7 @@ def _encode_describe_cluster_broker_v2(obj, out, index):
 
         out += rack
     out += _S3.pack(is_fenced)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_cluster_broker_v2.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1466,7 +1466,7 @@ def _encode_describe_cluster_response_v2(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_cluster_response_v2.brokers[{index_}]"
         ) from None
     out += _S0.pack(cluster_authorized_operations)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_cluster_response_v2.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

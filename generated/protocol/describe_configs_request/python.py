@@ -743,7 +743,7 @@ def _encode_describe_configs_resource_flexible(obj, out, index):
                 f"cannot encode: {type(exc).__name__}: {exc}",
                 path=f"describe_configs_resource_flexible.configuration_keys[{index_}]",
             ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_configs_resource_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1166,7 +1166,7 @@ def _encode_describe_configs_request_flexible(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_configs_request_flexible.resources[{index_}]"
         ) from None
     out += _S5.pack(include_synonyms, include_documentation)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_configs_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

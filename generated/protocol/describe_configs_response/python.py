@@ -1297,7 +1297,7 @@ def _encode_describe_configs_synonym_flexible(obj, out, index):
         out.append(source & 0xFF)
     else:
         raise _InvalidValueError(f"{source} does not fit int8", path="describe_configs_synonym_flexible.source")
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_configs_synonym_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1577,7 +1577,7 @@ def _encode_describe_configs_resource_result_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "describe_configs_resource_result_flexible.documentation")
 
         out += documentation
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_configs_resource_result_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1799,7 +1799,7 @@ def _encode_describe_configs_result_flexible(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_configs_result_flexible.configs[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_configs_result_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -2637,7 +2637,7 @@ def _encode_describe_configs_response_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_configs_response_flexible.results[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_configs_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

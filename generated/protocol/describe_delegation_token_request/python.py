@@ -470,7 +470,7 @@ def _encode_describe_delegation_token_owner_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "describe_delegation_token_owner_flexible.principal_name")
 
         out += principal_name
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_delegation_token_owner_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -813,7 +813,7 @@ def _encode_describe_delegation_token_request_flexible(obj, out, index, api_vers
                 f"cannot encode: {type(exc).__name__}: {exc}",
                 path=f"describe_delegation_token_request_flexible.owners[{index_}]",
             ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_delegation_token_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -873,7 +873,7 @@ def _encode_described_delegation_token_renewer_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "described_delegation_token_renewer_flexible.principal_name")
 
         out += principal_name
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "described_delegation_token_renewer_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1320,7 +1320,7 @@ def _encode_described_delegation_token_flexible(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"described_delegation_token_flexible.renewers[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "described_delegation_token_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -2040,7 +2040,7 @@ def _encode_describe_delegation_token_response_flexible(obj, out, index, api_ver
             path=f"describe_delegation_token_response_flexible.tokens[{index_}]",
         ) from None
     out += _S2.pack(throttle_time_ms)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_delegation_token_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

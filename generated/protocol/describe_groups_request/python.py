@@ -556,7 +556,7 @@ def _encode_describe_groups_request_flexible(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_groups_request_flexible.groups[{index_}]"
         ) from None
     out += _S2.pack(include_authorized_operations)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_groups_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -896,7 +896,7 @@ def _encode_describe_groups_request_v6(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_groups_request_v6.groups[{index_}]"
         ) from None
     out += _S2.pack(include_authorized_operations)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_groups_request_v6.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -1234,7 +1234,7 @@ def _encode_described_group_member_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "described_group_member_flexible.member_assignment")
 
         out += member_assignment
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "described_group_member_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1523,7 +1523,7 @@ def _encode_described_group_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"described_group_flexible.members[{index_}]"
         ) from None
     out += _S1.pack(authorized_operations)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "described_group_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -2203,7 +2203,7 @@ def _encode_describe_groups_response_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_groups_response_flexible.groups[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_groups_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -2792,7 +2792,7 @@ def _encode_described_group_member_v6(obj, out, index):
             _write_uvarint(out, n_ + 1, "described_group_member_v6.member_assignment")
 
         out += member_assignment
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "described_group_member_v6.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -3126,7 +3126,7 @@ def _encode_described_group_v6(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"described_group_v6.members[{index_}]"
         ) from None
     out += _S1.pack(authorized_operations)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "described_group_v6.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -3810,7 +3810,7 @@ def _encode_describe_groups_response_v6(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_groups_response_v6.groups[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_groups_response_v6.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

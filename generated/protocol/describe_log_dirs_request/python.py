@@ -546,7 +546,7 @@ def _encode_describable_log_dir_topic_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"describable_log_dir_topic_flexible.partitions[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describable_log_dir_topic_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -893,7 +893,7 @@ def _encode_describe_log_dirs_request_flexible(obj, out, index, api_version):
                 f"cannot encode: {type(exc).__name__}: {exc}",
                 path=f"describe_log_dirs_request_flexible.topics[{index_}]",
             ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_log_dirs_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1142,7 +1142,7 @@ def _encode_describable_log_dir_topic_v5(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"describable_log_dir_topic_v5.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describable_log_dir_topic_v5.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1477,7 +1477,7 @@ def _encode_describe_log_dirs_request_v5(obj, out, index, api_version):
             raise _InvalidValueError(
                 f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_log_dirs_request_v5.topics[{index_}]"
             ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_log_dirs_request_v5.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

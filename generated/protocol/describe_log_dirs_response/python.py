@@ -677,7 +677,7 @@ def _encode_describe_log_dirs_partition_flexible(obj, out, index):
         is_future_key = getattr(obj, "is_future_key", False)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition_index, partition_size, offset_lag, is_future_key)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_log_dirs_partition_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -829,7 +829,7 @@ def _encode_describe_log_dirs_topic_flexible(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_log_dirs_topic_flexible.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_log_dirs_topic_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1016,7 +1016,7 @@ def _encode_describe_log_dirs_result_flexible(obj, out, index, api_version):
         out += _S4.pack(total_bytes)
     if api_version >= 4:
         out += _S4.pack(usable_bytes)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_log_dirs_result_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1631,7 +1631,7 @@ def _encode_describe_log_dirs_response_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_log_dirs_response_flexible.results[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_log_dirs_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1899,7 +1899,7 @@ def _encode_describe_log_dirs_partition_v5(obj, out, index):
         is_future_key = getattr(obj, "is_future_key", False)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition_index, partition_size, offset_lag, is_future_key)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_log_dirs_partition_v5.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -2047,7 +2047,7 @@ def _encode_describe_log_dirs_topic_v5(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_log_dirs_topic_v5.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_log_dirs_topic_v5.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -2215,7 +2215,7 @@ def _encode_describe_log_dirs_result_v5(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_log_dirs_result_v5.topics[{index_}]"
         ) from None
     out += _S5.pack(total_bytes, usable_bytes, is_cordoned)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_log_dirs_result_v5.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -2806,7 +2806,7 @@ def _encode_describe_log_dirs_response_v5(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_log_dirs_response_v5.results[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_log_dirs_response_v5.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

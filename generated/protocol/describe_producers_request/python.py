@@ -212,7 +212,7 @@ def _encode_topic_request(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_request.partition_indexes[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "topic_request.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -519,7 +519,7 @@ def _encode_describe_producers_request(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_producers_request.topics[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_producers_request.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -138,7 +138,7 @@ def _encode_producer_state(obj, out, index):
     out += _S0.pack(
         producer_id, producer_epoch, last_sequence, last_timestamp, coordinator_epoch, current_txn_start_offset
     )
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "producer_state.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -296,7 +296,7 @@ def _encode_partition_response(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"partition_response.active_producers[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "partition_response.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -436,7 +436,7 @@ def _encode_topic_response(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_response.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "topic_response.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -969,7 +969,7 @@ def _encode_describe_producers_response(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_producers_response.topics[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_producers_response.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -156,7 +156,7 @@ def _encode_replica_state(obj, out, index, api_version):
         out += _S2.pack(last_fetch_timestamp)
     if api_version >= 1:
         out += _S2.pack(last_caught_up_timestamp)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "replica_state.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -391,7 +391,7 @@ def _encode_partition_data(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"partition_data.observers[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "partition_data.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -529,7 +529,7 @@ def _encode_topic_data(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_data.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "topic_data.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -657,7 +657,7 @@ def _encode_listener(obj, out, index):
 
         out += host
     out += _S5.pack(port)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "listener.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -761,7 +761,7 @@ def _encode_node(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"node.listeners[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "node.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1759,7 +1759,7 @@ def _encode_describe_quorum_response(obj, out, index, api_version):
             raise _InvalidValueError(
                 f"cannot encode: {type(exc).__name__}: {exc}", path=f"describe_quorum_response.nodes[{index_}]"
             ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_quorum_response.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -137,7 +137,7 @@ def _encode_topic_request(obj, out, index):
             _write_uvarint(out, n_ + 1, "topic_request.name")
 
         out += name
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "topic_request.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -293,7 +293,7 @@ def _encode_cursor(obj, out, index):
 
         out += topic_name
     out += _S0.pack(partition_index)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "cursor.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -319,7 +319,7 @@ def _fencode_cursor(obj, out, index):
 
     out += topic_name
     out += _S0.pack(partition_index)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "cursor.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -632,7 +632,7 @@ def _encode_describe_topic_partitions_request(obj, out, index, api_version):
     else:
         out.append(1)
         _encode_cursor(cursor, out, 0)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_topic_partitions_request.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -590,7 +590,7 @@ def _encode_describe_topic_partitions_response_partition(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"describe_topic_partitions_response_partition.offline_replicas[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_topic_partitions_response_partition.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -783,7 +783,7 @@ def _encode_describe_topic_partitions_response_topic(obj, out, index):
             path=f"describe_topic_partitions_response_topic.partitions[{index_}]",
         ) from None
     out += _S0.pack(topic_authorized_operations)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_topic_partitions_response_topic.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -939,7 +939,7 @@ def _encode_cursor(obj, out, index):
 
         out += topic_name
     out += _S0.pack(partition_index)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "cursor.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -965,7 +965,7 @@ def _fencode_cursor(obj, out, index):
 
     out += topic_name
     out += _S0.pack(partition_index)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "cursor.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1778,7 +1778,7 @@ def _encode_describe_topic_partitions_response(obj, out, index, api_version):
     else:
         out.append(1)
         _encode_cursor(next_cursor, out, 0)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_topic_partitions_response.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

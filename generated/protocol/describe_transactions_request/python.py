@@ -346,7 +346,7 @@ def _encode_describe_transactions_request(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"describe_transactions_request.transactional_ids[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_transactions_request.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -128,7 +128,7 @@ def _encode_user_name(obj, out, index):
             _write_uvarint(out, n_ + 1, "user_name.name")
 
         out += name
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "user_name.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -397,7 +397,7 @@ def _encode_describe_user_scram_credentials_request(obj, out, index, api_version
                 f"cannot encode: {type(exc).__name__}: {exc}",
                 path=f"describe_user_scram_credentials_request.users[{index_}]",
             ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_user_scram_credentials_request.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -112,7 +112,7 @@ def _encode_credential_info(obj, out, index):
         iterations = getattr(obj, "iterations", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(mechanism, iterations)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "credential_info.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -325,7 +325,7 @@ def _encode_describe_user_scram_credentials_result(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"describe_user_scram_credentials_result.credential_infos[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_user_scram_credentials_result.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -877,7 +877,7 @@ def _encode_describe_user_scram_credentials_response(obj, out, index, api_versio
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"describe_user_scram_credentials_response.results[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "describe_user_scram_credentials_response.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

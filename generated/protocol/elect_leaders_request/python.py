@@ -557,7 +557,7 @@ def _encode_topic_partitions_flexible(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_partitions_flexible.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "topic_partitions_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -924,7 +924,7 @@ def _encode_elect_leaders_request_flexible(obj, out, index, api_version):
                 path=f"elect_leaders_request_flexible.topic_partitions[{index_}]",
             ) from None
     out += _S0.pack(timeout_ms)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "elect_leaders_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -601,7 +601,7 @@ def _encode_partition_result_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "partition_result_flexible.error_message")
 
         out += error_message
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "partition_result_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -756,7 +756,7 @@ def _encode_replica_election_result_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"replica_election_result_flexible.partition_result[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "replica_election_result_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1228,7 +1228,7 @@ def _encode_elect_leaders_response_flexible(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"elect_leaders_response_flexible.replica_election_results[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "elect_leaders_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

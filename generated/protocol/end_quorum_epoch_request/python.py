@@ -598,7 +598,7 @@ def _encode_replica_info(obj, out, index):
         candidate_directory_id = getattr(obj, "candidate_directory_id", None)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S3.pack(candidate_id, _uuid16(candidate_directory_id))
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "replica_info.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -723,7 +723,7 @@ def _encode_partition_data_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"partition_data_flexible.preferred_candidates[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "partition_data_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -867,7 +867,7 @@ def _encode_topic_data_flexible(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_data_flexible.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "topic_data_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -999,7 +999,7 @@ def _encode_leader_endpoint(obj, out, index):
 
         out += host
     out += _S4.pack(port)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "leader_endpoint.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1769,7 +1769,7 @@ def _encode_end_quorum_epoch_request_flexible(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"end_quorum_epoch_request_flexible.leader_endpoints[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "end_quorum_epoch_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

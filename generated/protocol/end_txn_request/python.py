@@ -376,7 +376,7 @@ def _encode_end_txn_request_flexible(obj, out, index, api_version):
 
         out += transactional_id
     out += _S1.pack(producer_id, producer_epoch, committed)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "end_txn_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -411,7 +411,7 @@ def _fencode_end_txn_request_flexible(obj, out, index, api_version):
 
     out += transactional_id
     out += _S1.pack(producer_id, producer_epoch, committed)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "end_txn_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -610,7 +610,7 @@ def _encode_end_txn_request_v5(obj, out, index, api_version):
 
         out += transactional_id
     out += _S1.pack(producer_id, producer_epoch, committed)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "end_txn_request_v5.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -645,7 +645,7 @@ def _fencode_end_txn_request_v5(obj, out, index, api_version):
 
     out += transactional_id
     out += _S1.pack(producer_id, producer_epoch, committed)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "end_txn_request_v5.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

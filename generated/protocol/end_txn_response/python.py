@@ -274,7 +274,7 @@ def _encode_end_txn_response_flexible(obj, out, index, api_version):
         out += _S1.pack(producer_id)
     if api_version >= 5:
         out += _S2.pack(producer_epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "end_txn_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -304,7 +304,7 @@ def _fencode_end_txn_response_flexible(obj, out, index, api_version):
         out += _S1.pack(producer_id)
     if api_version >= 5:
         out += _S2.pack(producer_epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "end_txn_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -330,7 +330,7 @@ def _encode_envelope_request(obj, out, index, api_version):
             _write_uvarint(out, n_ + 1, "envelope_request.client_host_address")
 
         out += client_host_address
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "envelope_request.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -377,7 +377,7 @@ def _fencode_envelope_request(obj, out, index, api_version):
         _write_uvarint(out, n_ + 1, "envelope_request.client_host_address")
 
     out += client_host_address
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "envelope_request.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -221,7 +221,7 @@ def _encode_envelope_response(obj, out, index, api_version):
 
         out += response_data
     out += _S0.pack(error_code)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "envelope_response.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -253,7 +253,7 @@ def _fencode_envelope_response(obj, out, index, api_version):
 
         out += response_data
     out += _S0.pack(error_code)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "envelope_response.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

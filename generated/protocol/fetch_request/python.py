@@ -1023,7 +1023,7 @@ def _encode_fetch_partition_flexible(obj, out, index, api_version):
         _encode_fetch_partition_flexible_replica_directory_id_tag(replica_directory_id, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = (0 if api_version >= 17 else -1,) if tagged_fields.__class__ is _TagSection else None
-    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, tags_, tagged_fields, "fetch_partition_flexible.tagged_fields", valid_)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1182,7 +1182,7 @@ def _encode_fetch_topic_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"fetch_topic_flexible.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "fetch_topic_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1364,7 +1364,7 @@ def _encode_forgotten_topic_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"forgotten_topic_flexible.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "forgotten_topic_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1570,7 +1570,7 @@ def _encode_replica_state(obj, out, index):
         replica_epoch = getattr(obj, "replica_epoch", -1)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S7.pack(replica_id, replica_epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "replica_state.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1587,7 +1587,7 @@ def _fencode_replica_state(obj, out, index):
         replica_epoch = getattr(obj, "replica_epoch", -1)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S7.pack(replica_id, replica_epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "replica_state.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -2525,7 +2525,7 @@ def _encode_fetch_request_flexible(obj, out, index, api_version):
         if tagged_fields.__class__ is _TagSection
         else None
     )
-    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, tags_, tagged_fields, "fetch_request_flexible.tagged_fields", valid_)
     else:  # no tags: a count of 0
         out.append(0)
@@ -2979,7 +2979,7 @@ def _encode_fetch_partition_v18(obj, out, index):
         _encode_fetch_partition_v18_high_watermark_tag(high_watermark, tmp_, 0)
         tags_.append((1, tmp_))
     valid_ = None
-    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, tags_, tagged_fields, "fetch_partition_v18.tagged_fields", valid_)
     else:  # no tags: a count of 0
         out.append(0)
@@ -3089,7 +3089,7 @@ def _encode_fetch_topic_v18(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"fetch_topic_v18.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "fetch_topic_v18.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -3218,7 +3218,7 @@ def _encode_forgotten_topic_v18(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"forgotten_topic_v18.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "forgotten_topic_v18.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -4120,7 +4120,7 @@ def _encode_fetch_request_v18(obj, out, index, api_version):
         and replica_state.replica_epoch.__class__ is int
         and replica_state.replica_epoch == -1
         and not replica_state.tagged_fields
-    ):  # the empty struct, left out without encoding it (generator.ir.empty)
+    ):
         tmp_ = bytearray()
         _encode_fetch_request_v18_replica_state_tag(replica_state, tmp_, 0)
         if (
@@ -4128,7 +4128,7 @@ def _encode_fetch_request_v18(obj, out, index, api_version):
         ):  # left out when it encodes as the empty struct it reads as absent
             tags_.append((1, tmp_))
     valid_ = None
-    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, tags_, tagged_fields, "fetch_request_v18.tagged_fields", valid_)
     else:  # no tags: a count of 0
         out.append(0)

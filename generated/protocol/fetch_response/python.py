@@ -843,7 +843,7 @@ def _encode_aborted_transaction_flexible(obj, out, index):
         first_offset = getattr(obj, "first_offset", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(producer_id, first_offset)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "aborted_transaction_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -954,7 +954,7 @@ def _encode_epoch_end_offset(obj, out, index):
         end_offset = getattr(obj, "end_offset", -1)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S5.pack(epoch, end_offset)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "epoch_end_offset.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -971,7 +971,7 @@ def _fencode_epoch_end_offset(obj, out, index):
         end_offset = getattr(obj, "end_offset", -1)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S5.pack(epoch, end_offset)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "epoch_end_offset.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1106,7 +1106,7 @@ def _encode_leader_id_and_epoch(obj, out, index):
         leader_epoch = getattr(obj, "leader_epoch", -1)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S6.pack(leader_id, leader_epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "leader_id_and_epoch.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1123,7 +1123,7 @@ def _fencode_leader_id_and_epoch(obj, out, index):
         leader_epoch = getattr(obj, "leader_epoch", -1)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S6.pack(leader_id, leader_epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "leader_id_and_epoch.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1250,7 +1250,7 @@ def _encode_snapshot_id(obj, out, index):
         epoch = getattr(obj, "epoch", -1)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S7.pack(end_offset, epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "snapshot_id.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1267,7 +1267,7 @@ def _fencode_snapshot_id(obj, out, index):
         epoch = getattr(obj, "epoch", -1)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S7.pack(end_offset, epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "snapshot_id.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1551,7 +1551,7 @@ def _encode_partition_data_flexible(obj, out, index):
         and diverging_epoch.end_offset.__class__ is int
         and diverging_epoch.end_offset == -1
         and not diverging_epoch.tagged_fields
-    ):  # the empty struct, left out without encoding it (generator.ir.empty)
+    ):
         tmp_ = bytearray()
         _encode_partition_data_flexible_diverging_epoch_tag(diverging_epoch, tmp_, 0)
         if (
@@ -1566,7 +1566,7 @@ def _encode_partition_data_flexible(obj, out, index):
         and current_leader.leader_epoch.__class__ is int
         and current_leader.leader_epoch == -1
         and not current_leader.tagged_fields
-    ):  # the empty struct, left out without encoding it (generator.ir.empty)
+    ):
         tmp_ = bytearray()
         _encode_partition_data_flexible_current_leader_tag(current_leader, tmp_, 0)
         if (
@@ -1581,7 +1581,7 @@ def _encode_partition_data_flexible(obj, out, index):
         and snapshot_id.epoch.__class__ is int
         and snapshot_id.epoch == -1
         and not snapshot_id.tagged_fields
-    ):  # the empty struct, left out without encoding it (generator.ir.empty)
+    ):
         tmp_ = bytearray()
         _encode_partition_data_flexible_snapshot_id_tag(snapshot_id, tmp_, 0)
         if (
@@ -1589,7 +1589,7 @@ def _encode_partition_data_flexible(obj, out, index):
         ):  # left out when it encodes as the empty struct it reads as absent
             tags_.append((2, tmp_))
     valid_ = None
-    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, tags_, tagged_fields, "partition_data_flexible.tagged_fields", valid_)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1761,7 +1761,7 @@ def _encode_fetchable_topic_response_flexible(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"fetchable_topic_response_flexible.partitions[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "fetchable_topic_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1900,7 +1900,7 @@ def _encode_node_endpoint(obj, out, index):
             _write_uvarint(out, n_ + 1, "node_endpoint.rack")
 
         out += rack
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "node_endpoint.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -2892,7 +2892,7 @@ def _encode_fetch_response_flexible(obj, out, index, api_version):
         _encode_fetch_response_flexible_node_endpoints_tag(node_endpoints, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = (0 if api_version >= 16 else -1,) if tagged_fields.__class__ is _TagSection else None
-    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, tags_, tagged_fields, "fetch_response_flexible.tagged_fields", valid_)
     else:  # no tags: a count of 0
         out.append(0)
@@ -3272,7 +3272,7 @@ def _encode_aborted_transaction_v18(obj, out, index):
         first_offset = getattr(obj, "first_offset", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(producer_id, first_offset)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "aborted_transaction_v18.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -3599,7 +3599,7 @@ def _encode_partition_data_v18(obj, out, index):
         and diverging_epoch.end_offset.__class__ is int
         and diverging_epoch.end_offset == -1
         and not diverging_epoch.tagged_fields
-    ):  # the empty struct, left out without encoding it (generator.ir.empty)
+    ):
         tmp_ = bytearray()
         _encode_partition_data_v18_diverging_epoch_tag(diverging_epoch, tmp_, 0)
         if (
@@ -3614,7 +3614,7 @@ def _encode_partition_data_v18(obj, out, index):
         and current_leader.leader_epoch.__class__ is int
         and current_leader.leader_epoch == -1
         and not current_leader.tagged_fields
-    ):  # the empty struct, left out without encoding it (generator.ir.empty)
+    ):
         tmp_ = bytearray()
         _encode_partition_data_v18_current_leader_tag(current_leader, tmp_, 0)
         if (
@@ -3629,7 +3629,7 @@ def _encode_partition_data_v18(obj, out, index):
         and snapshot_id.epoch.__class__ is int
         and snapshot_id.epoch == -1
         and not snapshot_id.tagged_fields
-    ):  # the empty struct, left out without encoding it (generator.ir.empty)
+    ):
         tmp_ = bytearray()
         _encode_partition_data_v18_snapshot_id_tag(snapshot_id, tmp_, 0)
         if (
@@ -3637,7 +3637,7 @@ def _encode_partition_data_v18(obj, out, index):
         ):  # left out when it encodes as the empty struct it reads as absent
             tags_.append((2, tmp_))
     valid_ = None
-    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, tags_, tagged_fields, "partition_data_v18.tagged_fields", valid_)
     else:  # no tags: a count of 0
         out.append(0)
@@ -3749,7 +3749,7 @@ def _encode_fetchable_topic_response_v18(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"fetchable_topic_response_v18.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "fetchable_topic_response_v18.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -4681,7 +4681,7 @@ def _encode_fetch_response_v18(obj, out, index, api_version):
         _encode_fetch_response_v18_node_endpoints_tag(node_endpoints, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = None
-    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, tags_, tagged_fields, "fetch_response_v18.tagged_fields", valid_)
     else:  # no tags: a count of 0
         out.append(0)

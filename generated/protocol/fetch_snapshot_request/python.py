@@ -156,7 +156,7 @@ def _encode_snapshot_id(obj, out, index):
         epoch = getattr(obj, "epoch", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(end_offset, epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "snapshot_id.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -173,7 +173,7 @@ def _fencode_snapshot_id(obj, out, index):
         epoch = getattr(obj, "epoch", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(end_offset, epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "snapshot_id.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -325,7 +325,7 @@ def _encode_partition_snapshot(obj, out, index, api_version):
         _encode_partition_snapshot_replica_directory_id_tag(replica_directory_id, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = (0 if api_version >= 1 else -1,) if tagged_fields.__class__ is _TagSection else None
-    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, tags_, tagged_fields, "partition_snapshot.tagged_fields", valid_)
     else:  # no tags: a count of 0
         out.append(0)
@@ -465,7 +465,7 @@ def _encode_topic_snapshot(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_snapshot.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "topic_snapshot.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1012,7 +1012,7 @@ def _encode_fetch_snapshot_request(obj, out, index, api_version):
         _encode_fetch_snapshot_request_cluster_id_tag(cluster_id, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = None
-    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, tags_, tagged_fields, "fetch_snapshot_request.tagged_fields", valid_)
     else:  # no tags: a count of 0
         out.append(0)

@@ -162,7 +162,7 @@ def _encode_snapshot_id(obj, out, index):
         epoch = getattr(obj, "epoch", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(end_offset, epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "snapshot_id.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -179,7 +179,7 @@ def _fencode_snapshot_id(obj, out, index):
         epoch = getattr(obj, "epoch", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(end_offset, epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "snapshot_id.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -290,7 +290,7 @@ def _encode_leader_id_and_epoch(obj, out, index):
         leader_epoch = getattr(obj, "leader_epoch", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(leader_id, leader_epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "leader_id_and_epoch.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -307,7 +307,7 @@ def _fencode_leader_id_and_epoch(obj, out, index):
         leader_epoch = getattr(obj, "leader_epoch", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(leader_id, leader_epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "leader_id_and_epoch.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -480,7 +480,7 @@ def _encode_partition_snapshot(obj, out, index):
         and current_leader.leader_epoch.__class__ is int
         and current_leader.leader_epoch == 0
         and not current_leader.tagged_fields
-    ):  # the empty struct, left out without encoding it (generator.ir.empty)
+    ):
         tmp_ = bytearray()
         _encode_partition_snapshot_current_leader_tag(current_leader, tmp_, 0)
         if (
@@ -488,7 +488,7 @@ def _encode_partition_snapshot(obj, out, index):
         ):  # left out when it encodes as the empty struct it reads as absent
             tags_.append((0, tmp_))
     valid_ = None
-    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, tags_, tagged_fields, "partition_snapshot.tagged_fields", valid_)
     else:  # no tags: a count of 0
         out.append(0)
@@ -628,7 +628,7 @@ def _encode_topic_snapshot(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_snapshot.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "topic_snapshot.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -730,7 +730,7 @@ def _encode_node_endpoint(obj, out, index):
 
         out += host
     out += _S5.pack(port)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "node_endpoint.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1421,7 +1421,7 @@ def _encode_fetch_snapshot_response(obj, out, index, api_version):
         _encode_fetch_snapshot_response_node_endpoints_tag(node_endpoints, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = (0 if api_version >= 1 else -1,) if tagged_fields.__class__ is _TagSection else None
-    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, tags_, tagged_fields, "fetch_snapshot_response.tagged_fields", valid_)
     else:  # no tags: a count of 0
         out.append(0)

@@ -581,7 +581,7 @@ def _encode_find_coordinator_request_flexible(obj, out, index, api_version):
                 f"cannot encode: {type(exc).__name__}: {exc}",
                 path=f"find_coordinator_request_flexible.coordinator_keys[{index_}]",
             ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "find_coordinator_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -448,7 +448,7 @@ def _encode_coordinator(obj, out, index):
             _write_uvarint(out, n_ + 1, "coordinator.error_message")
 
         out += error_message
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "coordinator.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -990,7 +990,7 @@ def _encode_find_coordinator_response_flexible(obj, out, index, api_version):
                 f"cannot encode: {type(exc).__name__}: {exc}",
                 path=f"find_coordinator_response_flexible.coordinators[{index_}]",
             ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "find_coordinator_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -165,7 +165,7 @@ def _encode_get_telemetry_subscriptions_request(obj, out, index, api_version):
         client_instance_id = getattr(obj, "client_instance_id", None)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(_uuid16(client_instance_id))
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "get_telemetry_subscriptions_request.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -185,7 +185,7 @@ def _fencode_get_telemetry_subscriptions_request(obj, out, index, api_version):
         client_instance_id = getattr(obj, "client_instance_id", None)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(_uuid16(client_instance_id))
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "get_telemetry_subscriptions_request.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -573,7 +573,7 @@ def _encode_get_telemetry_subscriptions_response(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"get_telemetry_subscriptions_response.requested_metrics[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "get_telemetry_subscriptions_response.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -584,7 +584,7 @@ def _encode_heartbeat_request_flexible(obj, out, index, api_version):
             _write_uvarint(out, n_ + 1, "heartbeat_request_flexible.group_instance_id")
 
         out += group_instance_id
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "heartbeat_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -640,7 +640,7 @@ def _fencode_heartbeat_request_flexible(obj, out, index, api_version):
             _write_uvarint(out, n_ + 1, "heartbeat_request_flexible.group_instance_id")
 
         out += group_instance_id
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "heartbeat_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

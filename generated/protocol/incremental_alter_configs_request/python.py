@@ -674,7 +674,7 @@ def _encode_alterable_config_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "alterable_config_flexible.value")
 
         out += value
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "alterable_config_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -840,7 +840,7 @@ def _encode_alter_configs_resource_flexible(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"alter_configs_resource_flexible.configs[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "alter_configs_resource_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1329,7 +1329,7 @@ def _encode_incremental_alter_configs_request_flexible(obj, out, index, api_vers
             path=f"incremental_alter_configs_request_flexible.resources[{index_}]",
         ) from None
     out += _S4.pack(validate_only)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "incremental_alter_configs_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -395,7 +395,7 @@ def _encode_init_producer_id_request_flexible(obj, out, index, api_version):
         out += _S2.pack(producer_id)
     if api_version >= 3:
         out += _S0.pack(producer_epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "init_producer_id_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -437,7 +437,7 @@ def _fencode_init_producer_id_request_flexible(obj, out, index, api_version):
         out += _S2.pack(producer_id)
     if api_version >= 3:
         out += _S0.pack(producer_epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "init_producer_id_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -656,7 +656,7 @@ def _encode_init_producer_id_request_v6(obj, out, index, api_version):
 
         out += transactional_id
     out += _S3.pack(transaction_timeout_ms, producer_id, producer_epoch, enable2_pc, keep_prepared_txn)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "init_producer_id_request_v6.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -698,7 +698,7 @@ def _fencode_init_producer_id_request_v6(obj, out, index, api_version):
 
         out += transactional_id
     out += _S3.pack(transaction_timeout_ms, producer_id, producer_epoch, enable2_pc, keep_prepared_txn)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "init_producer_id_request_v6.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

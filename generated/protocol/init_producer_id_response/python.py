@@ -271,7 +271,7 @@ def _encode_init_producer_id_response_flexible(obj, out, index, api_version):
         producer_epoch = getattr(obj, "producer_epoch", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(throttle_time_ms, error_code, producer_id, producer_epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "init_producer_id_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -297,7 +297,7 @@ def _fencode_init_producer_id_response_flexible(obj, out, index, api_version):
         producer_epoch = getattr(obj, "producer_epoch", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(throttle_time_ms, error_code, producer_id, producer_epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "init_producer_id_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -455,7 +455,7 @@ def _encode_init_producer_id_response_v6(obj, out, index, api_version):
     out += _S1.pack(
         throttle_time_ms, error_code, producer_id, producer_epoch, ongoing_txn_producer_id, ongoing_txn_producer_epoch
     )
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "init_producer_id_response_v6.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -487,7 +487,7 @@ def _fencode_init_producer_id_response_v6(obj, out, index, api_version):
     out += _S1.pack(
         throttle_time_ms, error_code, producer_id, producer_epoch, ongoing_txn_producer_id, ongoing_txn_producer_epoch
     )
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "init_producer_id_response_v6.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

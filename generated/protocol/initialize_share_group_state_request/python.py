@@ -115,7 +115,7 @@ def _encode_partition_data(obj, out, index):
         start_offset = getattr(obj, "start_offset", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition, state_epoch, start_offset)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "partition_data.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -225,7 +225,7 @@ def _encode_initialize_state_data(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"initialize_state_data.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "initialize_state_data.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -659,7 +659,7 @@ def _encode_initialize_share_group_state_request(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"initialize_share_group_state_request.topics[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "initialize_share_group_state_request.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

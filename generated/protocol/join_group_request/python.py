@@ -663,7 +663,7 @@ def _encode_join_group_request_protocol_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "join_group_request_protocol_flexible.metadata")
 
         out += metadata
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "join_group_request_protocol_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1334,7 +1334,7 @@ def _encode_join_group_request_flexible(obj, out, index, api_version):
                 _write_uvarint(out, n_ + 1, "join_group_request_flexible.reason")
 
             out += reason
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "join_group_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

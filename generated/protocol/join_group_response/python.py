@@ -726,7 +726,7 @@ def _encode_join_group_response_member_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "join_group_response_member_flexible.metadata")
 
         out += metadata
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "join_group_response_member_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1383,7 +1383,7 @@ def _encode_join_group_response_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"join_group_response_flexible.members[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "join_group_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -2249,7 +2249,7 @@ def _encode_leader_and_isr_partition_state_flexible(obj, out, index, api_version
                 f"{leader_recovery_state} does not fit int8",
                 path="leader_and_isr_partition_state_flexible.leader_recovery_state",
             )
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "leader_and_isr_partition_state_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -2425,7 +2425,7 @@ def _encode_leader_and_isr_topic_state_flexible(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"leader_and_isr_topic_state_flexible.partition_states[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "leader_and_isr_topic_state_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -2541,7 +2541,7 @@ def _encode_leader_and_isr_live_leader_flexible(obj, out, index):
 
         out += host_name
     out += _S0.pack(port)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "leader_and_isr_live_leader_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -3472,7 +3472,7 @@ def _encode_leader_and_isr_request_flexible(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"leader_and_isr_request_flexible.live_leaders[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "leader_and_isr_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -405,7 +405,7 @@ def _encode_leader_and_isr_partition_error_flexible(obj, out, index):
 
         out += topic_name
     out += _S1.pack(partition_index, error_code)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "leader_and_isr_partition_error_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -478,7 +478,7 @@ def _encode_leader_and_isr_response_leader_and_isr_partition_error_flexible(obj,
         error_code = getattr(obj, "error_code", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(partition_index, error_code)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(
             out,
             [],
@@ -606,7 +606,7 @@ def _encode_leader_and_isr_topic_error(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"leader_and_isr_topic_error.partition_errors[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "leader_and_isr_topic_error.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1256,7 +1256,7 @@ def _encode_leader_and_isr_response_flexible(obj, out, index, api_version):
             raise _InvalidValueError(
                 f"cannot encode: {type(exc).__name__}: {exc}", path=f"leader_and_isr_response_flexible.topics[{index_}]"
             ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "leader_and_isr_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -577,7 +577,7 @@ def _encode_member_identity_flexible(obj, out, index, api_version):
                 _write_uvarint(out, n_ + 1, "member_identity_flexible.reason")
 
             out += reason
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "member_identity_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -967,7 +967,7 @@ def _encode_leave_group_request_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"leave_group_request_flexible.members[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "leave_group_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

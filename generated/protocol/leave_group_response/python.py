@@ -485,7 +485,7 @@ def _encode_member_response_flexible(obj, out, index):
 
         out += group_instance_id
     out += _S0.pack(error_code)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "member_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -804,7 +804,7 @@ def _encode_leave_group_response_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"leave_group_response_flexible.members[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "leave_group_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

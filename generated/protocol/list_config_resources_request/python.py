@@ -155,7 +155,7 @@ def _encode_list_client_metrics_resources_request(obj, out, index, api_version):
             path="list_client_metrics_resources_request",
         )
     tagged_fields = getattr(obj, "tagged_fields", None)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "list_client_metrics_resources_request.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -169,7 +169,7 @@ def _fencode_list_client_metrics_resources_request(obj, out, index, api_version)
             path="list_client_metrics_resources_request",
         )
     tagged_fields = getattr(obj, "tagged_fields", None)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "list_client_metrics_resources_request.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -407,7 +407,7 @@ def _encode_list_config_resources_request_v1(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"list_config_resources_request_v1.resource_types[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "list_config_resources_request_v1.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -147,7 +147,7 @@ def _encode_client_metrics_resource(obj, out, index):
             _write_uvarint(out, n_ + 1, "client_metrics_resource.name")
 
         out += name
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "client_metrics_resource.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -458,7 +458,7 @@ def _encode_list_client_metrics_resources_response(obj, out, index, api_version)
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"list_client_metrics_resources_response.client_metrics_resources[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "list_client_metrics_resources_response.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -614,7 +614,7 @@ def _encode_config_resource(obj, out, index):
         out.append(resource_type & 0xFF)
     else:
         raise _InvalidValueError(f"{resource_type} does not fit int8", path="config_resource.resource_type")
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "config_resource.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -908,7 +908,7 @@ def _encode_list_config_resources_response_v1(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"list_config_resources_response_v1.config_resources[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "list_config_resources_response_v1.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -536,7 +536,7 @@ def _encode_listed_group_flexible(obj, out, index, api_version):
                 _write_uvarint(out, n_ + 1, "listed_group_flexible.group_type")
 
             out += group_type
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "listed_group_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -904,7 +904,7 @@ def _encode_list_groups_response_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"list_groups_response_flexible.groups[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "list_groups_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

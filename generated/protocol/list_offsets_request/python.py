@@ -528,7 +528,7 @@ def _encode_list_offsets_partition_flexible(obj, out, index):
         timestamp = getattr(obj, "timestamp", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S4.pack(partition_index, current_leader_epoch, timestamp)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "list_offsets_partition_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -676,7 +676,7 @@ def _encode_list_offsets_topic_flexible(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"list_offsets_topic_flexible.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "list_offsets_topic_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1110,7 +1110,7 @@ def _encode_list_offsets_request_flexible(obj, out, index, api_version):
         ) from None
     if api_version >= 10:
         out += _S0.pack(timeout_ms)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "list_offsets_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1289,7 +1289,7 @@ def _encode_list_offsets_partition_v11(obj, out, index):
         timestamp = getattr(obj, "timestamp", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S4.pack(partition_index, current_leader_epoch, timestamp)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "list_offsets_partition_v11.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1433,7 +1433,7 @@ def _encode_list_offsets_topic_v11(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"list_offsets_topic_v11.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "list_offsets_topic_v11.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1854,7 +1854,7 @@ def _encode_list_offsets_request_v11(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"list_offsets_request_v11.topics[{index_}]"
         ) from None
     out += _S0.pack(timeout_ms)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "list_offsets_request_v11.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

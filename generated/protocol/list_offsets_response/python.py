@@ -719,7 +719,7 @@ def _encode_list_offsets_partition_response_flexible(obj, out, index):
         leader_epoch = getattr(obj, "leader_epoch", -1)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S4.pack(partition_index, error_code, timestamp, offset, leader_epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "list_offsets_partition_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -878,7 +878,7 @@ def _encode_list_offsets_topic_response_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"list_offsets_topic_response_flexible.partitions[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "list_offsets_topic_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1321,7 +1321,7 @@ def _encode_list_offsets_response_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"list_offsets_response_flexible.topics[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "list_offsets_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1527,7 +1527,7 @@ def _encode_list_offsets_partition_response_v11(obj, out, index):
         leader_epoch = getattr(obj, "leader_epoch", -1)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S4.pack(partition_index, error_code, timestamp, offset, leader_epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "list_offsets_partition_response_v11.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1679,7 +1679,7 @@ def _encode_list_offsets_topic_response_v11(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"list_offsets_topic_response_v11.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "list_offsets_topic_response_v11.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -2100,7 +2100,7 @@ def _encode_list_offsets_response_v11(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"list_offsets_response_v11.topics[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "list_offsets_response_v11.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

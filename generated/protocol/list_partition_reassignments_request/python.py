@@ -231,7 +231,7 @@ def _encode_list_partition_reassignments_topics(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"list_partition_reassignments_topics.partition_indexes[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "list_partition_reassignments_topics.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -595,7 +595,7 @@ def _encode_list_partition_reassignments_request(obj, out, index, api_version):
                 f"cannot encode: {type(exc).__name__}: {exc}",
                 path=f"list_partition_reassignments_request.topics[{index_}]",
             ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "list_partition_reassignments_request.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

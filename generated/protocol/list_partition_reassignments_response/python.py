@@ -349,7 +349,7 @@ def _encode_ongoing_partition_reassignment(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"ongoing_partition_reassignment.removing_replicas[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "ongoing_partition_reassignment.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -497,7 +497,7 @@ def _encode_ongoing_topic_reassignment(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"ongoing_topic_reassignment.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "ongoing_topic_reassignment.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1120,7 +1120,7 @@ def _encode_list_partition_reassignments_response(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"list_partition_reassignments_response.topics[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "list_partition_reassignments_response.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -485,7 +485,7 @@ def _encode_list_transactions_request(obj, out, index, api_version):
         ) from None
     if api_version >= 1:
         out += _S0.pack(duration_filter)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "list_transactions_request.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1054,7 +1054,7 @@ def _encode_list_transactions_request_v2(obj, out, index, api_version):
             _write_uvarint(out, n_ + 1, "list_transactions_request_v2.transactional_id_pattern")
 
         out += transactional_id_pattern
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "list_transactions_request_v2.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -251,7 +251,7 @@ def _encode_transaction_state(obj, out, index):
             _write_uvarint(out, n_ + 1, "transaction_state.transaction_state")
 
         out += transaction_state
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "transaction_state.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -714,7 +714,7 @@ def _encode_list_transactions_response(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"list_transactions_response.transaction_states[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "list_transactions_response.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1340,7 +1340,7 @@ def _encode_list_transactions_response_v2(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"list_transactions_response_v2.transaction_states[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "list_transactions_response_v2.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

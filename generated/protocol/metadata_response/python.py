@@ -1357,7 +1357,7 @@ def _encode_metadata_response_broker_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "metadata_response_broker_flexible.rack")
 
         out += rack
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "metadata_response_broker_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1684,7 +1684,7 @@ def _encode_metadata_response_partition_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"metadata_response_partition_flexible.offline_replicas[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "metadata_response_partition_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1872,7 +1872,7 @@ def _encode_metadata_response_topic_flexible(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"metadata_response_topic_flexible.partitions[{index_}]"
         ) from None
     out += _S0.pack(topic_authorized_operations)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "metadata_response_topic_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -2742,7 +2742,7 @@ def _encode_metadata_response_flexible(obj, out, index, api_version):
         ) from None
     if api_version <= 10:
         out += _S0.pack(cluster_authorized_operations)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "metadata_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -3195,7 +3195,7 @@ def _encode_metadata_response_broker_v13(obj, out, index):
             _write_uvarint(out, n_ + 1, "metadata_response_broker_v13.rack")
 
         out += rack
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "metadata_response_broker_v13.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -3509,7 +3509,7 @@ def _encode_metadata_response_partition_v13(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"metadata_response_partition_v13.offline_replicas[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "metadata_response_partition_v13.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -3685,7 +3685,7 @@ def _encode_metadata_response_topic_v13(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"metadata_response_topic_v13.partitions[{index_}]"
         ) from None
     out += _S0.pack(topic_authorized_operations)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "metadata_response_topic_v13.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -4523,7 +4523,7 @@ def _encode_metadata_response_v13(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"metadata_response_v13.topics[{index_}]"
         ) from None
     out += _S1.pack(error_code)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "metadata_response_v13.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -853,7 +853,7 @@ def _encode_offset_commit_request_partition_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "offset_commit_request_partition_flexible.committed_metadata")
 
         out += committed_metadata
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "offset_commit_request_partition_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1012,7 +1012,7 @@ def _encode_offset_commit_request_topic_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"offset_commit_request_topic_flexible.partitions[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "offset_commit_request_topic_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1697,7 +1697,7 @@ def _encode_offset_commit_request_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"offset_commit_request_flexible.topics[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "offset_commit_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1999,7 +1999,7 @@ def _encode_offset_commit_request_partition_v10(obj, out, index):
             _write_uvarint(out, n_ + 1, "offset_commit_request_partition_v10.committed_metadata")
 
         out += committed_metadata
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "offset_commit_request_partition_v10.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -2117,7 +2117,7 @@ def _encode_offset_commit_request_topic_v10(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"offset_commit_request_topic_v10.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "offset_commit_request_topic_v10.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -2743,7 +2743,7 @@ def _encode_offset_commit_request_v10(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"offset_commit_request_v10.topics[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "offset_commit_request_v10.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -478,7 +478,7 @@ def _encode_offset_commit_response_partition_flexible(obj, out, index):
         error_code = getattr(obj, "error_code", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition_index, error_code)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "offset_commit_response_partition_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -637,7 +637,7 @@ def _encode_offset_commit_response_topic_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"offset_commit_response_topic_flexible.partitions[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "offset_commit_response_topic_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1074,7 +1074,7 @@ def _encode_offset_commit_response_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"offset_commit_response_flexible.topics[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "offset_commit_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1248,7 +1248,7 @@ def _encode_offset_commit_response_partition_v10(obj, out, index):
         error_code = getattr(obj, "error_code", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition_index, error_code)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "offset_commit_response_partition_v10.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1366,7 +1366,7 @@ def _encode_offset_commit_response_topic_v10(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"offset_commit_response_topic_v10.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "offset_commit_response_topic_v10.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1755,7 +1755,7 @@ def _encode_offset_commit_response_v10(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"offset_commit_response_v10.topics[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "offset_commit_response_v10.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -612,7 +612,7 @@ def _encode_offset_fetch_request_topic_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"offset_fetch_request_topic_flexible.partition_indexes[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "offset_fetch_request_topic_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -786,7 +786,7 @@ def _encode_offset_fetch_request_topics(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"offset_fetch_request_topics.partition_indexes[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "offset_fetch_request_topics.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -995,7 +995,7 @@ def _encode_offset_fetch_request_group(obj, out, index, api_version):
             raise _InvalidValueError(
                 f"cannot encode: {type(exc).__name__}: {exc}", path=f"offset_fetch_request_group.topics[{index_}]"
             ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "offset_fetch_request_group.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1848,7 +1848,7 @@ def _encode_offset_fetch_request_flexible(obj, out, index, api_version):
             ) from None
     if api_version >= 7:
         out += _S2.pack(require_stable)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "offset_fetch_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -2238,7 +2238,7 @@ def _encode_offset_fetch_request_topics_v10(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"offset_fetch_request_topics_v10.partition_indexes[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "offset_fetch_request_topics_v10.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -2443,7 +2443,7 @@ def _encode_offset_fetch_request_group_v10(obj, out, index):
             raise _InvalidValueError(
                 f"cannot encode: {type(exc).__name__}: {exc}", path=f"offset_fetch_request_group_v10.topics[{index_}]"
             ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "offset_fetch_request_group_v10.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -2920,7 +2920,7 @@ def _encode_offset_fetch_request_v10(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"offset_fetch_request_v10.groups[{index_}]"
         ) from None
     out += _S2.pack(require_stable)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "offset_fetch_request_v10.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -676,7 +676,7 @@ def _encode_offset_fetch_response_partition_flexible(obj, out, index):
 
         out += metadata
     out += _S2.pack(error_code)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "offset_fetch_response_partition_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -835,7 +835,7 @@ def _encode_offset_fetch_response_topic_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"offset_fetch_response_topic_flexible.partitions[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "offset_fetch_response_topic_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -953,7 +953,7 @@ def _encode_offset_fetch_response_partitions(obj, out, index):
 
         out += metadata
     out += _S2.pack(error_code)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "offset_fetch_response_partitions.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1103,7 +1103,7 @@ def _encode_offset_fetch_response_topics(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"offset_fetch_response_topics.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "offset_fetch_response_topics.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1256,7 +1256,7 @@ def _encode_offset_fetch_response_group(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"offset_fetch_response_group.topics[{index_}]"
         ) from None
     out += _S2.pack(error_code)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "offset_fetch_response_group.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -2295,7 +2295,7 @@ def _encode_offset_fetch_response_flexible(obj, out, index, api_version):
             raise _InvalidValueError(
                 f"cannot encode: {type(exc).__name__}: {exc}", path=f"offset_fetch_response_flexible.groups[{index_}]"
             ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "offset_fetch_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -2784,7 +2784,7 @@ def _encode_offset_fetch_response_topics_v10(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"offset_fetch_response_topics_v10.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "offset_fetch_response_topics_v10.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -2941,7 +2941,7 @@ def _encode_offset_fetch_response_group_v10(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"offset_fetch_response_group_v10.topics[{index_}]"
         ) from None
     out += _S2.pack(error_code)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "offset_fetch_response_group_v10.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -3540,7 +3540,7 @@ def _encode_offset_fetch_response_v10(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"offset_fetch_response_v10.groups[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "offset_fetch_response_v10.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -533,7 +533,7 @@ def _encode_epoch_end_offset_flexible(obj, out, index):
         end_offset = getattr(obj, "end_offset", -1)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S4.pack(error_code, partition, leader_epoch, end_offset)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "epoch_end_offset_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -690,7 +690,7 @@ def _encode_offset_for_leader_topic_result_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"offset_for_leader_topic_result_flexible.partitions[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "offset_for_leader_topic_result_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1137,7 +1137,7 @@ def _encode_offset_for_leader_epoch_response_flexible(obj, out, index, api_versi
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"offset_for_leader_epoch_response_flexible.topics[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "offset_for_leader_epoch_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

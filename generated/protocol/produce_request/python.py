@@ -601,7 +601,7 @@ def _encode_partition_produce_data_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "partition_produce_data_flexible.records")
 
         _put_set(out, records)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "partition_produce_data_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -753,7 +753,7 @@ def _encode_topic_produce_data_flexible(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_produce_data_flexible.partition_data[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "topic_produce_data_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1261,7 +1261,7 @@ def _encode_produce_request_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"produce_request_flexible.topic_data[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "produce_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1491,7 +1491,7 @@ def _encode_partition_produce_data_v12(obj, out, index):
             _write_uvarint(out, n_ + 1, "partition_produce_data_v12.records")
 
         _put_set(out, records)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "partition_produce_data_v12.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1654,7 +1654,7 @@ def _encode_topic_produce_data_v12(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_produce_data_v12.partition_data[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "topic_produce_data_v12.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -2159,7 +2159,7 @@ def _encode_produce_request_v12(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"produce_request_v12.topic_data[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "produce_request_v12.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

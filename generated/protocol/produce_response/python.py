@@ -902,7 +902,7 @@ def _encode_batch_index_and_error_message_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "batch_index_and_error_message_flexible.batch_index_error_message")
 
         out += batch_index_error_message
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "batch_index_and_error_message_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1013,7 +1013,7 @@ def _encode_leader_id_and_epoch(obj, out, index):
         leader_epoch = getattr(obj, "leader_epoch", -1)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S5.pack(leader_id, leader_epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "leader_id_and_epoch.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1030,7 +1030,7 @@ def _fencode_leader_id_and_epoch(obj, out, index):
         leader_epoch = getattr(obj, "leader_epoch", -1)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S5.pack(leader_id, leader_epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "leader_id_and_epoch.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1285,7 +1285,7 @@ def _encode_partition_produce_response_flexible(obj, out, index, api_version):
         ):  # left out when it encodes as the empty struct it reads as absent
             tags_.append((0, tmp_))
     valid_ = (0 if api_version >= 10 else -1,) if tagged_fields.__class__ is _TagSection else None
-    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, tags_, tagged_fields, "partition_produce_response_flexible.tagged_fields", valid_)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1444,7 +1444,7 @@ def _encode_topic_produce_response_flexible(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"topic_produce_response_flexible.partition_responses[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "topic_produce_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1583,7 +1583,7 @@ def _encode_node_endpoint(obj, out, index):
             _write_uvarint(out, n_ + 1, "node_endpoint.rack")
 
         out += rack
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "node_endpoint.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -2573,7 +2573,7 @@ def _encode_produce_response_flexible(obj, out, index, api_version):
         _encode_produce_response_flexible_node_endpoints_tag(node_endpoints, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = (0 if api_version >= 10 else -1,) if tagged_fields.__class__ is _TagSection else None
-    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, tags_, tagged_fields, "produce_response_flexible.tagged_fields", valid_)
     else:  # no tags: a count of 0
         out.append(0)
@@ -2984,7 +2984,7 @@ def _encode_batch_index_and_error_message_v12(obj, out, index):
             _write_uvarint(out, n_ + 1, "batch_index_and_error_message_v12.batch_index_error_message")
 
         out += batch_index_error_message
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "batch_index_and_error_message_v12.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -3219,7 +3219,7 @@ def _encode_partition_produce_response_v12(obj, out, index):
         and current_leader.leader_epoch.__class__ is int
         and current_leader.leader_epoch == -1
         and not current_leader.tagged_fields
-    ):  # the empty struct, left out without encoding it (generator.ir.empty)
+    ):
         tmp_ = bytearray()
         _encode_partition_produce_response_v12_current_leader_tag(current_leader, tmp_, 0)
         if (
@@ -3227,7 +3227,7 @@ def _encode_partition_produce_response_v12(obj, out, index):
         ):  # left out when it encodes as the empty struct it reads as absent
             tags_.append((0, tmp_))
     valid_ = None
-    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, tags_, tagged_fields, "partition_produce_response_v12.tagged_fields", valid_)
     else:  # no tags: a count of 0
         out.append(0)
@@ -3397,7 +3397,7 @@ def _encode_topic_produce_response_v12(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"topic_produce_response_v12.partition_responses[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "topic_produce_response_v12.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -4356,7 +4356,7 @@ def _encode_produce_response_v12(obj, out, index, api_version):
         _encode_produce_response_v12_node_endpoints_tag(node_endpoints, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = None
-    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, tags_, tagged_fields, "produce_response_v12.tagged_fields", valid_)
     else:  # no tags: a count of 0
         out.append(0)

@@ -247,7 +247,7 @@ def _encode_push_telemetry_request(obj, out, index, api_version):
             _write_uvarint(out, n_ + 1, "push_telemetry_request.metrics")
 
         out += metrics
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "push_telemetry_request.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -282,7 +282,7 @@ def _fencode_push_telemetry_request(obj, out, index, api_version):
         _write_uvarint(out, n_ + 1, "push_telemetry_request.metrics")
 
     out += metrics
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "push_telemetry_request.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -171,7 +171,7 @@ def _encode_push_telemetry_response(obj, out, index, api_version):
         error_code = getattr(obj, "error_code", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(throttle_time_ms, error_code)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "push_telemetry_response.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -193,7 +193,7 @@ def _fencode_push_telemetry_response(obj, out, index, api_version):
         error_code = getattr(obj, "error_code", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(throttle_time_ms, error_code)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "push_telemetry_response.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -120,7 +120,7 @@ def _encode_state_batch(obj, out, index):
         delivery_count = getattr(obj, "delivery_count", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(first_offset, last_offset, delivery_state, delivery_count)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "state_batch.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -290,7 +290,7 @@ def _encode_partition_result(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"partition_result.state_batches[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "partition_result.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -400,7 +400,7 @@ def _encode_read_state_result(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"read_state_result.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "read_state_result.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -910,7 +910,7 @@ def _encode_read_share_group_state_response(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"read_share_group_state_response.results[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "read_share_group_state_response.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -166,7 +166,7 @@ def _encode_partition_result(obj, out, index):
 
         out += error_message
     out += _S1.pack(state_epoch, start_offset)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "partition_result.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -278,7 +278,7 @@ def _encode_read_state_summary_result(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"read_state_summary_result.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "read_state_summary_result.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -707,7 +707,7 @@ def _encode_read_share_group_state_summary_response(obj, out, index, api_version
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"read_share_group_state_summary_response.results[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "read_share_group_state_summary_response.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

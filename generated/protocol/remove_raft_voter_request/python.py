@@ -242,7 +242,7 @@ def _encode_remove_raft_voter_request(obj, out, index, api_version):
 
         out += cluster_id
     out += _S0.pack(voter_id, _uuid16(voter_directory_id))
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "remove_raft_voter_request.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -278,7 +278,7 @@ def _fencode_remove_raft_voter_request(obj, out, index, api_version):
 
         out += cluster_id
     out += _S0.pack(voter_id, _uuid16(voter_directory_id))
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "remove_raft_voter_request.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

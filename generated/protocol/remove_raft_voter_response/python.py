@@ -243,7 +243,7 @@ def _encode_remove_raft_voter_response(obj, out, index, api_version):
             _write_uvarint(out, n_ + 1, "remove_raft_voter_response.error_message")
 
         out += error_message
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "remove_raft_voter_response.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -279,7 +279,7 @@ def _fencode_remove_raft_voter_response(obj, out, index, api_version):
             _write_uvarint(out, n_ + 1, "remove_raft_voter_response.error_message")
 
         out += error_message
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "remove_raft_voter_response.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

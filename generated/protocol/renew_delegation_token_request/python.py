@@ -332,7 +332,7 @@ def _encode_renew_delegation_token_request_flexible(obj, out, index, api_version
 
         out += hmac
     out += _S1.pack(renew_period_ms)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "renew_delegation_token_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -361,7 +361,7 @@ def _fencode_renew_delegation_token_request_flexible(obj, out, index, api_versio
 
     out += hmac
     out += _S1.pack(renew_period_ms)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "renew_delegation_token_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -256,7 +256,7 @@ def _encode_renew_delegation_token_response_flexible(obj, out, index, api_versio
         throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(error_code, expiry_timestamp_ms, throttle_time_ms)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "renew_delegation_token_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -280,7 +280,7 @@ def _fencode_renew_delegation_token_response_flexible(obj, out, index, api_versi
         throttle_time_ms = getattr(obj, "throttle_time_ms", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(error_code, expiry_timestamp_ms, throttle_time_ms)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "renew_delegation_token_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -355,7 +355,7 @@ def _encode_request_header_flexible(obj, out, index, header_version):
         client_id = _encode_str(client_id) if b_ is None else b_
         out += _S1.pack(len(client_id))
         out += client_id
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "request_header_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -388,7 +388,7 @@ def _fencode_request_header_flexible(obj, out, index, header_version):
         client_id = _encode_str(client_id) if b_ is None else b_
         out += _S1.pack(len(client_id))
         out += client_id
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "request_header_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

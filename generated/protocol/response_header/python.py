@@ -212,7 +212,7 @@ def _encode_response_header_flexible(obj, out, index, header_version):
         correlation_id = getattr(obj, "correlation_id", None)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(correlation_id)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "response_header_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -232,7 +232,7 @@ def _fencode_response_header_flexible(obj, out, index, header_version):
         correlation_id = getattr(obj, "correlation_id", None)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(correlation_id)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "response_header_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -302,7 +302,7 @@ def _encode_sasl_authenticate_request_flexible(obj, out, index, api_version):
             _write_uvarint(out, n_ + 1, "sasl_authenticate_request_flexible.auth_bytes")
 
         out += auth_bytes
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "sasl_authenticate_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -328,7 +328,7 @@ def _fencode_sasl_authenticate_request_flexible(obj, out, index, api_version):
         _write_uvarint(out, n_ + 1, "sasl_authenticate_request_flexible.auth_bytes")
 
     out += auth_bytes
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "sasl_authenticate_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

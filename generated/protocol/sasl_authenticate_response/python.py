@@ -501,7 +501,7 @@ def _encode_sasl_authenticate_response_flexible(obj, out, index, api_version):
 
         out += auth_bytes
     out += _S2.pack(session_lifetime_ms)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "sasl_authenticate_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -547,7 +547,7 @@ def _fencode_sasl_authenticate_response_flexible(obj, out, index, api_version):
 
     out += auth_bytes
     out += _S2.pack(session_lifetime_ms)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "sasl_authenticate_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

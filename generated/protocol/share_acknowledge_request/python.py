@@ -200,7 +200,7 @@ def _encode_acknowledgement_batch(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"acknowledgement_batch.acknowledge_types[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "acknowledgement_batch.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -319,7 +319,7 @@ def _encode_acknowledge_partition(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"acknowledge_partition.acknowledgement_batches[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "acknowledge_partition.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -429,7 +429,7 @@ def _encode_acknowledge_topic(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"acknowledge_topic.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "acknowledge_topic.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1092,7 +1092,7 @@ def _encode_share_acknowledge_request(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"share_acknowledge_request.topics[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "share_acknowledge_request.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -170,7 +170,7 @@ def _encode_leader_id_and_epoch(obj, out, index):
         leader_epoch = getattr(obj, "leader_epoch", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(leader_id, leader_epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "leader_id_and_epoch.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -187,7 +187,7 @@ def _fencode_leader_id_and_epoch(obj, out, index):
         leader_epoch = getattr(obj, "leader_epoch", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(leader_id, leader_epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "leader_id_and_epoch.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -295,7 +295,7 @@ def _encode_partition_data(obj, out, index):
 
         out += error_message
     _encode_leader_id_and_epoch(current_leader, out, 0)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "partition_data.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -409,7 +409,7 @@ def _encode_share_acknowledge_topic_response(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"share_acknowledge_topic_response.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "share_acknowledge_topic_response.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -548,7 +548,7 @@ def _encode_node_endpoint(obj, out, index):
             _write_uvarint(out, n_ + 1, "node_endpoint.rack")
 
         out += rack
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "node_endpoint.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1232,7 +1232,7 @@ def _encode_share_acknowledge_response(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"share_acknowledge_response.node_endpoints[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "share_acknowledge_response.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -202,7 +202,7 @@ def _encode_acknowledgement_batch(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"acknowledgement_batch.acknowledge_types[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "acknowledgement_batch.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -321,7 +321,7 @@ def _encode_fetch_partition(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"fetch_partition.acknowledgement_batches[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "fetch_partition.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -425,7 +425,7 @@ def _encode_fetch_topic(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"fetch_topic.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "fetch_topic.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -550,7 +550,7 @@ def _encode_forgotten_topic(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"forgotten_topic.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "forgotten_topic.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1383,7 +1383,7 @@ def _encode_share_fetch_request(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"share_fetch_request.forgotten_topics_data[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "share_fetch_request.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -176,7 +176,7 @@ def _encode_leader_id_and_epoch(obj, out, index):
         leader_epoch = getattr(obj, "leader_epoch", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(leader_id, leader_epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "leader_id_and_epoch.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -193,7 +193,7 @@ def _fencode_leader_id_and_epoch(obj, out, index):
         leader_epoch = getattr(obj, "leader_epoch", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(leader_id, leader_epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "leader_id_and_epoch.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -259,7 +259,7 @@ def _encode_acquired_records(obj, out, index):
         delivery_count = getattr(obj, "delivery_count", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(first_offset, last_offset, delivery_count)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "acquired_records.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -522,7 +522,7 @@ def _encode_partition_data(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"partition_data.acquired_records[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "partition_data.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -636,7 +636,7 @@ def _encode_share_fetchable_topic_response(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"share_fetchable_topic_response.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "share_fetchable_topic_response.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -775,7 +775,7 @@ def _encode_node_endpoint(obj, out, index):
             _write_uvarint(out, n_ + 1, "node_endpoint.rack")
 
         out += rack
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "node_endpoint.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1641,7 +1641,7 @@ def _encode_share_fetch_response(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"share_fetch_response.node_endpoints[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "share_fetch_response.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

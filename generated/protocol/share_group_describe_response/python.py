@@ -272,7 +272,7 @@ def _encode_topic_partitions(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_partitions.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "topic_partitions.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -555,7 +555,7 @@ def _encode_assignment(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"assignment.topic_partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "assignment.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -879,7 +879,7 @@ def _encode_member(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"member.subscribed_topic_names[{index_}]"
         ) from None
     _encode_assignment(assignment, out, 0)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "member.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1181,7 +1181,7 @@ def _encode_described_group(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"described_group.members[{index_}]"
         ) from None
     out += _S0.pack(authorized_operations)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "described_group.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1776,7 +1776,7 @@ def _encode_share_group_describe_response(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"share_group_describe_response.groups[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "share_group_describe_response.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -180,7 +180,7 @@ def _encode_topic_partitions(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_partitions.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "topic_partitions.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -440,7 +440,7 @@ def _encode_assignment(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"assignment.topic_partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "assignment.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -814,7 +814,7 @@ def _encode_share_group_heartbeat_response(obj, out, index, api_version):
     else:
         out.append(1)
         _encode_assignment(assignment, out, 0)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "share_group_heartbeat_response.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -876,7 +876,7 @@ def _fencode_share_group_heartbeat_response(obj, out, index, api_version):
     else:
         out.append(1)
         _fencode_assignment(assignment, out, 0)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "share_group_heartbeat_response.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

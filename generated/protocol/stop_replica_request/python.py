@@ -783,7 +783,7 @@ def _encode_stop_replica_topic_v1_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"stop_replica_topic_v1_flexible.partition_indexes[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "stop_replica_topic_v1_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -849,7 +849,7 @@ def _encode_stop_replica_partition_state(obj, out, index):
         delete_partition = getattr(obj, "delete_partition", False)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S5.pack(partition_index, leader_epoch, delete_partition)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "stop_replica_partition_state.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1001,7 +1001,7 @@ def _encode_stop_replica_topic_state(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"stop_replica_topic_state.partition_states[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "stop_replica_topic_state.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1715,7 +1715,7 @@ def _encode_stop_replica_request_flexible(obj, out, index, api_version):
                 f"cannot encode: {type(exc).__name__}: {exc}",
                 path=f"stop_replica_request_flexible.topic_states[{index_}]",
             ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "stop_replica_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -399,7 +399,7 @@ def _encode_stop_replica_partition_error_flexible(obj, out, index):
 
         out += topic_name
     out += _S1.pack(partition_index, error_code)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "stop_replica_partition_error_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -714,7 +714,7 @@ def _encode_stop_replica_response_flexible(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"stop_replica_response_flexible.partition_errors[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "stop_replica_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -596,7 +596,7 @@ def _encode_sync_group_request_assignment_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "sync_group_request_assignment_flexible.assignment")
 
         out += assignment
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "sync_group_request_assignment_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1271,7 +1271,7 @@ def _encode_sync_group_request_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"sync_group_request_flexible.assignments[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "sync_group_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -512,7 +512,7 @@ def _encode_sync_group_response_flexible(obj, out, index, api_version):
             _write_uvarint(out, n_ + 1, "sync_group_response_flexible.assignment")
 
         out += assignment
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "sync_group_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -573,7 +573,7 @@ def _fencode_sync_group_response_flexible(obj, out, index, api_version):
         _write_uvarint(out, n_ + 1, "sync_group_response_flexible.assignment")
 
     out += assignment
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "sync_group_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -758,7 +758,7 @@ def _encode_txn_offset_commit_request_partition_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "txn_offset_commit_request_partition_flexible.committed_metadata")
 
         out += committed_metadata
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "txn_offset_commit_request_partition_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -919,7 +919,7 @@ def _encode_txn_offset_commit_request_topic_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"txn_offset_commit_request_topic_flexible.partitions[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "txn_offset_commit_request_topic_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1735,7 +1735,7 @@ def _encode_txn_offset_commit_request_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"txn_offset_commit_request_flexible.topics[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "txn_offset_commit_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -2048,7 +2048,7 @@ def _encode_txn_offset_commit_request_partition_v5(obj, out, index):
             _write_uvarint(out, n_ + 1, "txn_offset_commit_request_partition_v5.committed_metadata")
 
         out += committed_metadata
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "txn_offset_commit_request_partition_v5.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -2203,7 +2203,7 @@ def _encode_txn_offset_commit_request_topic_v5(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"txn_offset_commit_request_topic_v5.partitions[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "txn_offset_commit_request_topic_v5.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -2960,7 +2960,7 @@ def _encode_txn_offset_commit_request_v5(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"txn_offset_commit_request_v5.topics[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "txn_offset_commit_request_v5.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

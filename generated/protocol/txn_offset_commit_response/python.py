@@ -476,7 +476,7 @@ def _encode_txn_offset_commit_response_partition_flexible(obj, out, index):
         error_code = getattr(obj, "error_code", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition_index, error_code)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "txn_offset_commit_response_partition_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -637,7 +637,7 @@ def _encode_txn_offset_commit_response_topic_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"txn_offset_commit_response_topic_flexible.partitions[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "txn_offset_commit_response_topic_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1104,7 +1104,7 @@ def _encode_txn_offset_commit_response_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"txn_offset_commit_response_flexible.topics[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "txn_offset_commit_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1278,7 +1278,7 @@ def _encode_txn_offset_commit_response_partition_v5(obj, out, index):
         error_code = getattr(obj, "error_code", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition_index, error_code)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "txn_offset_commit_response_partition_v5.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1435,7 +1435,7 @@ def _encode_txn_offset_commit_response_topic_v5(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"txn_offset_commit_response_topic_v5.partitions[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "txn_offset_commit_response_topic_v5.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1863,7 +1863,7 @@ def _encode_txn_offset_commit_response_v5(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"txn_offset_commit_response_v5.topics[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "txn_offset_commit_response_v5.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -162,7 +162,7 @@ def _encode_unregister_broker_request(obj, out, index, api_version):
         broker_id = getattr(obj, "broker_id", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(broker_id)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "unregister_broker_request.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -182,7 +182,7 @@ def _fencode_unregister_broker_request(obj, out, index, api_version):
         broker_id = getattr(obj, "broker_id", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(broker_id)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "unregister_broker_request.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

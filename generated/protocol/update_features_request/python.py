@@ -176,7 +176,7 @@ def _encode_feature_update_key(obj, out, index, api_version):
             out.append(upgrade_type & 0xFF)
         else:
             raise _InvalidValueError(f"{upgrade_type} does not fit int8", path="feature_update_key.upgrade_type")
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "feature_update_key.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -486,7 +486,7 @@ def _encode_update_features_request(obj, out, index, api_version):
         ) from None
     if api_version >= 1:
         out += _S1.pack(validate_only)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "update_features_request.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

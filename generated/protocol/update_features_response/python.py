@@ -190,7 +190,7 @@ def _encode_updatable_feature_result(obj, out, index):
             _write_uvarint(out, n_ + 1, "updatable_feature_result.error_message")
 
         out += error_message
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "updatable_feature_result.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -575,7 +575,7 @@ def _encode_update_features_response(obj, out, index, api_version):
             raise _InvalidValueError(
                 f"cannot encode: {type(exc).__name__}: {exc}", path=f"update_features_response.results[{index_}]"
             ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "update_features_response.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

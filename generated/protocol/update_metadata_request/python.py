@@ -2421,7 +2421,7 @@ def _encode_update_metadata_partition_state_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"update_metadata_partition_state_flexible.offline_replicas[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "update_metadata_partition_state_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -2599,7 +2599,7 @@ def _encode_update_metadata_topic_state_flexible(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"update_metadata_topic_state_flexible.partition_states[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "update_metadata_topic_state_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -2750,7 +2750,7 @@ def _encode_update_metadata_endpoint_flexible(obj, out, index):
 
         out += listener
     out += _S1.pack(security_protocol)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "update_metadata_endpoint_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -2909,7 +2909,7 @@ def _encode_update_metadata_broker_flexible(obj, out, index):
             _write_uvarint(out, n_ + 1, "update_metadata_broker_flexible.rack")
 
         out += rack
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "update_metadata_broker_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -4029,7 +4029,7 @@ def _encode_update_metadata_request_flexible(obj, out, index, api_version):
         _encode_update_metadata_request_flexible_type_field_tag(type_field, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = (0 if api_version >= 8 else -1,) if tagged_fields.__class__ is _TagSection else None
-    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, tags_, tagged_fields, "update_metadata_request_flexible.tagged_fields", valid_)
     else:  # no tags: a count of 0
         out.append(0)

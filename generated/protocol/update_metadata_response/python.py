@@ -214,7 +214,7 @@ def _encode_update_metadata_response_flexible(obj, out, index, api_version):
         error_code = getattr(obj, "error_code", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(error_code)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "update_metadata_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -234,7 +234,7 @@ def _fencode_update_metadata_response_flexible(obj, out, index, api_version):
         error_code = getattr(obj, "error_code", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(error_code)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "update_metadata_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -180,7 +180,7 @@ def _encode_listener(obj, out, index):
 
         out += host
     out += _S0.pack(port)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "listener.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -291,7 +291,7 @@ def _encode_k_raft_version_feature(obj, out, index):
         max_supported_version = getattr(obj, "max_supported_version", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(min_supported_version, max_supported_version)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "k_raft_version_feature.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -308,7 +308,7 @@ def _fencode_k_raft_version_feature(obj, out, index):
         max_supported_version = getattr(obj, "max_supported_version", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S1.pack(min_supported_version, max_supported_version)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "k_raft_version_feature.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -684,7 +684,7 @@ def _encode_update_raft_voter_request(obj, out, index, api_version):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"update_raft_voter_request.listeners[{index_}]"
         ) from None
     _encode_k_raft_version_feature(k_raft_version_feature, out, 0)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "update_raft_voter_request.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

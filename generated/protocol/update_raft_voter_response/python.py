@@ -232,7 +232,7 @@ def _encode_current_leader(obj, out, index):
 
         out += host
     out += _S1.pack(port)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "current_leader.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -263,7 +263,7 @@ def _fencode_current_leader(obj, out, index):
 
     out += host
     out += _S1.pack(port)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "current_leader.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -468,7 +468,7 @@ def _encode_update_raft_voter_response(obj, out, index, api_version):
         ):  # left out when it encodes as the empty struct it reads as absent
             tags_.append((0, tmp_))
     valid_ = None
-    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, tags_, tagged_fields, "update_raft_voter_response.tagged_fields", valid_)
     else:  # no tags: a count of 0
         out.append(0)
@@ -500,7 +500,7 @@ def _fencode_update_raft_voter_response(obj, out, index, api_version):
         ):  # left out when it encodes as the empty struct it reads as absent
             tags_.append((0, tmp_))
     valid_ = None
-    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, tags_, tagged_fields, "update_raft_voter_response.tagged_fields", valid_)
     else:  # no tags: a count of 0
         out.append(0)

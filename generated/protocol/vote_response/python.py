@@ -124,7 +124,7 @@ def _encode_partition_data(obj, out, index):
         vote_granted = getattr(obj, "vote_granted", False)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition_index, error_code, leader_id, leader_epoch, vote_granted)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "partition_data.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -262,7 +262,7 @@ def _encode_topic_data(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_data.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "topic_data.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -364,7 +364,7 @@ def _encode_node_endpoint(obj, out, index):
 
         out += host
     out += _S2.pack(port)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "node_endpoint.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -978,7 +978,7 @@ def _encode_vote_response(obj, out, index, api_version):
         _encode_vote_response_node_endpoints_tag(node_endpoints, tmp_, 0)
         tags_.append((0, tmp_))
     valid_ = (0 if api_version >= 1 else -1,) if tagged_fields.__class__ is _TagSection else None
-    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:
+    if tags_ or tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, tags_, tagged_fields, "vote_response.tagged_fields", valid_)
     else:  # no tags: a count of 0
         out.append(0)

@@ -155,7 +155,7 @@ def _encode_partition_result(obj, out, index):
             _write_uvarint(out, n_ + 1, "partition_result.error_message")
 
         out += error_message
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "partition_result.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -265,7 +265,7 @@ def _encode_write_state_result(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"write_state_result.partitions[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "write_state_result.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -647,7 +647,7 @@ def _encode_write_share_group_state_response(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"write_share_group_state_response.results[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "write_share_group_state_response.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

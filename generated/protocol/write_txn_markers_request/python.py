@@ -693,7 +693,7 @@ def _encode_writable_txn_marker_topic_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"writable_txn_marker_topic_flexible.partition_indexes[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "writable_txn_marker_topic_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -822,7 +822,7 @@ def _encode_writable_txn_marker_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"writable_txn_marker_flexible.topics[{index_}]"
         ) from None
     out += _S0.pack(coordinator_epoch)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "writable_txn_marker_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1288,7 +1288,7 @@ def _encode_write_txn_markers_request_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"write_txn_markers_request_flexible.markers[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "write_txn_markers_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1599,7 +1599,7 @@ def _encode_writable_txn_marker_topic_v2(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"writable_txn_marker_topic_v2.partition_indexes[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "writable_txn_marker_topic_v2.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1731,7 +1731,7 @@ def _encode_writable_txn_marker_v2(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"writable_txn_marker_v2.topics[{index_}]"
         ) from None
     out += _S3.pack(coordinator_epoch, transaction_version)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "writable_txn_marker_v2.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -2181,7 +2181,7 @@ def _encode_write_txn_markers_request_v2(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"write_txn_markers_request_v2.markers[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "write_txn_markers_request_v2.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

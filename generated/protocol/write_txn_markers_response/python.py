@@ -578,7 +578,7 @@ def _encode_writable_txn_marker_partition_result_flexible(obj, out, index):
         error_code = getattr(obj, "error_code", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition_index, error_code)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "writable_txn_marker_partition_result_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -739,7 +739,7 @@ def _encode_writable_txn_marker_topic_result_flexible(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"writable_txn_marker_topic_result_flexible.partitions[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "writable_txn_marker_topic_result_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -859,7 +859,7 @@ def _encode_writable_txn_marker_result_flexible(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"writable_txn_marker_result_flexible.topics[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "writable_txn_marker_result_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1428,7 +1428,7 @@ def _encode_write_txn_markers_response_flexible(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"write_txn_markers_response_flexible.markers[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "write_txn_markers_response_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1657,7 +1657,7 @@ def _encode_writable_txn_marker_partition_result_v2(obj, out, index):
         error_code = getattr(obj, "error_code", 0)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S0.pack(partition_index, error_code)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "writable_txn_marker_partition_result_v2.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1814,7 +1814,7 @@ def _encode_writable_txn_marker_topic_result_v2(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}",
             path=f"writable_txn_marker_topic_result_v2.partitions[{index_}]",
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "writable_txn_marker_topic_result_v2.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1928,7 +1928,7 @@ def _encode_writable_txn_marker_result_v2(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"writable_txn_marker_result_v2.topics[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "writable_txn_marker_result_v2.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -2464,7 +2464,7 @@ def _encode_write_txn_markers_response_v2(obj, out, index, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"write_txn_markers_response_v2.markers[{index_}]"
         ) from None
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "write_txn_markers_response_v2.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -417,7 +417,7 @@ def _encode_metadata_request_topic_flexible(obj, out, index, api_version):
             _write_uvarint(out, n_ + 1, "metadata_request_topic_flexible.name")
 
         out += name
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "metadata_request_topic_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -746,7 +746,7 @@ def _encode_metadata_request_flexible(obj, out, index, api_version):
     if api_version <= 10:
         out += _S2.pack(include_cluster_authorized_operations)
     out += _S2.pack(include_topic_authorized_operations)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "metadata_request_flexible.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -921,7 +921,7 @@ def _encode_metadata_request_topic_v13(obj, out, index):
             _write_uvarint(out, n_ + 1, "metadata_request_topic_v13.name")
 
         out += name
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "metadata_request_topic_v13.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1218,7 +1218,7 @@ def _encode_metadata_request_v13(obj, out, index, api_version):
                 f"cannot encode: {type(exc).__name__}: {exc}", path=f"metadata_request_v13.topics[{index_}]"
             ) from None
     out += _S4.pack(allow_auto_topic_creation, include_topic_authorized_operations)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "metadata_request_v13.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1342,7 +1342,7 @@ def _encode_metadata_request_topic_v14(obj, out, index):
         topic_id = getattr(obj, "topic_id", None)
         tagged_fields = getattr(obj, "tagged_fields", None)
     out += _S3.pack(_uuid16(topic_id))
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "metadata_request_topic_v14.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)
@@ -1612,7 +1612,7 @@ def _encode_metadata_request_v14(obj, out, index, api_version):
                 f"cannot encode: {type(exc).__name__}: {exc}", path=f"metadata_request_v14.topics[{index_}]"
             ) from None
     out += _S4.pack(allow_auto_topic_creation, include_topic_authorized_operations)
-    if tagged_fields or tagged_fields.__class__ is _TagSection:  # unknown tags kept
+    if tagged_fields or tagged_fields.__class__ is _TagSection:  # tags to write, or kept
         _write_tagged(out, [], tagged_fields, "metadata_request_v14.tagged_fields", None)
     else:  # no tags: a count of 0
         out.append(0)

@@ -734,20 +734,23 @@ static inline int kf_w_put(kf_w *w, const char *s, Py_ssize_t k) {
     return 0;
 }
 
+/* The gather writer's buffer appended to its pieces as bytes, and emptied: 0, or -1 (an exception set) */
+static int kf_w_cut(kf_w *w) {
+    PyObject *chunk = PyBytes_FromStringAndSize(w->p ? w->p : "", w->n);
+    if (chunk == NULL) return -1;
+    int r = PyList_Append(w->parts, chunk);
+    Py_DECREF(chunk);
+    w->n = 0;
+    return r;
+}
+
 /* A record set of ``obj`` (bytes, or a view: kf_blob_of gave s, k): a gather writer (``parts`` set) hands a
  * large one out by reference, after the bytes written before it (the buffer then starts empty again); any
  * other writer copies it. Only formats whose writers patch nothing already written call it (FormatIR.gathers). */
 #define KF_GATHER_MIN 4096
 static int kf_w_set(kf_w *w, PyObject *obj, const char *s, Py_ssize_t k) {
     if (w->parts == NULL || k < KF_GATHER_MIN) return kf_w_put(w, s, k);
-    if (w->n > 0) {
-        PyObject *chunk = PyBytes_FromStringAndSize(w->p, w->n);
-        if (chunk == NULL) return -1;
-        int r = PyList_Append(w->parts, chunk);
-        Py_DECREF(chunk);
-        if (r < 0) return -1;
-        w->n = 0;
-    }
+    if (w->n > 0 && kf_w_cut(w) < 0) return -1;
     return PyList_Append(w->parts, obj);
 }
 
@@ -776,19 +779,12 @@ static PyObject *kf_py_matches(PyObject *self, PyObject *const *args, Py_ssize_t
 
 /* The gather writer's pieces, the buffer's last bytes appended (the list is the caller's; the buffer freed) */
 static PyObject *kf_w_parts(kf_w *w) {
-    PyObject *parts = w->parts;
-    w->parts = NULL;
-    if (w->n > 0 || PyList_GET_SIZE(parts) == 0) {
-        PyObject *chunk = PyBytes_FromStringAndSize(w->p ? w->p : "", w->n);
-        if (chunk == NULL || PyList_Append(parts, chunk) < 0) {
-            Py_XDECREF(chunk);
-            Py_DECREF(parts);
-            parts = NULL;
-        } else {
-            Py_DECREF(chunk);
-        }
+    PyObject *parts = NULL;
+    if ((w->n == 0 && PyList_GET_SIZE(w->parts) > 0) || kf_w_cut(w) == 0) {
+        parts = w->parts;
+        w->parts = NULL;
     }
-    kf_w_free(w);
+    kf_w_free(w); /* (the list too, when cutting failed) */
     return parts;
 }
 
