@@ -8,8 +8,11 @@ Messages (built with ``kfmt.protocol.write_*`` from JSON bodies; kafka-python re
 - a Metadata v12 response: 100 topics x 10 partitions, 3 replicas each;
 - a Fetch v12 response: 10 partitions, each one 100-record batch.
 
-Read: the frame's bytes in, a message object out (kfmt: ``read_request`` / ``read_response``, which keeps a
-records field as a view of the frame, decoded when asked; kafka-python: ``Cls.decode``). Write and "write, one
+Read: the frame's bytes in, a message object out (kfmt: ``read_request`` / ``read_response``, which walk the
+frame, every length, count, limit and version checked, and build the header and body values when first asked
+for: kfmt.protocol.Message; kafka-python: ``Cls.decode``, which builds every value). "Read, body built": the
+same, then the header's and body's values built (kfmt: ``m.header``, ``m.body``, a records field kept as a view of the frame, decoded when
+asked; kafka-python: as read). Write and "write, one
 bytes": see :data:`OPS`. Requests are read with their header; kafka-python 3.0.12 reads a response's header only
 with a client's state, so responses are read and written as their body alone there, and with the 4-byte
 correlation id (and tags) by kfmt: kfmt does a little more.
@@ -37,10 +40,11 @@ import kfmt.protocol as P
 
 IMPLS = ("kfmt native", "kfmt python", "kafka-python 3.0.12")
 MESSAGES = ("Produce v9 request", "Metadata v12 response", "Fetch v12 response")
-#: read: bytes to a message object; write: the message to what a socket sends (kfmt: ``encode_parts()``, a list
+#: read: bytes to a message object (kfmt: walked, values built when asked for); "read, body built": and its body
+#: value built (kafka-python: read again); write: the message to what a socket sends (kfmt: ``encode_parts()``, a list
 #: of buffers for a gather write with the record sets by reference; kafka-python, which has no gather writer:
 #: ``encode()``); "write, one bytes": to one bytes object (kfmt: ``encode()``; kafka-python: ``encode()`` again)
-OPS = ("read", "write", "write, one bytes")
+OPS = ("read", "read, body built", "write", "write, one bytes")
 LOOPS = 20
 
 
@@ -126,9 +130,13 @@ def job(impl: str, message: str) -> dict:
             def read():
                 return P.read_response(frame, key, version, backend=backend)
 
+        def built():
+            m = read()
+            return m.header, m.body
+
         m = read()
         assert m.encode() == frame and b"".join(m.encode_parts()) == frame
-        return dict(zip(OPS, (read, m.encode_parts, m.encode)))
+        return dict(zip(OPS, (read, built, m.encode_parts, m.encode)))
     cls = _kafka_python(kind, key)
     if kind == "request":
 
@@ -138,7 +146,7 @@ def job(impl: str, message: str) -> dict:
         obj = read()
         assert obj.encode(version=version, header=True) == frame
         write = functools.partial(obj.encode, version=version, header=True)
-        return dict(zip(OPS, (read, write, write)))
+        return dict(zip(OPS, (read, read, write, write)))
     body = frame[4 + (P.api(key).response_header_version(version) == 1) :]
 
     def read():
@@ -146,7 +154,7 @@ def job(impl: str, message: str) -> dict:
 
     obj = read()
     assert obj.encode() == body
-    return dict(zip(OPS, (read, obj.encode, obj.encode)))
+    return dict(zip(OPS, (read, read, obj.encode, obj.encode)))
 
 
 def timed(rounds: int) -> dict:

@@ -4,8 +4,9 @@ kfmt; every seed is mutated (bit flips, cuts, insertions, a count or length clai
 every backend built here (python, construct for a share, native).
 
 What counts as a crash: an exception other than kfmt's CodecError; an error of more than one line; a message
-read that does not re-encode to the frame's bytes; the native and python backends reading different JSON or one
-failing where the other reads. The run reports how far the process grew (a count of 2^31 in a 20-byte frame
+read that does not re-encode to the frame's bytes (a walked message builds its header and body there: a walk
+that answered for a frame its decoders refuse fails so); the native and python backends reading different JSON
+or one failing where the other reads, or their check walks (generator.ir.walk) answering differently. The run reports how far the process grew (a count of 2^31 in a 20-byte frame
 must be refused at once, as Kafka refuses it since KAFKA-14063). Crashes are saved under fuzz/found/protocol/
 (the frame and why) and the run exits 1.
 """
@@ -70,11 +71,31 @@ def one(kind: str, key: int, version: int, data: bytes, backends: tuple[str, ...
         if again != data:
             return f"{backend}: read, re-encoded to other bytes ({len(again)} vs {len(data)})"
         said[backend] = ("ok", repr(text))
+    if "native" in backends and len(data) >= 4:
+        ends = {b: _walk_ends(kind, key, version, data, b) for b in ("python", "native")}
+        if ends["python"] != ends["native"]:
+            return f"the native and python walks disagree: {ends}"
     if "native" in said and "python" in said and said["native"][0] != said["python"][0]:
         return f"native and python disagree: {said['native'][0]} / {said['python'][0]}"
     if "native" in said and said["native"][0] == "ok" and said["native"] != said["python"]:
         return "native and python read different JSON"
     return None
+
+
+def _walk_ends(kind: str, key: int, version: int, data: bytes, backend: str) -> tuple[int, int] | str:
+    """Where the header and body walks of ``backend`` end (-1: declined), or why there is no plan."""
+    from kfmt.runtime.options import DEFAULT_OPTIONS as O
+
+    if kind == "request":
+        key, version = int.from_bytes(data[:2], "big", signed=True), int.from_bytes(data[2:4], "big", signed=True)
+    try:
+        p = P._plan(kind, key, version, backend)
+    except kfmt.CodecError as e:
+        return type(e).__name__
+    if p is None or p.check is None:
+        return "no walk"
+    head = p.header_check(data, 0, len(data), O, p.header_version)
+    return head, (p.check(data, head, len(data), O, version) if head >= 0 else -1)
 
 
 def _rss_kb() -> int:

@@ -545,6 +545,11 @@ def decode_from(buf, pos=0, end=None, opts=_DEFAULT_OPTIONS):
         ) from None
 
 
+check_from = None  # no check walk: decoded at once
+#: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
+CHECK_FACTOR = 13
+
+
 def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
     """Decode consecutive log entries of this format from ``pos`` with the optimistic decoder.
 

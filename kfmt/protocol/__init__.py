@@ -23,7 +23,8 @@ from __future__ import annotations
 import functools
 import gc
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any
 
 from kfmt.codec.formats import backend_env
 from kfmt.protocol.apis import API_VERSIONS, Api, api, apis
@@ -83,27 +84,96 @@ def _without_collection(fn):
     return run
 
 
-@dataclass(slots=True)
+#: a header or body not built yet (kfmt.protocol.Message builds it when asked)
+_UNREAD = object()
+#: the fields a message is compared and shown by
+_FIELDS = ("kind", "api_key", "api_name", "api_version", "header_version", "correlation_id", "client_id", "body",
+           "header", "trailing", "notes", "backend")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """How a message of one API, kind and version is read with one backend: found once, then a lookup."""
+
+    kind: str
+    api: Api
+    header_version: int
+    header: Any  # the header's codec module
+    body: Any  # the body's codec module (None: a body Kafka does not read, KIP-511)
+    backend: str | None
+    read_as: tuple  # () for a request, (api key, api version asked) for a response (see Message.again)
+    header_check: object  # the header codec's check walk (check_from), or None
+    check: object  # the body codec's check walk, or None: header and body are decoded as they are read
+    walk_max: int  # the largest frame walked (within DEFAULT_OPTIONS' memory budget; generator.ir.walk.factor)
+
+
 class Message:
     """One request or response: its header's facts, the body (a generated value object: None only for an
     ApiVersions request of a version Kafka does not know, whose body Kafka does not read), the header value,
-    and bytes after the body that Kafka's parsers leave unread (``trailing``), with ``notes`` saying so."""
+    and bytes after the body that Kafka's parsers leave unread (``trailing``), with ``notes`` saying so.
 
-    kind: str
-    api_key: int
-    api_name: str
-    api_version: int
-    header_version: int
-    correlation_id: int
-    client_id: str | None
-    body: object
-    header: object
-    trailing: bytes = b""
-    notes: list[str] = field(default_factory=list)
-    backend: str | None = None
-    frame: bytes | None = field(default=None, repr=False, compare=False)  # the bytes read, if read
-    #: how they were read: () for a request, (api key, api version asked) for a response (see :meth:`again`)
-    read_as: tuple | None = field(default=None, repr=False, compare=False)
+    A frame in the plain form every decoder reads without a question is read by walking it (generator.ir.walk:
+    the header and the whole body, every length, count, limit and version checked, where each ends known), and
+    its header and body values are built when first asked for; any other frame is decoded as it is read, so an
+    error in it is raised by the read. ``frame`` holds the bytes read; ``read_as`` how they were read: () for a
+    request, (api key, api version asked) for a response (see :meth:`again`)."""
+
+    __slots__ = ("_plan", "api_version", "correlation_id", "_header", "_body", "_pos", "trailing", "notes", "frame")
+
+    def __init__(self, plan: _Plan, api_version: int, correlation_id: int, header: object, body: object,
+                 pos: int = 0, trailing: bytes = b"", notes: list[str] | None = None,
+                 frame: bytes | None = None) -> None:  # fmt: skip
+        self._plan = plan
+        self.api_version = api_version
+        self.correlation_id = correlation_id
+        self._header = header
+        self._body = body
+        self._pos = pos  # where the body starts in the frame
+        self.trailing = trailing
+        self.notes = [] if notes is None else notes
+        self.frame = frame
+
+    kind = property(lambda self: self._plan.kind, doc='"request" or "response"')
+    api_key = property(lambda self: self._plan.api.key, doc="the API's key (0: Produce, 1: Fetch ...)")
+    api_name = property(lambda self: self._plan.api.name, doc='the API\'s name as Kafka has it ("Produce")')
+    header_version = property(lambda self: self._plan.header_version, doc="the header's version")
+    backend = property(lambda self: self._plan.backend, doc="the backend it is read and written with")
+    read_as = property(lambda self: self._plan.read_as if self.frame is not None else None)
+    client_id = property(lambda self: getattr(self.header, "client_id", None), doc="a request's client id")
+
+    @property
+    def header(self) -> object:
+        """The header's value, built from the frame when first asked for (then kept)."""
+        h = self._header
+        if h is _UNREAD:
+            h = self._header = _built(self, self._plan.header, 0, header_version=self._plan.header_version)
+        return h
+
+    @header.setter
+    def header(self, value: object) -> None:
+        self._header = value
+
+    @property
+    def body(self) -> object:
+        """The body's value, built from the frame when first asked for (then kept)."""
+        b = self._body
+        if b is _UNREAD:
+            b = self._body = _built(self, self._plan.body, self._pos, api_version=self.api_version)
+        return b
+
+    @body.setter
+    def body(self, value: object) -> None:
+        self._body = value
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Message:
+            return NotImplemented
+        return all(getattr(self, f) == getattr(other, f) for f in _FIELDS)
+
+    __hash__ = None  # type: ignore[assignment]  # (mutable, compared by value)
+
+    def __repr__(self) -> str:
+        return "Message(" + ", ".join(f"{f}={getattr(self, f)!r}" for f in _FIELDS) + ")"
 
     def again(self) -> Message | None:
         """The frame this message was read from, read again as it was (None: it was not read from a frame)."""
@@ -141,7 +211,7 @@ class Message:
 
     def encode_header(self) -> bytes:
         """The header's bytes as written (in Kafka's own form)."""
-        return _codec(f"{self.kind}_header", self.backend).encode(self.header, header_version=self.header_version)
+        return self._plan.header.encode(self.header, header_version=self.header_version)
 
     def _written(self) -> bytes:
         """The message written in Kafka's own form (not as read)."""
@@ -215,17 +285,10 @@ def _data(frame) -> bytes:
 
 
 _KEY_VERSION = struct.Struct(">hh")
+_REQUEST_START = struct.Struct(">hhi").unpack_from  # a request's API key, version and correlation id
+_RESPONSE_START = struct.Struct(">i").unpack_from  # a response's correlation id
 _PLANS: dict = {}  # (kind, api key, version, backend, KFMT_BACKEND where backend is None) -> _Plan, once found
-
-
-@dataclass(frozen=True)
-class _Plan:
-    """How a message of one API, kind and version is read with one backend: found once, then a lookup."""
-
-    api: Api
-    header_version: int
-    header: object  # the header's codec module
-    body: object  # the body's codec module
+_new = object.__new__
 
 
 def _plan(kind: str, key: int, version: int, backend: str | None) -> _Plan | None:
@@ -240,20 +303,84 @@ def _plan(kind: str, key: int, version: int, backend: str | None) -> _Plan | Non
         if kind == "request" and key == API_VERSIONS and version > a.versions.stop - 1:
             return None
         raise _version_error(a, version, kind)
+    read_as: tuple
     if kind == "request":
-        hv, schema = a.request_header_version(version), a.request
+        hv, schema, read_as = a.request_header_version(version), a.request, ()
     else:
-        hv, schema = a.response_header_version(version), a.response
-    p = _PLANS[k] = _Plan(a, hv, _codec(f"{kind}_header", backend), _codec(schema, backend))
+        hv, schema, read_as = a.response_header_version(version), a.response, (key, version)
+    header, body = _codec(f"{kind}_header", backend), _codec(schema, backend)
+    header_check, check = getattr(header, "check_from", None), getattr(body, "check_from", None)
+    walk_max = -1
+    if header_check is not None and check is not None:
+        walk_max = DEFAULT_OPTIONS.max_memory // max(header.CHECK_FACTOR, body.CHECK_FACTOR)
+    p = _PLANS[k] = _Plan(kind, a, hv, header, body, backend, read_as, header_check, check, walk_max)
     return p
 
 
-@_without_collection
 def read_request(frame, *, backend: str | None = None) -> Message:
     """A request frame (the bytes after its 4-byte size) read: its header by the version Kafka gives the API's
-    version, then the body. An ApiVersions request of a version newer than Kafka's is read as Kafka's broker
-    reads it (KIP-511): its header only, the body kept unread, and a note."""
-    data = _data(frame)
+    version, then the body (walked, or decoded: see :class:`Message`). An ApiVersions request of a version newer
+    than Kafka's is read as Kafka's broker reads it (KIP-511): its header only, the body kept unread, and a note."""
+    data = frame if type(frame) is bytes else _data(frame)
+    if len(data) >= 8:
+        key, version, correlation_id = _REQUEST_START(data)
+        p = _plan("request", key, version, backend)
+        if p is not None and len(data) <= p.walk_max:
+            m = _walked(p, data, version, correlation_id)
+            if m is not None:
+                return m
+    return _read_request(data, backend)
+
+
+def read_response(frame, api_key: int, api_version: int, *, backend: str | None = None) -> Message:
+    """A response frame (the bytes after its 4-byte size) read as the response to a request of ``api_key`` at
+    ``api_version`` (a response does not carry its API: pair it with its request by correlation id). An
+    ApiVersions response that does not read at the request's version is read at v0, as Kafka's client falls
+    back (KIP-511: a broker answers a version it does not know with v0 and error 35), with a note."""
+    data = frame if type(frame) is bytes else _data(frame)
+    p = _plan("response", api_key, api_version, backend)
+    assert p is not None  # (only a request is read as KIP-511 says)
+    if 4 <= len(data) <= p.walk_max:
+        m = _walked(p, data, api_version, _RESPONSE_START(data)[0])
+        if m is not None:
+            return m
+    return _read_response(data, p, api_key, api_version)
+
+
+def _walked(p: _Plan, data: bytes, version: int, correlation_id: int) -> Message | None:
+    """The message of a frame whose header and body the check walks answer for, their values not built yet;
+    None: a walk declined (the frame is decoded as it is read)."""
+    pos = p.header_check(data, 0, len(data), DEFAULT_OPTIONS, p.header_version)  # type: ignore[operator]
+    if pos < 0:
+        return None
+    end = p.check(data, pos, len(data), DEFAULT_OPTIONS, version)  # type: ignore[operator]
+    if end < 0:
+        return None
+    m = _new(Message)
+    m._plan = p
+    m.api_version = version
+    m.correlation_id = correlation_id
+    m._header = m._body = _UNREAD
+    m._pos = pos
+    m.trailing = b""
+    m.notes = []
+    m.frame = data
+    return m if end == len(data) else _with_trailing(m, data, end)
+
+
+def _built(m: Message, codec, pos: int, **param) -> object:
+    """A header or body the check walks answered for, decoded now: its decoders read it to where the walk ended
+    without an error (generator.ir.walk; tests/test_protocol.py holds them to it)."""
+    assert m.frame is not None
+    value, end = _decoded(codec, m.frame, pos, "header" if "header_version" in param else "body", **param)
+    stop = m._pos if "header_version" in param else len(m.frame) - len(m.trailing)
+    if end != stop:  # pragma: no cover - a walk and its decoders disagree
+        raise InvalidValueError(f"decoded to byte {end}, walked to {stop}", offset=end, path="header")
+    return value
+
+
+def _read_request(data: bytes, backend: str | None) -> Message:
+    """A request decoded as it is read (a walk declined): any error raised, located."""
     if len(data) < 4:
         raise TruncatedError(f"a request header needs 4 bytes for its API key and version, the frame has {len(data)}",
                              offset=0, path="header")  # fmt: skip
@@ -262,55 +389,51 @@ def read_request(frame, *, backend: str | None = None) -> Message:
     if p is None:
         return _kip_511(data, _api(key), key, version, backend)
     header, pos = _read(p.header, data, 0, "header", header_version=p.header_version)
-    body, end = _read(p.body, data, pos, "body", api_version=version)
-    m = Message("request", key, p.api.name, version, p.header_version, header.correlation_id,
-                getattr(header, "client_id", None), body, header, b"", [], backend, data, ())  # fmt: skip
+    body, end = _decoded(p.body, data, pos, "body", api_version=version)
+    m = Message(p, version, header.correlation_id, header, body, pos, frame=data)
     return m if end == len(data) else _with_trailing(m, data, end)
 
 
 def _kip_511(data: bytes, a: Api, key: int, version: int, backend: str | None) -> Message:
     """An ApiVersions request newer than Kafka's, read as Kafka's broker reads it: the header only."""
     hv = a.request_header_version(version)
-    header, pos = _read(_codec("request_header", backend), data, 0, "header", header_version=hv)
+    codec = _codec("request_header", backend)
+    header, pos = _read(codec, data, 0, "header", header_version=hv)
     note = (f"ApiVersions v{version} is newer than Kafka's newest (v{a.versions.stop - 1}): its body is not "
             f"read, as Kafka's broker does not read it (KIP-511: it answers with a v0 response, error 35)")  # fmt: skip
-    return Message("request", key, a.name, version, hv, header.correlation_id, getattr(header, "client_id", None),
-                   None, header, data[pos:], [note], backend, data, ())  # fmt: skip
+    p = _Plan("request", a, hv, codec, None, backend, (), None, None, -1)
+    return Message(p, version, header.correlation_id, header, None, pos, data[pos:], [note], data)
 
 
-@_without_collection
-def read_response(frame, api_key: int, api_version: int, *, backend: str | None = None) -> Message:
-    """A response frame (the bytes after its 4-byte size) read as the response to a request of ``api_key`` at
-    ``api_version`` (a response does not carry its API: pair it with its request by correlation id). An
-    ApiVersions response that does not read at the request's version is read at v0, as Kafka's client falls
-    back (KIP-511: a broker answers a version it does not know with v0 and error 35), with a note."""
-    data = _data(frame)
-    p = _plan("response", api_key, api_version, backend)
-    assert p is not None  # (only a request is read as KIP-511 says)
+def _read_response(data: bytes, p: _Plan, api_key: int, api_version: int) -> Message:
+    """A response decoded as it is read (a walk declined): any error raised, located."""
     header, pos = _read(p.header, data, 0, "header", header_version=p.header_version)
     version = api_version
     try:
-        body, end = _read(p.body, data, pos, "body", api_version=api_version)
+        body, end = _decoded(p.body, data, pos, "body", api_version=api_version)
     except CodecError:
         if api_key != API_VERSIONS or api_version == 0:
             raise
-        body, end = _read(p.body, data, pos, "body", api_version=0)
+        body, end = _decoded(p.body, data, pos, "body", api_version=0)
         version = 0
-    m = Message("response", api_key, p.api.name, version, p.header_version, header.correlation_id, None, body,
-                header, b"", [], backend, data, (api_key, api_version))  # fmt: skip
+    m = Message(p, version, header.correlation_id, header, body, pos, frame=data)
     if version != api_version:
         m.notes.append(f"ApiVersions response read at v0, not v{api_version}, as Kafka's client falls back "
                        f"(error code {getattr(body, 'error_code', '?')}; KIP-511)")  # fmt: skip
     return m if end == len(data) else _with_trailing(m, data, end)
 
 
-def _read(codec, data: bytes, pos: int, where: str, **param):
+def _read(codec, data: bytes, pos: int, where: str, **param) -> tuple:
     """One part of a frame decoded from ``pos``: (value, where it ends); an error located in the frame, at its
     field path in Kafka's names."""
     try:
         return codec.decode_from(data, pos, len(data), DEFAULT_OPTIONS, **param)
     except CodecError as e:
         raise _in_kafkas_names(e, codec, param).under(where) from None
+
+
+#: a body decoded with the collector held off (a large one is thousands of objects)
+_decoded = _without_collection(_read)
 
 
 def _in_kafkas_names(e: CodecError, codec, param: dict) -> CodecError:

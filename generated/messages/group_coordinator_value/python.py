@@ -10649,6 +10649,11 @@ def decode_from(buf, pos=0, end=None, opts=_DEFAULT_OPTIONS, *, record_type):
         ) from None
 
 
+check_from = None  # no check walk: decoded at once
+#: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
+CHECK_FACTOR = 129
+
+
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each
 
 

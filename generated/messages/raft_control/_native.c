@@ -1470,6 +1470,219 @@ static PyObject *py_encode_all(PyObject *self, PyObject *const *args, Py_ssize_t
     return kf_w_bytes(&w);
 }
 
+/* ------------------------------------------------------------------ the check walk (generator.ir.walk) */
+
+static Py_ssize_t k_voter(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end);
+static Py_ssize_t k_leader_change_message(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end);
+static Py_ssize_t k_snapshot_header_record(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end);
+static Py_ssize_t k_snapshot_footer_record(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end);
+static Py_ssize_t k_k_raft_version_record(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end);
+static Py_ssize_t k_endpoint(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end);
+static Py_ssize_t k_k_raft_version_feature(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end);
+static Py_ssize_t k_voters_record_voter(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end);
+static Py_ssize_t k_voters_record(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end);
+static Py_ssize_t k_raft_control(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t a_control_type);
+
+static Py_ssize_t k_voter(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
+    (void)cx;
+    if (end - pos < 4) return -1;
+    pos += 4;
+    if (pos >= end || b[pos] != 0) return -1;
+    pos++;
+    return pos;
+}
+
+static Py_ssize_t k_leader_change_message(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
+    (void)cx;
+    if (end - pos < 6) return -1;
+    pos += 6;
+    {
+        int64_t n_;
+        { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
+            n_ = (int64_t)u_ - 1; }
+        if (n_ < 0) { return -1; } else {
+            if (n_ > cx->max_headers || n_ * 5 > end - pos) return -1;
+            for (int64_t i_ = 0; i_ < n_; i_++) {
+                pos = k_voter(cx, b, pos, end);
+                if (pos < 0) return -1;
+            }
+        }
+    }
+    {
+        int64_t n_;
+        { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
+            n_ = (int64_t)u_ - 1; }
+        if (n_ < 0) { return -1; } else {
+            if (n_ > cx->max_headers || n_ * 5 > end - pos) return -1;
+            for (int64_t i_ = 0; i_ < n_; i_++) {
+                pos = k_voter(cx, b, pos, end);
+                if (pos < 0) return -1;
+            }
+        }
+    }
+    if (pos >= end || b[pos] != 0) return -1;
+    pos++;
+    return pos;
+}
+
+static Py_ssize_t k_snapshot_header_record(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
+    (void)cx;
+    if (end - pos < 10) return -1;
+    pos += 10;
+    if (pos >= end || b[pos] != 0) return -1;
+    pos++;
+    return pos;
+}
+
+static Py_ssize_t k_snapshot_footer_record(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
+    (void)cx;
+    if (end - pos < 2) return -1;
+    pos += 2;
+    if (pos >= end || b[pos] != 0) return -1;
+    pos++;
+    return pos;
+}
+
+static Py_ssize_t k_k_raft_version_record(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
+    (void)cx;
+    if (end - pos < 4) return -1;
+    pos += 4;
+    if (pos >= end || b[pos] != 0) return -1;
+    pos++;
+    return pos;
+}
+
+static Py_ssize_t k_endpoint(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
+    (void)cx;
+    {
+        int64_t n_;
+        { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
+            n_ = (int64_t)u_ - 1; }
+        if (n_ < 0) { return -1; } else {
+            if (n_ > cx->max_bytes || n_ > end - pos) return -1;
+            if (!kf_ascii(b + pos, n_)) return -1;
+            pos += n_;
+        }
+    }
+    {
+        int64_t n_;
+        { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
+            n_ = (int64_t)u_ - 1; }
+        if (n_ < 0) { return -1; } else {
+            if (n_ > cx->max_bytes || n_ > end - pos) return -1;
+            if (!kf_ascii(b + pos, n_)) return -1;
+            pos += n_;
+        }
+    }
+    if (end - pos < 2) return -1;
+    pos += 2;
+    if (pos >= end || b[pos] != 0) return -1;
+    pos++;
+    return pos;
+}
+
+static Py_ssize_t k_k_raft_version_feature(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
+    (void)cx;
+    if (end - pos < 4) return -1;
+    pos += 4;
+    if (pos >= end || b[pos] != 0) return -1;
+    pos++;
+    return pos;
+}
+
+static Py_ssize_t k_voters_record_voter(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
+    (void)cx;
+    if (end - pos < 20) return -1;
+    pos += 20;
+    {
+        int64_t n_;
+        { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
+            n_ = (int64_t)u_ - 1; }
+        if (n_ < 0) { return -1; } else {
+            if (n_ > cx->max_headers || n_ * 5 > end - pos) return -1;
+            for (int64_t i_ = 0; i_ < n_; i_++) {
+                pos = k_endpoint(cx, b, pos, end);
+                if (pos < 0) return -1;
+            }
+        }
+    }
+    pos = k_k_raft_version_feature(cx, b, pos, end);
+    if (pos < 0) return -1;
+    if (pos >= end || b[pos] != 0) return -1;
+    pos++;
+    return pos;
+}
+
+static Py_ssize_t k_voters_record(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
+    (void)cx;
+    if (end - pos < 2) return -1;
+    pos += 2;
+    {
+        int64_t n_;
+        { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
+            n_ = (int64_t)u_ - 1; }
+        if (n_ < 0) { return -1; } else {
+            if (n_ > cx->max_headers || n_ * 27 > end - pos) return -1;
+            for (int64_t i_ = 0; i_ < n_; i_++) {
+                pos = k_voters_record_voter(cx, b, pos, end);
+                if (pos < 0) return -1;
+            }
+        }
+    }
+    if (pos >= end || b[pos] != 0) return -1;
+    pos++;
+    return pos;
+}
+
+static Py_ssize_t k_raft_control(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t a_control_type) {
+    (void)cx;
+    switch (a_control_type) {
+    case 2:
+        pos = k_leader_change_message(cx, b, pos, end);
+        if (pos < 0) return -1;
+        break;
+    case 3:
+        pos = k_snapshot_header_record(cx, b, pos, end);
+        if (pos < 0) return -1;
+        break;
+    case 4:
+        pos = k_snapshot_footer_record(cx, b, pos, end);
+        if (pos < 0) return -1;
+        break;
+    case 5:
+        pos = k_k_raft_version_record(cx, b, pos, end);
+        if (pos < 0) return -1;
+        break;
+    case 6:
+        pos = k_voters_record(cx, b, pos, end);
+        if (pos < 0) return -1;
+        break;
+    default: return -1;
+    }
+    return pos;
+}
+
+/* check_from(buf, pos, end, opts, control_type): where the raft_control at pos ends when it is in the plain form
+ * every decoder reads without a question, or -1 (decode it to know) */
+static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "check_from(buf, pos, end, opts, control_type)");
+        return NULL;
+    }
+    int64_t a_control_type = PyLong_AsLongLong(args[4]);
+    if (a_control_type == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return PyLong_FromLong(-1);
+    }
+    kf_ctx cx;
+    Py_buffer view;
+    Py_ssize_t pos, end;
+    if (!bound || kf_begin(args, &cx, &view, &pos, &end)) return PyLong_FromLong(-1);
+    Py_ssize_t npos = k_raft_control(&cx, (const uint8_t *)view.buf, pos, end, a_control_type);
+    PyBuffer_Release(&view);
+    return PyLong_FromSsize_t(npos);
+}
+
 /* decode_from(buf, pos, end, opts, control_type): (value, next position), or None when the python backend must decide */
 static PyObject *py_decode_from(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 5) {
@@ -1599,6 +1812,7 @@ static PyObject *py_bind(PyObject *self, PyObject *model) {
 static PyMethodDef methods[] = {
     {"bind", (PyCFunction)py_bind, METH_O, "bind(model): the format's value classes"},
     {"decode_from", (PyCFunction)(void (*)(void))py_decode_from, METH_FASTCALL, "decode_from(buf, pos, end, opts)"},
+    {"check_from", (PyCFunction)(void (*)(void))py_check_from, METH_FASTCALL, "check_from(buf, pos, end, opts, params...): the end of a plainly formed value, or -1"},
     {"encode", (PyCFunction)(void (*)(void))py_encode, METH_FASTCALL, "encode(value, params...): bytes, or None (the python backend decides)"},
     {"encode_all", (PyCFunction)(void (*)(void))py_encode_all, METH_FASTCALL, "encode_all(values, first_index)"},
     {"records_plain", (PyCFunction)(void (*)(void))kf_py_records_plain, METH_FASTCALL,

@@ -19,6 +19,8 @@ from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
 from kfmt.runtime.scalars import uuid16 as _uuid16
+from kfmt.runtime.check import Decline as _Decline
+from kfmt.runtime.check import uvarint as _k_uvarint
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -1905,6 +1907,245 @@ def decode_from(buf, pos=0, end=None, opts=_DEFAULT_OPTIONS, *, control_type):
         raise _InvalidValueError(
             f"internal decode failure ({type(e).__name__}: {e})", offset=pos, path="raft_control"
         ) from None
+
+
+# ------------------------------------------------------------------ the check walk (generator.ir.walk)
+
+
+def _check_voter(buf, pos, end, opts):
+    pos += 4
+    if pos > end:
+        raise _Decline
+    if pos >= end or buf[pos]:
+        raise _Decline
+    pos += 1
+    return pos
+
+
+def _check_leader_change_message(buf, pos, end, opts):
+    pos += 6
+    if pos > end:
+        raise _Decline
+    if pos >= end:
+        raise _Decline
+    n_ = buf[pos]
+    if n_ < 128:
+        pos += 1
+    elif pos + 1 < end and buf[pos + 1] < 128:  # two bytes (a record set of up to 16 KiB)
+        n_ = n_ & 127 | buf[pos + 1] << 7
+        pos += 2
+    else:
+        n_, pos = _k_uvarint(buf, pos, end, 5)
+    n_ -= 1
+    if n_ < 0:
+        raise _Decline
+    elif n_ > opts.max_headers or n_ * 5 > end - pos:
+        raise _Decline
+    else:
+        check_ = _check_voter
+        for _ in range(n_):
+            pos = check_(buf, pos, end, opts)
+    if pos >= end:
+        raise _Decline
+    n_ = buf[pos]
+    if n_ < 128:
+        pos += 1
+    elif pos + 1 < end and buf[pos + 1] < 128:  # two bytes (a record set of up to 16 KiB)
+        n_ = n_ & 127 | buf[pos + 1] << 7
+        pos += 2
+    else:
+        n_, pos = _k_uvarint(buf, pos, end, 5)
+    n_ -= 1
+    if n_ < 0:
+        raise _Decline
+    elif n_ > opts.max_headers or n_ * 5 > end - pos:
+        raise _Decline
+    else:
+        check_ = _check_voter
+        for _ in range(n_):
+            pos = check_(buf, pos, end, opts)
+    if pos >= end or buf[pos]:
+        raise _Decline
+    pos += 1
+    return pos
+
+
+def _check_snapshot_header_record(buf, pos, end, opts):
+    pos += 10
+    if pos > end:
+        raise _Decline
+    if pos >= end or buf[pos]:
+        raise _Decline
+    pos += 1
+    return pos
+
+
+def _check_snapshot_footer_record(buf, pos, end, opts):
+    pos += 2
+    if pos > end:
+        raise _Decline
+    if pos >= end or buf[pos]:
+        raise _Decline
+    pos += 1
+    return pos
+
+
+def _check_k_raft_version_record(buf, pos, end, opts):
+    pos += 4
+    if pos > end:
+        raise _Decline
+    if pos >= end or buf[pos]:
+        raise _Decline
+    pos += 1
+    return pos
+
+
+def _check_endpoint(buf, pos, end, opts):
+    if pos >= end:
+        raise _Decline
+    n_ = buf[pos]
+    if n_ < 128:
+        pos += 1
+    elif pos + 1 < end and buf[pos + 1] < 128:  # two bytes (a record set of up to 16 KiB)
+        n_ = n_ & 127 | buf[pos + 1] << 7
+        pos += 2
+    else:
+        n_, pos = _k_uvarint(buf, pos, end, 5)
+    n_ -= 1
+    if n_ < 0:
+        raise _Decline
+    elif n_ > opts.max_bytes or n_ > end - pos:
+        raise _Decline
+    elif not buf[pos : pos + n_].isascii():
+        raise _Decline
+    else:
+        pos += n_
+    if pos >= end:
+        raise _Decline
+    n_ = buf[pos]
+    if n_ < 128:
+        pos += 1
+    elif pos + 1 < end and buf[pos + 1] < 128:  # two bytes (a record set of up to 16 KiB)
+        n_ = n_ & 127 | buf[pos + 1] << 7
+        pos += 2
+    else:
+        n_, pos = _k_uvarint(buf, pos, end, 5)
+    n_ -= 1
+    if n_ < 0:
+        raise _Decline
+    elif n_ > opts.max_bytes or n_ > end - pos:
+        raise _Decline
+    elif not buf[pos : pos + n_].isascii():
+        raise _Decline
+    else:
+        pos += n_
+    pos += 2
+    if pos > end:
+        raise _Decline
+    if pos >= end or buf[pos]:
+        raise _Decline
+    pos += 1
+    return pos
+
+
+def _check_k_raft_version_feature(buf, pos, end, opts):
+    pos += 4
+    if pos > end:
+        raise _Decline
+    if pos >= end or buf[pos]:
+        raise _Decline
+    pos += 1
+    return pos
+
+
+def _check_voters_record_voter(buf, pos, end, opts):
+    pos += 20
+    if pos > end:
+        raise _Decline
+    if pos >= end:
+        raise _Decline
+    n_ = buf[pos]
+    if n_ < 128:
+        pos += 1
+    elif pos + 1 < end and buf[pos + 1] < 128:  # two bytes (a record set of up to 16 KiB)
+        n_ = n_ & 127 | buf[pos + 1] << 7
+        pos += 2
+    else:
+        n_, pos = _k_uvarint(buf, pos, end, 5)
+    n_ -= 1
+    if n_ < 0:
+        raise _Decline
+    elif n_ > opts.max_headers or n_ * 5 > end - pos:
+        raise _Decline
+    else:
+        check_ = _check_endpoint
+        for _ in range(n_):
+            pos = check_(buf, pos, end, opts)
+    pos = _check_k_raft_version_feature(buf, pos, end, opts)
+    if pos >= end or buf[pos]:
+        raise _Decline
+    pos += 1
+    return pos
+
+
+def _check_voters_record(buf, pos, end, opts):
+    pos += 2
+    if pos > end:
+        raise _Decline
+    if pos >= end:
+        raise _Decline
+    n_ = buf[pos]
+    if n_ < 128:
+        pos += 1
+    elif pos + 1 < end and buf[pos + 1] < 128:  # two bytes (a record set of up to 16 KiB)
+        n_ = n_ & 127 | buf[pos + 1] << 7
+        pos += 2
+    else:
+        n_, pos = _k_uvarint(buf, pos, end, 5)
+    n_ -= 1
+    if n_ < 0:
+        raise _Decline
+    elif n_ > opts.max_headers or n_ * 27 > end - pos:
+        raise _Decline
+    else:
+        check_ = _check_voters_record_voter
+        for _ in range(n_):
+            pos = check_(buf, pos, end, opts)
+    if pos >= end or buf[pos]:
+        raise _Decline
+    pos += 1
+    return pos
+
+
+def _check_raft_control(buf, pos, end, opts, control_type):
+    if control_type in (2,):
+        pos = _check_leader_change_message(buf, pos, end, opts)
+    elif control_type in (3,):
+        pos = _check_snapshot_header_record(buf, pos, end, opts)
+    elif control_type in (4,):
+        pos = _check_snapshot_footer_record(buf, pos, end, opts)
+    elif control_type in (5,):
+        pos = _check_k_raft_version_record(buf, pos, end, opts)
+    elif control_type in (6,):
+        pos = _check_voters_record(buf, pos, end, opts)
+    else:
+        raise _Decline
+    return pos
+
+
+def check_from(buf, pos, end, opts, control_type):
+    """Where the raft_control at ``pos`` ends when it is in the plain form every decoder reads without a question
+    (generator.ir.walk), or -1: decode it to know."""
+    if type(buf) is not bytes:
+        return -1
+    try:
+        return _check_raft_control(buf, pos, end, opts, control_type)
+    except _Decline:
+        return -1
+
+
+#: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
+CHECK_FACTOR = 41
 
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each

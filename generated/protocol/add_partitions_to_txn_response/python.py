@@ -18,6 +18,10 @@ from kfmt.runtime.errors import LimitExceededError as _LimitExceededError
 from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
+from kfmt.runtime.check import I16 as _K_I16
+from kfmt.runtime.check import I32 as _K_I32
+from kfmt.runtime.check import Decline as _Decline
+from kfmt.runtime.check import uvarint as _k_uvarint
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -2254,6 +2258,237 @@ def decode_from(buf, pos=0, end=None, opts=_DEFAULT_OPTIONS, *, api_version):
             offset=pos,
             path="add_partitions_to_txn_response_by_version",
         ) from None
+
+
+# ------------------------------------------------------------------ the check walk (generator.ir.walk)
+
+
+def _check_add_partitions_to_txn_topic_result(buf, pos, end, opts):
+    if pos + 2 > end:
+        raise _Decline
+    (n_,) = _K_I16(buf, pos)
+    pos += 2
+    if n_ < 0:
+        raise _Decline
+    elif n_ > opts.max_bytes or n_ > end - pos:
+        raise _Decline
+    elif not buf[pos : pos + n_].isascii():
+        raise _Decline
+    else:
+        pos += n_
+    if pos + 4 > end:
+        raise _Decline
+    (n_,) = _K_I32(buf, pos)
+    pos += 4
+    if n_ < 0:
+        raise _Decline
+    elif n_ > opts.max_headers or n_ * 6 > end - pos:
+        raise _Decline
+    else:
+        pos += n_ * 6
+    return pos
+
+
+def _check_add_partitions_to_txn_response(buf, pos, end, opts, api_version):
+    if not (api_version <= 2):
+        raise _Decline
+    pos += 4
+    if pos > end:
+        raise _Decline
+    if pos + 4 > end:
+        raise _Decline
+    (n_,) = _K_I32(buf, pos)
+    pos += 4
+    if n_ < 0:
+        raise _Decline
+    elif n_ > opts.max_headers or n_ * 6 > end - pos:
+        raise _Decline
+    else:
+        check_ = _check_add_partitions_to_txn_topic_result
+        for _ in range(n_):
+            pos = check_(buf, pos, end, opts)
+    return pos
+
+
+def _check_add_partitions_to_txn_partition_result_flexible(buf, pos, end, opts):
+    pos += 6
+    if pos > end:
+        raise _Decline
+    if pos >= end or buf[pos]:
+        raise _Decline
+    pos += 1
+    return pos
+
+
+def _check_add_partitions_to_txn_topic_result_flexible(buf, pos, end, opts):
+    if pos >= end:
+        raise _Decline
+    n_ = buf[pos]
+    if n_ < 128:
+        pos += 1
+    elif pos + 1 < end and buf[pos + 1] < 128:  # two bytes (a record set of up to 16 KiB)
+        n_ = n_ & 127 | buf[pos + 1] << 7
+        pos += 2
+    else:
+        n_, pos = _k_uvarint(buf, pos, end, 5)
+    n_ -= 1
+    if n_ < 0:
+        raise _Decline
+    elif n_ > opts.max_bytes or n_ > end - pos:
+        raise _Decline
+    elif not buf[pos : pos + n_].isascii():
+        raise _Decline
+    else:
+        pos += n_
+    if pos >= end:
+        raise _Decline
+    n_ = buf[pos]
+    if n_ < 128:
+        pos += 1
+    elif pos + 1 < end and buf[pos + 1] < 128:  # two bytes (a record set of up to 16 KiB)
+        n_ = n_ & 127 | buf[pos + 1] << 7
+        pos += 2
+    else:
+        n_, pos = _k_uvarint(buf, pos, end, 5)
+    n_ -= 1
+    if n_ < 0:
+        raise _Decline
+    elif n_ > opts.max_headers or n_ * 7 > end - pos:
+        raise _Decline
+    else:
+        check_ = _check_add_partitions_to_txn_partition_result_flexible
+        for _ in range(n_):
+            pos = check_(buf, pos, end, opts)
+    if pos >= end or buf[pos]:
+        raise _Decline
+    pos += 1
+    return pos
+
+
+def _check_add_partitions_to_txn_result(buf, pos, end, opts):
+    if pos >= end:
+        raise _Decline
+    n_ = buf[pos]
+    if n_ < 128:
+        pos += 1
+    elif pos + 1 < end and buf[pos + 1] < 128:  # two bytes (a record set of up to 16 KiB)
+        n_ = n_ & 127 | buf[pos + 1] << 7
+        pos += 2
+    else:
+        n_, pos = _k_uvarint(buf, pos, end, 5)
+    n_ -= 1
+    if n_ < 0:
+        raise _Decline
+    elif n_ > opts.max_bytes or n_ > end - pos:
+        raise _Decline
+    elif not buf[pos : pos + n_].isascii():
+        raise _Decline
+    else:
+        pos += n_
+    if pos >= end:
+        raise _Decline
+    n_ = buf[pos]
+    if n_ < 128:
+        pos += 1
+    elif pos + 1 < end and buf[pos + 1] < 128:  # two bytes (a record set of up to 16 KiB)
+        n_ = n_ & 127 | buf[pos + 1] << 7
+        pos += 2
+    else:
+        n_, pos = _k_uvarint(buf, pos, end, 5)
+    n_ -= 1
+    if n_ < 0:
+        raise _Decline
+    elif n_ > opts.max_headers or n_ * 3 > end - pos:
+        raise _Decline
+    else:
+        check_ = _check_add_partitions_to_txn_topic_result_flexible
+        for _ in range(n_):
+            pos = check_(buf, pos, end, opts)
+    if pos >= end or buf[pos]:
+        raise _Decline
+    pos += 1
+    return pos
+
+
+def _check_add_partitions_to_txn_response_flexible(buf, pos, end, opts, api_version):
+    if not (api_version >= 3 and api_version <= 5):
+        raise _Decline
+    pos += 4
+    if pos > end:
+        raise _Decline
+    if api_version >= 4:
+        pos += 2
+        if pos > end:
+            raise _Decline
+    if api_version >= 4:
+        if pos >= end:
+            raise _Decline
+        n_ = buf[pos]
+        if n_ < 128:
+            pos += 1
+        elif pos + 1 < end and buf[pos + 1] < 128:  # two bytes (a record set of up to 16 KiB)
+            n_ = n_ & 127 | buf[pos + 1] << 7
+            pos += 2
+        else:
+            n_, pos = _k_uvarint(buf, pos, end, 5)
+        n_ -= 1
+        if n_ < 0:
+            raise _Decline
+        elif n_ > opts.max_headers or n_ * 3 > end - pos:
+            raise _Decline
+        else:
+            check_ = _check_add_partitions_to_txn_result
+            for _ in range(n_):
+                pos = check_(buf, pos, end, opts)
+    if api_version <= 3:
+        if pos >= end:
+            raise _Decline
+        n_ = buf[pos]
+        if n_ < 128:
+            pos += 1
+        elif pos + 1 < end and buf[pos + 1] < 128:  # two bytes (a record set of up to 16 KiB)
+            n_ = n_ & 127 | buf[pos + 1] << 7
+            pos += 2
+        else:
+            n_, pos = _k_uvarint(buf, pos, end, 5)
+        n_ -= 1
+        if n_ < 0:
+            raise _Decline
+        elif n_ > opts.max_headers or n_ * 3 > end - pos:
+            raise _Decline
+        else:
+            check_ = _check_add_partitions_to_txn_topic_result_flexible
+            for _ in range(n_):
+                pos = check_(buf, pos, end, opts)
+    if pos >= end or buf[pos]:
+        raise _Decline
+    pos += 1
+    return pos
+
+
+def _check_add_partitions_to_txn_response_by_version(buf, pos, end, opts, api_version):
+    if api_version in (0, 1, 2):
+        pos = _check_add_partitions_to_txn_response(buf, pos, end, opts, api_version)
+    elif api_version in (3, 4, 5):
+        pos = _check_add_partitions_to_txn_response_flexible(buf, pos, end, opts, api_version)
+    else:
+        raise _Decline
+    return pos
+
+
+def check_from(buf, pos, end, opts, api_version):
+    """Where the add_partitions_to_txn_response_by_version at ``pos`` ends when it is in the plain form every decoder reads without a question
+    (generator.ir.walk), or -1: decode it to know."""
+    if type(buf) is not bytes:
+        return -1
+    try:
+        return _check_add_partitions_to_txn_response_by_version(buf, pos, end, opts, api_version)
+    except _Decline:
+        return -1
+
+
+#: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
+CHECK_FACTOR = 111
 
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each

@@ -18,6 +18,7 @@ from kfmt.runtime.errors import LimitExceededError as _LimitExceededError
 from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
+from kfmt.runtime.check import Decline as _Decline
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.tagged import TagSection as _TagSection
 from kfmt.runtime.tagged import keep_tags as _keep_tags
@@ -308,6 +309,44 @@ def decode_from(buf, pos=0, end=None, opts=_DEFAULT_OPTIONS, *, api_version):
             offset=pos,
             path="allocate_producer_ids_response_by_version",
         ) from None
+
+
+# ------------------------------------------------------------------ the check walk (generator.ir.walk)
+
+
+def _check_allocate_producer_ids_response(buf, pos, end, opts, api_version):
+    if not (api_version <= 0):
+        raise _Decline
+    pos += 18
+    if pos > end:
+        raise _Decline
+    if pos >= end or buf[pos]:
+        raise _Decline
+    pos += 1
+    return pos
+
+
+def _check_allocate_producer_ids_response_by_version(buf, pos, end, opts, api_version):
+    if api_version in (0,):
+        pos = _check_allocate_producer_ids_response(buf, pos, end, opts, api_version)
+    else:
+        raise _Decline
+    return pos
+
+
+def check_from(buf, pos, end, opts, api_version):
+    """Where the allocate_producer_ids_response_by_version at ``pos`` ends when it is in the plain form every decoder reads without a question
+    (generator.ir.walk), or -1: decode it to know."""
+    if type(buf) is not bytes:
+        return -1
+    try:
+        return _check_allocate_producer_ids_response_by_version(buf, pos, end, opts, api_version)
+    except _Decline:
+        return -1
+
+
+#: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
+CHECK_FACTOR = 1
 
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each

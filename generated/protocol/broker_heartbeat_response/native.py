@@ -39,6 +39,7 @@ _c.bind(_model)  # the value classes the C code builds and reads
 
 __all__ = [
     "AUTO_DETECT",
+    "CHECK_FACTOR",
     "FORMAT_ID",
     "INDEX_OFFSETS",
     "MAGIC",
@@ -48,6 +49,7 @@ __all__ = [
     "TRAILING",
     "WIRE_FINGERPRINT",
     "WRAP_OFFSETS",
+    "check_from",
     "decode",
     "decode_from",
     "decode_run",
@@ -77,6 +79,11 @@ records_plain = _c.records_plain
 decode_columns = None  # no batches of records to make rows of
 #: many batches at once into the column buffers (the reader's fast path; None: one at a time)
 decode_columns_run = None
+
+#: where a broker_heartbeat_response_by_version in the plain form ends, found without building it (generator.ir.walk), or -1: decode it to know
+check_from = _c.check_from
+#: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
+CHECK_FACTOR = 1
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each
 

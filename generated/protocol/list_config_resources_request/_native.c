@@ -420,6 +420,74 @@ static PyObject *py_encode_all(PyObject *self, PyObject *const *args, Py_ssize_t
     return kf_w_bytes(&w);
 }
 
+/* ------------------------------------------------------------------ the check walk (generator.ir.walk) */
+
+static Py_ssize_t k_list_client_metrics_resources_request(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t a_api_version);
+static Py_ssize_t k_list_config_resources_request_v1(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t a_api_version);
+static Py_ssize_t k_list_config_resources_request_by_version(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t a_api_version);
+
+static Py_ssize_t k_list_client_metrics_resources_request(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t a_api_version) {
+    (void)cx;
+    if (!(a_api_version <= INT64_C(0))) return -1;
+    if (pos >= end || b[pos] != 0) return -1;
+    pos++;
+    return pos;
+}
+
+static Py_ssize_t k_list_config_resources_request_v1(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t a_api_version) {
+    (void)cx;
+    if (!((a_api_version >= INT64_C(1)) && (a_api_version <= INT64_C(1)))) return -1;
+    {
+        int64_t n_;
+        { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
+            n_ = (int64_t)u_ - 1; }
+        if (n_ < 0) { return -1; } else {
+            if (n_ > cx->max_headers || n_ * 1 > end - pos) return -1;
+            pos += n_ * 1;
+        }
+    }
+    if (pos >= end || b[pos] != 0) return -1;
+    pos++;
+    return pos;
+}
+
+static Py_ssize_t k_list_config_resources_request_by_version(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t a_api_version) {
+    (void)cx;
+    switch (a_api_version) {
+    case 0:
+        pos = k_list_client_metrics_resources_request(cx, b, pos, end, a_api_version);
+        if (pos < 0) return -1;
+        break;
+    case 1:
+        pos = k_list_config_resources_request_v1(cx, b, pos, end, a_api_version);
+        if (pos < 0) return -1;
+        break;
+    default: return -1;
+    }
+    return pos;
+}
+
+/* check_from(buf, pos, end, opts, api_version): where the list_config_resources_request_by_version at pos ends when it is in the plain form
+ * every decoder reads without a question, or -1 (decode it to know) */
+static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "check_from(buf, pos, end, opts, api_version)");
+        return NULL;
+    }
+    int64_t a_api_version = PyLong_AsLongLong(args[4]);
+    if (a_api_version == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return PyLong_FromLong(-1);
+    }
+    kf_ctx cx;
+    Py_buffer view;
+    Py_ssize_t pos, end;
+    if (!bound || kf_begin(args, &cx, &view, &pos, &end)) return PyLong_FromLong(-1);
+    Py_ssize_t npos = k_list_config_resources_request_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
+    PyBuffer_Release(&view);
+    return PyLong_FromSsize_t(npos);
+}
+
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
 static PyObject *py_decode_from(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 5) {
@@ -477,6 +545,7 @@ static PyObject *py_bind(PyObject *self, PyObject *model) {
 static PyMethodDef methods[] = {
     {"bind", (PyCFunction)py_bind, METH_O, "bind(model): the format's value classes"},
     {"decode_from", (PyCFunction)(void (*)(void))py_decode_from, METH_FASTCALL, "decode_from(buf, pos, end, opts)"},
+    {"check_from", (PyCFunction)(void (*)(void))py_check_from, METH_FASTCALL, "check_from(buf, pos, end, opts, params...): the end of a plainly formed value, or -1"},
     {"encode", (PyCFunction)(void (*)(void))py_encode, METH_FASTCALL, "encode(value, params...): bytes, or None (the python backend decides)"},
     {"encode_all", (PyCFunction)(void (*)(void))py_encode_all, METH_FASTCALL, "encode_all(values, first_index)"},
     {"records_plain", (PyCFunction)(void (*)(void))kf_py_records_plain, METH_FASTCALL,

@@ -18,6 +18,9 @@ from kfmt.runtime.errors import LimitExceededError as _LimitExceededError
 from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
+from kfmt.runtime.check import I32 as _K_I32
+from kfmt.runtime.check import Decline as _Decline
+from kfmt.runtime.check import uvarint as _k_uvarint
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
@@ -476,6 +479,82 @@ def decode_from(buf, pos=0, end=None, opts=_DEFAULT_OPTIONS, *, api_version):
             offset=pos,
             path="renew_delegation_token_request_by_version",
         ) from None
+
+
+# ------------------------------------------------------------------ the check walk (generator.ir.walk)
+
+
+def _check_renew_delegation_token_request(buf, pos, end, opts, api_version):
+    if not (api_version <= 1):
+        raise _Decline
+    if pos + 4 > end:
+        raise _Decline
+    (n_,) = _K_I32(buf, pos)
+    pos += 4
+    if n_ < 0:
+        raise _Decline
+    elif n_ > opts.max_bytes or n_ > end - pos:
+        raise _Decline
+    else:
+        pos += n_
+    pos += 8
+    if pos > end:
+        raise _Decline
+    return pos
+
+
+def _check_renew_delegation_token_request_flexible(buf, pos, end, opts, api_version):
+    if not (api_version >= 2 and api_version <= 2):
+        raise _Decline
+    if pos >= end:
+        raise _Decline
+    n_ = buf[pos]
+    if n_ < 128:
+        pos += 1
+    elif pos + 1 < end and buf[pos + 1] < 128:  # two bytes (a record set of up to 16 KiB)
+        n_ = n_ & 127 | buf[pos + 1] << 7
+        pos += 2
+    else:
+        n_, pos = _k_uvarint(buf, pos, end, 5)
+    n_ -= 1
+    if n_ < 0:
+        raise _Decline
+    elif n_ > opts.max_bytes or n_ > end - pos:
+        raise _Decline
+    else:
+        pos += n_
+    pos += 8
+    if pos > end:
+        raise _Decline
+    if pos >= end or buf[pos]:
+        raise _Decline
+    pos += 1
+    return pos
+
+
+def _check_renew_delegation_token_request_by_version(buf, pos, end, opts, api_version):
+    if api_version in (0, 1):
+        pos = _check_renew_delegation_token_request(buf, pos, end, opts, api_version)
+    elif api_version in (2,):
+        pos = _check_renew_delegation_token_request_flexible(buf, pos, end, opts, api_version)
+    else:
+        raise _Decline
+    return pos
+
+
+def check_from(buf, pos, end, opts, api_version):
+    """Where the renew_delegation_token_request_by_version at ``pos`` ends when it is in the plain form every decoder reads without a question
+    (generator.ir.walk), or -1: decode it to know."""
+    if type(buf) is not bytes:
+        return -1
+    try:
+        return _check_renew_delegation_token_request_by_version(buf, pos, end, opts, api_version)
+    except _Decline:
+        return -1
+
+
+#: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
+CHECK_FACTOR = 1
 
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each

@@ -18,6 +18,8 @@ from kfmt.runtime.errors import LimitExceededError as _LimitExceededError
 from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
+from kfmt.runtime.check import I16 as _K_I16
+from kfmt.runtime.check import Decline as _Decline
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -497,6 +499,80 @@ def decode_from(buf, pos=0, end=None, opts=_DEFAULT_OPTIONS, *, header_version):
         raise _InvalidValueError(
             f"internal decode failure ({type(e).__name__}: {e})", offset=pos, path="request_header_by_version"
         ) from None
+
+
+# ------------------------------------------------------------------ the check walk (generator.ir.walk)
+
+
+def _check_request_header(buf, pos, end, opts, header_version):
+    if not (header_version <= 1):
+        raise _Decline
+    pos += 8
+    if pos > end:
+        raise _Decline
+    if header_version >= 1:
+        if pos + 2 > end:
+            raise _Decline
+        (n_,) = _K_I16(buf, pos)
+        pos += 2
+        if n_ < 0:
+            pass
+        elif n_ > opts.max_bytes or n_ > end - pos:
+            raise _Decline
+        elif not buf[pos : pos + n_].isascii():
+            raise _Decline
+        else:
+            pos += n_
+    return pos
+
+
+def _check_request_header_flexible(buf, pos, end, opts, header_version):
+    if not (header_version >= 2 and header_version <= 2):
+        raise _Decline
+    pos += 8
+    if pos > end:
+        raise _Decline
+    if pos + 2 > end:
+        raise _Decline
+    (n_,) = _K_I16(buf, pos)
+    pos += 2
+    if n_ < 0:
+        pass
+    elif n_ > opts.max_bytes or n_ > end - pos:
+        raise _Decline
+    elif not buf[pos : pos + n_].isascii():
+        raise _Decline
+    else:
+        pos += n_
+    if pos >= end or buf[pos]:
+        raise _Decline
+    pos += 1
+    return pos
+
+
+def _check_request_header_by_version(buf, pos, end, opts, header_version):
+    if header_version in (0, 1):
+        pos = _check_request_header(buf, pos, end, opts, header_version)
+    elif header_version in (2,):
+        pos = _check_request_header_flexible(buf, pos, end, opts, header_version)
+    else:
+        raise _Decline
+    return pos
+
+
+def check_from(buf, pos, end, opts, header_version):
+    """Where the request_header_by_version at ``pos`` ends when it is in the plain form every decoder reads without a question
+    (generator.ir.walk), or -1: decode it to know."""
+    if type(buf) is not bytes:
+        return -1
+    try:
+        return _check_request_header_by_version(buf, pos, end, opts, header_version)
+    except _Decline:
+        return -1
+
+
+#: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
+CHECK_FACTOR = 1
 
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each

@@ -18,6 +18,9 @@ from kfmt.runtime.errors import LimitExceededError as _LimitExceededError
 from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
+from kfmt.runtime.check import I16 as _K_I16
+from kfmt.runtime.check import I32 as _K_I32
+from kfmt.runtime.check import Decline as _Decline
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -343,6 +346,69 @@ def decode_from(buf, pos=0, end=None, opts=_DEFAULT_OPTIONS, *, api_version):
         raise _InvalidValueError(
             f"internal decode failure ({type(e).__name__}: {e})", offset=pos, path="sasl_handshake_response_by_version"
         ) from None
+
+
+# ------------------------------------------------------------------ the check walk (generator.ir.walk)
+
+
+def _check_sasl_handshake_response_mechanisms_item(buf, pos, end, opts):
+    if pos + 2 > end:
+        raise _Decline
+    (n_,) = _K_I16(buf, pos)
+    pos += 2
+    if n_ < 0:
+        raise _Decline
+    elif n_ > opts.max_bytes or n_ > end - pos:
+        raise _Decline
+    elif not buf[pos : pos + n_].isascii():
+        raise _Decline
+    else:
+        pos += n_
+    return pos
+
+
+def _check_sasl_handshake_response(buf, pos, end, opts, api_version):
+    if not (api_version <= 1):
+        raise _Decline
+    pos += 2
+    if pos > end:
+        raise _Decline
+    if pos + 4 > end:
+        raise _Decline
+    (n_,) = _K_I32(buf, pos)
+    pos += 4
+    if n_ < 0:
+        raise _Decline
+    elif n_ > opts.max_headers or n_ * 2 > end - pos:
+        raise _Decline
+    else:
+        check_ = _check_sasl_handshake_response_mechanisms_item
+        for _ in range(n_):
+            pos = check_(buf, pos, end, opts)
+    return pos
+
+
+def _check_sasl_handshake_response_by_version(buf, pos, end, opts, api_version):
+    if api_version in (0, 1):
+        pos = _check_sasl_handshake_response(buf, pos, end, opts, api_version)
+    else:
+        raise _Decline
+    return pos
+
+
+def check_from(buf, pos, end, opts, api_version):
+    """Where the sasl_handshake_response_by_version at ``pos`` ends when it is in the plain form every decoder reads without a question
+    (generator.ir.walk), or -1: decode it to know."""
+    if type(buf) is not bytes:
+        return -1
+    try:
+        return _check_sasl_handshake_response_by_version(buf, pos, end, opts, api_version)
+    except _Decline:
+        return -1
+
+
+#: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
+CHECK_FACTOR = 49
 
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each

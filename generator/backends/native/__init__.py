@@ -12,10 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from generator.backends import TOOL, Backend, Format, stamp, template_env
+from generator.backends.native import ccheck
 from generator.backends.native.cenc import EncGen
 from generator.backends.native.cgen import columns as c_columns
 from generator.backends.native.cgen import struct_c
 from generator.backends.native.clower import Lowering, Unsupported, c_str
+from generator.ir.walk import factor as check_factor
 
 HERE = Path(__file__).parent
 
@@ -39,6 +41,7 @@ def emit(fmt: Format) -> dict[str, str]:
     try:
         structs = [struct_c(low, st) for st in f.structs]
         columns = c_columns(low)
+        checks = ccheck.walks(low)
     except Unsupported as e:
         # a language feature this backend does not lower yet: the format has no C extension, and says why
         why = f"{f.id}: the native backend does not lower {e} yet; kfmt uses the python backend for it"
@@ -79,6 +82,8 @@ def emit(fmt: Format) -> dict[str, str]:
         wrap_slot=wrap_slot,
         control_slot=control_slot,
         columns=columns,
+        checks=checks,
+        check_factor=check_factor(f),
         enc_code=enc_code,
         gathers=f.gathers(),
         enc_why=enc_why,

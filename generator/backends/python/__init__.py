@@ -16,6 +16,8 @@ from generator.backends import Backend, Format, stamp, template_env
 from generator.backends.python import lowered as lowered_mod
 from generator.backends.python import lowering
 from generator.backends.python.inline import inline_module
+from generator.backends.python.pcheck import walks
+from generator.ir.walk import factor
 
 HERE = Path(__file__).parent
 
@@ -109,13 +111,16 @@ def emit(fmt: Format) -> dict[str, str]:
     fir, _ = lowered(fmt)
     env = template_env(HERE)
     meta = tool_metadata(fmt)
+    checks = walks(fmt.ir)
     files = {}
     for tpl, fname, part in (
         ("init.py.j2", "__init__.py", "package"),
         ("model.py.j2", "model.py", "model"),
         ("python.py.j2", "python.py", "python"),
     ):
-        src = env.get_template(tpl).render(f=fir, header=stamp(fmt, part), meta=meta)
+        src = env.get_template(tpl).render(
+            f=fir, header=stamp(fmt, part), meta=meta, checks=checks, check_factor=factor(fmt.ir)
+        )
         files[fname] = inline_module(src) if fname == "python.py" else src
     return files
 

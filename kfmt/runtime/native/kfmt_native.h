@@ -598,6 +598,19 @@ static inline int kf_plain_input(PyObject *buf) {
 
 /* The start of a decode call (buf, pos, end, opts): 0 with the input's buffer held (release it after), or 1
  * when the python backend must decide (other input types, odd positions or options; nothing held, no error). */
+/* Whether n bytes are all ASCII (a string the check walk passes: every decoder reads it alike). */
+static inline int kf_ascii(const uint8_t *p, int64_t n) {
+    uint64_t acc = 0;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        acc |= w;
+    }
+    for (; i < n; i++) acc |= p[i];
+    return (acc & UINT64_C(0x8080808080808080)) == 0;
+}
+
 static int kf_begin(PyObject *const *args, kf_ctx *cx, Py_buffer *view, Py_ssize_t *pos, Py_ssize_t *end) {
     if (!kf_plain_input(args[0])) return 1;
     *pos = PyLong_AsSsize_t(args[1]);

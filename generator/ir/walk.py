@@ -1,0 +1,265 @@
+"""The check walk: which bytes a message's body covers and whether it is in the plain form every decoder reads
+without a question, found without building a value. One definition (a plan of steps per struct, made here
+from the typed IR), which the native and python backends each render (``k_<struct>`` in C, ``_check_<struct>``
+in Python) and a differential test holds equal.
+
+A walk answers the end of the body, or declines; it declines (and the reader decodes the body at once, which
+then says what is wrong, where) at anything but the plain form: a tag section that is not empty, a string that
+is not ASCII, a null marker or length other than Kafka's own, a count over its limit or beyond the bytes left,
+a version a struct is not defined for. So a walk that answers guarantees the decoders read the same bytes to the
+same end without an error: the body can be built when it is first asked for (``kfmt.protocol.Message.body``).
+
+A format has a check walk only where every construct it uses is one of these; others (the record formats: CRCs,
+regions, wrappers) are decoded at once. The memory budget the decoders keep is not walked: a frame is walked
+only when its size times :func:`factor` is within ``max_memory``, where no budget can be exceeded.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from generator.ir import nodes as n
+
+
+class NoCheck(Exception):
+    """A construct the check walk does not cover (the format is decoded at once)."""
+
+
+@dataclass(frozen=True)
+class Skip:
+    """Fixed-width bytes: a run of integers, booleans, floats and uuids."""
+
+    width: int
+
+
+@dataclass(frozen=True)
+class VarintSkip:
+    """A varint scalar (at most ``max_bytes`` bytes)."""
+
+    max_bytes: int
+
+
+@dataclass(frozen=True)
+class Bytes:
+    """A string or byte blob: its length prefix (an Int, or a Varint with Kafka's compact N + 1) or the rest of the
+    input less ``trailer``; a negative length is null where ``nullable``; a string's bytes must be ASCII."""
+
+    length: n.Int | n.Varint | n.Rest
+    nullable: bool
+    text: bool
+    max: int | None
+
+
+@dataclass(frozen=True)
+class Array:
+    """A counted array: its count prefix, null where negative and ``nullable``; at most ``limit`` (an option's
+    name) elements of at least ``min_elem`` bytes; each a struct walked (``elem``) or ``width`` bytes skipped."""
+
+    count: n.Int | n.Varint
+    nullable: bool
+    limit: str
+    min_elem: int
+    elem: str | None
+    width: int | None
+
+
+@dataclass(frozen=True)
+class Call:
+    """A nested struct, behind a null marker (int8 -1 / uvarint 0: null; 1: present) when ``marker`` is set."""
+
+    struct: str
+    marker: n.Int | n.Varint | None
+
+
+@dataclass(frozen=True)
+class Switch:
+    """One struct of several by a parameter's value; any other value declines."""
+
+    selector: str
+    cases: tuple[tuple[tuple[int, ...], str], ...]
+
+
+@dataclass(frozen=True)
+class Cond:
+    """Steps present only when ``expr`` (over parameters) holds."""
+
+    expr: n.Expr
+    steps: tuple
+
+
+@dataclass(frozen=True)
+class Requires:
+    """The struct is defined only where ``expr`` (over parameters) holds: elsewhere the walk declines."""
+
+    expr: n.Expr
+
+
+@dataclass(frozen=True)
+class NoTags:
+    """A tag section holding no tag: the one byte 0."""
+
+
+@dataclass(frozen=True)
+class StructPlan:
+    name: str
+    params: tuple[str, ...]
+    steps: tuple
+
+
+def plan(ir: n.FormatIR) -> list[StructPlan] | None:
+    """Each struct's walk, dependencies first (the root last), or None when the format has no check walk."""
+    try:
+        plans = {st.name: _struct(ir, st) for st in ir.structs}
+    except NoCheck:
+        return None
+    used = _reached(plans, ir.root)
+    return [p for name, p in plans.items() if name in used]
+
+
+def _reached(plans: dict[str, StructPlan], root: str) -> set[str]:
+    """The structs a walk from ``root`` calls (an array of fixed-width elements skips them, uncalled)."""
+    seen: set[str] = set()
+    todo = [root]
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo += _callees(plans[name].steps)
+    return seen
+
+
+def _callees(steps: tuple) -> list[str]:
+    out: list[str] = []
+    for s in steps:
+        if isinstance(s, Call):
+            out.append(s.struct)
+        elif isinstance(s, Array) and s.elem is not None:
+            out.append(s.elem)
+        elif isinstance(s, Switch):
+            out += [name for _, name in s.cases]
+        elif isinstance(s, Cond):
+            out += _callees(s.steps)
+    return out
+
+
+def factor(ir: n.FormatIR) -> int:
+    """A bound on the memory a decoder accounts per byte of input: 1 + the cost per byte of every array's
+    elements (each element takes at least its minimum size, and elements of one array field never share bytes),
+    over the structs one value can reach (the version a protocol message is read at: the largest sum). A frame
+    whose size times this is within ``max_memory`` cannot exceed a memory budget; a larger one is decoded at
+    once, not walked."""
+    root = ir.struct(ir.root)
+    tops = [name for f in root.fields if isinstance(f.wire, n.Switch) for _, name in f.wire.cases] or [ir.root]
+    return 1 + max(sum(_cost_per_byte(ir.struct(s)) for s in _reachable(ir, t)) for t in set(tops))
+
+
+def _cost_per_byte(st: n.Struct) -> int:
+    return sum(math.ceil(f.wire.budget.cost / max(f.wire.min_elem_size, 1)) for f in st.fields
+               if isinstance(f.wire, n.ArrayType) and f.wire.budget is not None)  # fmt: skip
+
+
+def _reachable(ir: n.FormatIR, top: str) -> set[str]:
+    seen: set[str] = set()
+    todo = [top]
+    while todo:
+        st = ir.struct(todo.pop())
+        if st.name in seen:
+            continue
+        seen.add(st.name)
+        for f in st.fields:
+            w = f.wire
+            todo += [w.elem] if isinstance(w, n.ArrayType) else [w.name] if isinstance(w, n.StructType) else []
+            todo += [name for _, name in w.cases] if isinstance(w, n.Switch) else []
+            todo += [t.struct for t in w.fields] if isinstance(w, n.Tagged) else []
+    return seen
+
+
+def _params_only(e: n.Expr | None, where: str) -> None:
+    """Refuse an expression over anything but parameters (the walk reads no field's value)."""
+    if e is None:
+        return
+    if isinstance(e, n.Ref):
+        if e.owner != "<params>":
+            raise NoCheck(f"{where}: a condition on field {e.name}")
+        return
+    for x in vars(e).values():
+        if isinstance(x, tuple):
+            for y in x:
+                _params_only(y, where)
+        elif isinstance(x, (n.Ref, n.Compare, n.All, n.Truthy, n.Arith, n.Choose, n.Length, n.Fold)):
+            _params_only(x, where)
+
+
+def _struct(ir: n.FormatIR, st: n.Struct) -> StructPlan:
+    if st.regions or st.views or st.wrappers or st.logical:
+        raise NoCheck(f"{st.name}: regions, views, wrappers or logical values")
+    for p in st.params:
+        if p.owner != "<params>":
+            raise NoCheck(f"{st.name}: a parameter from a field ({p.name})")
+    _params_only(st.requires, st.name)
+    steps: list = [Requires(st.requires)] if st.requires is not None else []
+    for f in st.fields:
+        step = _field(ir, st, f)
+        if f.condition is not None:
+            _params_only(f.condition, f"{st.name}.{f.name}")
+            step = Cond(f.condition, (step,))
+        _append(steps, step)
+    return StructPlan(st.name, tuple(p.name for p in st.params), tuple(steps))
+
+
+def _append(steps: list, step) -> None:
+    """Consecutive fixed widths are one skip (one bounds check)."""
+    if isinstance(step, Skip) and steps and isinstance(steps[-1], Skip):
+        steps[-1] = Skip(steps[-1].width + step.width)
+    else:
+        steps.append(step)
+
+
+def _field(ir: n.FormatIR, st: n.Struct, f: n.Field):
+    w = f.wire
+    where = f"{st.name}.{f.name}"
+    if f.const is not None or f.bits or f.derived is not None:
+        raise NoCheck(f"{where}: a constant, bits or a derived value")
+    if isinstance(w, n.Int):
+        return Skip(w.width)
+    if isinstance(w, n.Varint):
+        return VarintSkip(w.max_bytes)
+    if isinstance(w, n.Blob):
+        if isinstance(w.length, n.CountFrom):
+            raise NoCheck(f"{where}: a length from another field")
+        return Bytes(w.length, w.nullable, w.text, w.max)
+    if isinstance(w, n.ArrayType):
+        return _array(ir, w, where)
+    if isinstance(w, n.StructType):
+        if w.size is not None or (w.nullable and w.marker is None):
+            raise NoCheck(f"{where}: a sized struct")
+        return Call(w.name, w.marker)
+    if isinstance(w, n.Switch):
+        if w.selector.owner != "<params>":
+            raise NoCheck(f"{where}: a switch on a field")
+        return Switch(w.selector.name, tuple(w.grouped()))
+    if isinstance(w, n.Tagged):
+        return NoTags()
+    raise NoCheck(f"{where}: {type(w).__name__}")
+
+
+def _array(ir: n.FormatIR, w: n.ArrayType, where: str) -> Array:
+    if w.size is not None or w.compressed_by is not None or not isinstance(w.count, (n.Int, n.Varint)):
+        raise NoCheck(f"{where}: a sized, compressed or uncounted array")
+    if w.min_elem_size < 1:
+        raise NoCheck(f"{where}: elements that may take no bytes")
+    width = _fixed_width(ir.struct(w.elem))
+    return Array(w.count, w.nullable, w.limit, w.min_elem_size, None if width else w.elem, width)
+
+
+def _fixed_width(st: n.Struct) -> int | None:
+    """The width of a struct that is only fixed-width values with nothing to check (``[]int32``'s element)."""
+    if st.requires is not None or st.params or st.regions or st.views or st.wrappers:
+        return None
+    width = 0
+    for f in st.fields:
+        if not isinstance(f.wire, n.Int) or f.condition is not None or f.const is not None or f.bits or f.derived:
+            return None
+        width += f.wire.width
+    return width or None
