@@ -57,14 +57,20 @@ def py_empty_value(ir: n.FormatIR, t: n.TaggedField, cls: str) -> str | None:
     """A Python expression building what :func:`absent_bytes` decodes to, for the structs :func:`py_empty_test`
     tells without encoding (integer fields and a tag section): ``cls`` with each field at its default and no tags.
     None for any other struct: its absent value is decoded from the bytes."""
-    if py_empty_test(ir, t, "v", cls) is None:
+    fields = py_empty_fields(ir, t)
+    if fields is None or py_empty_test(ir, t, "v", cls) is None:
+        return None
+    return f"{cls}({', '.join(f'{name}={value}' for name, value in fields)})"
+
+
+def py_empty_fields(ir: n.FormatIR, t: n.TaggedField) -> list[tuple[str, str]] | None:
+    """The fields of what :func:`py_empty_value` builds, each with its value as a Python expression (a new list for
+    the tag section), in the struct's order; None where :func:`py_empty_value` is None."""
+    if py_empty_test(ir, t, "v", "C") is None:
         return None
     (value,) = ir.struct(t.struct).fields
-    args = []
-    for f in ir.struct(value.wire.name).fields:  # type: ignore[union-attr]
-        d = _default(f)
-        args.append(f"{f.name}=[]" if isinstance(f.wire, n.Tagged) else f"{f.name}={d}")
-    return f"{cls}({', '.join(args)})"
+    return [(f.name, "[]" if isinstance(f.wire, n.Tagged) else repr(_default(f)))
+            for f in ir.struct(value.wire.name).fields]  # type: ignore[union-attr]  # fmt: skip
 
 
 def _default(f: n.Field):

@@ -249,8 +249,8 @@ def _array(ir: n.FormatIR, w: n.ArrayType, where: str) -> Array:
         raise NoCheck(f"{where}: a sized, compressed or uncounted array")
     if w.min_elem_size < 1:
         raise NoCheck(f"{where}: elements that may take no bytes")
-    width = _fixed_width(ir.struct(w.elem))
-    return Array(w.count, w.nullable, w.limit, w.min_elem_size, None if width else w.elem, width)
+    width = _fixed_width(ir.struct(w.elem))  # (the bytes a count may claim: no fewer than its elements take)
+    return Array(w.count, w.nullable, w.limit, max(w.min_elem_size, width or 0), None if width else w.elem, width)
 
 
 def _fixed_width(st: n.Struct) -> int | None:

@@ -1786,9 +1786,12 @@ def _decode_fetch_request_flexible(buf, pos, end, opts, api_version):
         pos += n_rack_id
     tagged_fields = []
     cluster_id = None
-    replica_state = ReplicaState(
-        replica_id=-1, replica_epoch=-1, tagged_fields=[]
-    )  # absent: new fetch_request_flexible_replica_state_tag() (generator.ir.empty)
+    replica_state = _new_object(
+        ReplicaState
+    )  # absent: new fetch_request_flexible_replica_state_tag() (generator.ir.empty), slots set directly
+    replica_state.replica_id = -1
+    replica_state.replica_epoch = -1
+    replica_state.tagged_fields = []
     if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
@@ -2339,7 +2342,10 @@ def _fdecode_fetch_request_flexible(buf, pos, end, opts, api_version):
         pos += n_rack_id
     tagged_fields = []
     cluster_id = None
-    replica_state = ReplicaState(replica_id=-1, replica_epoch=-1, tagged_fields=[])
+    replica_state = _new_object(ReplicaState)
+    replica_state.replica_id = -1
+    replica_state.replica_epoch = -1
+    replica_state.tagged_fields = []
     if pos < end and buf[pos] == 0:
         pos += 1
     else:
@@ -3499,9 +3505,12 @@ def _decode_fetch_request_v18(buf, pos, end, opts, api_version):
         pos += n_rack_id
     tagged_fields = []
     cluster_id = None
-    replica_state = ReplicaState(
-        replica_id=-1, replica_epoch=-1, tagged_fields=[]
-    )  # absent: new fetch_request_v18_replica_state_tag() (generator.ir.empty)
+    replica_state = _new_object(
+        ReplicaState
+    )  # absent: new fetch_request_v18_replica_state_tag() (generator.ir.empty), slots set directly
+    replica_state.replica_id = -1
+    replica_state.replica_epoch = -1
+    replica_state.tagged_fields = []
     if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
@@ -3961,7 +3970,10 @@ def _fdecode_fetch_request_v18(buf, pos, end, opts, api_version):
         pos += n_rack_id
     tagged_fields = []
     cluster_id = None
-    replica_state = ReplicaState(replica_id=-1, replica_epoch=-1, tagged_fields=[])
+    replica_state = _new_object(ReplicaState)
+    replica_state.replica_id = -1
+    replica_state.replica_epoch = -1
+    replica_state.tagged_fields = []
     if pos < end and buf[pos] == 0:
         pos += 1
     else:

@@ -1387,15 +1387,24 @@ def _decode_partition_data_flexible(buf, pos, end, opts):
         records = _view(buf, pos, n_records)
         pos += n_records
     tagged_fields = []
-    diverging_epoch = EpochEndOffset(
-        epoch=-1, end_offset=-1, tagged_fields=[]
-    )  # absent: new partition_data_flexible_diverging_epoch_tag() (generator.ir.empty)
-    current_leader = LeaderIdAndEpoch(
-        leader_id=-1, leader_epoch=-1, tagged_fields=[]
-    )  # absent: new partition_data_flexible_current_leader_tag() (generator.ir.empty)
-    snapshot_id = SnapshotId(
-        end_offset=-1, epoch=-1, tagged_fields=[]
-    )  # absent: new partition_data_flexible_snapshot_id_tag() (generator.ir.empty)
+    diverging_epoch = _new_object(
+        EpochEndOffset
+    )  # absent: new partition_data_flexible_diverging_epoch_tag() (generator.ir.empty), slots set directly
+    diverging_epoch.epoch = -1
+    diverging_epoch.end_offset = -1
+    diverging_epoch.tagged_fields = []
+    current_leader = _new_object(
+        LeaderIdAndEpoch
+    )  # absent: new partition_data_flexible_current_leader_tag() (generator.ir.empty), slots set directly
+    current_leader.leader_id = -1
+    current_leader.leader_epoch = -1
+    current_leader.tagged_fields = []
+    snapshot_id = _new_object(
+        SnapshotId
+    )  # absent: new partition_data_flexible_snapshot_id_tag() (generator.ir.empty), slots set directly
+    snapshot_id.end_offset = -1
+    snapshot_id.epoch = -1
+    snapshot_id.tagged_fields = []
     if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
@@ -2554,15 +2563,18 @@ def _fdecode_fetch_response_flexible(buf, pos, end, opts, api_version):
                 )
                 pos += n_records_partition_data_flexible__fetchable_topic_response_flexible_
             tagged_fields_partition_data_flexible__fetchable_topic_response_flexible_ = []
-            diverging_epoch_partition_data_flexible__fetchable_topic_response_flexible_ = EpochEndOffset(
-                epoch=-1, end_offset=-1, tagged_fields=[]
-            )
-            current_leader_partition_data_flexible__fetchable_topic_response_flexible_ = LeaderIdAndEpoch(
-                leader_id=-1, leader_epoch=-1, tagged_fields=[]
-            )
-            snapshot_id_partition_data_flexible__fetchable_topic_response_flexible_ = SnapshotId(
-                end_offset=-1, epoch=-1, tagged_fields=[]
-            )
+            diverging_epoch_partition_data_flexible__fetchable_topic_response_flexible_ = _new_object(EpochEndOffset)
+            diverging_epoch_partition_data_flexible__fetchable_topic_response_flexible_.epoch = -1
+            diverging_epoch_partition_data_flexible__fetchable_topic_response_flexible_.end_offset = -1
+            diverging_epoch_partition_data_flexible__fetchable_topic_response_flexible_.tagged_fields = []
+            current_leader_partition_data_flexible__fetchable_topic_response_flexible_ = _new_object(LeaderIdAndEpoch)
+            current_leader_partition_data_flexible__fetchable_topic_response_flexible_.leader_id = -1
+            current_leader_partition_data_flexible__fetchable_topic_response_flexible_.leader_epoch = -1
+            current_leader_partition_data_flexible__fetchable_topic_response_flexible_.tagged_fields = []
+            snapshot_id_partition_data_flexible__fetchable_topic_response_flexible_ = _new_object(SnapshotId)
+            snapshot_id_partition_data_flexible__fetchable_topic_response_flexible_.end_offset = -1
+            snapshot_id_partition_data_flexible__fetchable_topic_response_flexible_.epoch = -1
+            snapshot_id_partition_data_flexible__fetchable_topic_response_flexible_.tagged_fields = []
             if pos < end and buf[pos] == 0:
                 pos += 1
             else:
@@ -3438,15 +3450,24 @@ def _decode_partition_data_v18(buf, pos, end, opts):
         records = _view(buf, pos, n_records)
         pos += n_records
     tagged_fields = []
-    diverging_epoch = EpochEndOffset(
-        epoch=-1, end_offset=-1, tagged_fields=[]
-    )  # absent: new partition_data_v18_diverging_epoch_tag() (generator.ir.empty)
-    current_leader = LeaderIdAndEpoch(
-        leader_id=-1, leader_epoch=-1, tagged_fields=[]
-    )  # absent: new partition_data_v18_current_leader_tag() (generator.ir.empty)
-    snapshot_id = SnapshotId(
-        end_offset=-1, epoch=-1, tagged_fields=[]
-    )  # absent: new partition_data_v18_snapshot_id_tag() (generator.ir.empty)
+    diverging_epoch = _new_object(
+        EpochEndOffset
+    )  # absent: new partition_data_v18_diverging_epoch_tag() (generator.ir.empty), slots set directly
+    diverging_epoch.epoch = -1
+    diverging_epoch.end_offset = -1
+    diverging_epoch.tagged_fields = []
+    current_leader = _new_object(
+        LeaderIdAndEpoch
+    )  # absent: new partition_data_v18_current_leader_tag() (generator.ir.empty), slots set directly
+    current_leader.leader_id = -1
+    current_leader.leader_epoch = -1
+    current_leader.tagged_fields = []
+    snapshot_id = _new_object(
+        SnapshotId
+    )  # absent: new partition_data_v18_snapshot_id_tag() (generator.ir.empty), slots set directly
+    snapshot_id.end_offset = -1
+    snapshot_id.epoch = -1
+    snapshot_id.tagged_fields = []
     if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
@@ -4354,15 +4375,18 @@ def _fdecode_fetch_response_v18(buf, pos, end, opts, api_version):
                 )
                 pos += n_records_partition_data_v18__fetchable_topic_response_v18_
             tagged_fields_partition_data_v18__fetchable_topic_response_v18_ = []
-            diverging_epoch_partition_data_v18__fetchable_topic_response_v18_ = EpochEndOffset(
-                epoch=-1, end_offset=-1, tagged_fields=[]
-            )
-            current_leader_partition_data_v18__fetchable_topic_response_v18_ = LeaderIdAndEpoch(
-                leader_id=-1, leader_epoch=-1, tagged_fields=[]
-            )
-            snapshot_id_partition_data_v18__fetchable_topic_response_v18_ = SnapshotId(
-                end_offset=-1, epoch=-1, tagged_fields=[]
-            )
+            diverging_epoch_partition_data_v18__fetchable_topic_response_v18_ = _new_object(EpochEndOffset)
+            diverging_epoch_partition_data_v18__fetchable_topic_response_v18_.epoch = -1
+            diverging_epoch_partition_data_v18__fetchable_topic_response_v18_.end_offset = -1
+            diverging_epoch_partition_data_v18__fetchable_topic_response_v18_.tagged_fields = []
+            current_leader_partition_data_v18__fetchable_topic_response_v18_ = _new_object(LeaderIdAndEpoch)
+            current_leader_partition_data_v18__fetchable_topic_response_v18_.leader_id = -1
+            current_leader_partition_data_v18__fetchable_topic_response_v18_.leader_epoch = -1
+            current_leader_partition_data_v18__fetchable_topic_response_v18_.tagged_fields = []
+            snapshot_id_partition_data_v18__fetchable_topic_response_v18_ = _new_object(SnapshotId)
+            snapshot_id_partition_data_v18__fetchable_topic_response_v18_.end_offset = -1
+            snapshot_id_partition_data_v18__fetchable_topic_response_v18_.epoch = -1
+            snapshot_id_partition_data_v18__fetchable_topic_response_v18_.tagged_fields = []
             if pos < end and buf[pos] == 0:
                 pos += 1
             else:

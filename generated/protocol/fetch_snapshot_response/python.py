@@ -388,9 +388,12 @@ def _decode_partition_snapshot(buf, pos, end, opts):
         unaligned_records = _view(buf, pos, n_unaligned_records)
         pos += n_unaligned_records
     tagged_fields = []
-    current_leader = LeaderIdAndEpoch(
-        leader_id=0, leader_epoch=0, tagged_fields=[]
-    )  # absent: new partition_snapshot_current_leader_tag() (generator.ir.empty)
+    current_leader = _new_object(
+        LeaderIdAndEpoch
+    )  # absent: new partition_snapshot_current_leader_tag() (generator.ir.empty), slots set directly
+    current_leader.leader_id = 0
+    current_leader.leader_epoch = 0
+    current_leader.tagged_fields = []
     if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
@@ -1189,9 +1192,10 @@ def _fdecode_fetch_snapshot_response(buf, pos, end, opts, api_version):
                 )
                 pos += n_unaligned_records_partition_snapshot__topic_snapshot_
             tagged_fields_partition_snapshot__topic_snapshot_ = []
-            current_leader_partition_snapshot__topic_snapshot_ = LeaderIdAndEpoch(
-                leader_id=0, leader_epoch=0, tagged_fields=[]
-            )
+            current_leader_partition_snapshot__topic_snapshot_ = _new_object(LeaderIdAndEpoch)
+            current_leader_partition_snapshot__topic_snapshot_.leader_id = 0
+            current_leader_partition_snapshot__topic_snapshot_.leader_epoch = 0
+            current_leader_partition_snapshot__topic_snapshot_.tagged_fields = []
             if pos < end and buf[pos] == 0:
                 pos += 1
             else:

@@ -1152,9 +1152,12 @@ def _decode_partition_produce_response_flexible(buf, pos, end, opts, api_version
         error_message = str(buf[pos : pos + n_error_message], "utf-8", "surrogateescape")
         pos += n_error_message
     tagged_fields = []
-    current_leader = LeaderIdAndEpoch(
-        leader_id=-1, leader_epoch=-1, tagged_fields=[]
-    )  # absent: new partition_produce_response_flexible_current_leader_tag() (generator.ir.empty)
+    current_leader = _new_object(
+        LeaderIdAndEpoch
+    )  # absent: new partition_produce_response_flexible_current_leader_tag() (generator.ir.empty), slots set directly
+    current_leader.leader_id = -1
+    current_leader.leader_epoch = -1
+    current_leader.tagged_fields = []
     if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
@@ -2288,9 +2291,12 @@ def _fdecode_produce_response_flexible(buf, pos, end, opts, api_version):
                     )
                 pos += n_error_message_partition_produce_response_flexible__topic_produce_response_flexible_
             tagged_fields_partition_produce_response_flexible__topic_produce_response_flexible_ = []
-            current_leader_partition_produce_response_flexible__topic_produce_response_flexible_ = LeaderIdAndEpoch(
-                leader_id=-1, leader_epoch=-1, tagged_fields=[]
+            current_leader_partition_produce_response_flexible__topic_produce_response_flexible_ = _new_object(
+                LeaderIdAndEpoch
             )
+            current_leader_partition_produce_response_flexible__topic_produce_response_flexible_.leader_id = -1
+            current_leader_partition_produce_response_flexible__topic_produce_response_flexible_.leader_epoch = -1
+            current_leader_partition_produce_response_flexible__topic_produce_response_flexible_.tagged_fields = []
             if pos < end and buf[pos] == 0:
                 pos += 1
             else:
@@ -3102,9 +3108,12 @@ def _decode_partition_produce_response_v12(buf, pos, end, opts):
         error_message = str(buf[pos : pos + n_error_message], "utf-8", "surrogateescape")
         pos += n_error_message
     tagged_fields = []
-    current_leader = LeaderIdAndEpoch(
-        leader_id=-1, leader_epoch=-1, tagged_fields=[]
-    )  # absent: new partition_produce_response_v12_current_leader_tag() (generator.ir.empty)
+    current_leader = _new_object(
+        LeaderIdAndEpoch
+    )  # absent: new partition_produce_response_v12_current_leader_tag() (generator.ir.empty), slots set directly
+    current_leader.leader_id = -1
+    current_leader.leader_epoch = -1
+    current_leader.tagged_fields = []
     if pos < end and buf[pos] == 0:  # no tags (the common case)
         pos += 1
     else:
@@ -4091,9 +4100,10 @@ def _fdecode_produce_response_v12(buf, pos, end, opts, api_version):
                     )
                 pos += n_error_message_partition_produce_response_v12__topic_produce_response_v12_
             tagged_fields_partition_produce_response_v12__topic_produce_response_v12_ = []
-            current_leader_partition_produce_response_v12__topic_produce_response_v12_ = LeaderIdAndEpoch(
-                leader_id=-1, leader_epoch=-1, tagged_fields=[]
-            )
+            current_leader_partition_produce_response_v12__topic_produce_response_v12_ = _new_object(LeaderIdAndEpoch)
+            current_leader_partition_produce_response_v12__topic_produce_response_v12_.leader_id = -1
+            current_leader_partition_produce_response_v12__topic_produce_response_v12_.leader_epoch = -1
+            current_leader_partition_produce_response_v12__topic_produce_response_v12_.tagged_fields = []
             if pos < end and buf[pos] == 0:
                 pos += 1
             else:
