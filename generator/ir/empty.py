@@ -53,6 +53,19 @@ def py_empty_test(ir: n.FormatIR, t: n.TaggedField, var: str, cls: str) -> str |
     return " and ".join(terms)
 
 
+def py_empty(ir: n.FormatIR, t: n.TaggedField, var: str, camel) -> dict:
+    """What the python backend's templates use of a tagged field ``t`` (its value in ``var``): ``empty_test``,
+    ``empty_value`` and ``empty_build`` (:func:`py_empty_fields`) of its empty struct, and the class ``empty_cls``
+    (``camel``: the backend's class names); all None where its absent value is not an empty struct."""
+    if not isinstance(t.absent, n.EmptyStruct):
+        return dict(empty_test=None, empty_value=None, empty_build=None)
+    wire = ir.struct(t.struct).fields[0].wire
+    cls = camel(wire.name) if isinstance(wire, n.StructType) else ""
+    value = py_empty_value(ir, t, cls)
+    build = py_empty_fields(ir, t) if value is not None else None
+    return dict(empty_test=py_empty_test(ir, t, var, cls), empty_value=value, empty_cls=cls, empty_build=build)
+
+
 def py_empty_value(ir: n.FormatIR, t: n.TaggedField, cls: str) -> str | None:
     """A Python expression building what :func:`absent_bytes` decodes to, for the structs :func:`py_empty_test`
     tells without encoding (integer fields and a tag section): ``cls`` with each field at its default and no tags.
@@ -65,7 +78,8 @@ def py_empty_value(ir: n.FormatIR, t: n.TaggedField, cls: str) -> str | None:
 
 def py_empty_fields(ir: n.FormatIR, t: n.TaggedField) -> list[tuple[str, str]] | None:
     """The fields of what :func:`py_empty_value` builds, each with its value as a Python expression (a new list for
-    the tag section), in the struct's order; None where :func:`py_empty_value` is None."""
+    the tag section), in the struct's order: every slot of its value class (a struct of integers and a tag section
+    has no other), set directly by the python backend; None where :func:`py_empty_value` is None."""
     if py_empty_test(ir, t, "v", "C") is None:
         return None
     (value,) = ir.struct(t.struct).fields

@@ -24,8 +24,8 @@ from generator.backends.python.lowered import (
     _view_slots,
 )
 from generator.backends.python.ops import _DecodeOps
-from generator.ir.empty import absent_bytes, py_empty_fields, py_empty_test, py_empty_value
-from generator.ir.nodes import EmptyStruct, StructType
+from generator.ir.empty import absent_bytes, py_empty
+from generator.ir.nodes import EmptyStruct
 from generator.ir.nodes import FormatIR as TypedIR
 from generator.ir.passes.validate import Validator, _err
 from generator.loader.spec import FIXED, PRIMITIVES, VAR_PREFIXES, Field, Schema, SchemaError, Struct
@@ -351,20 +351,8 @@ class Builder(EncodeLowering, Validator):
         return dict(tags=tags, path=f"{path}.{f.name}")
 
     def empty_struct(self, x, name: str) -> dict:
-        """A struct-valued tagged field's empty struct told and built without bytes, where it can be
-        (generator.ir.empty): ``empty_test``, ``empty_value``."""
-        if not isinstance(x.absent, EmptyStruct):
-            return dict(empty_test=None, empty_value=None, empty_build=None)
-        wire = self.ir.struct(x.struct).fields[0].wire
-        cls = _camel(wire.name) if isinstance(wire, StructType) else ""
-        value = py_empty_value(self.ir, x, cls)
-        build = py_empty_fields(self.ir, x) if value is not None and isinstance(wire, StructType) else None
-        if build is not None:  # its slots set directly (a third of __init__'s cost) where they are all its fields
-            inner = self.s.structs[wire.name]  # type: ignore[union-attr]
-            if inner.repr != "object" or [m for m, _ in self._model_fields(wire.name, inner)] != [f for f, _ in build]:
-                build = None
-        return dict(empty_test=py_empty_test(self.ir, x, name, cls), empty_value=value, empty_build=build,
-                    empty_cls=cls)  # fmt: skip
+        """A struct-valued tagged field's empty struct told and built without bytes, where it can (generator.ir.empty)."""
+        return py_empty(self.ir, x, name, _camel)
 
     def type_label(self, st: Struct, f: Field) -> str:
         """A short, comparable description of a field's wire type (what `kfmt diff` shows)."""
