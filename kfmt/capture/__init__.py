@@ -114,6 +114,22 @@ def read(path: str | Path) -> Capture:
     return Capture(out, problems)
 
 
+def exchanges_of(conn: Connection, conv, *, backend: str | None = None):
+    """The exchanges of a captured connection in their requests' order, one at a time (kfmt.protocol.conversation
+    .exchanges): both directions read in the capture's order, a response after its request, so that only the
+    exchanges awaiting an answer are held; what else is found goes to ``conv`` (a Conversation)."""
+    from kfmt.protocol.conversation import exchanges
+
+    sides = {"client": conn.to_server, "server": conn.to_client}
+
+    def packet(side: str, position: int) -> int | None:
+        p = sides[side].packet_at(position)
+        return None if p is None else p[0]
+
+    return exchanges(conv, conn.to_server.data, conn.to_client.data, backend=backend, mid_stream=not conn.opened,
+                     client_runs=conn.to_server.runs, server_runs=conn.to_client.runs, packet=packet)  # fmt: skip
+
+
 def _connection(a, b, flow: dict, back: dict) -> Connection:
 
     one, other = _reassemble(flow), _reassemble(back)

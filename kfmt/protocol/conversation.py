@@ -9,8 +9,10 @@ still read."""
 
 from __future__ import annotations
 
+import heapq
 import struct
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -50,6 +52,8 @@ class Conversation:
     problems: list[str] = field(default_factory=list)
     #: bytes after the last whole frame of each direction (a connection or capture cut mid-frame)
     tails: dict[str, bytes] = field(default_factory=dict)
+    #: where each direction's bytes end (its last run's end, after holes)
+    ends: dict[str, int] = field(default_factory=dict)
     #: bytes before the first whole frame of each direction of a stream read from its middle (``mid_stream``)
     skipped: dict[str, int] = field(default_factory=dict)
     #: where a direction with holes (bytes a capture lacks) went on: (side, byte where the hole begins, byte where the
@@ -129,69 +133,184 @@ def _raw_sasl_follows(request: Message) -> bool:
 def read_conversation(client: bytes, server: bytes, *, backend: str | None = None, mid_stream: bool = False,
                       client_runs: Sequence[tuple[int, bytes]] = (),
                       server_runs: Sequence[tuple[int, bytes]] = ()) -> Conversation:  # fmt: skip
-    """Both directions of one connection read: ``client`` the bytes the client sent, ``server`` the broker's.
-    ``mid_stream``: the bytes may begin inside a message (a capture that began after the connection opened): each
-    direction is read from its first whole frame (:func:`first_frame`), the bytes before it counted in
-    ``skipped``. ``client_runs``, ``server_runs``: what a capture holds after holes in a direction (``(byte where
-    the run begins, its bytes)``, kfmt.capture.Direction.runs), each run read from its first whole frame, what the
-    hole cut said in ``resumed``."""
-    from kfmt.protocol import read_request
-
+    """Both directions of one connection read: ``client`` the bytes the client sent, ``server`` the broker's, every
+    exchange kept (:func:`exchanges` gives them one at a time). ``mid_stream``: the bytes may begin inside a message
+    (a capture that began after the connection opened): each direction is read from its first whole frame
+    (:func:`first_frame`), the bytes before it counted in ``skipped``. ``client_runs``, ``server_runs``: what a
+    capture holds after holes in a direction (``(byte where the run begins, its bytes)``,
+    kfmt.capture.Direction.runs), each run read from its first whole frame, what the hole cut said in ``resumed``."""
     conv = Conversation()
-    frames: dict[str, list[Frame]] = {}
-    for side, data, runs in (("client", client, client_runs), ("server", server, server_runs)):
-        conv.skipped[side] = first_frame(data, side == "client") if mid_stream else 0
-        frames[side], tail = split_frames(data, conv.skipped[side])
-        reach = len(data)
-        for at, run in runs:  # the message the hole cut is unread: its bytes before and after the hole counted
-            k = first_frame(run, side == "client")
-            conv.resumed.append((side, reach, at, len(tail), k))
-            more, tail = split_frames(run, k)
-            frames[side] += [Frame(at + f.position, f.data) for f in more]
-            reach = at + len(run)
-        conv.tails[side] = tail
-    sasl_raw = False
-    for f in frames["client"]:
-        if sasl_raw and not looks_like_request(f.data):
-            conv.tokens.append(("client", f.position, f.data))
-            continue
-        try:
-            m = read_request(f.data, backend=backend)
-        except CodecError as e:
-            conv.problems.append(f"client byte {f.position + 4}: {e}")
-            continue
-        sasl_raw = _raw_sasl_follows(m)
-        conv.exchanges.append(Exchange(m, None, f.position))
-    _pair(conv, frames["server"], backend)
-    for side, tail in conv.tails.items():
-        if tail:
-            data, runs = (client, client_runs) if side == "client" else (server, server_runs)
-            end = runs[-1][0] + len(runs[-1][1]) if runs else len(data)
-            conv.problems.append(f"{side} byte {end - len(tail)}: {len(tail)} byte(s) after the last whole frame (the "
-                                 "connection ends mid-frame)")  # fmt: skip
+    conv.exchanges = list(exchanges(conv, client, server, backend=backend, mid_stream=mid_stream,
+                                    client_runs=client_runs, server_runs=server_runs))  # fmt: skip
     return conv
 
 
-def _pair(conv: Conversation, answered: list[Frame], backend: str | None) -> None:
-    from kfmt.protocol import read_response
+#: how many exchanges awaiting their answer, and how many bytes of them, a reader in the capture's order keeps at
+#: most: Kafka answers a connection's requests in order with a few in flight (max.in.flight.requests.per.connection,
+#: 5 by default), so an older request still unanswered is one that gets no answer (a Produce with acks=0)
+WINDOW = (1000, 64 << 20)
 
-    pending = {x.request.correlation_id: x for x in conv.exchanges}
-    sasl_raw = False
-    for f in answered:
-        cid = struct.unpack_from(">i", f.data)[0] if len(f.data) >= 4 else None
-        x = pending.pop(cid, None) if cid is not None else None
-        if x is None:
-            if sasl_raw:
-                conv.tokens.append(("server", f.position, f.data))
-            else:
-                conv.problems.append(f"server byte {f.position + 4}: a response to correlation id {cid}, which no "
-                                     "request of this connection carries")  # fmt: skip
-            continue
-        req = x.request
+
+def exchanges(conv: Conversation, client, server, *, backend: str | None = None, mid_stream: bool = False,
+              client_runs: Sequence[tuple[int, bytes]] = (), server_runs: Sequence[tuple[int, bytes]] = (),
+              packet: Callable[[str, int], int | None] | None = None):  # fmt: skip
+    """The exchanges of one connection in the order of their requests, each given once it is settled (answered, or
+    known to get no answer), what else is found going to ``conv`` (tokens, problems, tails, skipped, resumed:
+    complete once the last exchange is given); the arguments as :func:`read_conversation`'s, ``client`` and
+    ``server`` any bytes-like. ``packet(side, position)``: the number of the capture's packet where a frame of
+    ``side`` starts: the two directions are then read in the capture's order (a response after its request) and at
+    most :data:`WINDOW` exchanges are held (memory bounded by the window, not by the connection); None: every
+    request is read before the first response, and every exchange is held until the end."""
+    events: dict[str, Iterator[tuple[int, str, Frame]]] = {}
+    for side, data, runs in (("client", client, client_runs), ("server", server, server_runs)):
+        events[side] = _keyed(side, _side_frames(conv, side, data, runs, mid_stream), packet)
+    reader = _Pairing(conv, backend, WINDOW if packet is not None else None)
+    for _, side, f in heapq.merge(events["client"], events["server"]):
+        if side == "client":
+            reader.request(f)
+        else:
+            reader.response(f)
+        yield from reader.settled()
+    yield from reader.rest()
+    for side, tail in conv.tails.items():
+        if tail:
+            end = conv.ends[side]
+            conv.problems.append(f"{side} byte {end - len(tail)}: {len(tail)} byte(s) after the last whole frame (the "
+                                 "connection ends mid-frame)")  # fmt: skip
+
+
+def _keyed(side: str, frames: Iterator[Frame], packet) -> Iterator[tuple[int, str, Frame]]:
+    """``(key, side, frame)``: the key the capture's packet number of the frame's start (never less than the one
+    before it), or 0 for the client's frames and 1 for the server's when there is no capture (``packet`` None)."""
+    if packet is None:
+        order = 0 if side == "client" else 1
+        for f in frames:
+            yield order, side, f
+        return
+    last = 0
+    for f in frames:
+        last = max(last, packet(side, f.position) or last)
+        yield last, side, f
+
+
+def _side_frames(conv: Conversation, side: str, data, runs, mid_stream: bool) -> Iterator[Frame]:
+    """The whole frames of one direction, one at a time (each a copy of its bytes), then of each run after a hole;
+    ``conv`` told what was skipped before the first, what each hole cut, and the bytes after the last whole frame
+    (``tails``; ``ends``: where the direction's bytes end)."""
+    conv.skipped[side] = first_frame(data, side == "client") if mid_stream else 0
+    tail = yield from _frames_of(data, conv.skipped[side], 0)
+    reach = len(data)
+    for at, run in runs:  # the message the hole cut is unread: its bytes before and after the hole counted
+        k = first_frame(run, side == "client")
+        conv.resumed.append((side, reach, at, len(tail), k))
+        tail = yield from _frames_of(run, k, at)
+        reach = at + len(run)
+    conv.tails[side], conv.ends[side] = tail, reach
+
+
+def _frames_of(data, start: int, base: int) -> Generator[Frame, None, bytes]:
+    """The whole frames of ``data`` from byte ``start`` (positions counted from ``base``); returns the bytes after
+    the last one."""
+    pos = start
+    for pos, end in _frame_bounds(data, start):
+        yield Frame(base + pos, bytes(data[pos + 4 : end]))
+        pos = end
+    return bytes(data[pos:])
+
+
+class _Pairing:
+    """Requests and responses of one connection as they come: each response paired with its request by correlation
+    id, the exchanges given in their requests' order once settled; the raw SASL tokens after a SaslHandshake v0
+    told apart on either side."""
+
+    def __init__(self, conv: Conversation, backend: str | None, window: tuple[int, int] | None):
+        self.conv, self.backend, self.window = conv, backend, window
+        self.order: deque[Exchange] = deque()  # in request order, not given yet
+        self.waiting: dict[int, Exchange] = {}  # by correlation id: awaiting a response
+        self.done: set[int] = set()  # (id of) exchanges whose response came (read, or not readable)
+        self.early: dict[int, Frame] = {}  # responses read before their requests, by correlation id (a capture's order)
+        self.held = 0  # bytes of the frames of the exchanges not given yet, and of the early responses
+        self.sasl_client = self.sasl_server = False
+
+    def request(self, f: Frame) -> None:
+        from kfmt.protocol import read_request
+
+        if self.sasl_client and not looks_like_request(f.data):
+            self.conv.tokens.append(("client", f.position, f.data))
+            return
         try:
-            x.response = read_response(f.data, req.api_key, req.api_version, backend=backend)
-            x.response_position = f.position
+            m = read_request(f.data, backend=self.backend)
         except CodecError as e:
-            conv.problems.append(f"server byte {f.position + 4}: {req.api_name} v{req.api_version} response "
-                                 f"(correlation id {cid}): {e}")  # fmt: skip
-        sasl_raw = _raw_sasl_follows(req)
+            self.conv.problems.append(f"client byte {f.position + 4}: {e}")
+            return
+        self.sasl_client = _raw_sasl_follows(m)
+        x = Exchange(m, None, f.position)
+        self.order.append(x)
+        self.waiting[m.correlation_id] = x
+        self.held += len(f.data)
+        early = self.early.pop(m.correlation_id, None)
+        if early is not None:  # its response was captured first (a capture's packets out of order)
+            self.held -= len(early.data)
+            self.response(early)
+
+    def response(self, f: Frame) -> None:
+        cid = struct.unpack_from(">i", f.data)[0] if len(f.data) >= 4 else None
+        x = self.waiting.pop(cid, None) if cid is not None else None
+        if x is not None:
+            self._answer(x, f, cid)
+        elif self.sasl_server:
+            self.conv.tokens.append(("server", f.position, f.data))
+        elif cid is not None and self.window is not None:  # its request may come later in the capture's order
+            self.early[cid] = f
+            self.held += len(f.data)
+            while len(self.early) > self.window[0] or self.held > self.window[1]:
+                self._drop_early()
+        else:
+            self._unasked(f, cid)
+
+    def _drop_early(self) -> None:
+        """The oldest response waiting for its request said: none came."""
+        cid = next(iter(self.early))
+        f = self.early.pop(cid)
+        self.held -= len(f.data)
+        self._unasked(f, cid)
+
+    def _unasked(self, f: Frame, cid: int | None) -> None:
+        self.conv.problems.append(f"server byte {f.position + 4}: a response to correlation id {cid}, which no "
+                                  "request of this connection carries")  # fmt: skip
+
+    def _answer(self, x: Exchange, f: Frame, cid: int | None) -> None:
+        from kfmt.protocol import read_response
+
+        req = x.request
+        self.done.add(id(x))
+        try:
+            x.response = read_response(f.data, req.api_key, req.api_version, backend=self.backend)
+            x.response_position = f.position
+            self.held += len(f.data)
+        except CodecError as e:
+            self.conv.problems.append(f"server byte {f.position + 4}: {req.api_name} v{req.api_version} response "
+                                      f"(correlation id {cid}): {e}")  # fmt: skip
+        self.sasl_server = _raw_sasl_follows(req)
+
+    def settled(self) -> Iterator[Exchange]:
+        """The exchanges at the front that are answered, and, beyond the window, the oldest unanswered ones."""
+        w = self.window
+        while self.order and (id(self.order[0]) in self.done or (w is not None and (
+                len(self.order) > w[0] or self.held > w[1]))):  # fmt: skip
+            yield self._give()
+
+    def rest(self) -> Iterator[Exchange]:
+        """Every exchange not given yet, and the responses whose requests never came said."""
+        while self.early:
+            self._drop_early()
+        while self.order:
+            yield self._give()
+
+    def _give(self) -> Exchange:
+        x = self.order.popleft()
+        self.done.discard(id(x))
+        if self.waiting.get(x.request.correlation_id) is x:  # given unanswered: a later answer pairs with nothing
+            del self.waiting[x.request.correlation_id]
+        self.held -= len(x.request.frame or b"") + (len(x.response.frame or b"") if x.response is not None else 0)
+        return x

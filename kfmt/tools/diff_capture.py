@@ -23,22 +23,21 @@ from kfmt.protocol.apis import Api
 
 def messages(paths: list[str], problems: list[str]):
     """Every message of the captures, in order (what does not read goes to ``problems``, as kfmt dump says it)."""
-    from kfmt.capture import read
-    from kfmt.protocol.conversation import read_conversation
+    from kfmt.capture import exchanges_of, read
+    from kfmt.protocol.conversation import Conversation
 
     for path in paths:
         cap = read(path)
         problems += cap.problems
         for c in cap.connections:
-            conv = read_conversation(c.to_server.data, c.to_client.data, mid_stream=not c.opened,
-                                     client_runs=c.to_server.runs, server_runs=c.to_client.runs)  # fmt: skip
-            problems += [f"{c.client} -> {c.server}: {p}" for p in conv.problems if "which no request" not in p]
-            problems += [f"{c.client} -> {c.server}: the {side}'s bytes lack {at - hole} byte(s) from byte {hole}"
-                         for side, hole, at, _, _ in conv.resumed]  # fmt: skip
-            for x in conv.exchanges:
+            conv = Conversation()
+            for x in exchanges_of(c, conv):
                 yield x.request
                 if x.response is not None:
                     yield x.response
+            problems += [f"{c.client} -> {c.server}: {p}" for p in conv.problems if "which no request" not in p]
+            problems += [f"{c.client} -> {c.server}: the {side}'s bytes lack {at - hole} byte(s) from byte {hole}"
+                         for side, hole, at, _, _ in conv.resumed]  # fmt: skip
 
 
 def written_at(a: Api, m, version: int, body: dict) -> tuple[bytes, bytes] | str:

@@ -8,6 +8,7 @@ that does not read, a file cut inside a packet record, a response no request of 
 
 from __future__ import annotations
 
+import itertools
 import json
 
 from kfmt.runtime.errors import CodecError
@@ -154,7 +155,8 @@ def run(args, out, err) -> int:
 
 def _connection(conn, args, out, err) -> tuple[int, int]:
     """One connection's messages printed; (problems, notes) said."""
-    from kfmt.protocol.conversation import read_conversation
+    from kfmt.capture import exchanges_of
+    from kfmt.protocol.conversation import Conversation
 
     if args.port is not None and conn.client[1] == args.port:  # opened before the capture, its sides by the port
         conn.client, conn.server, conn.to_server, conn.to_client = (
@@ -164,11 +166,12 @@ def _connection(conn, args, out, err) -> tuple[int, int]:
             conn.to_server,
         )
     client, broker = f"{conn.client[0]}:{conn.client[1]}", f"{conn.server[0]}:{conn.server[1]}"
-    conv = read_conversation(conn.to_server.data, conn.to_client.data, mid_stream=not conn.opened,
-                             client_runs=conn.to_server.runs, server_runs=conn.to_client.runs)  # fmt: skip
+    conv = Conversation()
+    given = exchanges_of(conn, conv)
+    first = next(given, None)
     if args.capture_summary is not None:
         args.capture_summary.connections += 1
-    if args.port is None and not conv.exchanges and not conv.tokens:  # nothing reads as Kafka's: another protocol
+    if args.port is None and first is None and not conv.tokens:  # nothing reads as Kafka's: another protocol
         size = len(conn.to_server.data) + len(conn.to_client.data)
         print(f"kfmt dump: note: {client} -> {broker}: not Kafka traffic (no frame reads as a request; {size} "
               "byte(s)); --port says which connections are", file=err)  # fmt: skip
@@ -176,7 +179,7 @@ def _connection(conn, args, out, err) -> tuple[int, int]:
     if not args.json and not args.template and args.capture_summary is None:
         print(f"== {client} -> {broker}{'' if conn.opened else ' (open before the capture began)'}", file=out)
     said = []  # what the messages themselves say: damaged record sets (problems), bytes after one (notes)...
-    for x in conv.exchanges:
+    for x in itertools.chain([first] if first is not None else [], given):  # each printed as the reading goes
         asked = conn.to_server.packet_at(x.request_position)
         said += _message(x.request, client, broker, asked, None, args, out)
         if x.response is not None:
