@@ -57,7 +57,7 @@ def test_without_the_opening_the_client_is_the_side_that_sends_a_request(tmp_pat
     path = tmp_path / "c.pcap"
     _pcap(path, [(False, 1, ACK | PSH, b"\x00\x00\x00\x02xx"), (True, 1, ACK | PSH, len(req).to_bytes(4, "big") + req)])
     (c,) = connections(path)
-    assert not c.opened and c.client == ("10.0.0.1", 5000) and c.to_server.data.endswith(req)
+    assert not c.opened and c.client == ("10.0.0.1", 5000) and bytes(c.to_server.data).endswith(req)
 
 
 def test_a_file_that_is_not_a_capture_is_one_line(tmp_path):
@@ -78,8 +78,8 @@ def test_a_capture_cut_inside_a_record_is_said_and_the_cut_record_not_read(tmp_p
     whole = read_bytes_as(tmp_path / "whole", data)
     cut = read_bytes_as(tmp_path / "cut", data[:-5])
     assert not whole.problems and len(cut.problems) == 1 and "ends inside a packet record" in cut.problems[0]
-    before = b"".join(c.to_server.data + c.to_client.data for c in whole.connections)
-    after = b"".join(c.to_server.data + c.to_client.data for c in cut.connections)
+    before = b"".join(bytes(c.to_server.data) + bytes(c.to_client.data) for c in whole.connections)
+    after = b"".join(bytes(c.to_server.data) + bytes(c.to_client.data) for c in cut.connections)
     assert len(after) <= len(before) and before.startswith(after[:100])
 
 

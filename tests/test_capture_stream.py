@@ -81,3 +81,32 @@ def test_a_response_whose_request_never_comes_is_a_problem():
     assert got == [True]
     assert conv.problems == ["server byte 4: a response to correlation id 7, which no request of this connection "
                              "carries"]  # fmt: skip
+
+
+def test_memory_stays_flat_as_the_capture_grows(tmp_path):
+    """`kfmt dump --summary` and `--json` on captures of 8 MB and 32 MB (bench/bench_capture.py's traffic: Produce
+    and Fetch exchanges with compressed batches, 1,460-byte segments): each connection's bytes are put together in
+    a spool file and its pages given back as they are read, each exchange printed and dropped: the peak memory of
+    the larger is within 12 MB of the smaller's (it grew by the capture's size and more before)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    import bench_capture
+
+    peaks = {}
+    for mb in (8, 32):
+        path = tmp_path / f"c{mb}.pcap"
+        bench_capture.make_capture(path, mb)
+        for mode in ("--summary", "--json"):
+            code = ("import contextlib, resource\nfrom kfmt.tools.cli import main\n"
+                    "with open('/dev/null', 'w') as o, contextlib.redirect_stdout(o):\n"
+                    f"    rc = main(['dump', '{mode}', '{path}'])\n"
+                    "print(rc, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)")  # fmt: skip
+            r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+            rc, peak = map(int, r.stdout.split())
+            assert rc == 0, r.stderr[-500:]
+            peaks[(mb, mode)] = peak
+    for mode in ("--summary", "--json"):
+        assert peaks[(32, mode)] - peaks[(8, mode)] <= 12, peaks

@@ -242,7 +242,7 @@ def test_connections_are_put_back_together_as_tshark_does(traffic):
         conns = connections(path)
         if opened_only:
             conns = [c for c in conns if c.opened]
-        ours = sorted((c.to_server.data, c.to_client.data) for c in conns)
+        ours = sorted((bytes(c.to_server.data), bytes(c.to_client.data)) for c in conns)
         assert ours == sorted(tcp_streams(path, ports, opened_only)), path
         assert all(c.to_server.hole_at is None and c.to_client.hole_at is None for c in conns), path
         assert all(c.server[1] in ports for c in conns if c.to_server.data or c.to_client.data), path

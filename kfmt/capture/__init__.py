@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import socket
 import struct
+from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kfmt.runtime.errors import CodecError, InvalidValueError
 
-SEQ = 1 << 32
+#: a direction's bytes: in memory, or a view of its spool file's mapping
+Buffer = bytes | memoryview
+#: how many bytes of a direction are read between two givings back of their pages
+RELEASE = 4 << 20
+
 #: a pcapng file's first block type (a section header)
 PCAPNG = b"\x0a\x0d\x0d\x0a"
 #: a pcap file's magic numbers: microseconds and nanoseconds, little-endian first
@@ -36,31 +41,48 @@ def is_capture(path: str | Path) -> bool:
 
 @dataclass
 class Direction:
-    """One direction of a connection: its bytes in order up to the first hole, and what is known after it."""
+    """One direction of a connection: its bytes in order up to the first hole, and what is known after it. The
+    bytes are read-only views of a spool file mapped into memory (kfmt.capture.assembly), not held in memory."""
 
-    data: bytes = b""
+    data: bytes | memoryview = b""
     #: bytes the capture holds after the first hole (a segment it lacks), in ``runs``
     after_hole: int = 0
     #: where the first hole is (the byte of this direction's stream), None: none
     hole_at: int | None = None
     #: what the capture holds after the first hole: (byte of the stream where a run of bytes begins, its bytes),
     #: each run after a hole of its own; read from their first whole frame (kfmt.protocol.conversation)
-    runs: list[tuple[int, bytes]] = field(default_factory=list)
+    runs: list[tuple[int, bytes | memoryview]] = field(default_factory=list)
     #: segments seen again (retransmissions), their bytes kept once
     repeated: int = 0
-    #: where each packet's new bytes begin: (byte of this direction's stream, the packet's number in the capture
-    #: counting from 1 as Wireshark numbers them, its time in seconds since the epoch), in stream order
-    marks: list[tuple[int, int, float]] = field(default_factory=list)
+    #: where each packet's new bytes begin, in stream order: the byte of this direction's stream, the packet's
+    #: number in the capture counting from 1 as Wireshark numbers them, its time in seconds since the epoch (NaN:
+    #: none), each an array
+    mark_at: array = field(default_factory=lambda: array("q"))
+    mark_number: array = field(default_factory=lambda: array("q"))
+    mark_time: array = field(default_factory=lambda: array("d"))
+    #: the spool file's mapping the bytes are views of (None: none), and each run's (stream byte, file offset, length)
+    mapping: object = field(default=None, repr=False, compare=False)
+    extents: list[tuple[int, int, int]] = field(default_factory=list, repr=False, compare=False)
 
-    def packet_at(self, position: int) -> tuple[int, float] | None:
+    def release(self, position: int) -> None:
+        """The bytes before stream byte ``position`` read: their pages given back (kfmt.capture.assembly.release)."""
+        from kfmt.capture.assembly import release
+
+        for at, fo, n in reversed(self.extents):
+            if self.mapping is not None and at <= position:
+                release(self.mapping, fo + min(position - at, n))  # type: ignore[arg-type]
+                return
+
+    def packet_at(self, position: int) -> tuple[int, float | None] | None:
         """The number and time of the packet holding byte ``position`` of this direction (None: no packet does)."""
         import bisect
 
-        i = bisect.bisect_right(self.marks, (position, float("inf"))) - 1
+        i = bisect.bisect_right(self.mark_at, position) - 1
         inside = position < len(self.data) or any(s <= position < s + len(b) for s, b in self.runs)
         if i < 0 or not inside:
             return None
-        return self.marks[i][1], self.marks[i][2]
+        t = self.mark_time[i]
+        return self.mark_number[i], None if t != t else t
 
 
 @dataclass
@@ -90,27 +112,36 @@ def connections(path: str | Path) -> list[Connection]:
 
 
 def read(path: str | Path) -> Capture:
-    """The capture at ``path`` read: its connections, and a capture that ends inside a packet record said."""
+    """The capture at ``path`` read: its connections, and a capture that ends inside a packet record said. Each
+    direction's bytes are put together on disk as the packets come (kfmt.capture.assembly) and mapped."""
+    from kfmt.capture.assembly import Assembly, Spool
+
     problems: list[str] = []
-    flows: dict[tuple, dict] = {}
-    for src, dst, seq, flags, payload, packet in _segments(Path(path), problems):
-        key = (src, dst)
-        flow = flows.setdefault(key, {"segments": [], "syn": None})
-        if flags & 0x02 and not flags & 0x10:  # SYN without ACK: this side opened the connection
-            flow["syn"] = seq
-        elif flags & 0x02:  # SYN-ACK: its sequence number starts the other direction
-            flow["synack"] = seq
-        if payload:
-            flow["segments"].append((seq, payload, packet))
-    out, seen = [], set()
-    for (a, b), flow in flows.items():
-        if (a, b) in seen or (b, a) in seen:
-            continue
-        seen.add((a, b))
-        back = flows.get((b, a), {"segments": [], "syn": None})
-        if not flow["segments"] and not back["segments"]:
-            continue
-        out.append(_connection(a, b, flow, back))
+    flows: dict[tuple, Assembly] = {}
+    spool = Spool()
+    try:
+        for src, dst, seq, flags, payload, packet in _segments(Path(path), problems):
+            flow = flows.get((src, dst))
+            if flow is None:
+                flow = flows[(src, dst)] = Assembly(spool)
+            if flags & 0x02 and not flags & 0x10:  # SYN without ACK: this side opened the connection
+                flow.syn = seq
+            elif flags & 0x02:  # SYN-ACK: its sequence number starts the other direction
+                flow.synack = seq
+            if payload:
+                flow.add(seq, payload, packet)
+        out, seen = [], set()
+        for (a, b), flow in flows.items():
+            if (a, b) in seen or (b, a) in seen:
+                continue
+            seen.add((a, b))
+            back = flows.get((b, a)) or Assembly(spool)
+            if not flow.written and not flow.early and not flow.waiting and not back.written and not back.early and (
+                    not back.waiting):  # fmt: skip
+                continue
+            out.append(_connection(a, b, flow, back))
+    finally:
+        spool.close()
     return Capture(out, problems)
 
 
@@ -121,20 +152,28 @@ def exchanges_of(conn: Connection, conv, *, backend: str | None = None):
     from kfmt.protocol.conversation import exchanges
 
     sides = {"client": conn.to_server, "server": conn.to_client}
+    released = {"client": 0, "server": 0}
 
     def packet(side: str, position: int) -> int | None:
-        p = sides[side].packet_at(position)
+        """The packet a frame starts in; the bytes before it are read (frames are read in order): every 4 MiB
+        their pages are given back."""
+        d = sides[side]
+        if position - released[side] > RELEASE:
+            d.release(position)
+            released[side] = position
+        p = d.packet_at(position)
         return None if p is None else p[0]
 
-    return exchanges(conv, conn.to_server.data, conn.to_client.data, backend=backend, mid_stream=not conn.opened,
-                     client_runs=conn.to_server.runs, server_runs=conn.to_client.runs, packet=packet)  # fmt: skip
+    yield from exchanges(conv, conn.to_server.data, conn.to_client.data, backend=backend, mid_stream=not conn.opened,
+                         client_runs=conn.to_server.runs, server_runs=conn.to_client.runs, packet=packet)  # fmt: skip
+    for d in sides.values():  # the connection read: all its pages given back
+        d.release(1 << 62)
 
 
-def _connection(a, b, flow: dict, back: dict) -> Connection:
-
-    one, other = _reassemble(flow), _reassemble(back)
-    if flow["syn"] is not None or back["syn"] is not None:
-        a_opened = flow["syn"] is not None
+def _connection(a, b, flow, back) -> Connection:
+    one, other = _direction(flow), _direction(back)
+    if flow.syn is not None or back.syn is not None:
+        a_opened = flow.syn is not None
         opened = True
     elif not one.data or not other.data:  # opened before the capture, one side silent
         a_opened, opened = _talks_first(a, b, one.data, other.data), False
@@ -145,7 +184,7 @@ def _connection(a, b, flow: dict, back: dict) -> Connection:
     return Connection(b, a, other, one, opened)
 
 
-def _talks_first(a, b, one: bytes, other: bytes) -> bool:
+def _talks_first(a, b, one: Buffer, other: Buffer) -> bool:
     """Whether ``a`` is the client of a connection opened before the capture of which only one side's bytes were
     captured: the talking side when its first frame reads as a request, whole; else (a lone response reads as a
     request too: id 1 as Produce v1, with bytes left over) the side on the higher, ephemeral port."""
@@ -162,7 +201,7 @@ def _talks_first(a, b, one: bytes, other: bytes) -> bool:
     return a[1] > b[1]
 
 
-def _sends_requests(one: bytes, other: bytes) -> bool:
+def _sends_requests(one: Buffer, other: Buffer) -> bool:
     """Whether ``one`` is the client's side of a connection opened before the capture: the side whose first frame
     reads as a request; where both do (a response with a small correlation id reads as a request too: id 2 as
     Produce v2, whichever side the capture shows first) or neither does (the capture began inside a message), the
@@ -178,41 +217,27 @@ def _sends_requests(one: bytes, other: bytes) -> bool:
     return at_once[0] or (mine > (0, 0) and mine >= theirs)
 
 
-def _answered(client: bytes, server: bytes) -> tuple[int, int]:
+def _answered(client: Buffer, server: Buffer) -> tuple[int, int]:
     """(how many of ``server``'s frames answer a request of ``client`` by correlation id, how many requests), the
-    two read from their first whole frames."""
-    from kfmt.protocol.conversation import first_frame, looks_like_request, split_frames
+    two read from their first whole frames (each frame's first 8 bytes read, none copied whole)."""
+    from kfmt.protocol.conversation import _frame_bounds, first_frame, looks_like_request
 
-    asked = {struct.unpack_from(">i", f.data, 4)[0] for f in split_frames(client, first_frame(client, True))[0]
-             if looks_like_request(f.data)}  # fmt: skip
-    frames = split_frames(server, first_frame(server, False))[0]
-    return sum(len(f.data) >= 4 and struct.unpack_from(">i", f.data)[0] in asked for f in frames), len(asked)
+    asked = {struct.unpack_from(">i", client, p + 8)[0] for p, e in _frame_bounds(client, first_frame(client, True))
+             if looks_like_request(bytes(client[p + 4 : min(e, p + 12)]))}  # fmt: skip
+    return sum(e - p >= 8 and struct.unpack_from(">i", server, p + 4)[0] in asked
+               for p, e in _frame_bounds(server, first_frame(server, False))), len(asked)  # fmt: skip
 
 
-def _reassemble(flow: dict) -> Direction:
-    """The bytes of one direction in sequence order (from the SYN's next byte, or the lowest sequence number the
-    capture holds), each once; where a segment the capture lacks leaves a hole, the bytes up to it are ``data`` and
-    what follows goes on in ``runs``, a run per stretch between holes."""
-    segs = flow["segments"]
-    if not segs:
-        return Direction()
-    start = (flow["syn"] + 1) % SEQ if flow.get("syn") is not None else (
-        (flow["synack"] + 1) % SEQ if flow.get("synack") is not None else min(s for s, _, _ in segs))  # fmt: skip
-    d = Direction()
-    runs: list[tuple[int, bytearray]] = [(0, bytearray())]
-    # in stream order; of two packets with the same bytes (a retransmission), the first captured gives them
-    for off, packet, payload in sorted(((s - start) % SEQ, k, p) for s, p, k in segs):
-        at, buf = runs[-1]
-        if off + len(payload) <= at + len(buf):
-            d.repeated += 1
-        elif off <= at + len(buf):
-            d.marks.append((at + len(buf), *packet))
-            buf += payload[at + len(buf) - off :]
-        else:  # a hole: the capture lacks the bytes before this segment
-            d.marks.append((off, *packet))
-            runs.append((off, bytearray(payload)))
-    d.data = bytes(runs[0][1])
-    d.runs = [(at, bytes(buf)) for at, buf in runs[1:]]
+def _direction(flow) -> Direction:
+    """A direction's bytes put together (kfmt.capture.assembly.Assembly): in sequence order from the SYN's next
+    byte (or the lowest sequence number seen), each once; where a segment the capture lacks leaves a hole, the bytes
+    up to it are ``data`` and what follows goes on in ``runs``, a run per stretch between holes."""
+    m, extents = flow.finish()
+    view = memoryview(m) if m is not None else memoryview(b"")
+    (_, _, first), *later = extents
+    d = Direction(view[:first], runs=[(at, view[fo : fo + n]) for at, fo, n in later], repeated=flow.repeated,
+                  mark_at=flow.mark_at, mark_number=flow.mark_number, mark_time=flow.mark_time, mapping=m,
+                  extents=extents)  # fmt: skip
     if d.runs:
         d.hole_at, d.after_hole = len(d.data), sum(len(b) for _, b in d.runs)
     return d

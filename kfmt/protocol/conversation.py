@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from kfmt.protocol import Message
 
 SASL_HANDSHAKE = 17
+#: a direction's bytes: in memory, or a view (of a capture's spool file, kfmt.capture.assembly)
+Buffer = bytes | memoryview
 
 
 @dataclass
@@ -66,16 +68,16 @@ class Conversation:
 LARGEST_FRAME = 100 << 20
 
 
-def split_frames(data: bytes, start: int = 0) -> tuple[list[Frame], bytes]:
-    """The whole frames of one direction from byte ``start``, and the bytes after the last one."""
+def split_frames(data: Buffer, start: int = 0) -> tuple[list[Frame], bytes]:
+    """The whole frames of one direction from byte ``start``, and the bytes after the last one (copies)."""
     out, pos = [], start
     for pos, end in _frame_bounds(data, start):
-        out.append(Frame(pos, data[pos + 4 : end]))
+        out.append(Frame(pos, bytes(data[pos + 4 : end])))
         pos = end
-    return out, data[pos:]
+    return out, bytes(data[pos:])
 
 
-def _frame_bounds(data: bytes, pos: int):
+def _frame_bounds(data: Buffer, pos: int):
     """(where it starts, where it ends) of each whole frame from byte ``pos`` on, without copying one."""
     while pos + 4 <= len(data):
         (size,) = struct.unpack_from(">i", data, pos)
@@ -85,13 +87,13 @@ def _frame_bounds(data: bytes, pos: int):
         pos += 4 + size
 
 
-def first_frame_data(data: bytes) -> bytes | None:
+def first_frame_data(data: Buffer) -> Buffer | None:
     """The first frame of a direction when it is whole (its bytes after the size), else None."""
     bounds = next(_frame_bounds(data, 0), None)
     return None if bounds is None else data[bounds[0] + 4 : bounds[1]]
 
 
-def first_frame(data: bytes, requests: bool) -> int:
+def first_frame(data: Buffer, requests: bool) -> int:
     """Where the first whole frame of a direction read from its middle begins (a capture that began inside a
     message): the first byte from which whole frames follow one another to the end of the bytes (the last one may
     be cut where the capture ends), at least one of them, each of a size Kafka takes (a header's 4 bytes at least,
@@ -115,7 +117,7 @@ def first_frame(data: bytes, requests: bool) -> int:
     return len(data)
 
 
-def looks_like_request(data: bytes) -> bool:
+def looks_like_request(data: Buffer) -> bool:
     """Whether a frame starts as a request of an API and version Kafka has (a raw SASL token does not: PLAIN's
     starts with a NUL and a letter, SCRAM's with "n,", GSSAPI's with an ASN.1 tag)."""
     if len(data) < 8:
@@ -152,7 +154,7 @@ WINDOW = (1000, 64 << 20)
 
 
 def exchanges(conv: Conversation, client, server, *, backend: str | None = None, mid_stream: bool = False,
-              client_runs: Sequence[tuple[int, bytes]] = (), server_runs: Sequence[tuple[int, bytes]] = (),
+              client_runs: Sequence[tuple[int, Buffer]] = (), server_runs: Sequence[tuple[int, Buffer]] = (),
               packet: Callable[[str, int], int | None] | None = None):  # fmt: skip
     """The exchanges of one connection in the order of their requests, each given once it is settled (answered, or
     known to get no answer), what else is found going to ``conv`` (tokens, problems, tails, skipped, resumed:
