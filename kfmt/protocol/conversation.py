@@ -53,7 +53,7 @@ class Conversation:
     #: one line per thing that did not read, each with its direction and byte
     problems: list[str] = field(default_factory=list)
     #: bytes after the last whole frame of each direction (a connection or capture cut mid-frame)
-    tails: dict[str, bytes] = field(default_factory=dict)
+    tails: dict[str, Buffer] = field(default_factory=dict)
     #: where each direction's bytes end (its last run's end, after holes)
     ends: dict[str, int] = field(default_factory=dict)
     #: bytes before the first whole frame of each direction of a stream read from its middle (``mid_stream``)
@@ -210,14 +210,14 @@ def _side_frames(conv: Conversation, side: str, data, runs, mid_stream: bool) ->
     conv.tails[side], conv.ends[side] = tail, reach
 
 
-def _frames_of(data, start: int, base: int) -> Generator[Frame, None, bytes]:
+def _frames_of(data: Buffer, start: int, base: int) -> Generator[Frame, None, Buffer]:
     """The whole frames of ``data`` from byte ``start`` (positions counted from ``base``); returns the bytes after
-    the last one."""
+    the last one (a view where ``data`` is one: a size damaged early in a large direction copies nothing)."""
     pos = start
     for pos, end in _frame_bounds(data, start):
         yield Frame(base + pos, bytes(data[pos + 4 : end]))
         pos = end
-    return bytes(data[pos:])
+    return data[pos:]
 
 
 class _Pairing:
