@@ -18,6 +18,11 @@ field claiming 0x7FFF0000 bytes. Each is read by the resynchronising readers (``
 and by the failing ones (the one-line error), with their time and peak memory: a damaged region is crossed in
 time linear in its length and memory independent of it, whatever a size field claims.
 
+Then captures of ``--captures`` sizes (10 MB and 100 MB; bench/bench_capture.py's traffic: Produce and Fetch
+exchanges with compressed batches in 1,460-byte segments), read by ``kfmt dump --summary`` and ``--json`` (its
+output to /dev/null): seconds and peak memory above the baseline, which stays flat as the capture grows (each
+connection's bytes in a spool file, read as they go).
+
 Medians of ``--runs`` runs, the sizes interleaved round by round.
 """
 
@@ -32,10 +37,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 SIZES = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 TOOLS = ("read_batches", "read_arrow", "read_arrow_batches", "dump --summary")
 DAMAGED_TOOLS = ("read_batches skip", "read_arrow skip", "dump --summary", "read_batches fail", "read_arrow fail")
+CAPTURE_TOOLS = ("capture dump --summary", "capture dump --json")
 
 
 def size_of(text: str) -> int:
@@ -86,6 +93,12 @@ def child(tool: str, path: str) -> None:
     warm = os.path.join(_scratch("kfmt-warm-"), "00000000000000000000.log")
     with open(warm, "wb") as f:
         f.write(kfmt.encode_batch([kfmt.Record(value=b"x", headers=[("h", b"1")])]))
+    if tool.startswith("capture"):  # a one-exchange capture first
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import bench_capture
+
+        warm = os.path.join(os.path.dirname(warm), "warm.pcap")
+        bench_capture.make_capture(Path(warm), 0)
     run(tool, warm)
     base = rss()
     t = time.perf_counter()
@@ -144,9 +157,10 @@ def run(tool: str, path: str) -> int:
 
     from kfmt.tools.cli import main
 
+    how = "--json" if tool.endswith("--json") else "--summary"
     with open(os.devnull, "w") as out, redirect_stdout(out):
-        if main(["dump", "--summary", path]) != (1 if "/damaged/" in path else 0):
-            raise SystemExit("dump --summary did not exit as due")
+        if main(["dump", how, path]) != (1 if "/damaged/" in path else 0):
+            raise SystemExit(f"dump {how} did not exit as due")
     return -1
 
 
@@ -242,6 +256,7 @@ def main(argv=None) -> int:
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--spark", action="store_true", help="also the Spark source (local[2])")
     p.add_argument("--damaged", default="1200M", help="size of the two damaged (sparse) segments; 0: none")
+    p.add_argument("--captures", default="10M,100M", help="capture sizes (K, M, G); 0: none")
     p.add_argument("--child", nargs=2, metavar=("TOOL", "PATH"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
@@ -262,6 +277,8 @@ def main(argv=None) -> int:
         damaged_segments(os.path.join(work, "damaged"), size_of(args.damaged), batches) if size_of(args.damaged) else {}
     )
     hurt = damaged_runs(damaged, args.runs)
+    caps = captures(os.path.join(work, "captures"), args.captures)
+    taken = {(t, c): [measure(t, path) for _ in range(args.runs)] for c, path in caps.items() for t in CAPTURE_TOOLS}
     spark = spark_runs(folders, args.runs) if args.spark else {}
     print(f"# kfmt bench-scaling: v2 segments, 100-record batches; medians of {args.runs} runs\n")
     print("| tool | " + " | ".join(f"{s} ({n:,} records)" for s, (_, n) in folders.items()) + " |")
@@ -287,7 +304,37 @@ def main(argv=None) -> int:
         print(f"| {name} | " + " | ".join(cells) + " |")
     if damaged:
         _print_damaged(damaged, hurt, args.damaged)
+    if caps:
+        _print_captures(caps, taken)
     return 0
+
+
+def captures(folder: str, sizes: str) -> dict:
+    """{size: path}: a capture of each size (bench/bench_capture.py's traffic)."""
+    if sizes in ("", "0"):
+        return {}
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import bench_capture
+
+    os.makedirs(folder, exist_ok=True)
+    out = {}
+    for s in sizes.split(","):
+        out[s] = os.path.join(folder, f"{s}.pcap")
+        bench_capture.make_capture(Path(out[s]), max(size_of(s) // 1_000_000, 1))
+    return out
+
+
+def _print_captures(caps: dict, taken: dict) -> None:
+    print("\n# captures: the whole read, seconds and peak memory above the baseline\n")
+    print("| tool | " + " | ".join(f"{c} ({os.path.getsize(p) / 1e6:,.1f} MB)" for c, p in caps.items()) + " |")
+    print("|---|" + "---|" * len(caps))
+    for tool in CAPTURE_TOOLS:
+        cells = []
+        for c in caps:
+            got = taken[(tool, c)]
+            extra = statistics.median(r["peak_mb"] - r["base_mb"] for r in got)
+            cells.append(f"{statistics.median(r['seconds'] for r in got):,.2f} s, +{max(extra, 0):,.0f} MB")
+        print(f"| `{tool}` | " + " | ".join(cells) + " |")
 
 
 def damaged_runs(damaged: dict, runs: int) -> dict:

@@ -12,9 +12,9 @@ BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def test_bench_scaling_slice():
     """Each tool reads each segment whole (the script refuses a record count that differs from what it wrote)
-    and the table has a row per tool and a column per size."""
+    and the table has a row per tool and a column per size; a capture likewise."""
     out = subprocess.run([sys.executable, os.path.join(BENCH, "bench_scaling.py"), "--sizes", "10K,100K", "--runs", "1",
-                          "--damaged", "2M"], capture_output=True, text=True, timeout=600)  # fmt: skip
+                          "--damaged", "2M", "--captures", "1M"], capture_output=True, text=True, timeout=600)  # fmt: skip
     assert out.returncode == 0, out.stderr[-2000:]
     lines = out.stdout.splitlines()
     assert any(line.startswith("| tool | 10K (") and "| 100K (" in line for line in lines)
@@ -25,6 +25,10 @@ def test_bench_scaling_slice():
     assert any(line.startswith("| tool | zero tail | size 0x7FFF0000 |") for line in lines), out.stdout
     for tool in ("read_batches skip", "read_arrow skip", "dump --summary", "read_batches fail", "read_arrow fail"):
         assert sum(line.startswith(f"| `{tool}` |") and line.count(" MB") == 2 for line in lines) >= 1, tool
+    # a capture read whole by kfmt dump --summary and --json (each exits 0, or the script stops)
+    assert any(line.startswith("| tool | 1M (") for line in lines), out.stdout
+    for tool in ("capture dump --summary", "capture dump --json"):
+        assert sum(line.startswith(f"| `{tool}` |") and line.count(" MB") == 1 for line in lines) == 1, tool
 
 
 @pytest.mark.skipif(bool(os.environ.get("KFMT_BACKEND") or os.environ.get("KFMT_DISABLE_NATIVE")),
