@@ -110,3 +110,21 @@ def test_memory_stays_flat_as_the_capture_grows(tmp_path):
             peaks[(mb, mode)] = peak
     for mode in ("--summary", "--json"):
         assert peaks[(32, mode)] - peaks[(8, mode)] <= 12, peaks
+
+
+def test_packet_marks_written_to_spool_files_read_as_those_kept_in_memory(monkeypatch, capsys):
+    """A direction's packet marks (where each packet's bytes begin, its number and time) go to spool files once
+    kfmt.capture.assembly.MARKS of them are held: with MARKS 3, every public capture's `kfmt dump --json` gives the
+    same packet numbers, times and latencies as with the marks in memory."""
+    from test_wire_clients import CAPTURES, PUBLIC
+
+    from kfmt.capture import assembly
+    from kfmt.tools.cli import main
+
+    for name in PUBLIC:
+        outs = []
+        for marks in (assembly.MARKS, 3):
+            monkeypatch.setattr(assembly, "MARKS", marks)
+            main(["dump", "--json", str(CAPTURES / name)])
+            outs.append(capsys.readouterr().out)
+        assert outs[0] == outs[1] and '"frame": ' in outs[0], name

@@ -57,21 +57,30 @@ class Direction:
     #: where each packet's new bytes begin, in stream order: the byte of this direction's stream, the packet's
     #: number in the capture counting from 1 as Wireshark numbers them, its time in seconds since the epoch (NaN:
     #: none), each an array
-    mark_at: array = field(default_factory=lambda: array("q"))
-    mark_number: array = field(default_factory=lambda: array("q"))
-    mark_time: array = field(default_factory=lambda: array("d"))
-    #: the spool file's mapping the bytes are views of (None: none), and each run's (stream byte, file offset, length)
+    mark_at: array | memoryview = field(default_factory=lambda: array("q"))
+    mark_number: array | memoryview = field(default_factory=lambda: array("q"))
+    mark_time: array | memoryview = field(default_factory=lambda: array("d"))
+    #: the spool files' mappings the bytes and marks are views of (None: in memory), and each run's (stream byte,
+    #: file offset, length)
     mapping: object = field(default=None, repr=False, compare=False)
+    mark_maps: tuple = field(default=(), repr=False, compare=False)
     extents: list[tuple[int, int, int]] = field(default_factory=list, repr=False, compare=False)
 
     def release(self, position: int) -> None:
-        """The bytes before stream byte ``position`` read: their pages given back (kfmt.capture.assembly.release)."""
+        """The bytes before stream byte ``position`` read: their pages, and their marks', given back
+        (kfmt.capture.assembly.release); they are read from the files again if asked for."""
+        import bisect
+
         from kfmt.capture.assembly import release
 
         for at, fo, n in reversed(self.extents):
             if self.mapping is not None and at <= position:
                 release(self.mapping, fo + min(position - at, n))  # type: ignore[arg-type]
-                return
+                break
+        i = bisect.bisect_right(self.mark_at, position) - 1  # (the mark of the packet holding it is kept)
+        for m in self.mark_maps:
+            if m is not None and i > 0:
+                release(m, i * 8)
 
     def packet_at(self, position: int) -> tuple[int, float | None] | None:
         """The number and time of the packet holding byte ``position`` of this direction (None: no packet does)."""
@@ -232,11 +241,12 @@ def _direction(flow) -> Direction:
     """A direction's bytes put together (kfmt.capture.assembly.Assembly): in sequence order from the SYN's next
     byte (or the lowest sequence number seen), each once; where a segment the capture lacks leaves a hole, the bytes
     up to it are ``data`` and what follows goes on in ``runs``, a run per stretch between holes."""
-    m, extents = flow.finish()
+    m, extents, marks = flow.finish()
     view = memoryview(m) if m is not None else memoryview(b"")
     (_, _, first), *later = extents
-    d = Direction(view[:first], runs=[(at, view[fo : fo + n]) for at, fo, n in later], repeated=flow.repeated,
-                  mark_at=flow.mark_at, mark_number=flow.mark_number, mark_time=flow.mark_time, mapping=m,
+    (_, at), (_, number), (_, time) = marks
+    d = Direction(view[:first], runs=[(a, view[fo : fo + n]) for a, fo, n in later], repeated=flow.repeated,
+                  mark_at=at, mark_number=number, mark_time=time, mapping=m, mark_maps=tuple(x for x, _ in marks),
                   extents=extents)  # fmt: skip
     if d.runs:
         d.hole_at, d.after_hole = len(d.data), sum(len(b) for _, b in d.runs)

@@ -6,7 +6,8 @@ written again); a segment ahead of the next byte waits until the bytes before it
 capture lacks a segment: a hole), what follows begins a new run: at the end of the capture, or once the bytes
 waiting pass :data:`PENDING`. The runs lie one after another in the file, which is mapped into memory when the
 capture is read: ``Direction.data`` and the runs are read-only views of it. Where each packet's new bytes begin
-(its number and time) is kept in three compact arrays, not a tuple per packet."""
+(its number and time) is written the same way, to three files of 8-byte values (stream byte, packet number, time),
+mapped as arrays: nothing a direction keeps in memory grows with the capture."""
 
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ PENDING = 32 << 20
 LOOKAHEAD = 64
 #: spool files open for writing at once (a capture of thousands of connections reopens the others as needed)
 OPEN_FILES = 64
+#: packet marks a direction holds in memory before it writes them to its spool files
+MARKS = 1 << 14
 
 
 class Spool:
@@ -82,7 +85,13 @@ class Assembly:
         self.runs: list[tuple[int, int]] = [(0, 0)]  # (stream byte, file offset) where each run begins
         self.written = 0
         self.repeated = 0
-        self.mark_at, self.mark_number, self.mark_time = array("q"), array("q"), array("d")
+        self.marks: tuple[array, array, array] = (
+            array("q"),
+            array("q"),
+            array("d"),
+        )  # (stream byte, packet number, time) not written yet
+        self.mark_files: list[str] = []
+        self.nmarks = 0
 
     def add(self, seq: int, payload: bytes, packet: tuple) -> None:
         """A segment's payload (``packet``: its number and time in the capture)."""
@@ -143,9 +152,20 @@ class Assembly:
         self._drain()
 
     def _mark(self, at: int, packet: tuple) -> None:
-        self.mark_at.append(at)
-        self.mark_number.append(packet[0])
-        self.mark_time.append(math.nan if packet[1] is None else packet[1])
+        at_, number, time = self.marks
+        at_.append(at)
+        number.append(packet[0])
+        time.append(math.nan if packet[1] is None else packet[1])
+        self.nmarks += 1
+        if len(at_) >= MARKS:
+            self._write_marks()
+
+    def _write_marks(self) -> None:
+        if not self.mark_files:
+            self.mark_files = [self.spool.path() for _ in self.marks]
+        for path, a in zip(self.mark_files, self.marks):
+            self.spool.write(path, a.tobytes())
+            del a[:]
 
     def _write(self, data: bytes) -> None:
         if not self.file:
@@ -153,16 +173,23 @@ class Assembly:
         self.spool.write(self.file, data)
         self.written += len(data)
 
-    def finish(self) -> tuple[mmap.mmap | None, list[tuple[int, int, int]]]:
-        """The direction's mapping (None: no byte) and its runs as (stream byte where each begins, file offset,
-        length), the first run's from stream byte 0."""
+    def finish(self) -> tuple[mmap.mmap | None, list[tuple[int, int, int]], list]:
+        """The direction's mapping (None: no byte), its runs as (stream byte where each begins, file offset,
+        length), the first run's from stream byte 0, and its marks: three arrays (stream byte, packet number,
+        time), each (its mapping, a view of it as 8-byte values), or in memory (None, the array) when none was
+        written."""
         if self.start is None and self.early:
             self._begin()
         while self.waiting:
             self._hole()
         m = self.spool.mapped(self.file, self.written) if self.written else None
         bounds = [fo for _, fo in self.runs[1:]] + [self.written]
-        return m, [(at, fo, stop - fo) for (at, fo), stop in zip(self.runs, bounds)]
+        marks: list = [(None, a) for a in self.marks]
+        if self.mark_files:
+            self._write_marks()
+            maps = [self.spool.mapped(p, self.nmarks * 8) for p in self.mark_files]
+            marks = [(x, memoryview(x).cast(a.typecode)) for x, a in zip(maps, self.marks)]  # type: ignore[arg-type]
+        return m, [(at, fo, stop - fo) for (at, fo), stop in zip(self.runs, bounds)], marks
 
 
 def release(m: mmap.mmap, upto: int) -> None:
