@@ -325,16 +325,8 @@ def captures(folder: str, sizes: str) -> dict:
 
 
 def _print_captures(caps: dict, taken: dict) -> None:
-    print("\n# captures: the whole read, seconds and peak memory above the baseline\n")
-    print("| tool | " + " | ".join(f"{c} ({os.path.getsize(p) / 1e6:,.1f} MB)" for c, p in caps.items()) + " |")
-    print("|---|" + "---|" * len(caps))
-    for tool in CAPTURE_TOOLS:
-        cells = []
-        for c in caps:
-            got = taken[(tool, c)]
-            extra = statistics.median(r["peak_mb"] - r["base_mb"] for r in got)
-            cells.append(f"{statistics.median(r['seconds'] for r in got):,.2f} s, +{max(extra, 0):,.0f} MB")
-        print(f"| `{tool}` | " + " | ".join(cells) + " |")
+    heads = {c: f"{c} ({os.path.getsize(p) / 1e6:,.1f} MB)" for c, p in caps.items()}
+    _print_whole_reads("captures", heads, CAPTURE_TOOLS, taken)
 
 
 def damaged_runs(damaged: dict, runs: int) -> dict:
@@ -351,13 +343,19 @@ def damaged_runs(damaged: dict, runs: int) -> dict:
 
 
 def _print_damaged(damaged: dict, hurt: dict, size: str) -> None:
-    print(f"\n# damaged {size} segments (sparse): the whole read, seconds and peak memory above the baseline\n")
-    print("| tool | " + " | ".join(damaged) + " |")
-    print("|---|" + "---|" * len(damaged))
-    for tool in DAMAGED_TOOLS:
+    _print_whole_reads(f"damaged {size} segments (sparse)", {d: d for d in damaged}, DAMAGED_TOOLS, hurt)
+
+
+def _print_whole_reads(title: str, heads: dict, tools: tuple, taken: dict) -> None:
+    """A table of whole reads: a row per tool, a column per input (``heads``: its key and heading), each cell the
+    median seconds and peak memory above the baseline of ``taken[(tool, key)]``."""
+    print(f"\n# {title}: the whole read, seconds and peak memory above the baseline\n")
+    print("| tool | " + " | ".join(heads.values()) + " |")
+    print("|---|" + "---|" * len(heads))
+    for tool in tools:
         cells = []
-        for d in damaged:
-            got = hurt[(tool, d)]
+        for key in heads:
+            got = taken[(tool, key)]
             extra = statistics.median(r["peak_mb"] - r["base_mb"] for r in got)
             cells.append(f"{statistics.median(r['seconds'] for r in got):,.2f} s, +{max(extra, 0):,.0f} MB")
         print(f"| `{tool}` | " + " | ".join(cells) + " |")
