@@ -56,6 +56,8 @@ class Conversation:
     tails: dict[str, Buffer] = field(default_factory=dict)
     #: where each direction's bytes end (its last run's end, after holes)
     ends: dict[str, int] = field(default_factory=dict)
+    #: how many whole frames each direction holds
+    frames: dict[str, int] = field(default_factory=dict)
     #: bytes before the first whole frame of each direction of a stream read from its middle (``mid_stream``)
     skipped: dict[str, int] = field(default_factory=dict)
     #: where a direction with holes (bytes a capture lacks) went on: (side, byte where the hole begins, byte where the
@@ -200,21 +202,24 @@ def _side_frames(conv: Conversation, side: str, data, runs, mid_stream: bool) ->
     ``conv`` told what was skipped before the first, what each hole cut, and the bytes after the last whole frame
     (``tails``; ``ends``: where the direction's bytes end)."""
     conv.skipped[side] = first_frame(data, side == "client") if mid_stream else 0
-    tail = yield from _frames_of(data, conv.skipped[side], 0)
+    conv.frames[side] = 0
+    tail = yield from _frames_of(conv, side, data, conv.skipped[side], 0)
     reach = len(data)
     for at, run in runs:  # the message the hole cut is unread: its bytes before and after the hole counted
         k = first_frame(run, side == "client")
         conv.resumed.append((side, reach, at, len(tail), k))
-        tail = yield from _frames_of(run, k, at)
+        tail = yield from _frames_of(conv, side, run, k, at)
         reach = at + len(run)
     conv.tails[side], conv.ends[side] = tail, reach
 
 
-def _frames_of(data: Buffer, start: int, base: int) -> Generator[Frame, None, Buffer]:
-    """The whole frames of ``data`` from byte ``start`` (positions counted from ``base``); returns the bytes after
-    the last one (a view where ``data`` is one: a size damaged early in a large direction copies nothing)."""
+def _frames_of(conv: Conversation, side: str, data: Buffer, start: int, base: int) -> Generator[Frame, None, Buffer]:
+    """The whole frames of ``data`` from byte ``start`` (positions counted from ``base``), counted in ``conv``;
+    returns the bytes after the last one (a view where ``data`` is one: a size damaged early in a large direction
+    copies nothing)."""
     pos = start
     for pos, end in _frame_bounds(data, start):
+        conv.frames[side] += 1
         yield Frame(base + pos, bytes(data[pos + 4 : end]))
         pos = end
     return data[pos:]

@@ -171,7 +171,10 @@ def _connection(conn, args, out, err) -> tuple[int, int]:
     first = next(given, None)
     if args.capture_summary is not None:
         args.capture_summary.connections += 1
-    if args.port is None and first is None and not conv.tokens:  # nothing reads as Kafka's: another protocol
+    # nothing reads as Kafka's: another protocol, unless the broker's side is whole frames (then the client's
+    # first frame is damaged, and what does not read is said as problems)
+    kafka_answers = conv.frames.get("server", 0) > 0 and not conv.tails.get("server")
+    if args.port is None and first is None and not conv.tokens and not kafka_answers:
         size = len(conn.to_server.data) + len(conn.to_client.data)
         print(f"kfmt dump: note: {client} -> {broker}: not Kafka traffic (no frame reads as a request; {size} "
               "byte(s)); --port says which connections are", file=err)  # fmt: skip
