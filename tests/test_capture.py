@@ -722,3 +722,22 @@ def test_the_fast_path_reads_segments_as_dpkt_does(tmp_path):
         read += 1
     assert read >= 150 and _ethernet_ipv4_tcp(1, eth)[4] == b"abc" == _ethernet_ipv4_tcp(1, eth + bytes(20))[4]
     assert _ethernet_ipv4_tcp(1, eth[:-2]) is None and _ethernet_ipv4_tcp(1, bytes(frag)) is None
+
+
+def test_a_damaged_first_frame_of_a_kafka_connection_is_a_problem_not_another_protocol(tmp_path, capsys):
+    """The first byte of a connection's first request flipped (its size now claims more than the client sent): the
+    broker's side is still whole frames, so the connection is Kafka's and what does not read is said as problems
+    (exit 1), not set aside as another protocol's (found by make fuzz-capture, seed 5)."""
+    from fuzz.capture import _payload_at, packets, synthetic, write
+    from kfmt.tools.cli import main
+
+    pkts = packets(synthetic(tmp_path / "synthetic.pcap", 5))
+    at, _ = _payload_at(pkts[2])
+    frame = bytearray(pkts[2][2])
+    frame[at] ^= 0x80
+    write(tmp_path / "flipped.pcap", [*pkts[:2], (pkts[2][0], pkts[2][1], bytes(frame)), *pkts[3:]])
+    assert main(["dump", "--json", str(tmp_path / "flipped.pcap")]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and "not Kafka traffic" not in err
+    assert "problem: 10.0.0.1:40000 -> 10.0.0.2:9092: client byte 0: " in err
+    assert err.count("which no request of this connection carries") == 24  # every answer, said
