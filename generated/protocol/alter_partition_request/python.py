@@ -1340,9 +1340,13 @@ def _check_partition_data(buf, pos, end, opts, api_version):
         elif n_ > opts.max_headers or n_ * 13 > end - pos:
             raise _Decline
         else:
-            check_ = _check_broker_state
             for _ in range(n_):
-                pos = check_(buf, pos, end, opts)
+                pos += 12
+                if pos > end:
+                    raise _Decline
+                if pos >= end or buf[pos]:
+                    raise _Decline
+                pos += 1
     if api_version >= 1:
         pos += 1
         if pos > end:

@@ -1698,9 +1698,13 @@ def _check_api_versions_response_flexible(buf, pos, end, opts, api_version):
     elif n_ > opts.max_headers or n_ * 7 > end - pos:
         raise _Decline
     else:
-        check_ = _check_api_version_flexible
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            pos += 6
+            if pos > end:
+                raise _Decline
+            if pos >= end or buf[pos]:
+                raise _Decline
+            pos += 1
     pos += 4
     if pos > end:
         raise _Decline

@@ -1554,9 +1554,17 @@ def _check_create_partitions_topic(buf, pos, end, opts):
     elif n_ > opts.max_headers or n_ * 4 > end - pos:
         raise _Decline
     else:
-        check_ = _check_create_partitions_assignment
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            if pos + 4 > end:
+                raise _Decline
+            (n_,) = _K_I32(buf, pos)
+            pos += 4
+            if n_ < 0:
+                raise _Decline
+            elif n_ > opts.max_headers or n_ * 4 > end - pos:
+                raise _Decline
+            else:
+                pos += n_ * 4
     return pos
 
 
@@ -1644,9 +1652,27 @@ def _check_create_partitions_topic_flexible(buf, pos, end, opts):
     elif n_ > opts.max_headers or n_ * 2 > end - pos:
         raise _Decline
     else:
-        check_ = _check_create_partitions_assignment_flexible
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            if pos >= end:
+                raise _Decline
+            n_ = buf[pos]
+            if n_ < 128:
+                pos += 1
+            elif pos + 1 < end and buf[pos + 1] < 128:  # two bytes (a record set of up to 16 KiB)
+                n_ = n_ & 127 | buf[pos + 1] << 7
+                pos += 2
+            else:
+                n_, pos = _k_uvarint(buf, pos, end, 5)
+            n_ -= 1
+            if n_ < 0:
+                raise _Decline
+            elif n_ > opts.max_headers or n_ * 4 > end - pos:
+                raise _Decline
+            else:
+                pos += n_ * 4
+            if pos >= end or buf[pos]:
+                raise _Decline
+            pos += 1
     if pos >= end or buf[pos]:
         raise _Decline
     pos += 1

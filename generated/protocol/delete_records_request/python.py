@@ -1279,9 +1279,29 @@ def _check_delete_records_request(buf, pos, end, opts, api_version):
     elif n_ > opts.max_headers or n_ * 6 > end - pos:
         raise _Decline
     else:
-        check_ = _check_delete_records_topic
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            if pos + 2 > end:
+                raise _Decline
+            (n_,) = _K_I16(buf, pos)
+            pos += 2
+            if n_ < 0:
+                raise _Decline
+            elif n_ > opts.max_bytes or n_ > end - pos:
+                raise _Decline
+            elif not buf[pos : pos + n_].isascii():
+                raise _Decline
+            else:
+                pos += n_
+            if pos + 4 > end:
+                raise _Decline
+            (n_,) = _K_I32(buf, pos)
+            pos += 4
+            if n_ < 0:
+                raise _Decline
+            elif n_ > opts.max_headers or n_ * 12 > end - pos:
+                raise _Decline
+            else:
+                pos += n_ * 12
     pos += 4
     if pos > end:
         raise _Decline
@@ -1334,9 +1354,13 @@ def _check_delete_records_topic_flexible(buf, pos, end, opts):
     elif n_ > opts.max_headers or n_ * 13 > end - pos:
         raise _Decline
     else:
-        check_ = _check_delete_records_partition_flexible
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            pos += 12
+            if pos > end:
+                raise _Decline
+            if pos >= end or buf[pos]:
+                raise _Decline
+            pos += 1
     if pos >= end or buf[pos]:
         raise _Decline
     pos += 1

@@ -833,9 +833,13 @@ def _check_delete_state_data(buf, pos, end, opts):
     elif n_ > opts.max_headers or n_ * 5 > end - pos:
         raise _Decline
     else:
-        check_ = _check_partition_data
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            pos += 4
+            if pos > end:
+                raise _Decline
+            if pos >= end or buf[pos]:
+                raise _Decline
+            pos += 1
     if pos >= end or buf[pos]:
         raise _Decline
     pos += 1

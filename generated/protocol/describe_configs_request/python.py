@@ -1448,9 +1448,19 @@ def _check_describe_configs_resource(buf, pos, end, opts):
     elif n_ > opts.max_headers or n_ * 2 > end - pos:
         raise _Decline
     else:
-        check_ = _check_describe_configs_resource_configuration_keys_item
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            if pos + 2 > end:
+                raise _Decline
+            (n_,) = _K_I16(buf, pos)
+            pos += 2
+            if n_ < 0:
+                raise _Decline
+            elif n_ > opts.max_bytes or n_ > end - pos:
+                raise _Decline
+            elif not buf[pos : pos + n_].isascii():
+                raise _Decline
+            else:
+                pos += n_
     return pos
 
 
@@ -1542,9 +1552,26 @@ def _check_describe_configs_resource_flexible(buf, pos, end, opts):
     elif n_ > opts.max_headers or n_ * 1 > end - pos:
         raise _Decline
     else:
-        check_ = _check_describe_configs_resource_flexible_configuration_keys_item
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            if pos >= end:
+                raise _Decline
+            n_ = buf[pos]
+            if n_ < 128:
+                pos += 1
+            elif pos + 1 < end and buf[pos + 1] < 128:  # two bytes (a record set of up to 16 KiB)
+                n_ = n_ & 127 | buf[pos + 1] << 7
+                pos += 2
+            else:
+                n_, pos = _k_uvarint(buf, pos, end, 5)
+            n_ -= 1
+            if n_ < 0:
+                raise _Decline
+            elif n_ > opts.max_bytes or n_ > end - pos:
+                raise _Decline
+            elif not buf[pos : pos + n_].isascii():
+                raise _Decline
+            else:
+                pos += n_
     if pos >= end or buf[pos]:
         raise _Decline
     pos += 1

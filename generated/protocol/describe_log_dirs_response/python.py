@@ -3185,9 +3185,29 @@ def _check_describe_log_dirs_result(buf, pos, end, opts):
     elif n_ > opts.max_headers or n_ * 6 > end - pos:
         raise _Decline
     else:
-        check_ = _check_describe_log_dirs_topic
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            if pos + 2 > end:
+                raise _Decline
+            (n_,) = _K_I16(buf, pos)
+            pos += 2
+            if n_ < 0:
+                raise _Decline
+            elif n_ > opts.max_bytes or n_ > end - pos:
+                raise _Decline
+            elif not buf[pos : pos + n_].isascii():
+                raise _Decline
+            else:
+                pos += n_
+            if pos + 4 > end:
+                raise _Decline
+            (n_,) = _K_I32(buf, pos)
+            pos += 4
+            if n_ < 0:
+                raise _Decline
+            elif n_ > opts.max_headers or n_ * 21 > end - pos:
+                raise _Decline
+            else:
+                pos += n_ * 21
     return pos
 
 
@@ -3258,9 +3278,13 @@ def _check_describe_log_dirs_topic_flexible(buf, pos, end, opts):
     elif n_ > opts.max_headers or n_ * 22 > end - pos:
         raise _Decline
     else:
-        check_ = _check_describe_log_dirs_partition_flexible
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            pos += 21
+            if pos > end:
+                raise _Decline
+            if pos >= end or buf[pos]:
+                raise _Decline
+            pos += 1
     if pos >= end or buf[pos]:
         raise _Decline
     pos += 1
@@ -3404,9 +3428,13 @@ def _check_describe_log_dirs_topic_v5(buf, pos, end, opts):
     elif n_ > opts.max_headers or n_ * 22 > end - pos:
         raise _Decline
     else:
-        check_ = _check_describe_log_dirs_partition_v5
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            pos += 21
+            if pos > end:
+                raise _Decline
+            if pos >= end or buf[pos]:
+                raise _Decline
+            pos += 1
     if pos >= end or buf[pos]:
         raise _Decline
     pos += 1

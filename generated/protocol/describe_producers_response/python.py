@@ -1294,9 +1294,13 @@ def _check_partition_response(buf, pos, end, opts):
     elif n_ > opts.max_headers or n_ * 37 > end - pos:
         raise _Decline
     else:
-        check_ = _check_producer_state
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            pos += 36
+            if pos > end:
+                raise _Decline
+            if pos >= end or buf[pos]:
+                raise _Decline
+            pos += 1
     if pos >= end or buf[pos]:
         raise _Decline
     pos += 1

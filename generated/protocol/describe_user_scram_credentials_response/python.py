@@ -1200,9 +1200,13 @@ def _check_describe_user_scram_credentials_result(buf, pos, end, opts):
     elif n_ > opts.max_headers or n_ * 6 > end - pos:
         raise _Decline
     else:
-        check_ = _check_credential_info
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            pos += 5
+            if pos > end:
+                raise _Decline
+            if pos >= end or buf[pos]:
+                raise _Decline
+            pos += 1
     if pos >= end or buf[pos]:
         raise _Decline
     pos += 1

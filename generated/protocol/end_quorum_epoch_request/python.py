@@ -2133,9 +2133,20 @@ def _check_topic_data(buf, pos, end, opts):
     elif n_ > opts.max_headers or n_ * 16 > end - pos:
         raise _Decline
     else:
-        check_ = _check_partition_data
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            pos += 12
+            if pos > end:
+                raise _Decline
+            if pos + 4 > end:
+                raise _Decline
+            (n_,) = _K_I32(buf, pos)
+            pos += 4
+            if n_ < 0:
+                raise _Decline
+            elif n_ > opts.max_headers or n_ * 4 > end - pos:
+                raise _Decline
+            else:
+                pos += n_ * 4
     return pos
 
 
@@ -2199,9 +2210,13 @@ def _check_partition_data_flexible(buf, pos, end, opts):
     elif n_ > opts.max_headers or n_ * 21 > end - pos:
         raise _Decline
     else:
-        check_ = _check_replica_info
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            pos += 20
+            if pos > end:
+                raise _Decline
+            if pos >= end or buf[pos]:
+                raise _Decline
+            pos += 1
     if pos >= end or buf[pos]:
         raise _Decline
     pos += 1
@@ -2358,9 +2373,51 @@ def _check_end_quorum_epoch_request_flexible(buf, pos, end, opts, api_version):
     elif n_ > opts.max_headers or n_ * 5 > end - pos:
         raise _Decline
     else:
-        check_ = _check_leader_endpoint
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            if pos >= end:
+                raise _Decline
+            n_ = buf[pos]
+            if n_ < 128:
+                pos += 1
+            elif pos + 1 < end and buf[pos + 1] < 128:  # two bytes (a record set of up to 16 KiB)
+                n_ = n_ & 127 | buf[pos + 1] << 7
+                pos += 2
+            else:
+                n_, pos = _k_uvarint(buf, pos, end, 5)
+            n_ -= 1
+            if n_ < 0:
+                raise _Decline
+            elif n_ > opts.max_bytes or n_ > end - pos:
+                raise _Decline
+            elif not buf[pos : pos + n_].isascii():
+                raise _Decline
+            else:
+                pos += n_
+            if pos >= end:
+                raise _Decline
+            n_ = buf[pos]
+            if n_ < 128:
+                pos += 1
+            elif pos + 1 < end and buf[pos + 1] < 128:  # two bytes (a record set of up to 16 KiB)
+                n_ = n_ & 127 | buf[pos + 1] << 7
+                pos += 2
+            else:
+                n_, pos = _k_uvarint(buf, pos, end, 5)
+            n_ -= 1
+            if n_ < 0:
+                raise _Decline
+            elif n_ > opts.max_bytes or n_ > end - pos:
+                raise _Decline
+            elif not buf[pos : pos + n_].isascii():
+                raise _Decline
+            else:
+                pos += n_
+            pos += 2
+            if pos > end:
+                raise _Decline
+            if pos >= end or buf[pos]:
+                raise _Decline
+            pos += 1
     if pos >= end or buf[pos]:
         raise _Decline
     pos += 1

@@ -1638,9 +1638,29 @@ def _check_end_quorum_epoch_response(buf, pos, end, opts, api_version):
     elif n_ > opts.max_headers or n_ * 6 > end - pos:
         raise _Decline
     else:
-        check_ = _check_topic_data
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            if pos + 2 > end:
+                raise _Decline
+            (n_,) = _K_I16(buf, pos)
+            pos += 2
+            if n_ < 0:
+                raise _Decline
+            elif n_ > opts.max_bytes or n_ > end - pos:
+                raise _Decline
+            elif not buf[pos : pos + n_].isascii():
+                raise _Decline
+            else:
+                pos += n_
+            if pos + 4 > end:
+                raise _Decline
+            (n_,) = _K_I32(buf, pos)
+            pos += 4
+            if n_ < 0:
+                raise _Decline
+            elif n_ > opts.max_headers or n_ * 14 > end - pos:
+                raise _Decline
+            else:
+                pos += n_ * 14
     return pos
 
 
@@ -1690,9 +1710,13 @@ def _check_topic_data_flexible(buf, pos, end, opts):
     elif n_ > opts.max_headers or n_ * 15 > end - pos:
         raise _Decline
     else:
-        check_ = _check_partition_data_flexible
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            pos += 14
+            if pos > end:
+                raise _Decline
+            if pos >= end or buf[pos]:
+                raise _Decline
+            pos += 1
     if pos >= end or buf[pos]:
         raise _Decline
     pos += 1

@@ -5253,9 +5253,13 @@ def _check_partition_data_flexible(buf, pos, end, opts):
     elif n_ > opts.max_headers or n_ * 17 > end - pos:
         raise _Decline
     else:
-        check_ = _check_aborted_transaction_flexible
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            pos += 16
+            if pos > end:
+                raise _Decline
+            if pos >= end or buf[pos]:
+                raise _Decline
+            pos += 1
     pos += 4
     if pos > end:
         raise _Decline
@@ -5393,9 +5397,13 @@ def _check_partition_data_v18(buf, pos, end, opts):
     elif n_ > opts.max_headers or n_ * 17 > end - pos:
         raise _Decline
     else:
-        check_ = _check_aborted_transaction_v18
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            pos += 16
+            if pos > end:
+                raise _Decline
+            if pos >= end or buf[pos]:
+                raise _Decline
+            pos += 1
     pos += 4
     if pos > end:
         raise _Decline

@@ -2214,9 +2214,13 @@ def _check_list_offsets_topic_flexible(buf, pos, end, opts):
     elif n_ > opts.max_headers or n_ * 17 > end - pos:
         raise _Decline
     else:
-        check_ = _check_list_offsets_partition_flexible
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            pos += 16
+            if pos > end:
+                raise _Decline
+            if pos >= end or buf[pos]:
+                raise _Decline
+            pos += 1
     if pos >= end or buf[pos]:
         raise _Decline
     pos += 1
@@ -2304,9 +2308,13 @@ def _check_list_offsets_topic_v11(buf, pos, end, opts):
     elif n_ > opts.max_headers or n_ * 17 > end - pos:
         raise _Decline
     else:
-        check_ = _check_list_offsets_partition_v11
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            pos += 16
+            if pos > end:
+                raise _Decline
+            if pos >= end or buf[pos]:
+                raise _Decline
+            pos += 1
     if pos >= end or buf[pos]:
         raise _Decline
     pos += 1

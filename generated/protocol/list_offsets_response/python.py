@@ -2490,9 +2490,13 @@ def _check_list_offsets_topic_response_flexible(buf, pos, end, opts):
     elif n_ > opts.max_headers or n_ * 27 > end - pos:
         raise _Decline
     else:
-        check_ = _check_list_offsets_partition_response_flexible
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            pos += 26
+            if pos > end:
+                raise _Decline
+            if pos >= end or buf[pos]:
+                raise _Decline
+            pos += 1
     if pos >= end or buf[pos]:
         raise _Decline
     pos += 1
@@ -2576,9 +2580,13 @@ def _check_list_offsets_topic_response_v11(buf, pos, end, opts):
     elif n_ > opts.max_headers or n_ * 27 > end - pos:
         raise _Decline
     else:
-        check_ = _check_list_offsets_partition_response_v11
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            pos += 26
+            if pos > end:
+                raise _Decline
+            if pos >= end or buf[pos]:
+                raise _Decline
+            pos += 1
     if pos >= end or buf[pos]:
         raise _Decline
     pos += 1

@@ -3256,9 +3256,29 @@ def _check_offset_fetch_request(buf, pos, end, opts, api_version):
     elif n_ > opts.max_headers or n_ * 6 > end - pos:
         raise _Decline
     else:
-        check_ = _check_offset_fetch_request_topic
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            if pos + 2 > end:
+                raise _Decline
+            (n_,) = _K_I16(buf, pos)
+            pos += 2
+            if n_ < 0:
+                raise _Decline
+            elif n_ > opts.max_bytes or n_ > end - pos:
+                raise _Decline
+            elif not buf[pos : pos + n_].isascii():
+                raise _Decline
+            else:
+                pos += n_
+            if pos + 4 > end:
+                raise _Decline
+            (n_,) = _K_I32(buf, pos)
+            pos += 4
+            if n_ < 0:
+                raise _Decline
+            elif n_ > opts.max_headers or n_ * 4 > end - pos:
+                raise _Decline
+            else:
+                pos += n_ * 4
     return pos
 
 
@@ -3408,9 +3428,46 @@ def _check_offset_fetch_request_group(buf, pos, end, opts, api_version):
     elif n_ > opts.max_headers or n_ * 3 > end - pos:
         raise _Decline
     else:
-        check_ = _check_offset_fetch_request_topics
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            if pos >= end:
+                raise _Decline
+            n_ = buf[pos]
+            if n_ < 128:
+                pos += 1
+            elif pos + 1 < end and buf[pos + 1] < 128:  # two bytes (a record set of up to 16 KiB)
+                n_ = n_ & 127 | buf[pos + 1] << 7
+                pos += 2
+            else:
+                n_, pos = _k_uvarint(buf, pos, end, 5)
+            n_ -= 1
+            if n_ < 0:
+                raise _Decline
+            elif n_ > opts.max_bytes or n_ > end - pos:
+                raise _Decline
+            elif not buf[pos : pos + n_].isascii():
+                raise _Decline
+            else:
+                pos += n_
+            if pos >= end:
+                raise _Decline
+            n_ = buf[pos]
+            if n_ < 128:
+                pos += 1
+            elif pos + 1 < end and buf[pos + 1] < 128:  # two bytes (a record set of up to 16 KiB)
+                n_ = n_ & 127 | buf[pos + 1] << 7
+                pos += 2
+            else:
+                n_, pos = _k_uvarint(buf, pos, end, 5)
+            n_ -= 1
+            if n_ < 0:
+                raise _Decline
+            elif n_ > opts.max_headers or n_ * 4 > end - pos:
+                raise _Decline
+            else:
+                pos += n_ * 4
+            if pos >= end or buf[pos]:
+                raise _Decline
+            pos += 1
     if pos >= end or buf[pos]:
         raise _Decline
     pos += 1
@@ -3457,9 +3514,46 @@ def _check_offset_fetch_request_flexible(buf, pos, end, opts, api_version):
         elif n_ > opts.max_headers or n_ * 3 > end - pos:
             raise _Decline
         else:
-            check_ = _check_offset_fetch_request_topic_flexible
             for _ in range(n_):
-                pos = check_(buf, pos, end, opts)
+                if pos >= end:
+                    raise _Decline
+                n_ = buf[pos]
+                if n_ < 128:
+                    pos += 1
+                elif pos + 1 < end and buf[pos + 1] < 128:  # two bytes (a record set of up to 16 KiB)
+                    n_ = n_ & 127 | buf[pos + 1] << 7
+                    pos += 2
+                else:
+                    n_, pos = _k_uvarint(buf, pos, end, 5)
+                n_ -= 1
+                if n_ < 0:
+                    raise _Decline
+                elif n_ > opts.max_bytes or n_ > end - pos:
+                    raise _Decline
+                elif not buf[pos : pos + n_].isascii():
+                    raise _Decline
+                else:
+                    pos += n_
+                if pos >= end:
+                    raise _Decline
+                n_ = buf[pos]
+                if n_ < 128:
+                    pos += 1
+                elif pos + 1 < end and buf[pos + 1] < 128:  # two bytes (a record set of up to 16 KiB)
+                    n_ = n_ & 127 | buf[pos + 1] << 7
+                    pos += 2
+                else:
+                    n_, pos = _k_uvarint(buf, pos, end, 5)
+                n_ -= 1
+                if n_ < 0:
+                    raise _Decline
+                elif n_ > opts.max_headers or n_ * 4 > end - pos:
+                    raise _Decline
+                else:
+                    pos += n_ * 4
+                if pos >= end or buf[pos]:
+                    raise _Decline
+                pos += 1
     if api_version >= 8:
         if pos >= end:
             raise _Decline
@@ -3575,9 +3669,30 @@ def _check_offset_fetch_request_group_v10(buf, pos, end, opts):
     elif n_ > opts.max_headers or n_ * 18 > end - pos:
         raise _Decline
     else:
-        check_ = _check_offset_fetch_request_topics_v10
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            pos += 16
+            if pos > end:
+                raise _Decline
+            if pos >= end:
+                raise _Decline
+            n_ = buf[pos]
+            if n_ < 128:
+                pos += 1
+            elif pos + 1 < end and buf[pos + 1] < 128:  # two bytes (a record set of up to 16 KiB)
+                n_ = n_ & 127 | buf[pos + 1] << 7
+                pos += 2
+            else:
+                n_, pos = _k_uvarint(buf, pos, end, 5)
+            n_ -= 1
+            if n_ < 0:
+                raise _Decline
+            elif n_ > opts.max_headers or n_ * 4 > end - pos:
+                raise _Decline
+            else:
+                pos += n_ * 4
+            if pos >= end or buf[pos]:
+                raise _Decline
+            pos += 1
     if pos >= end or buf[pos]:
         raise _Decline
     pos += 1

@@ -1496,9 +1496,13 @@ def _check_offset_for_leader_topic_result_flexible(buf, pos, end, opts):
     elif n_ > opts.max_headers or n_ * 19 > end - pos:
         raise _Decline
     else:
-        check_ = _check_epoch_end_offset_flexible
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            pos += 18
+            if pos > end:
+                raise _Decline
+            if pos >= end or buf[pos]:
+                raise _Decline
+            pos += 1
     if pos >= end or buf[pos]:
         raise _Decline
     pos += 1

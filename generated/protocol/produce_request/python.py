@@ -2465,9 +2465,20 @@ def _check_topic_produce_data(buf, pos, end, opts):
     elif n_ > opts.max_headers or n_ * 8 > end - pos:
         raise _Decline
     else:
-        check_ = _check_partition_produce_data
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            pos += 4
+            if pos > end:
+                raise _Decline
+            if pos + 4 > end:
+                raise _Decline
+            (n_,) = _K_I32(buf, pos)
+            pos += 4
+            if n_ < 0:
+                pass
+            elif n_ > opts.max_bytes or n_ > end - pos:
+                raise _Decline
+            else:
+                pos += n_
     return pos
 
 
@@ -2568,9 +2579,30 @@ def _check_topic_produce_data_flexible(buf, pos, end, opts):
     elif n_ > opts.max_headers or n_ * 6 > end - pos:
         raise _Decline
     else:
-        check_ = _check_partition_produce_data_flexible
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            pos += 4
+            if pos > end:
+                raise _Decline
+            if pos >= end:
+                raise _Decline
+            n_ = buf[pos]
+            if n_ < 128:
+                pos += 1
+            elif pos + 1 < end and buf[pos + 1] < 128:  # two bytes (a record set of up to 16 KiB)
+                n_ = n_ & 127 | buf[pos + 1] << 7
+                pos += 2
+            else:
+                n_, pos = _k_uvarint(buf, pos, end, 5)
+            n_ -= 1
+            if n_ < 0:
+                pass
+            elif n_ > opts.max_bytes or n_ > end - pos:
+                raise _Decline
+            else:
+                pos += n_
+            if pos >= end or buf[pos]:
+                raise _Decline
+            pos += 1
     if pos >= end or buf[pos]:
         raise _Decline
     pos += 1
@@ -2695,9 +2727,30 @@ def _check_topic_produce_data_v12(buf, pos, end, opts, api_version):
     elif n_ > opts.max_headers or n_ * 6 > end - pos:
         raise _Decline
     else:
-        check_ = _check_partition_produce_data_v12
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            pos += 4
+            if pos > end:
+                raise _Decline
+            if pos >= end:
+                raise _Decline
+            n_ = buf[pos]
+            if n_ < 128:
+                pos += 1
+            elif pos + 1 < end and buf[pos + 1] < 128:  # two bytes (a record set of up to 16 KiB)
+                n_ = n_ & 127 | buf[pos + 1] << 7
+                pos += 2
+            else:
+                n_, pos = _k_uvarint(buf, pos, end, 5)
+            n_ -= 1
+            if n_ < 0:
+                pass
+            elif n_ > opts.max_bytes or n_ > end - pos:
+                raise _Decline
+            else:
+                pos += n_
+            if pos >= end or buf[pos]:
+                raise _Decline
+            pos += 1
     if pos >= end or buf[pos]:
         raise _Decline
     pos += 1

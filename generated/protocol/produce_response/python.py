@@ -4831,9 +4831,22 @@ def _check_partition_produce_response(buf, pos, end, opts, api_version):
         elif n_ > opts.max_headers or n_ * 6 > end - pos:
             raise _Decline
         else:
-            check_ = _check_batch_index_and_error_message
             for _ in range(n_):
-                pos = check_(buf, pos, end, opts)
+                pos += 4
+                if pos > end:
+                    raise _Decline
+                if pos + 2 > end:
+                    raise _Decline
+                (n_,) = _K_I16(buf, pos)
+                pos += 2
+                if n_ < 0:
+                    pass
+                elif n_ > opts.max_bytes or n_ > end - pos:
+                    raise _Decline
+                elif not buf[pos : pos + n_].isascii():
+                    raise _Decline
+                else:
+                    pos += n_
     if api_version >= 8:
         if pos + 2 > end:
             raise _Decline
@@ -4949,9 +4962,32 @@ def _check_partition_produce_response_flexible(buf, pos, end, opts, api_version)
     elif n_ > opts.max_headers or n_ * 6 > end - pos:
         raise _Decline
     else:
-        check_ = _check_batch_index_and_error_message_flexible
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            pos += 4
+            if pos > end:
+                raise _Decline
+            if pos >= end:
+                raise _Decline
+            n_ = buf[pos]
+            if n_ < 128:
+                pos += 1
+            elif pos + 1 < end and buf[pos + 1] < 128:  # two bytes (a record set of up to 16 KiB)
+                n_ = n_ & 127 | buf[pos + 1] << 7
+                pos += 2
+            else:
+                n_, pos = _k_uvarint(buf, pos, end, 5)
+            n_ -= 1
+            if n_ < 0:
+                pass
+            elif n_ > opts.max_bytes or n_ > end - pos:
+                raise _Decline
+            elif not buf[pos : pos + n_].isascii():
+                raise _Decline
+            else:
+                pos += n_
+            if pos >= end or buf[pos]:
+                raise _Decline
+            pos += 1
     if pos >= end:
         raise _Decline
     n_ = buf[pos]
@@ -5102,9 +5138,32 @@ def _check_partition_produce_response_v12(buf, pos, end, opts):
     elif n_ > opts.max_headers or n_ * 6 > end - pos:
         raise _Decline
     else:
-        check_ = _check_batch_index_and_error_message_v12
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            pos += 4
+            if pos > end:
+                raise _Decline
+            if pos >= end:
+                raise _Decline
+            n_ = buf[pos]
+            if n_ < 128:
+                pos += 1
+            elif pos + 1 < end and buf[pos + 1] < 128:  # two bytes (a record set of up to 16 KiB)
+                n_ = n_ & 127 | buf[pos + 1] << 7
+                pos += 2
+            else:
+                n_, pos = _k_uvarint(buf, pos, end, 5)
+            n_ -= 1
+            if n_ < 0:
+                pass
+            elif n_ > opts.max_bytes or n_ > end - pos:
+                raise _Decline
+            elif not buf[pos : pos + n_].isascii():
+                raise _Decline
+            else:
+                pos += n_
+            if pos >= end or buf[pos]:
+                raise _Decline
+            pos += 1
     if pos >= end:
         raise _Decline
     n_ = buf[pos]

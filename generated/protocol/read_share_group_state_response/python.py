@@ -1221,9 +1221,13 @@ def _check_partition_result(buf, pos, end, opts):
     elif n_ > opts.max_headers or n_ * 20 > end - pos:
         raise _Decline
     else:
-        check_ = _check_state_batch
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            pos += 19
+            if pos > end:
+                raise _Decline
+            if pos >= end or buf[pos]:
+                raise _Decline
+            pos += 1
     if pos >= end or buf[pos]:
         raise _Decline
     pos += 1

@@ -889,9 +889,13 @@ def _check_read_state_summary_data(buf, pos, end, opts):
     elif n_ > opts.max_headers or n_ * 9 > end - pos:
         raise _Decline
     else:
-        check_ = _check_partition_data
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            pos += 8
+            if pos > end:
+                raise _Decline
+            if pos >= end or buf[pos]:
+                raise _Decline
+            pos += 1
     if pos >= end or buf[pos]:
         raise _Decline
     pos += 1

@@ -382,9 +382,19 @@ def _check_sasl_handshake_response(buf, pos, end, opts, api_version):
     elif n_ > opts.max_headers or n_ * 2 > end - pos:
         raise _Decline
     else:
-        check_ = _check_sasl_handshake_response_mechanisms_item
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            if pos + 2 > end:
+                raise _Decline
+            (n_,) = _K_I16(buf, pos)
+            pos += 2
+            if n_ < 0:
+                raise _Decline
+            elif n_ > opts.max_bytes or n_ > end - pos:
+                raise _Decline
+            elif not buf[pos : pos + n_].isascii():
+                raise _Decline
+            else:
+                pos += n_
     return pos
 
 

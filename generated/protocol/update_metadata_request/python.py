@@ -4648,9 +4648,43 @@ def _check_update_metadata_topic_state(buf, pos, end, opts):
     elif n_ > opts.max_headers or n_ * 32 > end - pos:
         raise _Decline
     else:
-        check_ = _check_update_metadata_request_update_metadata_partition_state
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            pos += 16
+            if pos > end:
+                raise _Decline
+            if pos + 4 > end:
+                raise _Decline
+            (n_,) = _K_I32(buf, pos)
+            pos += 4
+            if n_ < 0:
+                raise _Decline
+            elif n_ > opts.max_headers or n_ * 4 > end - pos:
+                raise _Decline
+            else:
+                pos += n_ * 4
+            pos += 4
+            if pos > end:
+                raise _Decline
+            if pos + 4 > end:
+                raise _Decline
+            (n_,) = _K_I32(buf, pos)
+            pos += 4
+            if n_ < 0:
+                raise _Decline
+            elif n_ > opts.max_headers or n_ * 4 > end - pos:
+                raise _Decline
+            else:
+                pos += n_ * 4
+            if pos + 4 > end:
+                raise _Decline
+            (n_,) = _K_I32(buf, pos)
+            pos += 4
+            if n_ < 0:
+                raise _Decline
+            elif n_ > opts.max_headers or n_ * 4 > end - pos:
+                raise _Decline
+            else:
+                pos += n_ * 4
     return pos
 
 
@@ -4894,9 +4928,67 @@ def _check_update_metadata_topic_state_flexible(buf, pos, end, opts, api_version
     elif n_ > opts.max_headers or n_ * 24 > end - pos:
         raise _Decline
     else:
-        check_ = _check_update_metadata_partition_state_flexible
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            pos += 16
+            if pos > end:
+                raise _Decline
+            if pos >= end:
+                raise _Decline
+            n_ = buf[pos]
+            if n_ < 128:
+                pos += 1
+            elif pos + 1 < end and buf[pos + 1] < 128:  # two bytes (a record set of up to 16 KiB)
+                n_ = n_ & 127 | buf[pos + 1] << 7
+                pos += 2
+            else:
+                n_, pos = _k_uvarint(buf, pos, end, 5)
+            n_ -= 1
+            if n_ < 0:
+                raise _Decline
+            elif n_ > opts.max_headers or n_ * 4 > end - pos:
+                raise _Decline
+            else:
+                pos += n_ * 4
+            pos += 4
+            if pos > end:
+                raise _Decline
+            if pos >= end:
+                raise _Decline
+            n_ = buf[pos]
+            if n_ < 128:
+                pos += 1
+            elif pos + 1 < end and buf[pos + 1] < 128:  # two bytes (a record set of up to 16 KiB)
+                n_ = n_ & 127 | buf[pos + 1] << 7
+                pos += 2
+            else:
+                n_, pos = _k_uvarint(buf, pos, end, 5)
+            n_ -= 1
+            if n_ < 0:
+                raise _Decline
+            elif n_ > opts.max_headers or n_ * 4 > end - pos:
+                raise _Decline
+            else:
+                pos += n_ * 4
+            if pos >= end:
+                raise _Decline
+            n_ = buf[pos]
+            if n_ < 128:
+                pos += 1
+            elif pos + 1 < end and buf[pos + 1] < 128:  # two bytes (a record set of up to 16 KiB)
+                n_ = n_ & 127 | buf[pos + 1] << 7
+                pos += 2
+            else:
+                n_, pos = _k_uvarint(buf, pos, end, 5)
+            n_ -= 1
+            if n_ < 0:
+                raise _Decline
+            elif n_ > opts.max_headers or n_ * 4 > end - pos:
+                raise _Decline
+            else:
+                pos += n_ * 4
+            if pos >= end or buf[pos]:
+                raise _Decline
+            pos += 1
     if pos >= end or buf[pos]:
         raise _Decline
     pos += 1
@@ -4974,9 +5066,54 @@ def _check_update_metadata_broker_flexible(buf, pos, end, opts):
     elif n_ > opts.max_headers or n_ * 9 > end - pos:
         raise _Decline
     else:
-        check_ = _check_update_metadata_endpoint_flexible
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            pos += 4
+            if pos > end:
+                raise _Decline
+            if pos >= end:
+                raise _Decline
+            n_ = buf[pos]
+            if n_ < 128:
+                pos += 1
+            elif pos + 1 < end and buf[pos + 1] < 128:  # two bytes (a record set of up to 16 KiB)
+                n_ = n_ & 127 | buf[pos + 1] << 7
+                pos += 2
+            else:
+                n_, pos = _k_uvarint(buf, pos, end, 5)
+            n_ -= 1
+            if n_ < 0:
+                raise _Decline
+            elif n_ > opts.max_bytes or n_ > end - pos:
+                raise _Decline
+            elif not buf[pos : pos + n_].isascii():
+                raise _Decline
+            else:
+                pos += n_
+            if pos >= end:
+                raise _Decline
+            n_ = buf[pos]
+            if n_ < 128:
+                pos += 1
+            elif pos + 1 < end and buf[pos + 1] < 128:  # two bytes (a record set of up to 16 KiB)
+                n_ = n_ & 127 | buf[pos + 1] << 7
+                pos += 2
+            else:
+                n_, pos = _k_uvarint(buf, pos, end, 5)
+            n_ -= 1
+            if n_ < 0:
+                raise _Decline
+            elif n_ > opts.max_bytes or n_ > end - pos:
+                raise _Decline
+            elif not buf[pos : pos + n_].isascii():
+                raise _Decline
+            else:
+                pos += n_
+            pos += 2
+            if pos > end:
+                raise _Decline
+            if pos >= end or buf[pos]:
+                raise _Decline
+            pos += 1
     if pos >= end:
         raise _Decline
     n_ = buf[pos]

@@ -2801,9 +2801,29 @@ def _check_writable_txn_marker_result(buf, pos, end, opts):
     elif n_ > opts.max_headers or n_ * 6 > end - pos:
         raise _Decline
     else:
-        check_ = _check_writable_txn_marker_topic_result
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            if pos + 2 > end:
+                raise _Decline
+            (n_,) = _K_I16(buf, pos)
+            pos += 2
+            if n_ < 0:
+                raise _Decline
+            elif n_ > opts.max_bytes or n_ > end - pos:
+                raise _Decline
+            elif not buf[pos : pos + n_].isascii():
+                raise _Decline
+            else:
+                pos += n_
+            if pos + 4 > end:
+                raise _Decline
+            (n_,) = _K_I32(buf, pos)
+            pos += 4
+            if n_ < 0:
+                raise _Decline
+            elif n_ > opts.max_headers or n_ * 6 > end - pos:
+                raise _Decline
+            else:
+                pos += n_ * 6
     return pos
 
 
@@ -2871,9 +2891,13 @@ def _check_writable_txn_marker_topic_result_flexible(buf, pos, end, opts):
     elif n_ > opts.max_headers or n_ * 7 > end - pos:
         raise _Decline
     else:
-        check_ = _check_writable_txn_marker_partition_result_flexible
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            pos += 6
+            if pos > end:
+                raise _Decline
+            if pos >= end or buf[pos]:
+                raise _Decline
+            pos += 1
     if pos >= end or buf[pos]:
         raise _Decline
     pos += 1
@@ -2983,9 +3007,13 @@ def _check_writable_txn_marker_topic_result_v2(buf, pos, end, opts):
     elif n_ > opts.max_headers or n_ * 7 > end - pos:
         raise _Decline
     else:
-        check_ = _check_writable_txn_marker_partition_result_v2
         for _ in range(n_):
-            pos = check_(buf, pos, end, opts)
+            pos += 6
+            if pos > end:
+                raise _Decline
+            if pos >= end or buf[pos]:
+                raise _Decline
+            pos += 1
     if pos >= end or buf[pos]:
         raise _Decline
     pos += 1

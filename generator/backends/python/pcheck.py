@@ -101,6 +101,11 @@ class _Walk:
             return
         assert s.elem is not None
         self.w("else:", d)
+        inner = self.plans[s.elem]
+        if _leaf(inner) and set(inner.params) <= set(self.sp.params):  # its steps in the loop: no call per element
+            self.w("for _ in range(n_):", d + 1)
+            self.steps(inner.steps, d + 2)
+            return
         self.w(f"check_ = _check_{s.elem}", d + 1)
         self.w("for _ in range(n_):", d + 1)
         self.w(f"pos = check_(buf, pos, end, opts{self.args(s.elem)})", d + 2)
@@ -140,6 +145,12 @@ class _Walk:
         self.w("if pos >= end or buf[pos]:", d)
         self.w(DECLINE, d + 1)
         self.w("pos += 1", d)
+
+
+def _leaf(sp: k.StructPlan) -> bool:
+    """A struct whose walk calls no other (its steps can stand in its caller's loop: the loop's count ``n_`` is
+    taken before the loop, so the steps' own ``n_`` does not disturb it)."""
+    return not any(isinstance(x, (k.Call, k.Switch, k.Cond)) or (isinstance(x, k.Array) and x.elem) for x in sp.steps)
 
 
 def walks(ir: n.FormatIR) -> str | None:
