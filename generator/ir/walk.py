@@ -119,13 +119,18 @@ def plan(ir: n.FormatIR) -> list[StructPlan] | None:
 
 def _reached(plans: dict[str, StructPlan], root: str) -> set[str]:
     """The structs a walk from ``root`` calls (an array of fixed-width elements skips them, uncalled)."""
+    return _closure(root, lambda name: _callees(plans[name].steps))
+
+
+def _closure(root: str, next_of) -> set[str]:
+    """``root`` and every struct ``next_of`` leads to from it, transitively."""
     seen: set[str] = set()
     todo = [root]
     while todo:
         name = todo.pop()
         if name not in seen:
             seen.add(name)
-            todo += _callees(plans[name].steps)
+            todo += next_of(name)
     return seen
 
 
@@ -160,19 +165,18 @@ def _cost_per_byte(st: n.Struct) -> int:
 
 
 def _reachable(ir: n.FormatIR, top: str) -> set[str]:
-    seen: set[str] = set()
-    todo = [top]
-    while todo:
-        st = ir.struct(todo.pop())
-        if st.name in seen:
-            continue
-        seen.add(st.name)
-        for f in st.fields:
-            w = f.wire
-            todo += [w.elem] if isinstance(w, n.ArrayType) else [w.name] if isinstance(w, n.StructType) else []
-            todo += [name for _, name in w.cases] if isinstance(w, n.Switch) else []
-            todo += [t.struct for t in w.fields] if isinstance(w, n.Tagged) else []
-    return seen
+    """The structs a value of ``top`` can hold: its elements, nested structs, switch cases and tagged fields."""
+    return _closure(top, lambda name: _nested(ir.struct(name)))
+
+
+def _nested(st: n.Struct) -> list[str]:
+    out: list[str] = []
+    for f in st.fields:
+        w = f.wire
+        out += [w.elem] if isinstance(w, n.ArrayType) else [w.name] if isinstance(w, n.StructType) else []
+        out += [name for _, name in w.cases] if isinstance(w, n.Switch) else []
+        out += [t.struct for t in w.fields] if isinstance(w, n.Tagged) else []
+    return out
 
 
 def _params_only(e: n.Expr | None, where: str) -> None:

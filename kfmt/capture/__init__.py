@@ -73,10 +73,9 @@ class Direction:
 
         from kfmt.capture.assembly import release
 
-        for at, fo, n in reversed(self.extents):
-            if self.mapping is not None and at <= position:
-                release(self.mapping, fo + min(position - at, n))  # type: ignore[arg-type]
-                break
+        if self.mapping is not None:
+            at, fo, n = next(x for x in reversed(self.extents) if x[0] <= position)  # the run holding it
+            release(self.mapping, fo + min(position - at, n))  # type: ignore[arg-type]
         i = bisect.bisect_right(self.mark_at, position) - 1  # (the mark of the packet holding it is kept)
         for m in self.mark_maps:
             if m is not None and i > 0:
@@ -145,8 +144,7 @@ def read(path: str | Path) -> Capture:
                 continue
             seen.add((a, b))
             back = flows.get((b, a)) or Assembly(spool)
-            if not flow.written and not flow.early and not flow.waiting and not back.written and not back.early and (
-                    not back.waiting):  # fmt: skip
+            if flow.empty and back.empty:
                 continue
             out.append(_connection(a, b, flow, back))
     finally:

@@ -93,6 +93,11 @@ class Assembly:
         self.mark_files: list[str] = []
         self.nmarks = 0
 
+    @property
+    def empty(self) -> bool:
+        """Whether no segment with a payload came."""
+        return not (self.written or self.early or self.waiting)
+
     def add(self, seq: int, payload: bytes, packet: tuple) -> None:
         """A segment's payload (``packet``: its number and time in the capture)."""
         if self.start is None:
@@ -146,9 +151,7 @@ class Assembly:
         self.waiting_bytes -= len(payload)
         self.runs.append((off, self.written))
         self.nxt = off
-        self._mark(off, packet)
-        self._write(payload)
-        self.nxt = off + len(payload)
+        self._append(off, payload, packet)
         self._drain()
 
     def _mark(self, at: int, packet: tuple) -> None:

@@ -321,15 +321,22 @@ def read_request(frame, *, backend: str | None = None) -> Message:
     """A request frame (the bytes after its 4-byte size) read: its header by the version Kafka gives the API's
     version, then the body (walked, or decoded: see :class:`Message`). An ApiVersions request of a version newer
     than Kafka's is read as Kafka's broker reads it (KIP-511): its header only, the body kept unread, and a note."""
-    data = frame if type(frame) is bytes else _data(frame)
+    data = frame if type(frame) is bytes else _data(frame)  # (bytes, the usual frame, without a call)
     if len(data) >= 8:
         key, version, correlation_id = _REQUEST_START(data)
-        p = _plan("request", key, version, backend)
-        if p is not None and len(data) <= p.walk_max:
-            m = _walked(p, data, version, correlation_id)
-            if m is not None:
-                return m
-    return _read_request(data, backend)
+    elif len(data) >= 4:
+        (key, version), correlation_id = _KEY_VERSION.unpack_from(data), None
+    else:
+        raise TruncatedError(f"a request header needs 4 bytes for its API key and version, the frame has {len(data)}",
+                             offset=0, path="header")  # fmt: skip
+    p = _plan("request", key, version, backend)
+    if p is None:
+        return _kip_511(data, _api(key), key, version, backend)
+    if correlation_id is not None and len(data) <= p.walk_max:
+        m = _walked(p, data, version, correlation_id)
+        if m is not None:
+            return m
+    return _read_request(data, p, version)
 
 
 def read_response(frame, api_key: int, api_version: int, *, backend: str | None = None) -> Message:
@@ -337,7 +344,7 @@ def read_response(frame, api_key: int, api_version: int, *, backend: str | None 
     ``api_version`` (a response does not carry its API: pair it with its request by correlation id). An
     ApiVersions response that does not read at the request's version is read at v0, as Kafka's client falls
     back (KIP-511: a broker answers a version it does not know with v0 and error 35), with a note."""
-    data = frame if type(frame) is bytes else _data(frame)
+    data = frame if type(frame) is bytes else _data(frame)  # (bytes, the usual frame, without a call)
     p = _plan("response", api_key, api_version, backend)
     assert p is not None  # (only a request is read as KIP-511 says)
     if 4 <= len(data) <= p.walk_max:
@@ -356,7 +363,7 @@ def _walked(p: _Plan, data: bytes, version: int, correlation_id: int) -> Message
     end = p.check(data, pos, len(data), DEFAULT_OPTIONS, version)  # type: ignore[operator]
     if end < 0:
         return None
-    m = _new(Message)
+    m = _new(Message)  # its slots set here, not through __init__: a call less per message on the reader's hot path
     m._plan = p
     m.api_version = version
     m.correlation_id = correlation_id
@@ -370,24 +377,17 @@ def _walked(p: _Plan, data: bytes, version: int, correlation_id: int) -> Message
 
 def _built(m: Message, codec, pos: int, **param) -> object:
     """A header or body the check walks answered for, decoded now: its decoders read it to where the walk ended
-    without an error (generator.ir.walk; tests/test_protocol.py holds them to it)."""
+    without an error (generator.ir.walk; tests/test_protocol_walk.py holds them to it)."""
     assert m.frame is not None
-    value, end = _decoded(codec, m.frame, pos, "header" if "header_version" in param else "body", **param)
-    stop = m._pos if "header_version" in param else len(m.frame) - len(m.trailing)
+    where, stop = ("header", m._pos) if "header_version" in param else ("body", len(m.frame) - len(m.trailing))
+    value, end = _decoded(codec, m.frame, pos, where, **param)
     if end != stop:  # pragma: no cover - a walk and its decoders disagree
-        raise InvalidValueError(f"decoded to byte {end}, walked to {stop}", offset=end, path="header")
+        raise InvalidValueError(f"decoded to byte {end}, walked to {stop}", offset=end, path=where)
     return value
 
 
-def _read_request(data: bytes, backend: str | None) -> Message:
+def _read_request(data: bytes, p: _Plan, version: int) -> Message:
     """A request decoded as it is read (a walk declined): any error raised, located."""
-    if len(data) < 4:
-        raise TruncatedError(f"a request header needs 4 bytes for its API key and version, the frame has {len(data)}",
-                             offset=0, path="header")  # fmt: skip
-    key, version = _KEY_VERSION.unpack_from(data)
-    p = _plan("request", key, version, backend)
-    if p is None:
-        return _kip_511(data, _api(key), key, version, backend)
     header, pos = _read(p.header, data, 0, "header", header_version=p.header_version)
     body, end = _decoded(p.body, data, pos, "body", api_version=version)
     m = Message(p, version, header.correlation_id, header, body, pos, frame=data)
