@@ -492,6 +492,18 @@ for fault, uri, options in (("none", "s3://logs/kafka", s3), ("ioerror", "s3://l
     except Exception as e:
         out = {"error": str(e)}
     print(json.dumps(dict(out, fault=fault, uri=uri)), flush=True)
+spark.sparkContext._jsc.hadoopConfiguration().set("kfmt.test.fault", "none")
+for uri in ("kfmtstore://logs/captures", "kfmtstore://logs/captures/*/kafka.pcap*"):  # kafka-capture: folder, glob
+    found = spark.read.format("kafka-capture").load(uri)
+    files = sorted(r[0] for r in found.select("capture").distinct().collect())
+    records = spark.read.format("kafka-capture").option("rows", "records").load(uri).count()
+    print(json.dumps({"fault": "capture", "uri": uri, "rows": found.count(), "records": records, "files": files}))
+spark.sparkContext._jsc.hadoopConfiguration().set("kfmt.test.fault", "ioerror")
+try:
+    spark.read.format("kafka-capture").load("kfmtstore://logs/captures/ntop+nDPI/kafka.pcapng").count()
+except Exception as e:
+    print(json.dumps({"fault": "capture-ioerror", "uri": "kfmtstore://logs/captures", "error": str(e)}))
+spark.sparkContext._jsc.hadoopConfiguration().set("kfmt.test.fault", "none")
 spark.sparkContext._jvm.kfmt.jvm.Planner.use(None)  # as from Scala: a planner process, the stores through Py4J
 spark.sparkContext._jsc.hadoopConfiguration().set("kfmt.test.fault", "none")
 df = spark.read.format("kafka-log").load("kfmtstore://logs/kafka")
@@ -530,6 +542,7 @@ def test_store(tmp_path_factory):
         for p in (tmp / "classes").rglob("*.class"):
             z.write(p, p.relative_to(tmp / "classes").as_posix())
     shutil.copytree(corpus, tmp / "mirror" / "logs" / "kafka")
+    shutil.copytree(ROOT.parent / "shared" / "fixtures" / "wire-captures", tmp / "mirror" / "logs" / "captures")
 
     def rows(**options):
         got = kfmt.read_arrow(str(corpus), columns=["topic", "partition", "offset", "key", "value"], **options)
@@ -574,6 +587,17 @@ def test_a_store_read_through_hadoops_filesystem(test_store):
             _one_line_naming_the_object(got["ioerror", uri].get("error"), "injected: connection reset", uri)
     assert got["committed", "kfmtstore://logs/kafka"] == digest(test_store.committed)  # transactions read by Hadoop
     assert got["process", "kfmtstore://logs/kafka"] == digest(test_store.local)  # planned by a planner process
+    from test_capture_spark import PUBLIC, dump
+
+    for uri, pattern in (("kfmtstore://logs/captures", "*/*.pcap*"), ("kfmtstore://logs/captures/*/kafka.pcap*",
+                                                                     "*/kafka.pcap*")):  # fmt: skip
+        files = sorted(PUBLIC.glob(pattern))
+        want = {"rows": sum(len(dump(p)[0]) for p in files), "records": sum(len(dump(p, "--records")[0]) for p in files),
+                "files": [f"kfmtstore://logs/captures/{p.relative_to(PUBLIC).as_posix()}" for p in files]}  # fmt: skip
+        assert got["capture", uri] == want and len(files) >= 3, (uri, got["capture", uri], want)
+    failed = got["capture-ioerror", "kfmtstore://logs/captures"]["error"]
+    assert failed.startswith("kafka-capture: kfmtstore://logs/captures/ntop+nDPI/kafka.pcapng: could not be read: ")
+    assert "injected: connection reset" in failed and "\n" not in failed, failed
     s3a = answer({"options": dict(test_store.options, path="s3a://logs/kafka"), "jvm_schemes": ["s3"]})
     assert s3a == {
         "python": "no Hadoop FileSystem for s3a:// in this JVM (the store's connector is not on its classpath)"

@@ -69,6 +69,10 @@ CLAIMS = [
     ("text", "batches per magic:", "test_dump_summary_block"),
     ("bash", "make docs", "test_docs_build_offline_with_no_warning"),
     ("bash", "kfmt explain --api Metadata", "tests/test_protocol.py::test_docs_explain_and_diff_block"),
+    ("bash", "kfmt dump kafka.pcapng", "test_capture_blocks"),
+    ("text", "== 172.16.17.101:49280", "test_capture_blocks"),
+    ("bash", "kfmt diff kafka.pcapng", "test_capture_blocks"),
+    ("text", "message                  version", "test_capture_blocks"),
     ("bash", "kfmt dump --summary kafka.pcapng", "test_capture_summary_block"),
     ("bash", "kfmt dump capture.pcapng", "tests/test_capture.py::test_docs_capture_block"),
     ("text", "9 connection(s)", "test_capture_summary_block"),
@@ -281,6 +285,22 @@ def test_capture_summary_block():
     r = _kfmt(*shlex.split(cmd.replace("kafka.pcapng", str(capture)))[1:])
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == _block("text", "9 connection(s)").strip()
+
+
+def test_capture_blocks():
+    """The README's capture text and version diff are what `kfmt dump` and `kfmt diff` print for ntop/nDPI's
+    public capture: the dump's first lines as they are, each row of the diff's excerpt a row of its table."""
+    capture = ROOT.parent / "shared" / "fixtures" / "wire-captures" / "ntop+nDPI" / "kafka.pcapng"
+    for first, shown, whole in (("kfmt dump kafka.pcapng", "== 172.16.17.101:49280", True),
+                                ("kfmt diff kafka.pcapng", "message                  version", False)):  # fmt: skip
+        (cmd,) = _commands(_block("bash", first))
+        r = _kfmt(*shlex.split(cmd.replace("kafka.pcapng", str(capture)))[1:])
+        assert r.returncode == 0, r.stderr
+        lines = _block("text", shown).strip().splitlines()
+        if whole:
+            assert r.stdout.splitlines()[: len(lines)] == lines
+        else:
+            assert set(lines) <= set(r.stdout.splitlines()) and len(lines) >= 4, r.stdout
 
 
 def test_docs_build_offline_with_no_warning(tmp_path):

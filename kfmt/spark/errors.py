@@ -1,4 +1,4 @@
-"""A failed kafka-log read reaches the PySpark user as its one line: what, where (file, byte, field) and why.
+"""A failed kafka-log (or kafka-capture) read reaches the PySpark user as its one line: what, where (file, byte, field) and why.
 
 Spark wraps a task's failure in "Job aborted due to stage failure" and Py4J in "An error occurred while calling
 o53.count" and 60-odd lines of JVM stack; the Python data source's failure arrives as a worker's traceback. The
@@ -11,7 +11,7 @@ failure is one of kfmt's; any other failure passes through unchanged. Spark's ow
 from __future__ import annotations
 
 MARK = "kafka-log"
-_PREFIXES = ("kafka-log: ", "kafka-log (", "kafka-log writer: ")
+_PREFIXES = ("kafka-log: ", "kafka-log (", "kafka-log writer: ", "kafka-capture: ")
 
 
 class KafkaLogError(ValueError):

@@ -70,7 +70,10 @@ def build(out: Path = JAR) -> Path:
         part = out.with_suffix(".jar.part")
         with zipfile.ZipFile(part, "w", zipfile.ZIP_DEFLATED) as z:
             z.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\nCreated-By: kfmt\n")
-            z.writestr("META-INF/services/org.apache.spark.sql.sources.DataSourceRegister", "kfmt.jvm.KafkaLog\n")
+            z.writestr(
+                "META-INF/services/org.apache.spark.sql.sources.DataSourceRegister",
+                "kfmt.jvm.KafkaLog\nkfmt.jvm.KafkaCapture\n",
+            )
             z.writestr("kfmt/jvm/schema.properties", _schemas())
             z.writestr("kfmt/jvm/bindings.properties", _bindings())
             z.writestr("kfmt/jvm/names.json", _names())
@@ -261,14 +264,16 @@ def main(argv=None) -> int:
 
 
 # ------------------------------------------------------------------ differential checks (fuzz/jvm_differential.py)
-def _java_main(main: str, given: str) -> str:
-    """Standard output of ``java kfmt.jvm.<main>`` (the jar's check tools) given ``given`` on standard input."""
+def _java_main(main: str, given: str, args: tuple = ()) -> str:
+    """Standard output of ``java kfmt.jvm.<main> args...`` (the jar's check tools) given ``given`` on standard
+    input."""
     import subprocess
 
     import pyspark
 
     jars = os.pathsep.join([str(JAR), os.path.join(os.path.dirname(pyspark.__file__), "jars", "*")])
-    r = subprocess.run(["java", "-cp", jars, f"kfmt.jvm.{main}"], input=given, capture_output=True, text=True)
+    r = subprocess.run(["java", "-cp", jars, f"kfmt.jvm.{main}", *map(str, args)], input=given, capture_output=True,
+                       text=True)  # fmt: skip
     if r.returncode != 0:
         raise RuntimeError(f"kfmt.jvm.{main} failed: {r.stderr.strip()[-2000:]}")
     return r.stdout
@@ -306,6 +311,24 @@ def protocol_check(parts: list) -> list:
     for line in _java_main("ProtocolCheck", given).splitlines():
         end, text = line.split("\t", 1)
         out.append((None, text) if end == "!" else (int(end), text))
+    return out
+
+
+def capture_check(paths: list, port: int | None = None) -> dict:
+    """Captures read by the JVM's capture reader (``kfmt.jvm.CaptureCheck``, the kafka-capture source's, one JVM for
+    all), for the differential with ``kfmt dump --json``: by path, ``{"rows": [the object kfmt dump --json prints of
+    each message], "problem": [line], "note": [line], "error": [line]}``."""
+    import json
+
+    out: dict = {}
+    cur: dict = {}
+    for line in _java_main("CaptureCheck", "", (*(("--port", port) if port is not None else ()), *paths)).splitlines():
+        o = json.loads(line)
+        if "capture" in o:
+            cur = out[o["capture"]] = {"rows": [], "problem": [], "note": [], "error": []}
+            continue
+        kind = next((k for k in ("problem", "note", "error") if k in o and len(o) == 1), None)
+        cur["rows" if kind is None else kind].append(o if kind is None else o[kind])
     return out
 
 

@@ -2,7 +2,7 @@
 // Regenerate: make generate; build: make setup
 package kfmt.jvm.gen;
 
-/** The decoders of Kafka's protocol: each request's and response's body and the headers, as the JSON kfmt.protocol writes of them. */
+/** The decoders of Kafka's protocol: each request's and response's body and the headers, as the JSON kfmt.protocol writes of them, and the APIs they are of. */
 public final class Protocol {
     private Protocol() {}
 
@@ -191,4 +191,100 @@ public final class Protocol {
             default -> null;
         };
     }
+
+    /** The API of {@code key} (kfmt.protocol.apis), or null. */
+    public static kfmt.jvm.Api api(int key) {
+        return switch (key) {
+            case 0 -> new kfmt.jvm.Api(0, "Produce", 0, 13, 9, "produce_request", "produce_response");
+            case 1 -> new kfmt.jvm.Api(1, "Fetch", 0, 18, 12, "fetch_request", "fetch_response");
+            case 2 -> new kfmt.jvm.Api(2, "ListOffsets", 0, 11, 6, "list_offsets_request", "list_offsets_response");
+            case 3 -> new kfmt.jvm.Api(3, "Metadata", 0, 13, 9, "metadata_request", "metadata_response");
+            case 4 -> new kfmt.jvm.Api(4, "LeaderAndIsr", 0, 7, 4, "leader_and_isr_request", "leader_and_isr_response");
+            case 5 -> new kfmt.jvm.Api(5, "StopReplica", 0, 4, 2, "stop_replica_request", "stop_replica_response");
+            case 6 -> new kfmt.jvm.Api(6, "UpdateMetadata", 0, 8, 6, "update_metadata_request", "update_metadata_response");
+            case 7 -> new kfmt.jvm.Api(7, "ControlledShutdown", 0, 3, 3, "controlled_shutdown_request", "controlled_shutdown_response");
+            case 8 -> new kfmt.jvm.Api(8, "OffsetCommit", 0, 10, 8, "offset_commit_request", "offset_commit_response");
+            case 9 -> new kfmt.jvm.Api(9, "OffsetFetch", 0, 10, 6, "offset_fetch_request", "offset_fetch_response");
+            case 10 -> new kfmt.jvm.Api(10, "FindCoordinator", 0, 6, 3, "find_coordinator_request", "find_coordinator_response");
+            case 11 -> new kfmt.jvm.Api(11, "JoinGroup", 0, 9, 6, "join_group_request", "join_group_response");
+            case 12 -> new kfmt.jvm.Api(12, "Heartbeat", 0, 4, 4, "heartbeat_request", "heartbeat_response");
+            case 13 -> new kfmt.jvm.Api(13, "LeaveGroup", 0, 5, 4, "leave_group_request", "leave_group_response");
+            case 14 -> new kfmt.jvm.Api(14, "SyncGroup", 0, 5, 4, "sync_group_request", "sync_group_response");
+            case 15 -> new kfmt.jvm.Api(15, "DescribeGroups", 0, 6, 5, "describe_groups_request", "describe_groups_response");
+            case 16 -> new kfmt.jvm.Api(16, "ListGroups", 0, 5, 3, "list_groups_request", "list_groups_response");
+            case 17 -> new kfmt.jvm.Api(17, "SaslHandshake", 0, 1, -1, "sasl_handshake_request", "sasl_handshake_response");
+            case 18 -> new kfmt.jvm.Api(18, "ApiVersions", 0, 4, 3, "api_versions_request", "api_versions_response");
+            case 19 -> new kfmt.jvm.Api(19, "CreateTopics", 0, 7, 5, "create_topics_request", "create_topics_response");
+            case 20 -> new kfmt.jvm.Api(20, "DeleteTopics", 0, 6, 4, "delete_topics_request", "delete_topics_response");
+            case 21 -> new kfmt.jvm.Api(21, "DeleteRecords", 0, 2, 2, "delete_records_request", "delete_records_response");
+            case 22 -> new kfmt.jvm.Api(22, "InitProducerId", 0, 6, 2, "init_producer_id_request", "init_producer_id_response");
+            case 23 -> new kfmt.jvm.Api(23, "OffsetForLeaderEpoch", 0, 4, 4, "offset_for_leader_epoch_request", "offset_for_leader_epoch_response");
+            case 24 -> new kfmt.jvm.Api(24, "AddPartitionsToTxn", 0, 5, 3, "add_partitions_to_txn_request", "add_partitions_to_txn_response");
+            case 25 -> new kfmt.jvm.Api(25, "AddOffsetsToTxn", 0, 4, 3, "add_offsets_to_txn_request", "add_offsets_to_txn_response");
+            case 26 -> new kfmt.jvm.Api(26, "EndTxn", 0, 5, 3, "end_txn_request", "end_txn_response");
+            case 27 -> new kfmt.jvm.Api(27, "WriteTxnMarkers", 0, 2, 1, "write_txn_markers_request", "write_txn_markers_response");
+            case 28 -> new kfmt.jvm.Api(28, "TxnOffsetCommit", 0, 5, 3, "txn_offset_commit_request", "txn_offset_commit_response");
+            case 29 -> new kfmt.jvm.Api(29, "DescribeAcls", 0, 3, 2, "describe_acls_request", "describe_acls_response");
+            case 30 -> new kfmt.jvm.Api(30, "CreateAcls", 0, 3, 2, "create_acls_request", "create_acls_response");
+            case 31 -> new kfmt.jvm.Api(31, "DeleteAcls", 0, 3, 2, "delete_acls_request", "delete_acls_response");
+            case 32 -> new kfmt.jvm.Api(32, "DescribeConfigs", 0, 4, 4, "describe_configs_request", "describe_configs_response");
+            case 33 -> new kfmt.jvm.Api(33, "AlterConfigs", 0, 2, 2, "alter_configs_request", "alter_configs_response");
+            case 34 -> new kfmt.jvm.Api(34, "AlterReplicaLogDirs", 0, 2, 2, "alter_replica_log_dirs_request", "alter_replica_log_dirs_response");
+            case 35 -> new kfmt.jvm.Api(35, "DescribeLogDirs", 0, 5, 2, "describe_log_dirs_request", "describe_log_dirs_response");
+            case 36 -> new kfmt.jvm.Api(36, "SaslAuthenticate", 0, 2, 2, "sasl_authenticate_request", "sasl_authenticate_response");
+            case 37 -> new kfmt.jvm.Api(37, "CreatePartitions", 0, 3, 2, "create_partitions_request", "create_partitions_response");
+            case 38 -> new kfmt.jvm.Api(38, "CreateDelegationToken", 0, 3, 2, "create_delegation_token_request", "create_delegation_token_response");
+            case 39 -> new kfmt.jvm.Api(39, "RenewDelegationToken", 0, 2, 2, "renew_delegation_token_request", "renew_delegation_token_response");
+            case 40 -> new kfmt.jvm.Api(40, "ExpireDelegationToken", 0, 2, 2, "expire_delegation_token_request", "expire_delegation_token_response");
+            case 41 -> new kfmt.jvm.Api(41, "DescribeDelegationToken", 0, 3, 2, "describe_delegation_token_request", "describe_delegation_token_response");
+            case 42 -> new kfmt.jvm.Api(42, "DeleteGroups", 0, 2, 2, "delete_groups_request", "delete_groups_response");
+            case 43 -> new kfmt.jvm.Api(43, "ElectLeaders", 0, 2, 2, "elect_leaders_request", "elect_leaders_response");
+            case 44 -> new kfmt.jvm.Api(44, "IncrementalAlterConfigs", 0, 1, 1, "incremental_alter_configs_request", "incremental_alter_configs_response");
+            case 45 -> new kfmt.jvm.Api(45, "AlterPartitionReassignments", 0, 1, 0, "alter_partition_reassignments_request", "alter_partition_reassignments_response");
+            case 46 -> new kfmt.jvm.Api(46, "ListPartitionReassignments", 0, 0, 0, "list_partition_reassignments_request", "list_partition_reassignments_response");
+            case 47 -> new kfmt.jvm.Api(47, "OffsetDelete", 0, 0, -1, "offset_delete_request", "offset_delete_response");
+            case 48 -> new kfmt.jvm.Api(48, "DescribeClientQuotas", 0, 1, 1, "describe_client_quotas_request", "describe_client_quotas_response");
+            case 49 -> new kfmt.jvm.Api(49, "AlterClientQuotas", 0, 1, 1, "alter_client_quotas_request", "alter_client_quotas_response");
+            case 50 -> new kfmt.jvm.Api(50, "DescribeUserScramCredentials", 0, 0, 0, "describe_user_scram_credentials_request", "describe_user_scram_credentials_response");
+            case 51 -> new kfmt.jvm.Api(51, "AlterUserScramCredentials", 0, 0, 0, "alter_user_scram_credentials_request", "alter_user_scram_credentials_response");
+            case 52 -> new kfmt.jvm.Api(52, "Vote", 0, 1, 0, "vote_request", "vote_response");
+            case 53 -> new kfmt.jvm.Api(53, "BeginQuorumEpoch", 0, 1, 1, "begin_quorum_epoch_request", "begin_quorum_epoch_response");
+            case 54 -> new kfmt.jvm.Api(54, "EndQuorumEpoch", 0, 1, 1, "end_quorum_epoch_request", "end_quorum_epoch_response");
+            case 55 -> new kfmt.jvm.Api(55, "DescribeQuorum", 0, 2, 0, "describe_quorum_request", "describe_quorum_response");
+            case 56 -> new kfmt.jvm.Api(56, "AlterPartition", 0, 3, 0, "alter_partition_request", "alter_partition_response");
+            case 57 -> new kfmt.jvm.Api(57, "UpdateFeatures", 0, 2, 0, "update_features_request", "update_features_response");
+            case 58 -> new kfmt.jvm.Api(58, "Envelope", 0, 0, 0, "envelope_request", "envelope_response");
+            case 59 -> new kfmt.jvm.Api(59, "FetchSnapshot", 0, 1, 0, "fetch_snapshot_request", "fetch_snapshot_response");
+            case 60 -> new kfmt.jvm.Api(60, "DescribeCluster", 0, 2, 0, "describe_cluster_request", "describe_cluster_response");
+            case 61 -> new kfmt.jvm.Api(61, "DescribeProducers", 0, 0, 0, "describe_producers_request", "describe_producers_response");
+            case 62 -> new kfmt.jvm.Api(62, "BrokerRegistration", 0, 4, 0, "broker_registration_request", "broker_registration_response");
+            case 63 -> new kfmt.jvm.Api(63, "BrokerHeartbeat", 0, 1, 0, "broker_heartbeat_request", "broker_heartbeat_response");
+            case 64 -> new kfmt.jvm.Api(64, "UnregisterBroker", 0, 0, 0, "unregister_broker_request", "unregister_broker_response");
+            case 65 -> new kfmt.jvm.Api(65, "DescribeTransactions", 0, 0, 0, "describe_transactions_request", "describe_transactions_response");
+            case 66 -> new kfmt.jvm.Api(66, "ListTransactions", 0, 2, 0, "list_transactions_request", "list_transactions_response");
+            case 67 -> new kfmt.jvm.Api(67, "AllocateProducerIds", 0, 0, 0, "allocate_producer_ids_request", "allocate_producer_ids_response");
+            case 68 -> new kfmt.jvm.Api(68, "ConsumerGroupHeartbeat", 0, 1, 0, "consumer_group_heartbeat_request", "consumer_group_heartbeat_response");
+            case 69 -> new kfmt.jvm.Api(69, "ConsumerGroupDescribe", 0, 0, 0, "consumer_group_describe_request", "consumer_group_describe_response");
+            case 70 -> new kfmt.jvm.Api(70, "ControllerRegistration", 0, 0, 0, "controller_registration_request", "controller_registration_response");
+            case 71 -> new kfmt.jvm.Api(71, "GetTelemetrySubscriptions", 0, 0, 0, "get_telemetry_subscriptions_request", "get_telemetry_subscriptions_response");
+            case 72 -> new kfmt.jvm.Api(72, "PushTelemetry", 0, 0, 0, "push_telemetry_request", "push_telemetry_response");
+            case 73 -> new kfmt.jvm.Api(73, "AssignReplicasToDirs", 0, 0, 0, "assign_replicas_to_dirs_request", "assign_replicas_to_dirs_response");
+            case 74 -> new kfmt.jvm.Api(74, "ListConfigResources", 0, 1, 0, "list_config_resources_request", "list_config_resources_response");
+            case 75 -> new kfmt.jvm.Api(75, "DescribeTopicPartitions", 0, 0, 0, "describe_topic_partitions_request", "describe_topic_partitions_response");
+            case 76 -> new kfmt.jvm.Api(76, "ShareGroupHeartbeat", 0, 0, 0, "share_group_heartbeat_request", "share_group_heartbeat_response");
+            case 77 -> new kfmt.jvm.Api(77, "ShareGroupDescribe", 0, 0, 0, "share_group_describe_request", "share_group_describe_response");
+            case 78 -> new kfmt.jvm.Api(78, "ShareFetch", 0, 0, 0, "share_fetch_request", "share_fetch_response");
+            case 79 -> new kfmt.jvm.Api(79, "ShareAcknowledge", 0, 0, 0, "share_acknowledge_request", "share_acknowledge_response");
+            case 80 -> new kfmt.jvm.Api(80, "AddRaftVoter", 0, 0, 0, "add_raft_voter_request", "add_raft_voter_response");
+            case 81 -> new kfmt.jvm.Api(81, "RemoveRaftVoter", 0, 0, 0, "remove_raft_voter_request", "remove_raft_voter_response");
+            case 82 -> new kfmt.jvm.Api(82, "UpdateRaftVoter", 0, 0, 0, "update_raft_voter_request", "update_raft_voter_response");
+            case 83 -> new kfmt.jvm.Api(83, "InitializeShareGroupState", 0, 0, 0, "initialize_share_group_state_request", "initialize_share_group_state_response");
+            case 84 -> new kfmt.jvm.Api(84, "ReadShareGroupState", 0, 0, 0, "read_share_group_state_request", "read_share_group_state_response");
+            case 85 -> new kfmt.jvm.Api(85, "WriteShareGroupState", 0, 0, 0, "write_share_group_state_request", "write_share_group_state_response");
+            case 86 -> new kfmt.jvm.Api(86, "DeleteShareGroupState", 0, 0, 0, "delete_share_group_state_request", "delete_share_group_state_response");
+            case 87 -> new kfmt.jvm.Api(87, "ReadShareGroupStateSummary", 0, 0, 0, "read_share_group_state_summary_request", "read_share_group_state_summary_response");
+            default -> null;
+        };
+    }
+
 }

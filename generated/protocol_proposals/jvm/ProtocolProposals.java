@@ -2,7 +2,7 @@
 // Regenerate: make generate; build: make setup
 package kfmt.jvm.gen;
 
-/** The decoders of Kafka's protocol: each request's and response's body and the headers, as the JSON kfmt.protocol writes of them. */
+/** The decoders of Kafka's protocol: each request's and response's body and the headers, as the JSON kfmt.protocol writes of them, and the APIs they are of. */
 public final class ProtocolProposals {
     private ProtocolProposals() {}
 
@@ -14,4 +14,13 @@ public final class ProtocolProposals {
             default -> null;
         };
     }
+
+    /** The API of {@code key} (kfmt.protocol.apis), or null. */
+    public static kfmt.jvm.Api api(int key) {
+        return switch (key) {
+            case 3 -> new kfmt.jvm.Api(3, "MetadataByTopicId", 0, 14, 9, "metadata_request_by_topic_id", "");
+            default -> null;
+        };
+    }
+
 }

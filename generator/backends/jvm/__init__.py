@@ -165,6 +165,37 @@ def _protocol_index(formats: list[Format], sdir: str) -> dict[str, str]:
     ``to_json()`` body or header."""
     from pathlib import PurePath
 
-    return _by_id(formats, sdir, _lower, "", class_name(PurePath(sdir).name), "kfmt.jvm.Payload",
-                  "The decoders of Kafka's protocol: each request's and response's body and the headers, as the JSON "
-                  "kfmt.protocol writes of them.", "protocol decoder", "decoder of the schema")  # fmt: skip
+    cls = class_name(PurePath(sdir).name)
+    out = _by_id(formats, sdir, _lower, "", cls, "kfmt.jvm.Payload",
+                 "The decoders of Kafka's protocol: each request's and response's body and the headers, as the JSON "
+                 "kfmt.protocol writes of them, and the APIs they are of.", "protocol decoder",
+                 "decoder of the schema")  # fmt: skip
+    path = f"jvm/{cls}.java"
+    text = out[path]
+    out[path] = text[: text.rstrip().rfind("}")] + _api_table(formats) + "}\n"
+    return out
+
+
+def _api_table(formats: list[Format]) -> str:
+    """``api(key)``: each API of the folder as kfmt.protocol.apis has it (a ``kfmt.jvm.Api``: its name, the versions
+    read, the first flexible one, its request's and response's schemas), from the schemas' ``api:``."""
+
+    def flexible(a: dict) -> int:
+        f = str(a.get("flexible", "none"))
+        return -1 if f == "none" else int(f.rstrip("+"))
+
+    by_key: dict[int, dict] = {}
+    for f in formats:
+        a = f.schema.api
+        if a is not None and a["kind"] in ("request", "response"):
+            by_key.setdefault(a["key"], {})[a["kind"]] = (f.id, a)
+    lines = ["", "    /** The API of {@code key} (kfmt.protocol.apis), or null. */",
+             "    public static kfmt.jvm.Api api(int key) {", "        return switch (key) {"]  # fmt: skip
+    for key, kinds in sorted(by_key.items()):
+        (req, a), (resp, b) = kinds.get("request", ("", None)), kinds.get("response", ("", None))
+        first = a or b
+        lo, _, hi = str(first["versions"]).partition("-")
+        lines.append(f'            case {key} -> new kfmt.jvm.Api({key}, "{first["name"]}", {int(lo)}, {int(hi or lo)}, '
+                     f'{flexible(first)}, "{req}", "{resp}");')  # fmt: skip
+    lines += ["            default -> null;", "        };", "    }", ""]
+    return "\n".join(lines) + "\n"

@@ -379,6 +379,8 @@ class StructJson(TaggedJson):
         nm = f.name
         write = "j.text" if w.text else "j.hex"
         self.say(f"    if ({nm}_n < 0) j.nul(); else {write}(b, {nm}_p, {nm}_n);")
+        if w.view:  # a record set: where it is and its field path, for the readers of the records inside
+            self.say(f"    if ({nm}_n >= 0) j.recordSet({nm}_p, {nm}_n);")
         if close:
             self.say(close)
 

@@ -226,6 +226,7 @@ public final class FetchResponse implements kfmt.jvm.Payload {
         }
         j.key(K9);
             if (records_n < 0) j.nul(); else j.hex(b, records_p, records_n);
+            if (records_n >= 0) j.recordSet(records_p, records_n);
         j.close();
         return pos;
     }
@@ -544,6 +545,7 @@ public final class FetchResponse implements kfmt.jvm.Payload {
         }
         j.key(K9);
             if (records_n < 0) j.nul(); else j.hex(b, records_p, records_n);
+            if (records_n >= 0) j.recordSet(records_p, records_n);
         byte[] t_diverging_epoch = null;
         byte[] t_current_leader = null;
         byte[] t_snapshot_id = null;
@@ -944,6 +946,7 @@ public final class FetchResponse implements kfmt.jvm.Payload {
         }
         j.key(K9);
             if (records_n < 0) j.nul(); else j.hex(b, records_p, records_n);
+            if (records_n >= 0) j.recordSet(records_p, records_n);
         byte[] t_diverging_epoch = null;
         byte[] t_current_leader = null;
         byte[] t_snapshot_id = null;

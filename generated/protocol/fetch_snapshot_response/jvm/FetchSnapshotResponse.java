@@ -164,6 +164,7 @@ public final class FetchSnapshotResponse implements kfmt.jvm.Payload {
         }
         j.key(K10);
             if (unaligned_records_n < 0) j.nul(); else j.hex(b, unaligned_records_p, unaligned_records_n);
+            if (unaligned_records_n >= 0) j.recordSet(unaligned_records_p, unaligned_records_n);
         byte[] t_current_leader = null;
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "partition_snapshot.tagged_fields"); pos = cx.p;

@@ -47,6 +47,7 @@ public final class ProduceRequest implements kfmt.jvm.Payload {
         }
         j.key(K1);
             if (records_n < 0) j.nul(); else j.hex(b, records_p, records_n);
+            if (records_n >= 0) j.recordSet(records_p, records_n);
         j.close();
         return pos;
     }
@@ -162,6 +163,7 @@ public final class ProduceRequest implements kfmt.jvm.Payload {
         }
         j.key(K1);
             if (records_n < 0) j.nul(); else j.hex(b, records_p, records_n);
+            if (records_n >= 0) j.recordSet(records_p, records_n);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "partition_produce_data_flexible.tagged_fields"); pos = cx.p;
         if (ntags_ > (end - pos) / 2) throw cx.bad("partition_produce_data_flexible.tagged_fields", pos, ntags_ + " tagged fields cannot fit in " + (end - pos) + " bytes");
@@ -334,6 +336,7 @@ public final class ProduceRequest implements kfmt.jvm.Payload {
         }
         j.key(K1);
             if (records_n < 0) j.nul(); else j.hex(b, records_p, records_n);
+            if (records_n >= 0) j.recordSet(records_p, records_n);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "partition_produce_data_v12.tagged_fields"); pos = cx.p;
         if (ntags_ > (end - pos) / 2) throw cx.bad("partition_produce_data_v12.tagged_fields", pos, ntags_ + " tagged fields cannot fit in " + (end - pos) + " bytes");

@@ -173,6 +173,7 @@ public final class ShareFetchResponse implements kfmt.jvm.Payload {
         }
         j.key(K12);
             if (records_n < 0) j.nul(); else j.hex(b, records_p, records_n);
+            if (records_n >= 0) j.recordSet(records_p, records_n);
         if (pos >= end) throw cx.bad("partition_data.acquired_records", pos, "input ends before a varint");
         long c_acquired_records = (cx.uvarint(b, pos, end, 5, "partition_data.acquired_records"));
         pos = cx.p;

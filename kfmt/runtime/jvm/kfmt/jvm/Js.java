@@ -73,7 +73,14 @@ public final class Js {
         return new String(buf, 0, len, StandardCharsets.US_ASCII);
     }
 
+    /** the record sets (Kafka's records type, not null) written so far: each one's position and length in the input,
+     * and its field path (".TopicData[0].PartitionData[0].Records") */
+    public final java.util.ArrayList<long[]> recordSets = new java.util.ArrayList<>();
+    public final java.util.ArrayList<String> recordSetPaths = new java.util.ArrayList<>();
+
     public void reset() {
+        recordSets.clear();
+        recordSetPaths.clear();
         len = 0;
         depth = 0;
         type = null;
@@ -137,14 +144,26 @@ public final class Js {
         }
     }
 
-    /** A message in bytes that did not parse (kept as bytes): said with where it is, as kfmt.payloads says it
-     * ("<type>.<member>[<i>].<member>: <error> (kept as bytes)"). */
-    public void problem(Bad e, long base) {
-        StringBuilder at = new StringBuilder(type == null ? "" : type);
+    /** A record set at b[p, p + n) of the input, its value just written under the member named last. */
+    public void recordSet(int p, int n) {
+        recordSets.add(new long[] {p, n});
+        recordSetPaths.add(path().toString());
+    }
+
+    /** Where the value being written is: ".member[i].member" from the outermost object. */
+    private StringBuilder path() {
+        StringBuilder at = new StringBuilder();
         for (int d = 1; d <= depth; d++) {
             if (array[d]) at.append('[').append(index[d]).append(']');
             else at.append('.').append(new String(keyOf[d], 1, keyOf[d].length - 4, StandardCharsets.US_ASCII));
         }
+        return at;
+    }
+
+    /** A message in bytes that did not parse (kept as bytes): said with where it is, as kfmt.payloads says it
+     * ("<type>.<member>[<i>].<member>: <error> (kept as bytes)"). */
+    public void problem(Bad e, long base) {
+        StringBuilder at = path().insert(0, type == null ? "" : type);
         problems.add(at + ": " + e.from(base).text(null) + " (kept as bytes)");
     }
 

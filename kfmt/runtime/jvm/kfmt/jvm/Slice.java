@@ -15,6 +15,9 @@ public final class Slice implements Serializable {
     /** read_committed: the log's transactions (null: read_uncommitted) */
     public Txns txns;
     public boolean liveEnd;
+    /** a record set on the wire (kfmt.protocol.records): a last batch cut at its end is what a broker sends when a
+     * partition's byte limit ends inside it (left out, as Kafka's consumer leaves it), not damage */
+    public boolean wire;
     /** the kfmt table the slice is part of, re-checked once its task has read (null: none to check) */
     public TableCheck table;
 

@@ -59,15 +59,26 @@ public final class SliceReader {
             throw new IllegalArgumentException("kafka-log: no Java decoder for format " + plan.format);
     }
 
+    /** The damaged regions of the slices read (skipped or quarantined), one line each: where, and what. */
+    final java.util.List<String> damaged = new java.util.ArrayList<>();
+    /** a record set on the wire: the bytes of its cut last batch (0: none) */
+    long partial;
+
     void open(Slice s) throws IOException {
+        open(s, null);
+    }
+
+    /** The slice opened; its bytes read from {@code src} when given (bytes in memory), else from its file. */
+    void open(Slice s, Source src) throws IOException {
         close();
+        partial = 0;
         slice = s;
         len = pos = 0;
         done = false;
         pending = null;
         try {
-            source = Source.open(s.path, conf, plan.readTimeoutMs);
-            String packed = plan.decompress ? source.packed() : null;
+            source = src != null ? src : Source.open(s.path, conf, plan.readTimeoutMs);
+            String packed = plan.decompress && !s.wire ? source.packed() : null;
             if (packed != null && s.start > 0) done = true; // the object's bytes are not entries: its first slice reads it
             else if (packed != null) {
                 LOG.info("kafka-log: {} is stored {}-compressed whole: read decompressed", s.path, packed);
@@ -248,6 +259,10 @@ public final class SliceReader {
     private void tail(long a) throws IOException {
         long unread = slice.end - a;
         if (unread <= 0) return;
+        if (slice.wire) { // a record set on the wire: its cut last batch is the partition's byte limit, not damage
+            partial = unread;
+            return;
+        }
         if (slice.liveEnd && a > slice.start && unread <= 12 + RESYNC_MAX_ENTRY && (skipping || onlyACutEntry(a))) {
             LOG.warn("kfmt: {} ends with {} byte(s) of a batch not yet written completely (at byte {}): left out, as Kafka "
                     + "leaves it out of a fetch", slice.path, unread, a);
@@ -285,11 +300,16 @@ public final class SliceReader {
      * the end and ends the live slice: kfmt.log.scanner.batch_being_written), skipped (logged) or a quarantine row
      * (kfmt.log.arrow._damage). */
     private void region(long a, long q, String what, boolean cut) throws IOException {
+        if (cut && q == slice.end && slice.wire) {
+            partial = q - a;
+            return;
+        }
         if (cut && q == slice.end && slice.liveEnd && a > slice.start && q - a <= 12 + RESYNC_MAX_ENTRY) {
             LOG.warn("kfmt: {} ends with {} byte(s) of a batch not yet written completely (at byte {}): left out, as Kafka "
                     + "leaves it out of a fetch", slice.path, q - a, a);
             return;
         }
+        damaged.add("at byte " + a + ": " + what);
         if (!quarantining) {
             LOG.warn("kfmt: skipped a damaged region of {} at byte {}: {}", slice.path, a, what);
             return;

@@ -119,6 +119,11 @@ abstract class Source implements Closeable {
     }
 
     /** The source read from its start, in order. */
+    /** This source read from its first byte on, as a stream. */
+    InputStream stream() {
+        return new Sequential(this);
+    }
+
     private static final class Sequential extends InputStream {
         private final Source src;
         private long at;
@@ -145,6 +150,28 @@ abstract class Source implements Closeable {
     /** The size of a local source (a decompressed temporary file); -1 for a store's (its slices carry their ends). */
     long size() throws IOException {
         return this instanceof Local l ? l.channel.size() : -1;
+    }
+
+    /** Bytes in memory as a source (a record set on the wire, read by the log reader as a slice). */
+    static final class Memory extends Source {
+        private final byte[] b;
+        private final int off, n;
+
+        Memory(byte[] b, int off, int n) {
+            this.b = b;
+            this.off = off;
+            this.n = n;
+        }
+
+        @Override
+        int readOnce(ByteBuffer bb, long at) {
+            if (at >= n) return -1;
+            int k = (int) Math.min(bb.remaining(), n - at);
+            bb.put(b, off + (int) at, k);
+            return k;
+        }
+
+        @Override public void close() {}
     }
 
     private static final class Local extends Source {

@@ -1,0 +1,224 @@
+package kfmt.jvm;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+
+/** A capture file read in the JVM as {@code kfmt dump CAPTURE} reads it (kfmt.capture and
+ * kfmt.tools.dump.capture): its TCP connections put back together, which side is the client decided by the same
+ * rules, each connection's exchanges read ({@link Talk}), and every request and response given as a row of
+ * {@code kfmt dump --json}'s columns; what the capture cannot say goes to {@link #problems} and {@link #notes},
+ * as kfmt dump says it. The differential test (tests/test_capture_spark.py) holds the two to the same rows. */
+final class Capture {
+    /** One request or response: {@code kfmt dump --json}'s object. */
+    static final class Row {
+        Double time, latencyMs;
+        Long frame;
+        String client, broker;
+        Wire.Msg m;
+    }
+
+    final List<Row> rows = new ArrayList<>();
+    final List<String> problems = new ArrayList<>(), notes = new ArrayList<>();
+    private final Wire wire = new Wire();
+    private final Integer port;
+    /** whether each message's record sets are read for damage here (the records reader says its own) */
+    private final boolean checkRecords;
+    private SliceReader sets;
+    private String name;
+
+    Capture(Integer port, boolean checkRecords) {
+        this.port = port;
+        this.checkRecords = checkRecords;
+    }
+
+    /** The capture {@code name} read from {@code in} (its first bytes included). */
+    void read(InputStream in, String name) throws IOException {
+        this.name = name;
+        byte[] magic = in.readNBytes(4);
+        if (magic.length < 4 || !Pcap.isCapture(magic)) {
+            throw new IOException(name + ": not a pcap or pcapng capture (its first bytes are "
+                    + java.util.HexFormat.of().formatHex(magic) + ")");
+        }
+        Pcap pcap = Pcap.open(in, magic, name);
+        LinkedHashMap<String, Flow> flows = new LinkedHashMap<>();
+        LinkedHashMap<String, String[]> ends = new LinkedHashMap<>();
+        Pcap.Packet p = new Pcap.Packet();
+        Segment s = new Segment();
+        while (pcap.next(p)) {
+            if (!s.of(p)) continue;
+            String key = s.src + "\u0000" + s.sport + "\u0000" + s.dst + "\u0000" + s.dport;
+            Flow f = flows.get(key);
+            if (f == null) {
+                flows.put(key, f = new Flow());
+                ends.put(key, new String[] {s.src, Integer.toString(s.sport), s.dst, Integer.toString(s.dport)});
+            }
+            if ((s.flags & 0x02) != 0 && (s.flags & 0x10) == 0) f.syn = s.seq;
+            else if ((s.flags & 0x02) != 0) f.synack = s.seq;
+            if (s.end > s.at) f.add(s.seq, p.b, s.at, s.end, p.number, p.time);
+        }
+        long cut = pcap.cut();
+        if (cut > 0) problems.add(name + ": the capture ends inside a packet record: " + cut + " byte(s) after byte " + pcap.done() + " unread");
+        connections(flows, ends);
+    }
+
+    private void connections(LinkedHashMap<String, Flow> flows, LinkedHashMap<String, String[]> ends) {
+        java.util.HashSet<String> seen = new java.util.HashSet<>();
+        for (var e : flows.entrySet()) {
+            String[] ab = ends.get(e.getKey());
+            String back = ab[2] + "\u0000" + ab[3] + "\u0000" + ab[0] + "\u0000" + ab[1];
+            if (seen.contains(e.getKey()) || seen.contains(back)) continue;
+            seen.add(e.getKey());
+            Flow one = e.getValue(), other = flows.getOrDefault(back, new Flow());
+            if (one.empty() && other.empty()) continue;
+            one.finish();
+            other.finish();
+            connection(ab, one, other);
+        }
+    }
+
+    /** kfmt.capture._connection: which side opened the connection (or, opened before the capture, which sends
+     * requests), then its exchanges read. */
+    private void connection(String[] ab, Flow one, Flow other) {
+        boolean aOpened, opened = one.syn != null || other.syn != null;
+        if (opened) aOpened = one.syn != null;
+        else if (first(one) == 0 || first(other) == 0) aOpened = talksFirst(ab, one, other);
+        else aOpened = sendsRequests(one, other);
+        String a = ab[0] + ":" + ab[1], b = ab[2] + ":" + ab[3];
+        int aPort = Integer.parseInt(ab[1]), bPort = Integer.parseInt(ab[3]);
+        if (port != null && port != aPort && port != bPort) return; // another service's traffic: not asked for
+        if (!aOpened) {
+            String t = a;
+            a = b;
+            b = t;
+            int tp = aPort;
+            aPort = bPort;
+            bPort = tp;
+            Flow f = one;
+            one = other;
+            other = f;
+        }
+        if (port != null && aPort == port) { // opened before the capture, its sides by the port
+            read(b, a, other, one, opened);
+        } else {
+            read(a, b, one, other, opened);
+        }
+    }
+
+    /** The bytes of a direction before its first hole. */
+    private static int first(Flow d) {
+        return d.runs.size() > 1 ? (int) d.runs.get(1)[1] : d.written;
+    }
+
+    private boolean talksFirst(String[] ab, Flow one, Flow other) {
+        Flow talking = first(one) > 0 ? one : other;
+        boolean whole = false;
+        int end = Wire.frameEnd(talking.data, 0, first(talking));
+        if (end >= 0) {
+            try {
+                whole = wire.request(java.util.Arrays.copyOfRange(talking.data, 4, end)).trailing == null;
+            } catch (Bad e) {
+                whole = false;
+            }
+        }
+        int aPort = Integer.parseInt(ab[1]), bPort = Integer.parseInt(ab[3]);
+        if (whole || aPort == bPort) return (first(one) > 0) == whole;
+        return aPort > bPort;
+    }
+
+    private static boolean sendsRequests(Flow one, Flow other) {
+        boolean[] atOnce = new boolean[2];
+        Flow[] both = {one, other};
+        for (int i = 0; i < 2; i++) {
+            int end = Wire.frameEnd(both[i].data, 0, first(both[i]));
+            atOnce[i] = end >= 0 && Wire.looksLikeRequest(both[i].data, 4, end - 4);
+        }
+        if (atOnce[0] != atOnce[1]) return atOnce[0];
+        int[] mine = answered(one, other), theirs = answered(other, one);
+        if (mine[0] != theirs[0]) return mine[0] > theirs[0];
+        return atOnce[0] || ((mine[0] > 0 || mine[1] > 0) && (mine[0] > theirs[0] || (mine[0] == theirs[0] && mine[1] >= theirs[1])));
+    }
+
+    /** kfmt.capture._answered: how many of the server's frames answer a request of the client by correlation id, and
+     * how many requests (each read from its first whole frame). */
+    private static int[] answered(Flow client, Flow server) {
+        java.util.HashSet<Integer> asked = new java.util.HashSet<>();
+        int cf = first(client), sf = first(server);
+        for (int p = Wire.firstFrame(client.data, 0, cf, true), e; (e = Wire.frameEnd(client.data, p, cf)) >= 0; p = e) {
+            if (Wire.looksLikeRequest(client.data, p + 4, Math.min(e, p + 12) - p - 4)) asked.add((int) Ctx.i32(client.data, p + 8));
+        }
+        int n = 0;
+        for (int p = Wire.firstFrame(server.data, 0, sf, false), e; (e = Wire.frameEnd(server.data, p, sf)) >= 0; p = e) {
+            if (e - p >= 8 && asked.contains((int) Ctx.i32(server.data, p + 4))) n++;
+        }
+        return new int[] {n, asked.size()};
+    }
+
+    /** One connection's exchanges as rows, what it cannot say as problems and notes (kfmt.tools.dump.capture
+     * ._connection's rules). */
+    private void read(String client, String broker, Flow toServer, Flow toClient, boolean opened) {
+        Talk t = new Talk(wire);
+        t.read(toServer, toClient, !opened);
+        boolean kafkaAnswers = t.frames.getOrDefault("server", 0) > 0 && t.tails.getOrDefault("server", 0) == 0;
+        String who = client + " -> " + broker + ": ";
+        if (port == null && t.exchanges.isEmpty() && t.tokens == 0 && !kafkaAnswers) {
+            notes.add(who + "not Kafka traffic (no frame reads as a request; " + (first(toServer) + first(toClient)) + " byte(s))");
+            return;
+        }
+        for (Talk.Exchange x : t.exchanges) {
+            double[] asked = toServer.packetAt(x.requestAt);
+            add(x.request, client, broker, asked, null, who);
+            if (x.response != null) {
+                double[] answered = toClient.packetAt(x.responseAt);
+                add(x.response, client, broker, answered, latency(asked, answered), who);
+            }
+        }
+        said(t, who, opened);
+    }
+
+    private void said(Talk t, String who, boolean opened) {
+        for (var e : t.skipped.entrySet()) {
+            if (e.getValue() > 0) notes.add(who + "the " + e.getKey() + "'s first " + e.getValue() + " byte(s) are the end of a message that began before the capture");
+        }
+        for (String line : t.problems) {
+            if (line.contains("which no request of this connection carries") && !opened) notes.add(who + line);
+            else problems.add(who + line);
+        }
+        for (Object[] r : t.resumed) {
+            long hole = (long) r[1], at = (long) r[2];
+            problems.add(who + "the " + r[0] + "'s bytes lack " + (at - hole) + " byte(s) from byte " + hole + " (a segment the capture lacks)");
+        }
+    }
+
+    private void add(Wire.Msg m, String client, String broker, double[] packet, Double latency, String who) {
+        Row r = new Row();
+        r.m = m;
+        r.client = client;
+        r.broker = broker;
+        if (packet != null) {
+            r.frame = (long) packet[0];
+            r.time = Double.isNaN(packet[1]) ? null : packet[1];
+        }
+        r.latencyMs = latency == null ? null : new java.math.BigDecimal(latency).setScale(3, java.math.RoundingMode.HALF_EVEN).doubleValue();
+        rows.add(r);
+        String which = who + m.api.name() + " v" + m.version + " " + m.kind() + " (correlation id " + m.correlationId + "): ";
+        for (String n : m.notes) notes.add(which + n);
+        if (checkRecords && !m.sets.isEmpty()) for (String d : damage(m)) problems.add(which + d);
+    }
+
+    private List<String> damage(Wire.Msg m) {
+        if (sets == null) sets = WireRecords.reader("skip", org.apache.spark.sql.types.StructType.fromDDL("offset long"));
+        try {
+            return WireRecords.damage(sets, m, name);
+        } catch (IOException e) { // (bytes in memory: no read fails)
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    private static Double latency(double[] asked, double[] answered) {
+        if (asked == null || answered == null || Double.isNaN(asked[1]) || Double.isNaN(answered[1])) return null;
+        return (answered[1] - asked[1]) * 1000;
+    }
+}

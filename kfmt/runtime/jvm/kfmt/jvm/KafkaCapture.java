@@ -1,0 +1,189 @@
+package kfmt.jvm;
+
+import java.io.IOException;
+import java.io.Serializable;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.apache.spark.broadcast.Broadcast;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.connector.catalog.SupportsRead;
+import org.apache.spark.sql.connector.catalog.Table;
+import org.apache.spark.sql.connector.catalog.TableCapability;
+import org.apache.spark.sql.connector.catalog.TableProvider;
+import org.apache.spark.sql.connector.expressions.Transform;
+import org.apache.spark.sql.connector.read.Batch;
+import org.apache.spark.sql.connector.read.InputPartition;
+import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.sql.connector.read.PartitionReaderFactory;
+import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.connector.read.ScanBuilder;
+import org.apache.spark.sql.sources.DataSourceRegister;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+import org.apache.spark.util.SerializableConfiguration;
+
+/** {@code spark.read.format("kafka-capture").load(path)}: captured Kafka traffic (pcap and pcapng files; a file, a
+ * folder of them, a glob, local or in a store by URI) decoded in the JVM ({@link Capture}: the capture rules of
+ * {@code kfmt dump}, held to them by the differential test): one row per request or response with the columns of
+ * {@code kfmt dump --json} (header and body as JSON text), or with option {@code rows=records} the records carried on
+ * the wire in kafka-log's columns and the capture's (packet_time, frame, client, broker, kind, api, version). A
+ * capture file is one task: its TCP streams run through the whole file, so it is not split. What a capture cannot
+ * say: option {@code on_corrupt} as kafka-log's: fail (the read fails with the first problem, one line), skip (read
+ * on; said in the log), quarantine (a row each, kind "problem" or "note", its line in notes or error). */
+public final class KafkaCapture implements TableProvider, DataSourceRegister {
+    static final String NAME = "kafka-capture";
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger("kfmt");
+    /** the columns of kfmt dump --json (and where each row comes from) */
+    static final StructType MESSAGES = StructType.fromDDL("time double, frame bigint, client string, broker string, "
+            + "kind string, api string, api_key int, version int, correlation_id int, client_id string, latency_ms double, "
+            + "header string, body string, trailing string, notes array<string>, capture string");
+    /** the capture's columns of a record's row (kfmt dump --records --json's) */
+    static final StructType ON_THE_WIRE = StructType.fromDDL("packet_time double, frame bigint, client string, "
+            + "broker string, kind string, api string, version int");
+
+    @Override public String shortName() { return NAME; }
+
+    @Override
+    public StructType inferSchema(CaseInsensitiveStringMap options) {
+        return records(options) ? recordsSchema() : MESSAGES;
+    }
+
+    static StructType recordsSchema() {
+        StructType s = KafkaLog.inferred(new CaseInsensitiveStringMap(Map.of()));
+        for (var f : ON_THE_WIRE.fields()) s = s.add(f);
+        return s;
+    }
+
+    static boolean records(Map<String, String> options) {
+        String rows = options.getOrDefault("rows", "messages").trim().toLowerCase(java.util.Locale.ROOT);
+        if (!rows.equals("messages") && !rows.equals("records"))
+            throw new IllegalArgumentException(NAME + ": option rows is messages or records, not " + rows);
+        return rows.equals("records");
+    }
+
+    @Override public boolean supportsExternalMetadata() { return true; }
+
+    @Override
+    public Table getTable(StructType schema, Transform[] partitioning, Map<String, String> properties) {
+        return new CaptureTable(schema);
+    }
+
+    static final class CaptureTable implements SupportsRead {
+        private final StructType schema;
+
+        CaptureTable(StructType schema) {
+            this.schema = schema;
+        }
+
+        @Override public String name() { return NAME; }
+        @Override public StructType schema() { return schema; }
+        @Override public Set<TableCapability> capabilities() { return EnumSet.of(TableCapability.BATCH_READ); }
+
+        @Override
+        public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
+            Options o = Options.of(options);
+            return () -> new Scan() {
+                @Override public StructType readSchema() { return schema; }
+                @Override public Batch toBatch() { return new CaptureBatch(o, schema); }
+            };
+        }
+    }
+
+    /** The read's options, as they reach the executors. */
+    record Options(List<String> paths, boolean records, Integer port, String onCorrupt) implements Serializable {
+        static Options of(CaseInsensitiveStringMap o) {
+            List<String> paths = new ArrayList<>();
+            if (o.containsKey("path")) paths.add(o.get("path"));
+            if (o.containsKey("paths")) {
+                try {
+                    for (var p : new com.fasterxml.jackson.databind.ObjectMapper().readTree(o.get("paths"))) paths.add(p.asText());
+                } catch (IOException e) {
+                    throw new IllegalArgumentException(NAME + ": option paths is not a JSON list: " + e.getMessage());
+                }
+            }
+            if (paths.isEmpty()) throw new IllegalArgumentException(NAME + ": no path given (load(path))");
+            String onCorrupt = o.getOrDefault("on_corrupt", "fail").trim().toLowerCase(java.util.Locale.ROOT);
+            if (!List.of("fail", "skip", "quarantine").contains(onCorrupt))
+                throw new IllegalArgumentException(NAME + ": option on_corrupt is fail, skip or quarantine, not " + onCorrupt);
+            String port = o.get("port");
+            return new Options(paths, KafkaCapture.records(o), port == null ? null : Integer.valueOf(port.trim()), onCorrupt);
+        }
+    }
+
+    record File(String path) implements InputPartition {}
+
+    static final class CaptureBatch implements Batch {
+        private final Options options;
+        private final StructType schema;
+
+        CaptureBatch(Options options, StructType schema) {
+            this.options = options;
+            this.schema = schema;
+        }
+
+        @Override
+        public InputPartition[] planInputPartitions() {
+            org.apache.hadoop.conf.Configuration conf = org.apache.spark.sql.SparkSession.active().sessionState().newHadoopConf();
+            List<String> files = CaptureFiles.list(options.paths(), conf);
+            return files.stream().map(File::new).toArray(InputPartition[]::new);
+        }
+
+        @Override
+        public PartitionReaderFactory createReaderFactory() {
+            boolean uris = options.paths().stream().anyMatch(Source::isUri);
+            return new Factory(options, schema.json(), KafkaLog.storeConf(uris));
+        }
+    }
+
+    static final class Factory implements PartitionReaderFactory {
+        private final Options options;
+        private final String schemaJson;
+        private final Broadcast<SerializableConfiguration> conf;
+
+        Factory(Options options, String schemaJson, Broadcast<SerializableConfiguration> conf) {
+            this.options = options;
+            this.schemaJson = schemaJson;
+            this.conf = conf;
+        }
+
+        @Override public boolean supportColumnarReads(InputPartition p) { return options.records(); }
+
+        private Capture read(String path, boolean checkRecords) {
+            org.apache.hadoop.conf.Configuration c = conf == null ? null : conf.value().value();
+            Capture cap = new Capture(options.port(), checkRecords);
+            try (Source src = Source.open(path, c, 120_000);
+                 java.io.InputStream in = new java.io.BufferedInputStream(src.stream(), 1 << 16)) {
+                cap.read(in, path);
+            } catch (IOException e) { // (a file that is not a capture says so, naming it; a failed read is named here)
+                String why = String.valueOf(e.getMessage());
+                throw Damage.of(NAME + ": " + (why.startsWith(path) ? why : path + ": could not be read: " + why));
+            }
+            for (String n : cap.notes) LOG.info("{}: note: {}", NAME, n);
+            if (!cap.problems.isEmpty() && options.onCorrupt().equals("fail")) {
+                throw Damage.of(NAME + ": " + path + ": " + cap.problems.size() + " problem(s), the first: " + cap.problems.get(0)
+                        + " (option on_corrupt=skip or quarantine to go on)");
+            }
+            for (String p : cap.problems) LOG.warn("{}: problem: {}", NAME, p);
+            return cap;
+        }
+
+        @Override
+        public PartitionReader<InternalRow> createReader(InputPartition p) {
+            String path = ((File) p).path();
+            Capture cap = read(path, true);
+            return new CaptureRows.Messages(cap, path, options.onCorrupt().equals("quarantine"));
+        }
+
+        @Override
+        public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition p) {
+            String path = ((File) p).path();
+            Capture cap = read(path, false);
+            StructType schema = (StructType) org.apache.spark.sql.types.DataType.fromJson(schemaJson);
+            return new CaptureRows.Records(cap, path, schema, options.onCorrupt());
+        }
+    }
+}
