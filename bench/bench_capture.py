@@ -1,6 +1,7 @@
 """`make bench`, captured traffic: `kfmt dump --json` and `kfmt dump --summary` beside `tshark -T json` and
 `tshark -q -z io,phs` (Debian's tshark 4.0, the Kafka dissector on) on the same capture, in MB of capture per
-second (wall clock, best of the runs, one process each), and each one's peak memory.
+second (wall clock, best of the runs, one process each), and each one's peak memory; then Spark's kafka-capture
+source beside Parquet files of the same rows (``--no-spark`` leaves it out).
 
 The capture is made here (``--mb``, default 200): connections of a producer and a consumer against one broker,
 each Produce v7 request carrying a batch of 100 records compressed with lz4, zstd, gzip or snappy in turn and its
@@ -116,11 +117,56 @@ def timed(cmd: list[str], runs: int) -> tuple[float, float]:
     return best, peak
 
 
+SPARK = r"""
+import json, sys, time
+import kfmt.spark
+from kfmt.spark.jobs import session
+
+cap, out = sys.argv[1:3]
+spark = session("local[2]", "kfmt-bench-capture")
+kfmt.spark.register(spark)
+
+
+def scan(df, what):  # every row's every column read: a sum over its text and bytes
+    best = float("inf")
+    for _ in range(3):
+        t = time.perf_counter()
+        df.selectExpr(f"sum({what})").collect()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+rows = {}
+for name, reader in (("messages", spark.read.format("kafka-capture")),
+                     ("records", spark.read.format("kafka-capture").option("rows", "records"))):
+    df = reader.load(cap)
+    what = ("length(header) + length(body) + frame" if name == "messages"
+            else "length(key) + length(value) + offset + frame")
+    df.write.mode("overwrite").parquet(f"{out}/{name}.parquet")
+    pq = spark.read.parquet(f"{out}/{name}.parquet")
+    rows[name] = {"rows": df.count(), "capture": scan(df, what), "parquet": scan(pq, what)}
+print(json.dumps(rows))
+spark.stop()
+"""
+
+
+def spark_rows(cap: Path, tmp: str) -> dict:
+    """The Spark source beside Parquet: each kind of row (messages, records) read from the capture by kafka-capture
+    and from Parquet files of the same rows, a full scan each (best of three, the session warm)."""
+    import json
+
+    r = subprocess.run([sys.executable, "-c", SPARK, str(cap), tmp], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"the Spark run failed: {r.stderr[-2000:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mb", type=int, default=200, help="capture size in MB (default 200)")
     ap.add_argument("--runs", type=int, default=1, help="runs of each tool (best taken; default 1)")
     ap.add_argument("--no-tshark", action="store_true", help="kfmt only")
+    ap.add_argument("--no-spark", action="store_true", help="without the Spark source beside Parquet")
     args = ap.parse_args(argv)
     kfmt_exe = str(Path(sys.executable).parent / "kfmt")
     with tempfile.TemporaryDirectory() as tmp:
@@ -146,6 +192,18 @@ def main(argv=None) -> int:
             print(f"\nkfmt dump --json / tshark -T json throughput: "
                   f"{rows['tshark -T json'][0] / rows['kfmt dump --json'][0]:.2f}x; kfmt dump --summary / tshark -q -z "
                   f"io,phs: {rows['tshark -q -z io,phs'][0] / rows['kfmt dump --summary'][0]:.2f}x")  # fmt: skip
+        if not args.no_spark:
+            from kfmt.spark import jvm
+
+            if jvm.jar() is None:
+                print("\n(the Spark source: the JVM engine is not built here)")
+                return 0
+            print("\nSpark, local[2]: kafka-capture beside Parquet of the same rows (a full scan, best of 3, seconds)\n")
+            print("| rows | count | kafka-capture | Parquet | capture MB/s | Parquet / capture |")
+            print("|---|---|---|---|---|---|")
+            for kind, x in spark_rows(cap, tmp).items():
+                print(f"| {kind} | {x['rows']:,} | {x['capture']:.2f} | {x['parquet']:.2f} | {mb / x['capture']:.1f} | "
+                      f"{x['parquet'] / x['capture']:.2f}x |")  # fmt: skip
     return 0
 
 

@@ -13,7 +13,9 @@ reads from the whole capture:
 - one byte of a TCP payload flipped: a problem said, or at most the one exchange it landed in read differently
   (no checksum covers a Kafka request or response: Kafka's own readers would take it too).
 
-Never a traceback, never an exit status other than 0 or 1. Prints a table per damage and exits 1 on any breach.
+Never a traceback, never an exit status other than 0 or 1. Where the JVM engine is built, the JVM's capture reader
+(the Spark kafka-capture source's) reads every damaged copy too, and must read what `kfmt dump` reads: the same
+messages, as many problems and notes. Prints a table per damage and exits 1 on any breach.
 """
 
 from __future__ import annotations
@@ -55,19 +57,43 @@ def write(path: Path, pkts: list[tuple[int, float, bytes]]) -> None:
             w.writepkt(frame, ts=ts or 0.0)
 
 
-def observe(path: Path) -> tuple[int, Counter, int]:
-    """(exit status, the messages `kfmt dump --json` reads, as comparable keys, the problems it says)."""
+def observe(path: Path, seen: dict | None = None) -> tuple[int, Counter, int]:
+    """(exit status, the messages `kfmt dump --json` reads, as comparable keys, the problems it says); ``seen``:
+    given, what the JVM's reader must read of the same file is put there by its path (kfmt.spark.jvm.as_jvm_reads)."""
     from kfmt.tools.cli import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         rc = main(["dump", "--json", str(path)])
-    msgs = Counter()
-    for line in out.getvalue().splitlines():
-        j = json.loads(line)
+    msgs: Counter = Counter()
+    rows = [json.loads(line) for line in out.getvalue().splitlines()]
+    for j in rows:
         msgs[(j["client"], j["broker"], j["kind"], j["api"], j["version"], j["correlation_id"],
               json.dumps(j["body"], sort_keys=True))] += 1  # fmt: skip
-    return rc, msgs, sum(" problem: " in line for line in err.getvalue().splitlines())
+    said = err.getvalue().splitlines()
+    problems = sum(" problem: " in line for line in said)
+    if seen is not None:
+        from kfmt.spark.jvm import as_jvm_reads
+
+        seen[str(path)] = ([as_jvm_reads(j) for j in rows], problems, sum(" note: " in line for line in said))
+    return rc, msgs, problems
+
+
+def jvm_differential(seen: dict) -> list[str]:
+    """The JVM's capture reader (the kafka-capture source's) on every file of ``seen``: a breach for each whose
+    messages, problems or notes are not what `kfmt dump` read ([] where the JVM engine is not built)."""
+    from kfmt.spark import jvm
+
+    if jvm.jar() is None or not seen:
+        return []
+    got = jvm.capture_check(list(seen))
+    out = []
+    for path, (rows, problems, notes) in seen.items():
+        j = got.get(path)
+        if j is None or (j["rows"], len(j["problem"]), len(j["note"])) != (rows, problems, notes) or j["error"]:
+            out.append(f"{Path(path).name}: the JVM reads {len(j['rows']) if j else '-'} message(s), "
+                       f"{len(j['problem']) if j else '-'} problem(s), not {len(rows)}, {problems}")  # fmt: skip
+    return out
 
 
 def _segment(pkt: tuple[int, float, bytes]):
@@ -211,7 +237,9 @@ def campaign(paths: list[Path], rounds: int, seed: int, tmp: Path) -> int:
     rng = random.Random(seed)
     tally = {how: Counter() for how in DAMAGES}
     breaches = []
-    for path in paths:
+    seen: dict = {}  # what the JVM must read of each damaged copy (each kept under a name of its own)
+    (tmp / "copies").mkdir(exist_ok=True)
+    for k, path in enumerate(paths):
         pkts, raw = packets(path), path.read_bytes()
         whole = observe(path)
         if len(pkts) < 2 or not any(_payload_at(p) for p in pkts):
@@ -219,14 +247,14 @@ def campaign(paths: list[Path], rounds: int, seed: int, tmp: Path) -> int:
         for r in range(rounds):
             how = DAMAGES[r % len(DAMAGES)]
             copy, did = damaged(rng, pkts, how, raw)
-            dst = tmp / f"damaged-{how}.pcap"
+            dst = tmp / "copies" / f"{k}-{r}-{how}.pcap"
             if isinstance(copy, bytes):
-                dst = tmp / f"damaged-cut{path.suffix}"
+                dst = dst.with_suffix(path.suffix)
                 dst.write_bytes(copy)
             else:
                 write(dst, copy)
             try:
-                got = observe(dst)
+                got = observe(dst, seen)
             except Exception as e:  # noqa: BLE001 - a traceback is the breach to report
                 got, why = None, f"raised {type(e).__name__}: {e}"
             else:
@@ -236,6 +264,8 @@ def campaign(paths: list[Path], rounds: int, seed: int, tmp: Path) -> int:
             if why:
                 tally[how]["breaches"] += 1
                 breaches.append(f"{path.name}: {did}: {why}")
+    jvm = jvm_differential(seen)
+    breaches += [f"jvm: {b}" for b in jvm]
     print("| damage | copies | problems said (exit 1) | breaches |")
     print("|---|---|---|---|")
     for how in DAMAGES:
@@ -243,6 +273,8 @@ def campaign(paths: list[Path], rounds: int, seed: int, tmp: Path) -> int:
         print(f"| {how} | {t['copies']} | {t['said']} | {t['breaches']} |")
     for b in breaches:
         print(f"BREACH {b}")
+    if seen:
+        print(f"the JVM's capture reader (kafka-capture) on the {len(seen)} copies: {len(jvm)} differ from kfmt dump")
     print(f"{sum(t['copies'] for t in tally.values())} damaged copies, {len(breaches)} breach(es)")
     return 1 if breaches else 0
 

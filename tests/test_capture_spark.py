@@ -17,9 +17,6 @@ from kfmt.tools.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLIC = ROOT.parent / "shared" / "fixtures" / "wire-captures"
-#: kfmt's own additions to a message's JSON (a record set's batches, decoded): the JVM's rows carry the records
-#: in rows=records instead
-KFMTS = ("_batches", "_partial", "_damage")
 
 
 def _jar():
@@ -28,14 +25,6 @@ def _jar():
     if jvm.jar() is None:
         pytest.skip("the JVM engine is not built here")
     return jvm
-
-
-def _without_kfmts(node):
-    if isinstance(node, dict):
-        return {k: _without_kfmts(v) for k, v in node.items() if k not in KFMTS}
-    if isinstance(node, list):
-        return [_without_kfmts(x) for x in node]
-    return node
 
 
 def dump(path, *extra) -> tuple[list[dict], list[str], list[str], int]:
@@ -49,15 +38,9 @@ def dump(path, *extra) -> tuple[list[dict], list[str], list[str], int]:
 
 
 def _as_the_jvm_has_it(row: dict) -> dict:
-    """A message of `kfmt dump --json` as the JVM's row gives it: record sets as their hex (their records are
-    rows=records' rows), notes without the damaged record sets' lines (problems of the capture there), a client id
-    that is not UTF-8 as Kafka's broker reads it (U+FFFD where a byte is not; the header keeps its bytes)."""
-    row = _without_kfmts(row)
-    notes = [n for n in row.pop("notes", []) if not n.startswith("body.")]
-    client_id = row.get("header", {}).get("ClientId")
-    if isinstance(client_id, dict):
-        row["client_id"] = client_id["kafka"]
-    return row | ({"notes": notes} if notes else {})
+    from kfmt.spark.jvm import as_jvm_reads
+
+    return as_jvm_reads(row)
 
 
 def corpus(d: Path, damaged_per_capture: int) -> list[Path]:

@@ -539,9 +539,10 @@ def test_readme_python_blocks_run(spark, corpus, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     shutil.copy(sorted(corpus.glob("orders-0/*.log"))[0], tmp_path / "00000000000000000000.log")
     shutil.copy(RAW_FETCH / "fetch2.mytopic.nocompression.kafka.0900", tmp_path)  # the protocol's example frame
-    shutil.copy(
-        RAW_FETCH.parent.parent / "ntop+nDPI" / "kafka.pcapng", tmp_path
-    )  # the capture the kafka-capture block reads
+    captures = RAW_FETCH.parent.parent  # the kafka-capture blocks: /data/kafka.pcapng, /data/captures (a folder
+    shutil.copy(captures / "ntop+nDPI" / "kafka.pcapng", tmp_path)  # of the public captures, one at its top too)
+    shutil.copytree(captures, tmp_path / "captures")
+    shutil.copy(captures / "ntop+nDPI" / "kafka.pcapng", tmp_path / "captures")
     with s3_server() as (endpoint, s3):
         s3.create_bucket(Bucket="tiered")
         s3.create_bucket(Bucket="archive")
@@ -551,6 +552,7 @@ def test_readme_python_blocks_run(spark, corpus, tmp_path, monkeypatch):
         for block in blocks:
             code = block.replace("/data/kafka-logs", str(corpus)).replace("/data/out", str(tmp_path / "out"))
             code = code.replace("/data/kafka.pcapng", str(tmp_path / "kafka.pcapng"))
+            code = code.replace("/data/captures", str(tmp_path / "captures"))
             code = code.replace("http://127.0.0.1:9000", endpoint)
             exec(compile(code, "README.md", "exec"), {"spark": spark, "print": lambda *a, **k: None})
         archived = [o["Key"] for o in s3.list_objects_v2(Bucket="archive")["Contents"]]

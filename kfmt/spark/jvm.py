@@ -314,6 +314,32 @@ def protocol_check(parts: list) -> list:
     return out
 
 
+#: kfmt's own additions to a message's JSON (a record set's batches, decoded): the JVM's message rows carry a
+#: record set as its hex, its records being rows=records' rows
+_KFMTS = ("_batches", "_partial", "_damage")
+
+
+def _without_kfmts(node):
+    if isinstance(node, dict):
+        return {k: _without_kfmts(v) for k, v in node.items() if k not in _KFMTS}
+    if isinstance(node, list):
+        return [_without_kfmts(x) for x in node]
+    return node
+
+
+def as_jvm_reads(row: dict) -> dict:
+    """An object of `kfmt dump --json` as the JVM's capture reader gives it (:func:`capture_check`, the
+    kafka-capture source's rows): record sets as their hex, notes without the damaged record sets' lines (problems
+    of the capture there), a client id that is not UTF-8 as Kafka's broker reads it (U+FFFD for each byte that is
+    not; the header keeps its bytes)."""
+    row = _without_kfmts(row)
+    notes = [n for n in row.pop("notes", []) if not n.startswith("body.")]
+    client_id = (row.get("header") or {}).get("ClientId")
+    if isinstance(client_id, dict):
+        row["client_id"] = client_id["kafka"]
+    return row | ({"notes": notes} if notes else {})
+
+
 def capture_check(paths: list, port: int | None = None) -> dict:
     """Captures read by the JVM's capture reader (``kfmt.jvm.CaptureCheck``, the kafka-capture source's, one JVM for
     all), for the differential with ``kfmt dump --json``: by path, ``{"rows": [the object kfmt dump --json prints of
