@@ -198,7 +198,9 @@ def main(argv=None) -> int:
             if jvm.jar() is None:
                 print("\n(the Spark source: the JVM engine is not built here)")
                 return 0
-            print("\nSpark, local[2]: kafka-capture beside Parquet of the same rows (a full scan, best of 3, seconds)\n")
+            print(
+                "\nSpark, local[2]: kafka-capture beside Parquet of the same rows (a full scan, best of 3, seconds)\n"
+            )
             print("| rows | count | kafka-capture | Parquet | capture MB/s | Parquet / capture |")
             print("|---|---|---|---|---|---|")
             for kind, x in spark_rows(cap, tmp).items():
