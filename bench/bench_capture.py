@@ -118,7 +118,8 @@ def timed(cmd: list[str], runs: int) -> tuple[float, float]:
 
 
 SPARK = r"""
-import json, sys, time
+import json, os, sys, time
+os.environ["PYSPARK_SUBMIT_ARGS"] = "--driver-memory 4g pyspark-shell"  # (Parquet's reader: 4,096 rows of bodies)
 import kfmt.spark
 from kfmt.spark.jobs import session
 

@@ -264,16 +264,16 @@ def main(argv=None) -> int:
 
 
 # ------------------------------------------------------------------ differential checks (fuzz/jvm_differential.py)
-def _java_main(main: str, given: str, args: tuple = ()) -> str:
-    """Standard output of ``java kfmt.jvm.<main> args...`` (the jar's check tools) given ``given`` on standard
-    input."""
+def _java_main(main: str, given: str, args: tuple = (), props: tuple = ()) -> str:
+    """Standard output of ``java props... kfmt.jvm.<main> args...`` (the jar's check tools) given ``given`` on
+    standard input."""
     import subprocess
 
     import pyspark
 
     jars = os.pathsep.join([str(JAR), os.path.join(os.path.dirname(pyspark.__file__), "jars", "*")])
-    r = subprocess.run(["java", "-cp", jars, f"kfmt.jvm.{main}", *map(str, args)], input=given, capture_output=True,
-                       text=True)  # fmt: skip
+    r = subprocess.run(["java", *props, "-cp", jars, f"kfmt.jvm.{main}", *map(str, args)], input=given,
+                       capture_output=True, text=True)  # fmt: skip
     if r.returncode != 0:
         raise RuntimeError(f"kfmt.jvm.{main} failed: {r.stderr.strip()[-2000:]}")
     return r.stdout
@@ -340,15 +340,18 @@ def as_jvm_reads(row: dict) -> dict:
     return row | ({"notes": notes} if notes else {})
 
 
-def capture_check(paths: list, port: int | None = None) -> dict:
+def capture_check(paths: list, port: int | None = None, spool: tuple[int, int] | None = None) -> dict:
     """Captures read by the JVM's capture reader (``kfmt.jvm.CaptureCheck``, the kafka-capture source's, one JVM for
     all), for the differential with ``kfmt dump --json``: by path, ``{"rows": [the object kfmt dump --json prints of
-    each message], "problem": [line], "note": [line], "error": [line]}``."""
+    each message], "problem": [line], "note": [line], "error": [line]}``. ``spool``: (bytes a direction holds in
+    memory before its spool file, bytes read back at once), small to read every capture through files."""
     import json
 
     out: dict = {}
     cur: dict = {}
-    for line in _java_main("CaptureCheck", "", (*(("--port", port) if port is not None else ()), *paths)).splitlines():
+    props = () if spool is None else (f"-Dkfmt.capture.chunk={spool[0]}", f"-Dkfmt.capture.window={spool[1]}")
+    args = (*(("--port", port) if port is not None else ()), *paths)
+    for line in _java_main("CaptureCheck", "", args, props).splitlines():
         o = json.loads(line)
         if "capture" in o:
             cur = out[o["capture"]] = {"rows": [], "problem": [], "note": [], "error": []}

@@ -10,8 +10,10 @@ import java.util.List;
  * kfmt.tools.dump.capture): its TCP connections put back together, which side is the client decided by the same
  * rules, each connection's exchanges read ({@link Talk}), and every request and response given as a row of
  * {@code kfmt dump --json}'s columns; what the capture cannot say goes to {@link #problems} and {@link #notes},
- * as kfmt dump says it. The differential test (tests/test_capture_spark.py) holds the two to the same rows. */
-final class Capture {
+ * as kfmt dump says it. The differential test (tests/test_capture_spark.py) holds the two to the same rows.
+ * Read in two passes, in bounded memory: the packets put each direction together on disk ({@link Flow}), then the
+ * connections are read one at a time, their rows given one by one ({@link #next}) as their exchanges settle. */
+final class Capture implements AutoCloseable {
     /** One request or response: {@code kfmt dump --json}'s object. */
     static final class Row {
         Double time, latencyMs;
@@ -20,8 +22,18 @@ final class Capture {
         Wire.Msg m;
     }
 
-    final List<Row> rows = new ArrayList<>();
+    /** what the capture cannot say: complete once {@link #next} gives null */
     final List<String> problems = new ArrayList<>(), notes = new ArrayList<>();
+    /** the connections to read: client, broker, the client's direction, the broker's, whether the capture saw it opened */
+    private record Conn(String client, String broker, Flow toServer, Flow toClient, boolean opened) {}
+
+    private final java.util.ArrayDeque<Conn> conns = new java.util.ArrayDeque<>();
+    private final java.util.ArrayDeque<Row> ready = new java.util.ArrayDeque<>();
+    private Conn conn;
+    private Talk talk;
+    /** the first exchange of the connection open, read to see whether it is Kafka's */
+    private Talk.Exchange firstX;
+    private java.nio.file.Path dir;
     private final Wire wire = new Wire();
     private final Integer port;
     /** whether each message's record sets are read for damage here (the records reader says its own) */
@@ -43,6 +55,7 @@ final class Capture {
                     + java.util.HexFormat.of().formatHex(magic) + ")");
         }
         Pcap pcap = Pcap.open(in, magic, name);
+        dir = java.nio.file.Files.createTempDirectory("kfmt-capture-");
         LinkedHashMap<String, Flow> flows = new LinkedHashMap<>();
         LinkedHashMap<String, String[]> ends = new LinkedHashMap<>();
         Pcap.Packet p = new Pcap.Packet();
@@ -52,7 +65,7 @@ final class Capture {
             String key = s.src + "\u0000" + s.sport + "\u0000" + s.dst + "\u0000" + s.dport;
             Flow f = flows.get(key);
             if (f == null) {
-                flows.put(key, f = new Flow());
+                flows.put(key, f = new Flow(dir));
                 ends.put(key, new String[] {s.src, Integer.toString(s.sport), s.dst, Integer.toString(s.dport)});
             }
             if ((s.flags & 0x02) != 0 && (s.flags & 0x10) == 0) f.syn = s.seq;
@@ -71,8 +84,11 @@ final class Capture {
             String back = ab[2] + "\u0000" + ab[3] + "\u0000" + ab[0] + "\u0000" + ab[1];
             if (seen.contains(e.getKey()) || seen.contains(back)) continue;
             seen.add(e.getKey());
-            Flow one = e.getValue(), other = flows.getOrDefault(back, new Flow());
-            if (one.empty() && other.empty()) continue;
+            Flow one = e.getValue(), other = flows.getOrDefault(back, new Flow(dir));
+            if (one.empty() && other.empty()) {
+                one.bytes.close();
+                continue;
+            }
             one.finish();
             other.finish();
             connection(ab, one, other);
@@ -88,7 +104,11 @@ final class Capture {
         else aOpened = sendsRequests(one, other);
         String a = ab[0] + ":" + ab[1], b = ab[2] + ":" + ab[3];
         int aPort = Integer.parseInt(ab[1]), bPort = Integer.parseInt(ab[3]);
-        if (port != null && port != aPort && port != bPort) return; // another service's traffic: not asked for
+        if (port != null && port != aPort && port != bPort) { // another service's traffic: not asked for
+            one.bytes.close();
+            other.bytes.close();
+            return;
+        }
         if (!aOpened) {
             String t = a;
             a = b;
@@ -101,24 +121,24 @@ final class Capture {
             other = f;
         }
         if (port != null && aPort == port) { // opened before the capture, its sides by the port
-            read(b, a, other, one, opened);
+            conns.add(new Conn(b, a, other, one, opened));
         } else {
-            read(a, b, one, other, opened);
+            conns.add(new Conn(a, b, one, other, opened));
         }
     }
 
     /** The bytes of a direction before its first hole. */
-    private static int first(Flow d) {
-        return d.runs.size() > 1 ? (int) d.runs.get(1)[1] : d.written;
+    private static long first(Flow d) {
+        return d.first();
     }
 
     private boolean talksFirst(String[] ab, Flow one, Flow other) {
         Flow talking = first(one) > 0 ? one : other;
         boolean whole = false;
-        int end = Wire.frameEnd(talking.data, 0, first(talking));
+        long end = Wire.frameEnd(talking.bytes, 0, first(talking));
         if (end >= 0) {
             try {
-                whole = wire.request(java.util.Arrays.copyOfRange(talking.data, 4, end)).trailing == null;
+                whole = wire.request(talking.bytes.copy(4, (int) (end - 4))).trailing == null;
             } catch (Bad e) {
                 whole = false;
             }
@@ -132,8 +152,8 @@ final class Capture {
         boolean[] atOnce = new boolean[2];
         Flow[] both = {one, other};
         for (int i = 0; i < 2; i++) {
-            int end = Wire.frameEnd(both[i].data, 0, first(both[i]));
-            atOnce[i] = end >= 0 && Wire.looksLikeRequest(both[i].data, 4, end - 4);
+            long end = Wire.frameEnd(both[i].bytes, 0, first(both[i]));
+            atOnce[i] = end >= 0 && Wire.looksLikeRequest(both[i].bytes, 4, end - 4);
         }
         if (atOnce[0] != atOnce[1]) return atOnce[0];
         int[] mine = answered(one, other), theirs = answered(other, one);
@@ -145,42 +165,99 @@ final class Capture {
      * how many requests (each read from its first whole frame). */
     private static int[] answered(Flow client, Flow server) {
         java.util.HashSet<Integer> asked = new java.util.HashSet<>();
-        int cf = first(client), sf = first(server);
-        for (int p = Wire.firstFrame(client.data, 0, cf, true), e; (e = Wire.frameEnd(client.data, p, cf)) >= 0; p = e) {
-            if (Wire.looksLikeRequest(client.data, p + 4, Math.min(e, p + 12) - p - 4)) asked.add((int) Ctx.i32(client.data, p + 8));
+        Spooled c = client.bytes, s = server.bytes;
+        long cf = first(client), sf = first(server);
+        for (long p = Wire.firstFrame(c, 0, cf, true), e; (e = Wire.frameEnd(c, p, cf)) >= 0; p = e) {
+            if (Wire.looksLikeRequest(c, p + 4, Math.min(e, p + 12) - p - 4)) asked.add(c.i32(p + 8));
         }
         int n = 0;
-        for (int p = Wire.firstFrame(server.data, 0, sf, false), e; (e = Wire.frameEnd(server.data, p, sf)) >= 0; p = e) {
-            if (e - p >= 8 && asked.contains((int) Ctx.i32(server.data, p + 4))) n++;
+        for (long p = Wire.firstFrame(s, 0, sf, false), e; (e = Wire.frameEnd(s, p, sf)) >= 0; p = e) {
+            if (e - p >= 8 && asked.contains(s.i32(p + 4))) n++;
         }
         return new int[] {n, asked.size()};
     }
 
-    /** One connection's exchanges as rows, what it cannot say as problems and notes (kfmt.tools.dump.capture
-     * ._connection's rules). */
-    private void read(String client, String broker, Flow toServer, Flow toClient, boolean opened) {
-        Talk t = new Talk(wire);
-        t.read(toServer, toClient, !opened);
-        boolean kafkaAnswers = t.frames.getOrDefault("server", 0) > 0 && t.tails.getOrDefault("server", 0) == 0;
-        String who = client + " -> " + broker + ": ";
-        if (port == null && t.exchanges.isEmpty() && t.tokens == 0 && !kafkaAnswers) {
-            notes.add(who + "not Kafka traffic (no frame reads as a request; " + (first(toServer) + first(toClient)) + " byte(s))");
-            return;
-        }
-        for (Talk.Exchange x : t.exchanges) {
-            double[] asked = toServer.packetAt(x.requestAt);
-            add(x.request, client, broker, asked, null, who);
+    /** The next request or response of the capture (null: every connection is read, and what the capture cannot
+     * say is in problems and notes), connection by connection. */
+    Row next() {
+        while (ready.isEmpty()) {
+            if (talk == null && !open()) return null;
+            Talk.Exchange x = firstX != null ? firstX : talk.next();
+            firstX = null;
+            if (x == null) {
+                close(conn);
+                continue;
+            }
+            String who = conn.client() + " -> " + conn.broker() + ": ";
+            double[] asked = conn.toServer().packetAt(x.requestAt);
+            add(x.request, asked, null, who);
             if (x.response != null) {
-                double[] answered = toClient.packetAt(x.responseAt);
-                add(x.response, client, broker, answered, latency(asked, answered), who);
+                double[] answered = conn.toClient().packetAt(x.responseAt);
+                add(x.response, answered, latency(asked, answered), who);
             }
         }
-        said(t, who, opened);
+        return ready.poll();
+    }
+
+    /** The next connection opened for reading; false when none is left. A connection nothing of which reads as
+     * Kafka's is another protocol's, noted (kfmt.tools.dump.capture._connection's rule). */
+    private boolean open() {
+        while (!conns.isEmpty()) {
+            conn = conns.poll();
+            talk = new Talk(wire, conn.toServer(), conn.toClient(), !conn.opened());
+            Talk.Exchange first = talk.next();
+            boolean kafkaAnswers = talk.frames.getOrDefault("server", 0) > 0 && talk.tails.getOrDefault("server", 0L) == 0;
+            if (first == null && port == null && talk.tokens == 0 && !kafkaAnswers) {
+                notes.add(conn.client() + " -> " + conn.broker() + ": not Kafka traffic (no frame reads as a request; "
+                        + (first(conn.toServer()) + first(conn.toClient())) + " byte(s))");
+                drop(conn);
+                talk = null;
+                continue;
+            }
+            firstX = first;
+            return true;
+        }
+        return false;
+    }
+
+    /** The connection read: what it says said, its spool files removed. */
+    private void close(Conn c) {
+        said(talk, c.client() + " -> " + c.broker() + ": ", c.opened());
+        drop(c);
+        talk = null;
+    }
+
+    private static void drop(Conn c) {
+        c.toServer().bytes.close();
+        c.toClient().bytes.close();
+    }
+
+    /** Every spool file removed, and the capture's temporary folder. */
+    @Override
+    public void close() {
+        try {
+            if (sets != null) sets.release();
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+        sets = null;
+        if (conn != null) drop(conn);
+        for (Conn c : conns) drop(c);
+        conns.clear();
+        if (dir != null) {
+            try (var files = java.nio.file.Files.list(dir)) {
+                for (var f : (Iterable<java.nio.file.Path>) files::iterator) java.nio.file.Files.deleteIfExists(f);
+                java.nio.file.Files.deleteIfExists(dir);
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+            dir = null;
+        }
     }
 
     private void said(Talk t, String who, boolean opened) {
         for (var e : t.skipped.entrySet()) {
-            if (e.getValue() > 0) notes.add(who + "the " + e.getKey() + "'s first " + e.getValue() + " byte(s) are the end of a message that began before the capture");
+            if (e.getValue() > 0L) notes.add(who + "the " + e.getKey() + "'s first " + e.getValue() + " byte(s) are the end of a message that began before the capture");
         }
         for (String line : t.problems) {
             if (line.contains("which no request of this connection carries") && !opened) notes.add(who + line);
@@ -192,17 +269,17 @@ final class Capture {
         }
     }
 
-    private void add(Wire.Msg m, String client, String broker, double[] packet, Double latency, String who) {
+    private void add(Wire.Msg m, double[] packet, Double latency, String who) {
         Row r = new Row();
         r.m = m;
-        r.client = client;
-        r.broker = broker;
+        r.client = conn.client();
+        r.broker = conn.broker();
         if (packet != null) {
             r.frame = (long) packet[0];
             r.time = Double.isNaN(packet[1]) ? null : packet[1];
         }
         r.latencyMs = latency == null ? null : new java.math.BigDecimal(latency).setScale(3, java.math.RoundingMode.HALF_EVEN).doubleValue();
-        rows.add(r);
+        ready.add(r);
         String which = who + m.api.name() + " v" + m.version + " " + m.kind() + " (correlation id " + m.correlationId + "): ";
         for (String n : m.notes) notes.add(which + n);
         if (checkRecords && !m.sets.isEmpty()) for (String d : damage(m)) problems.add(which + d);

@@ -23,18 +23,19 @@ public final class CaptureCheck {
                 port = Integer.valueOf(args[++i]);
                 continue;
             }
-            Capture c = new Capture(port, true);
             out.println(JSON.writeValueAsString(JSON.createObjectNode().put("capture", args[i])));
-            try (Source src = Source.open(args[i], null, 0);
-                 java.io.InputStream in = new java.io.BufferedInputStream(src.stream(), 1 << 16)) {
-                c.read(in, args[i]);
-            } catch (java.io.IOException e) {
-                out.println(JSON.writeValueAsString(JSON.createObjectNode().put("error", e.getMessage())));
-                continue;
+            try (Capture c = new Capture(port, true)) {
+                try (Source src = Source.open(args[i], null, 0);
+                     java.io.InputStream in = new java.io.BufferedInputStream(src.stream(), 1 << 16)) {
+                    c.read(in, args[i]);
+                } catch (java.io.IOException e) {
+                    out.println(JSON.writeValueAsString(JSON.createObjectNode().put("error", e.getMessage())));
+                    continue;
+                }
+                for (Capture.Row r; (r = c.next()) != null; ) out.println(JSON.writeValueAsString(row(r)));
+                for (String p : c.problems) out.println(JSON.writeValueAsString(JSON.createObjectNode().put("problem", p)));
+                for (String n : c.notes) out.println(JSON.writeValueAsString(JSON.createObjectNode().put("note", n)));
             }
-            for (Capture.Row r : c.rows) out.println(JSON.writeValueAsString(row(r)));
-            for (String p : c.problems) out.println(JSON.writeValueAsString(JSON.createObjectNode().put("problem", p)));
-            for (String n : c.notes) out.println(JSON.writeValueAsString(JSON.createObjectNode().put("note", n)));
         }
         out.flush();
     }

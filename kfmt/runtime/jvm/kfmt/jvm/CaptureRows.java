@@ -23,25 +23,52 @@ final class CaptureRows {
         return v == null ? null : UTF8String.fromString(v);
     }
 
-    /** A request or response a row, then (quarantine) a row per problem and note. */
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger("kfmt");
+
+    /** The capture read through: its notes logged, its problems the read's failure (on_corrupt=fail, the first one
+     * in one line) or logged; true where they are to be rows (quarantine). */
+    static boolean said(Capture cap, String path, String onCorrupt) {
+        for (String n : cap.notes) LOG.info("{}: note: {}", KafkaCapture.NAME, n);
+        if (!cap.problems.isEmpty() && onCorrupt.equals("fail")) {
+            throw Damage.of(KafkaCapture.NAME + ": " + path + ": " + cap.problems.size() + " problem(s), the first: "
+                    + cap.problems.get(0) + " (option on_corrupt=skip or quarantine to go on)");
+        }
+        for (String p : cap.problems) LOG.warn("{}: problem: {}", KafkaCapture.NAME, p);
+        return onCorrupt.equals("quarantine");
+    }
+
+    /** A request or response a row, as the capture is read; then (quarantine) a row per problem and note. */
     static final class Messages implements PartitionReader<InternalRow> {
         private final Capture cap;
-        private final String path;
-        private final int said;
+        private final String path, onCorrupt;
+        private Capture.Row row;
+        private List<String> said;
         private int next = -1;
 
-        Messages(Capture cap, String path, boolean quarantine) {
+        Messages(Capture cap, String path, String onCorrupt) {
             this.cap = cap;
             this.path = path;
-            this.said = quarantine ? cap.problems.size() + cap.notes.size() : 0;
+            this.onCorrupt = onCorrupt;
         }
 
-        @Override public boolean next() { return ++next < cap.rows.size() + said; }
+        @Override
+        public boolean next() {
+            if (said == null) {
+                row = cap.next();
+                if (row != null) return true;
+                said = new java.util.ArrayList<>();
+                if (CaptureRows.said(cap, path, onCorrupt)) {
+                    for (String p : cap.problems) said.add("problem\t" + p);
+                    for (String n : cap.notes) said.add("note\t" + n);
+                }
+            }
+            return ++next < said.size();
+        }
 
         @Override
         public InternalRow get() {
-            if (next >= cap.rows.size()) return said(next - cap.rows.size());
-            Capture.Row r = cap.rows.get(next);
+            if (said != null) return said(said.get(next));
+            Capture.Row r = row;
             Wire.Msg m = r.m;
             Object[] v = {r.time, r.frame, s(r.client), s(r.broker), s(m.kind()), s(m.api.name()), m.api.key(), m.version,
                 m.correlationId, m.request ? s(m.clientId) : null, m.request ? null : r.latencyMs, s(m.header), s(m.body),
@@ -49,30 +76,29 @@ final class CaptureRows {
             return new GenericInternalRow(v);
         }
 
-        private InternalRow said(int i) {
-            boolean problem = i < cap.problems.size();
-            String line = problem ? cap.problems.get(i) : cap.notes.get(i - cap.problems.size());
+        private InternalRow said(String line) {
+            String[] kl = line.split("\t", 2);
             Object[] v = new Object[KafkaCapture.MESSAGES.size()];
-            v[4] = s(problem ? "problem" : "note");
-            v[14] = new GenericArrayData(new Object[] {s(line)});
+            v[4] = s(kl[0]);
+            v[14] = new GenericArrayData(new Object[] {s(kl[1])});
             v[15] = s(path);
             return new GenericInternalRow(v);
         }
 
-        @Override public void close() {}
+        @Override public void close() { cap.close(); }
     }
 
     /** The records each message carries, in kafka-log's columns (read by kafka-log's reader) and the capture's. */
     static final class Records implements PartitionReader<ColumnarBatch> {
         private final Capture cap;
-        private final String path;
+        private final String path, onCorrupt;
         private final StructType schema, logSchema;
         private final SliceReader reader;
-        private int row = -1, set;
+        private Capture.Row row;
+        private int set;
         private List<WireRecords.Set> sets = List.of();
-        private boolean open, problemsGiven;
+        private boolean open, problemsGiven, read;
         private ColumnarBatch current;
-        private final boolean quarantine;
 
         Records(Capture cap, String path, StructType schema, String onCorrupt) {
             this.cap = cap;
@@ -82,7 +108,7 @@ final class CaptureRows {
             for (StructField f : schema.fields()) if (KafkaCapture.ON_THE_WIRE.getFieldIndex(f.name()).isEmpty()) log = log.add(f);
             this.logSchema = log;
             this.reader = WireRecords.reader(onCorrupt, log);
-            this.quarantine = onCorrupt.equals("quarantine");
+            this.onCorrupt = onCorrupt;
         }
 
         @Override
@@ -91,21 +117,22 @@ final class CaptureRows {
                 if (open) {
                     ColumnarBatch b = batch();
                     if (b != null) {
-                        current = joined(b, cap.rows.get(row), sets.get(set - 1));
+                        current = joined(b, row, sets.get(set - 1));
                         return true;
                     }
                     open = false;
                 }
                 if (set < sets.size()) {
-                    WireRecords.open(reader, cap.rows.get(row).m, sets.get(set++), path);
+                    WireRecords.open(reader, row.m, sets.get(set++), path);
                     open = true;
                     continue;
                 }
-                if (++row < cap.rows.size()) {
-                    sets = WireRecords.of(cap.rows.get(row).m);
+                if (!read && (row = cap.next()) != null) {
+                    sets = WireRecords.of(row.m);
                     set = 0;
                     continue;
                 }
+                read = true;
                 return problems();
             }
         }
@@ -115,7 +142,7 @@ final class CaptureRows {
             try {
                 return reader.next();
             } catch (IllegalStateException e) {
-                Capture.Row r = cap.rows.get(row);
+                Capture.Row r = row;
                 Wire.Msg m = r.m;
                 throw Damage.of(KafkaCapture.NAME + ": " + path + ": " + r.client + " -> " + r.broker + ": " + m.api.name() + " v"
                         + m.version + " " + m.kind() + " (correlation id " + m.correlationId + "): " + sets.get(set - 1).path()
@@ -125,8 +152,9 @@ final class CaptureRows {
 
         /** quarantine: the capture's problems, a row each (kind "problem", the line in error). */
         private boolean problems() {
-            if (!quarantine || problemsGiven || cap.problems.isEmpty()) return false;
+            if (problemsGiven) return false;
             problemsGiven = true;
+            if (!CaptureRows.said(cap, path, onCorrupt) || cap.problems.isEmpty()) return false;
             int n = cap.problems.size();
             ColumnVector[] cols = new ColumnVector[schema.size()];
             for (int i = 0; i < cols.length; i++) {
@@ -176,7 +204,14 @@ final class CaptureRows {
         }
 
         @Override public ColumnarBatch get() { return current; }
-        @Override public void close() throws IOException { reader.release(); }
+        @Override
+        public void close() throws IOException {
+            try {
+                reader.release();
+            } finally {
+                cap.close();
+            }
+        }
     }
 
     /** A text column of given lines. */

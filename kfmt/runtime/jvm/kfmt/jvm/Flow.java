@@ -5,7 +5,7 @@ import java.util.PriorityQueue;
 /** One direction of a TCP connection put back together as its segments come, as kfmt.capture.assembly.Assembly
  * does (the same rules: the first byte after the SYN's or SYN-ACK's sequence number, else the lowest of the first
  * {@value #LOOKAHEAD} segments; a retransmission counted and kept once; a segment ahead of the next byte waits, and a
- * hole is taken once {@value #PENDING} bytes wait, or at the end), held in memory. */
+ * hole is taken once {@value #PENDING} bytes wait, or at the end), its bytes spooled ({@link Spooled}). */
 final class Flow {
     static final long SEQ = 1L << 32;
     static final int PENDING = 32 << 20, LOOKAHEAD = 64;
@@ -20,8 +20,7 @@ final class Flow {
         return c != 0 ? c : Long.compare((long) x[1], (long) y[1]);
     });
     private long waitingBytes;
-    byte[] data = new byte[256];
-    int written;
+    final Spooled bytes;
     /** (stream byte, offset in data) where each run begins */
     final java.util.ArrayList<long[]> runs = new java.util.ArrayList<>(java.util.List.of(new long[] {0, 0}));
     int repeated;
@@ -30,8 +29,17 @@ final class Flow {
     double[] markTime = new double[16];
     int marks;
 
+    Flow(java.nio.file.Path dir) {
+        bytes = new Spooled(dir);
+    }
+
     boolean empty() {
-        return written == 0 && early.isEmpty() && waiting.isEmpty();
+        return bytes.size == 0 && early.isEmpty() && waiting.isEmpty();
+    }
+
+    /** The bytes of the direction (after {@link #finish}: all of them). */
+    long written() {
+        return bytes.size;
     }
 
     void add(long seq, byte[] b, int at, int end, long number, double time) {
@@ -90,7 +98,7 @@ final class Flow {
     private void hole() {
         Object[] w = waiting.poll();
         waitingBytes -= ((byte[]) w[2]).length;
-        runs.add(new long[] {(long) w[0], written});
+        runs.add(new long[] {(long) w[0], bytes.size});
         nxt = (long) w[0];
         append((long) w[0], (byte[]) w[2], (long) w[1], (double) w[3]);
         drain();
@@ -108,20 +116,20 @@ final class Flow {
     }
 
     private void write(byte[] payload, int from) {
-        int n = payload.length - from;
-        if (written + n > data.length) {
-            long want = Math.max((long) written + n, (long) data.length * 2);
-            if (want > Integer.MAX_VALUE - 16) throw new IllegalStateException("a direction of more than 2 GiB");
-            data = java.util.Arrays.copyOf(data, (int) want);
-        }
-        System.arraycopy(payload, from, data, written, n);
-        written += n;
+        bytes.append(payload, from, payload.length - from);
     }
 
     /** Every segment placed (holes taken for what never came). */
     void finish() {
         if (start == null && !early.isEmpty()) begin();
         while (!waiting.isEmpty()) hole();
+        bytes.finish();
+    }
+
+    /** The spool position where the first hole is (where the bytes of stream byte 0 on end: all of them, without
+     * a hole). */
+    long first() {
+        return runs.size() > 1 ? runs.get(1)[1] : bytes.size;
     }
 
     /** The number and time of the packet holding stream byte {@code position} (null: no packet does), as
@@ -139,10 +147,10 @@ final class Flow {
     }
 
     private boolean inside(long position) {
-        long first = runs.size() > 1 ? runs.get(1)[1] : written;
+        long first = runs.size() > 1 ? runs.get(1)[1] : bytes.size;
         if (position < first) return true;
         for (int r = 1; r < runs.size(); r++) {
-            long at = runs.get(r)[0], len = (r + 1 < runs.size() ? runs.get(r + 1)[1] : written) - runs.get(r)[1];
+            long at = runs.get(r)[0], len = (r + 1 < runs.size() ? runs.get(r + 1)[1] : bytes.size) - runs.get(r)[1];
             if (at <= position && position < at + len) return true;
         }
         return false;

@@ -36,7 +36,6 @@ import org.apache.spark.util.SerializableConfiguration;
  * on; said in the log), quarantine (a row each, kind "problem" or "note", its line in notes or error). */
 public final class KafkaCapture implements TableProvider, DataSourceRegister {
     static final String NAME = "kafka-capture";
-    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger("kfmt");
     /** the columns of kfmt dump --json (and where each row comes from) */
     static final StructType MESSAGES = StructType.fromDDL("time double, frame bigint, client string, broker string, "
             + "kind string, api string, api_key int, version int, correlation_id int, client_id string, latency_ms double, "
@@ -152,36 +151,31 @@ public final class KafkaCapture implements TableProvider, DataSourceRegister {
 
         @Override public boolean supportColumnarReads(InputPartition p) { return options.records(); }
 
-        private Capture read(String path, boolean checkRecords) {
+        /** The capture at {@code path} read through its packets (its connections then read as rows are asked for). */
+        private Capture open(String path, boolean checkRecords) {
             org.apache.hadoop.conf.Configuration c = conf == null ? null : conf.value().value();
             Capture cap = new Capture(options.port(), checkRecords);
             try (Source src = Source.open(path, c, 120_000);
                  java.io.InputStream in = new java.io.BufferedInputStream(src.stream(), 1 << 16)) {
                 cap.read(in, path);
             } catch (IOException e) { // (a file that is not a capture says so, naming it; a failed read is named here)
+                cap.close();
                 String why = String.valueOf(e.getMessage());
                 throw Damage.of(NAME + ": " + (why.startsWith(path) ? why : path + ": could not be read: " + why));
             }
-            for (String n : cap.notes) LOG.info("{}: note: {}", NAME, n);
-            if (!cap.problems.isEmpty() && options.onCorrupt().equals("fail")) {
-                throw Damage.of(NAME + ": " + path + ": " + cap.problems.size() + " problem(s), the first: " + cap.problems.get(0)
-                        + " (option on_corrupt=skip or quarantine to go on)");
-            }
-            for (String p : cap.problems) LOG.warn("{}: problem: {}", NAME, p);
             return cap;
         }
 
         @Override
         public PartitionReader<InternalRow> createReader(InputPartition p) {
             String path = ((File) p).path();
-            Capture cap = read(path, true);
-            return new CaptureRows.Messages(cap, path, options.onCorrupt().equals("quarantine"));
+            return new CaptureRows.Messages(open(path, true), path, options.onCorrupt());
         }
 
         @Override
         public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition p) {
             String path = ((File) p).path();
-            Capture cap = read(path, false);
+            Capture cap = open(path, false);
             StructType schema = (StructType) org.apache.spark.sql.types.DataType.fromJson(schemaJson);
             return new CaptureRows.Records(cap, path, schema, options.onCorrupt());
         }

@@ -9,8 +9,10 @@ import java.util.List;
 /** One TCP connection read as Kafka's peers read it, as kfmt.protocol.conversation.exchanges reads it: each
  * direction's whole frames (from the first whole frame of a stream read from its middle, and of each run after a
  * hole), both directions in the capture's packet order, each response paired with its request by correlation id
- * (one captured before its request still paired, within {@link #WINDOW}), raw SASL tokens after a SaslHandshake v0
- * told apart; every exchange in its request's order, and what else is found: problems, skipped bytes, holes. */
+ * (one captured before its request still paired, within {@link #WINDOW_COUNT} exchanges and {@link #WINDOW_BYTES}
+ * bytes), raw SASL tokens after a SaslHandshake v0 told apart; the exchanges given one at a time in their requests'
+ * order as each settles ({@link #next}), so that only those awaiting an answer are held; what else is found goes to
+ * problems, skipped, resumed (complete once the last exchange is given). */
 final class Talk {
     /** conversation.WINDOW: exchanges awaiting their answer, and their bytes, held at most */
     static final int WINDOW_COUNT = 1000;
@@ -22,85 +24,119 @@ final class Talk {
         boolean answered;
     }
 
-    private record Frame(long key, boolean client, long position, byte[] data) {}
+    private record Frame(long key, long position, byte[] data) {}
 
-    final List<Exchange> exchanges = new ArrayList<>();
     final List<String> problems = new ArrayList<>();
-    final LinkedHashMap<String, Integer> skipped = new LinkedHashMap<>();
+    final LinkedHashMap<String, Long> skipped = new LinkedHashMap<>();
     final HashMap<String, Integer> frames = new HashMap<>();
-    final HashMap<String, Integer> tails = new HashMap<>();
+    final HashMap<String, Long> tails = new HashMap<>(), ends = new HashMap<>();
     /** {side, hole, at, before, after} of each hole in a direction */
     final List<Object[]> resumed = new ArrayList<>();
     int tokens;
 
     private final Wire wire;
-    private final ArrayDeque<Exchange> order = new ArrayDeque<>();
+    private final Side client, server;
+    private final ArrayDeque<Exchange> order = new ArrayDeque<>(), ready = new ArrayDeque<>();
     private final HashMap<Integer, Exchange> waiting = new HashMap<>();
     private final LinkedHashMap<Integer, Frame> early = new LinkedHashMap<>();
     private long held;
-    private boolean saslClient, saslServer;
+    private boolean saslClient, saslServer, done;
 
-    Talk(Wire wire) {
+    /** The connection to read: {@code toServer} the bytes the client sent, {@code toClient} the broker's. */
+    Talk(Wire wire, Flow toServer, Flow toClient, boolean midStream) {
         this.wire = wire;
+        this.client = new Side("client", toServer, midStream);
+        this.server = new Side("server", toClient, midStream);
     }
 
-    /** The connection read: {@code client} the bytes the client sent, {@code server} the broker's. */
-    void read(Flow client, Flow server, boolean midStream) {
-        List<Frame> c = sideFrames("client", client, midStream), s = sideFrames("server", server, midStream);
-        int i = 0, k = 0;
-        while (i < c.size() || k < s.size()) { // heapq.merge by (packet, side): the client's first on a tie
-            boolean takeClient = k >= s.size() || (i < c.size() && c.get(i).key <= s.get(k).key);
-            if (takeClient) request(c.get(i++));
-            else response(s.get(k++));
-            settle();
+    /** The next exchange, in its request's order (null: the connection is read; then what it says is complete). */
+    Exchange next() {
+        while (ready.isEmpty() && !done) step();
+        return ready.poll();
+    }
+
+    /** One frame read, the one the capture holds first (the client's first on a tie), and what it settles. */
+    private void step() {
+        Frame c = client.peek(), s = server.peek();
+        if (c == null && s == null) {
+            finish();
+            return;
         }
+        if (s == null || (c != null && c.key <= s.key)) request(client.take());
+        else response(server.take());
+        while (!order.isEmpty() && (order.peek().answered || order.size() > WINDOW_COUNT || held > WINDOW_BYTES)) give();
+    }
+
+    private void finish() {
         while (!early.isEmpty()) dropEarly();
         while (!order.isEmpty()) give();
         for (String side : new String[] {"client", "server"}) {
-            int tail = tails.getOrDefault(side, 0);
+            long tail = tails.getOrDefault(side, 0L);
             if (tail > 0) {
-                long end = ends.get(side);
-                problems.add(side + " byte " + (end - tail) + ": " + tail + " byte(s) after the last whole frame (the connection ends mid-frame)");
+                problems.add(side + " byte " + (ends.get(side) - tail) + ": " + tail + " byte(s) after the last whole frame (the connection ends mid-frame)");
             }
         }
+        done = true;
     }
 
-    private final HashMap<String, Long> ends = new HashMap<>();
+    /** One direction's whole frames, one at a time (conversation._side_frames and _keyed): each a copy of its
+     * bytes, keyed by the capture's number of the packet where it starts (never less than the one before). */
+    private final class Side {
+        private final String name;
+        private final Flow d;
+        private final boolean requests;
+        private int run; // the run being read: 0 from stream byte 0, then one after each hole
+        private long p, to, base, last;
+        private Frame next;
+        private boolean over;
 
-    /** A direction's whole frames with their packet keys (conversation._side_frames and _keyed). */
-    private List<Frame> sideFrames(String side, Flow d, boolean midStream) {
-        boolean client = side.equals("client");
-        List<Frame> out = new ArrayList<>();
-        int first = d.runs.size() > 1 ? (int) d.runs.get(1)[1] : d.written;
-        int start = midStream ? Wire.firstFrame(d.data, 0, first, client) : 0;
-        skipped.put(side, start);
-        frames.put(side, 0);
-        long[] last = {0};
-        int tail = framesOf(out, side, d, 0, start, first, 0, last);
-        long reach = first;
-        for (int r = 1; r < d.runs.size(); r++) {
-            long at = d.runs.get(r)[0];
-            int from = (int) d.runs.get(r)[1], to = r + 1 < d.runs.size() ? (int) d.runs.get(r + 1)[1] : d.written;
-            int k = Wire.firstFrame(d.data, from, to, client);
-            resumed.add(new Object[] {side, reach, at, tail, k - from});
-            tail = framesOf(out, side, d, from, k, to, at - from, last);
-            reach = at + (to - from);
+        Side(String name, Flow d, boolean midStream) {
+            this.name = name;
+            this.d = d;
+            this.requests = name.equals("client");
+            to = d.first();
+            p = midStream ? Wire.firstFrame(d.bytes, 0, to, requests) : 0;
+            skipped.put(name, p);
+            frames.put(name, 0);
         }
-        tails.put(side, tail);
-        ends.put(side, reach);
-        return out;
-    }
 
-    /** The whole frames of d.data[p, to) (positions shifted by {@code base}); returns the bytes after the last. */
-    private int framesOf(List<Frame> out, String side, Flow d, int from, int p, int to, long base, long[] last) {
-        boolean client = side.equals("client");
-        for (int end; (end = Wire.frameEnd(d.data, p, to)) >= 0; p = end) {
-            frames.merge(side, 1, Integer::sum);
-            double[] at = d.packetAt(base + p);
-            if (at != null) last[0] = Math.max(last[0], (long) at[0]);
-            out.add(new Frame(last[0], client, base + p, java.util.Arrays.copyOfRange(d.data, p + 4, end)));
+        Frame peek() {
+            if (next == null && !over) next = read();
+            return next;
         }
-        return to - p;
+
+        Frame take() {
+            Frame f = peek();
+            next = null;
+            return f;
+        }
+
+        private Frame read() {
+            while (true) {
+                long end = Wire.frameEnd(d.bytes, p, to);
+                if (end >= 0) {
+                    frames.merge(name, 1, Integer::sum);
+                    double[] at = d.packetAt(base + p);
+                    if (at != null) last = Math.max(last, (long) at[0]);
+                    Frame f = new Frame(last, base + p, d.bytes.copy(p + 4, (int) (end - p - 4)));
+                    p = end;
+                    return f;
+                }
+                long tail = to - p;
+                if (++run >= d.runs.size()) { // the direction read
+                    tails.put(name, tail);
+                    ends.put(name, base + to);
+                    over = true;
+                    return null;
+                }
+                long reach = base + to; // the message the hole cut is unread: its bytes before and after it counted
+                long at = d.runs.get(run)[0], from = d.runs.get(run)[1];
+                to = run + 1 < d.runs.size() ? d.runs.get(run + 1)[1] : d.written();
+                p = Wire.firstFrame(d.bytes, from, to, requests);
+                resumed.add(new Object[] {name, reach, at, tail, p - from});
+                base = at - from;
+            }
+        }
     }
 
     private void request(Frame f) {
@@ -169,14 +205,10 @@ final class Talk {
         return m.api.key() == Wire.SASL_HANDSHAKE && m.version == 0;
     }
 
-    private void settle() {
-        while (!order.isEmpty() && (order.peek().answered || order.size() > WINDOW_COUNT || held > WINDOW_BYTES)) give();
-    }
-
     private void give() {
         Exchange x = order.poll();
         if (waiting.get(x.request.correlationId) == x) waiting.remove(x.request.correlationId);
         held -= x.request.frame.length + (x.response != null ? x.response.frame.length : 0);
-        exchanges.add(x);
+        ready.add(x);
     }
 }

@@ -96,7 +96,7 @@ final class Wire {
 
     /** The API of {@code key}, or the error kfmt.protocol gives for a key Kafka has no API of. */
     static Api api(int key) throws Bad {
-        Api a = kfmt.jvm.gen.Protocol.api(key);
+        Api a = known(key);
         if (a == null) throw new Bad("header.RequestApiKey", 0, "api_key " + key + ": Kafka has no such API");
         return a;
     }
@@ -128,45 +128,67 @@ final class Wire {
         return n < 0 ? null : new String(f, 10, n, StandardCharsets.UTF_8);
     }
 
+    private static final Api NONE = new Api(-1, "", 0, -1, -1, "", "");
+    private static final Api[] KNOWN = new Api[1 << 15];
+
+    /** The API of {@code key} (null: none), each looked up once. */
+    static Api known(int key) {
+        if (key < 0) return null;
+        Api a = KNOWN[key];
+        if (a == null) {
+            a = kfmt.jvm.gen.Protocol.api(key);
+            KNOWN[key] = a = a == null ? NONE : a;
+        }
+        return a == NONE ? null : a;
+    }
+
     /** Whether frame bytes [p, p + n) start as a request of an API and version Kafka has (conversation's
      * looks_like_request). */
     static boolean looksLikeRequest(byte[] b, int p, int n) {
         if (n < 8) return false;
-        Api a = kfmt.jvm.gen.Protocol.api((int) Ctx.i16(b, p));
+        Api a = known((int) Ctx.i16(b, p));
         return a != null && a.has((int) Ctx.i16(b, p + 2));
     }
 
-    /** conversation.first_frame over b[from, to): where the first whole frame of a stream read from its middle
-     * begins (whole frames follow one another to the end, at least one, each of 4 bytes to LARGEST_FRAME, the last
-     * maybe cut; on the client's side the first reads as a request), or {@code to} where none does. */
-    static int firstFrame(byte[] b, int from, int to, boolean requests) {
-        for (int k = from; k < to - 3; k++) {
-            long size = Ctx.i32(b, k);
+    /** Whether the frame at p of a direction (its bytes after the size, n of them) starts as a request. */
+    static boolean looksLikeRequest(Spooled b, long p, long n) {
+        if (n < 8) return false;
+        Api a = known(b.i16(p));
+        return a != null && a.has(b.i16(p + 2));
+    }
+
+    /** conversation.first_frame over a direction's bytes [from, to): where the first whole frame of a stream read
+     * from its middle begins (whole frames follow one another to the end, at least one, each of 4 bytes to
+     * LARGEST_FRAME, the last maybe cut; on the client's side the first reads as a request), or {@code to} where
+     * none does. */
+    static long firstFrame(Spooled b, long from, long to, boolean requests) {
+        for (long k = from; k < to - 3; k++) {
+            long size = b.i32(k);
             if (size < 4 || size > LARGEST_FRAME || k + 4 + size > to) continue;
-            if (requests && !looksLikeRequest(b, k + 4, (int) Math.min(size, 8))) continue;
+            if (requests && !looksLikeRequest(b, k + 4, Math.min(size, 8))) continue;
             if (followed(b, k, to)) return k;
         }
         return to;
     }
 
-    private static boolean followed(byte[] b, int k, int to) {
-        int end = k;
-        for (int p = k; p + 4 <= to; ) {
-            long size = Ctx.i32(b, p);
+    private static boolean followed(Spooled b, long k, long to) {
+        long end = k;
+        for (long p = k; p + 4 <= to; ) {
+            long size = b.i32(p);
             if (size < 0 || p + 4 + size > to) break;
-            end = (int) (p + 4 + size);
+            end = p + 4 + size;
             if (end - p < 8) return false;
             p = end;
         }
         if (end + 4 > to) return true;
-        long tail = Ctx.i32(b, end);
+        long tail = b.i32(end);
         return tail >= 4 && tail <= LARGEST_FRAME;
     }
 
-    /** The end of the whole frame at p of b[.., to), or -1 where none is whole. */
-    static int frameEnd(byte[] b, int p, int to) {
+    /** The end of the whole frame at p of a direction's bytes [.., to), or -1 where none is whole. */
+    static long frameEnd(Spooled b, long p, long to) {
         if (p + 4 > to) return -1;
-        long size = Ctx.i32(b, p);
-        return size < 0 || p + 4 + size > to ? -1 : (int) (p + 4 + size);
+        long size = b.i32(p);
+        return size < 0 || p + 4 + size > to ? -1 : p + 4 + size;
     }
 }
