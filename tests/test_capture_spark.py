@@ -96,6 +96,45 @@ def test_the_jvm_reads_every_capture_as_kfmt_dump_does(tmp_path):
     assert len(paths) >= 200 and rows >= 4000 and problems >= 80 and notes >= 250, (len(paths), rows, problems, notes)
 
 
+def test_the_jvm_reads_a_capture_larger_than_its_heap(tmp_path):
+    """A 150 MB capture (one connection: 150 Produce requests of a 1 MB batch each, and their answers) read by the
+    JVM's capture reader with a 96 MB heap: every message, no problem (each direction spooled to a file and read back
+    through a window, rows given as the exchanges settle; held in memory, the capture alone would not fit)."""
+    import socket
+
+    import dpkt
+
+    import kfmt
+    import kfmt.protocol as P
+
+    jvm = _jar()
+    batch = kfmt.encode_batch([kfmt.Record(key=b"k%d" % i, value=bytes([i % 251]) * 1000) for i in range(1000)]).hex()
+    cap, seq = tmp_path / "large.pcap", {True: 1000, False: 5000}
+    with cap.open("wb") as f:
+        w = dpkt.pcap.Writer(f, linktype=dpkt.pcap.DLT_EN10MB)
+        for cid in range(1, 151):
+            req = P.write_request(0, 9, {"TransactionalId": None, "Acks": -1, "TimeoutMs": 1000, "TopicData": [
+                {"Name": "big", "PartitionData": [{"Index": 0, "Records": batch}]}]}, correlation_id=cid,
+                client_id="big")  # fmt: skip
+            resp = P.write_response(0, 9, {"Responses": [{"Name": "big", "PartitionResponses": [
+                {"Index": 0, "ErrorCode": 0, "BaseOffset": cid, "LogAppendTimeMs": -1, "LogStartOffset": 0,
+                 "RecordErrors": [], "ErrorMessage": None}]}], "ThrottleTimeMs": 0}, correlation_id=cid)  # fmt: skip
+            for up, frame in ((True, req), (False, resp)):
+                data = len(frame).to_bytes(4, "big") + frame
+                for i in range(0, len(data), 60000):
+                    tcp = dpkt.tcp.TCP(sport=40000 if up else 9092, dport=9092 if up else 40000, flags=dpkt.tcp.TH_ACK,
+                                       seq=seq[up], data=data[i : i + 60000])  # fmt: skip
+                    a, b = socket.inet_aton("10.0.0.1"), socket.inet_aton("10.0.0.2")
+                    ip = dpkt.ip.IP(src=a if up else b, dst=b if up else a, p=dpkt.ip.IP_PROTO_TCP, data=tcp)
+                    ip.len = len(ip)
+                    w.writepkt(bytes(dpkt.ethernet.Ethernet(type=dpkt.ethernet.ETH_TYPE_IP, data=ip)), ts=cid)
+                    seq[up] += len(tcp.data)
+    assert cap.stat().st_size > 150e6
+    got = jvm.capture_check([str(cap)], heap="96m")[str(cap)]
+    assert not got["error"] and not got["problem"] and len(got["rows"]) == 300, (got["error"], got["problem"][:2])
+    assert [r["correlation_id"] for r in got["rows"][::2]] == list(range(1, 151))
+
+
 def test_the_jvm_reads_the_connections_a_port_names_as_kfmt_dump_does(tmp_path):
     """--port (the source's option port): only the connections of that port, each side by it."""
     jvm = _jar()
