@@ -351,8 +351,9 @@ def capture_check(paths: list, port: int | None = None, spool: tuple[int, int] |
 
     out: dict = {}
     cur: dict = {}
-    props = () if spool is None else (f"-Dkfmt.capture.chunk={spool[0]}", f"-Dkfmt.capture.window={spool[1]}")
-    props += () if heap is None else (f"-Xmx{heap}",)
+    props: tuple[str, ...] = () if heap is None else (f"-Xmx{heap}",)
+    if spool is not None:
+        props += (f"-Dkfmt.capture.chunk={spool[0]}", f"-Dkfmt.capture.window={spool[1]}")
     args = (*(("--port", port) if port is not None else ()), *paths)
     for line in _java_main("CaptureCheck", "", args, props).splitlines():
         o = json.loads(line)
