@@ -1,7 +1,8 @@
 """The kafka-capture Spark source: captures decoded in the JVM (kfmt.jvm.Capture: pcap and pcapng, TCP put back
 together, Kafka's framing, requests paired with responses, record sets read by kafka-log's reader), held to what
 `kfmt dump` reads of the same files: the same rows, the same problems and notes, on the public captures, the same
-captures behind every link layer, captures made here, and hundreds of damaged copies of them."""
+captures behind every link layer, captures made here, and hundreds of damaged copies of them; and the source's
+reads: folders, globs, rows=records, damage failing, skipped or quarantined, a capture split by connection."""
 
 from __future__ import annotations
 
@@ -272,3 +273,32 @@ def test_damage_fails_the_read_or_is_quarantined(spark, tmp_path):
         f"kafka-capture: {bad}: 10.0.0.1:40000 -> 10.0.0.2:9092: Produce v9 request (correlation id "
     )
     assert "body.TopicData[0].PartitionData[0].Records: kafka-log: corrupt batch" in line and "crc" in line, line
+
+
+def test_a_capture_larger_than_a_task_is_split_by_connection(spark, tmp_path):
+    """A capture file larger than spark.sql.files.maxPartitionBytes is read by several tasks, each putting together
+    and decoding its share of the connections (whole: a TCP stream runs through the file): the same messages,
+    records, problems and notes as one task reads, none twice (a file cut inside a packet record said once)."""
+    _jar()
+    folder = tmp_path / "captures"
+    folder.mkdir()
+    nd = PUBLIC / "ntop+nDPI" / "kafka.pcapng"
+    (folder / "ndpi.pcapng").write_bytes(nd.read_bytes())
+    (folder / "cut.pcapng").write_bytes(nd.read_bytes()[:-37])  # a file cut inside its last packet's block
+    (folder / "sniffer.pcap").write_bytes((PUBLIC / "40t+go-sniffer" / "kafka.pcap").read_bytes())
+
+    def read(**options):
+        df = spark.read.format("kafka-capture").options(on_corrupt="quarantine", **options).load(str(folder))
+        return df.rdd.getNumPartitions(), sorted(map(repr, df.collect()))
+
+    whole = read(), read(rows="records")
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "1500")
+    try:
+        split = read(), read(rows="records")
+    finally:
+        spark.conf.unset("spark.sql.files.maxPartitionBytes")
+    assert whole[0][0] == whole[1][0] == 3 and split[0][0] >= 12, (whole[0][0], split[0][0])
+    assert split[0][1] == whole[0][1] and split[1][1] == whole[1][1]
+    kinds = [r for r in whole[0][1] if "kind='problem'" in r]
+    assert len(kinds) == 1 and "the capture ends inside a packet record" in kinds[0], kinds
+    assert len(whole[0][1]) > 50 and len(whole[1][1]) > 4

@@ -41,9 +41,26 @@ final class Capture implements AutoCloseable {
     private SliceReader sets;
     private String name;
 
+    /** this reader's share of the capture's connections: those whose ends hash to {@code part} of {@code parts} */
+    private final int part, parts;
+
     Capture(Integer port, boolean checkRecords) {
+        this(port, checkRecords, 0, 1);
+    }
+
+    Capture(Integer port, boolean checkRecords, int part, int parts) {
         this.port = port;
         this.checkRecords = checkRecords;
+        this.part = part;
+        this.parts = parts;
+    }
+
+    /** Whether a segment's connection is this reader's share (the same for both its directions). */
+    private boolean mine(Segment s) {
+        if (parts == 1) return true;
+        String a = s.src + "\u0000" + s.sport, b = s.dst + "\u0000" + s.dport;
+        String key = a.compareTo(b) < 0 ? a + "\u0001" + b : b + "\u0001" + a;
+        return Math.floorMod(key.hashCode(), parts) == part;
     }
 
     /** The capture {@code name} read from {@code in} (its first bytes included). */
@@ -61,7 +78,7 @@ final class Capture implements AutoCloseable {
         Pcap.Packet p = new Pcap.Packet();
         Segment s = new Segment();
         while (pcap.next(p)) {
-            if (!s.of(p)) continue;
+            if (!s.of(p) || !mine(s)) continue;
             String key = s.src + "\u0000" + s.sport + "\u0000" + s.dst + "\u0000" + s.dport;
             Flow f = flows.get(key);
             if (f == null) {
@@ -73,7 +90,7 @@ final class Capture implements AutoCloseable {
             if (s.end > s.at) f.add(s.seq, p.b, s.at, s.end, p.number, p.time);
         }
         long cut = pcap.cut();
-        if (cut > 0) problems.add(name + ": the capture ends inside a packet record: " + cut + " byte(s) after byte " + pcap.done() + " unread");
+        if (cut > 0 && part == 0) problems.add(name + ": the capture ends inside a packet record: " + cut + " byte(s) after byte " + pcap.done() + " unread");
         connections(flows, ends);
     }
 

@@ -1,9 +1,7 @@
 package kfmt.jvm;
 
 import java.io.IOException;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.TreeSet;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
@@ -18,31 +16,32 @@ import org.apache.hadoop.fs.RemoteIterator;
 final class CaptureFiles {
     private CaptureFiles() {}
 
-    static List<String> list(List<String> paths, Configuration conf) {
-        TreeSet<String> out = new TreeSet<>();
+    /** Each capture file the paths name, with its size, in path order. */
+    static java.util.SortedMap<String, Long> list(List<String> paths, Configuration conf) {
+        java.util.TreeMap<String, Long> out = new java.util.TreeMap<>();
         for (String p : paths) {
-            List<String> found;
+            java.util.Map<String, Long> found;
             try {
                 found = expand(p, conf);
             } catch (IOException e) {
                 throw new IllegalArgumentException(KafkaCapture.NAME + ": " + p + ": " + e.getMessage(), e);
             }
             if (found.isEmpty()) throw new IllegalArgumentException(KafkaCapture.NAME + ": no capture at " + p);
-            out.addAll(found);
+            out.putAll(found);
         }
-        return new ArrayList<>(out);
+        return out;
     }
 
-    private static List<String> expand(String p, Configuration conf) throws IOException {
+    private static java.util.Map<String, Long> expand(String p, Configuration conf) throws IOException {
         boolean uri = Source.isUri(p);
         Path path = new Path(p);
         FileSystem fs = uri ? path.getFileSystem(conf) : FileSystem.getLocal(conf);
         FileStatus[] matched = fs.globStatus(path);
-        List<String> out = new ArrayList<>();
+        java.util.Map<String, Long> out = new java.util.LinkedHashMap<>();
         if (matched == null) return out;
         for (FileStatus s : matched) {
             if (!s.isDirectory()) {
-                out.add(name(s.getPath(), uri));
+                out.put(name(s.getPath(), uri), s.getLen());
                 continue;
             }
             RemoteIterator<LocatedFileStatus> it = fs.listFiles(s.getPath(), true);
@@ -50,7 +49,7 @@ final class CaptureFiles {
                 LocatedFileStatus f = it.next();
                 String base = f.getPath().getName();
                 if (base.startsWith(".") || base.startsWith("_") || !isCapture(fs, f.getPath())) continue;
-                out.add(name(f.getPath(), uri));
+                out.put(name(f.getPath(), uri), f.getLen());
             }
         }
         return out;

@@ -31,7 +31,9 @@ import org.apache.spark.util.SerializableConfiguration;
  * {@code kfmt dump}, held to them by the differential test): one row per request or response with the columns of
  * {@code kfmt dump --json} (header and body as JSON text), or with option {@code rows=records} the records carried on
  * the wire in kafka-log's columns and the capture's (packet_time, frame, client, broker, kind, api, version). A
- * capture file is one task: its TCP streams run through the whole file, so it is not split. What a capture cannot
+ * capture file larger than spark.sql.files.maxPartitionBytes is split by connection: each of its tasks reads the
+ * file's packets and puts together and decodes its share of the connections (a TCP stream runs through the whole
+ * file, so a file is not cut into byte ranges). What a capture cannot
  * say: option {@code on_corrupt} as kafka-log's: fail (the read fails with the first problem, one line), skip (read
  * on; said in the log), quarantine (a row each, kind "problem" or "note", its line in notes or error). */
 public final class KafkaCapture implements TableProvider, DataSourceRegister {
@@ -113,7 +115,8 @@ public final class KafkaCapture implements TableProvider, DataSourceRegister {
         }
     }
 
-    record File(String path) implements InputPartition {}
+    /** A task: share {@code part} of {@code parts} of a capture file's connections. */
+    record File(String path, int part, int parts) implements InputPartition {}
 
     static final class CaptureBatch implements Batch {
         private final Options options;
@@ -127,8 +130,13 @@ public final class KafkaCapture implements TableProvider, DataSourceRegister {
         @Override
         public InputPartition[] planInputPartitions() {
             org.apache.hadoop.conf.Configuration conf = org.apache.spark.sql.SparkSession.active().sessionState().newHadoopConf();
-            List<String> files = CaptureFiles.list(options.paths(), conf);
-            return files.stream().map(File::new).toArray(InputPartition[]::new);
+            long most = org.apache.spark.sql.SparkSession.active().sessionState().conf().filesMaxPartitionBytes();
+            List<InputPartition> out = new ArrayList<>();
+            for (var f : CaptureFiles.list(options.paths(), conf).entrySet()) { // a task per share of its bytes
+                int parts = (int) Math.max(1, Math.min(1024, (f.getValue() + most - 1) / most));
+                for (int k = 0; k < parts; k++) out.add(new File(f.getKey(), k, parts));
+            }
+            return out.toArray(InputPartition[]::new);
         }
 
         @Override
@@ -151,10 +159,11 @@ public final class KafkaCapture implements TableProvider, DataSourceRegister {
 
         @Override public boolean supportColumnarReads(InputPartition p) { return options.records(); }
 
-        /** The capture at {@code path} read through its packets (its connections then read as rows are asked for). */
-        private Capture open(String path, boolean checkRecords) {
+        /** A task's share of a capture read through its packets (its connections then read as rows are asked for). */
+        private Capture open(File f, boolean checkRecords) {
             org.apache.hadoop.conf.Configuration c = conf == null ? null : conf.value().value();
-            Capture cap = new Capture(options.port(), checkRecords);
+            String path = f.path();
+            Capture cap = new Capture(options.port(), checkRecords, f.part(), f.parts());
             try (Source src = Source.open(path, c, 120_000);
                  java.io.InputStream in = new java.io.BufferedInputStream(src.stream(), 1 << 16)) {
                 cap.read(in, path);
@@ -168,14 +177,14 @@ public final class KafkaCapture implements TableProvider, DataSourceRegister {
 
         @Override
         public PartitionReader<InternalRow> createReader(InputPartition p) {
-            String path = ((File) p).path();
-            return new CaptureRows.Messages(open(path, true), path, options.onCorrupt());
+            File f = (File) p;
+            return new CaptureRows.Messages(open(f, true), f.path(), options.onCorrupt());
         }
 
         @Override
         public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition p) {
             String path = ((File) p).path();
-            Capture cap = open(path, false);
+            Capture cap = open((File) p, false);
             StructType schema = (StructType) org.apache.spark.sql.types.DataType.fromJson(schemaJson);
             return new CaptureRows.Records(cap, path, schema, options.onCorrupt());
         }
