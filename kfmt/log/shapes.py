@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import datetime as _dt
+import functools
 import json
 import struct
 
@@ -64,10 +65,24 @@ TS_TYPES = {0: "CreateTime", 1: "LogAppendTime", None: "NoTimestampType"}
 
 
 def iso(ts) -> str | None:
+    """A timestamp in milliseconds as UTC text to the millisecond ("2024-01-30T10:00:00.123Z"); None for none
+    (negative) or one out of datetime's range. The text of each second is made once (records of a batch share
+    their seconds), its milliseconds added."""
     if ts is None or ts < 0:
         return None
+    if type(ts) is int:
+        second = _second(ts // 1000)
+        return None if second is None else f"{second}.{ts % 1000:03d}Z"
     try:
         return _dt.datetime.fromtimestamp(ts / 1000, _dt.timezone.utc).isoformat(timespec="milliseconds")[:-6] + "Z"
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _second(seconds: int) -> str | None:
+    try:
+        return _dt.datetime.fromtimestamp(seconds, _dt.timezone.utc).isoformat()[:-6]
     except (OverflowError, OSError, ValueError):
         return None
 

@@ -36,6 +36,13 @@ class _At:
 _WIRE_ONLY = ("type", "file", "topic", "partition")
 
 
+def _on_the_wire(d: dict) -> dict:
+    """A record's shape without what names a segment (a record set on the wire has none)."""
+    for k in _WIRE_ONLY:
+        del d[k]
+    return d
+
+
 def records_json(data: bytes, path: str, sets: RecordSets) -> dict:
     """``{"_batches": [...]}`` beside a record set's hex: each batch (with its ``records``) as ``kfmt dump --json``
     shapes them, positions from the set's first byte; ``_partial``: the cut last batch; ``_damage``: what did not
@@ -58,8 +65,6 @@ def records_json(data: bytes, path: str, sets: RecordSets) -> dict:
         if not sets.records:
             d["record_count"] = len(b.records)
         else:
-            d["records"] = [
-                {k: v for k, v in record_dict(_At, pos, b, r, "utf8").items() if k not in _WIRE_ONLY} for r in b.records
-            ]
+            d["records"] = [_on_the_wire(record_dict(_At, pos, b, r, "utf8")) for r in b.records]
         batches.append(d)
     return {"_batches": batches, **out}
