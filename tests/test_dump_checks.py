@@ -208,3 +208,20 @@ def test_streamed_indexes_equal_whole_segment_indexes(tmp_path, capsys):
     )
     capsys.readouterr()
     assert main(["dump", "--summary", str(seg)]) == 0, capsys.readouterr()
+
+
+def test_a_records_time_is_its_timestamp_to_the_millisecond():
+    """The time kfmt dump shows beside a timestamp: UTC to the millisecond, exact (integer arithmetic: a float
+    division is a millisecond off for the last milliseconds of some seconds past 2109), None for none or out of
+    datetime's range."""
+    import datetime as dt
+    import random
+
+    from kfmt.log.shapes import iso
+
+    rng = random.Random(3)
+    for ts in [0, 1, 999, 1000, 1_681_878_307_999, *(rng.randrange(0, 253_402_300_800_000) for _ in range(20000))]:
+        whole = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(milliseconds=ts)
+        assert iso(ts) == whole.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ts % 1000:03d}Z", ts
+    assert iso(253_402_300_799_999) == "9999-12-31T23:59:59.999Z"
+    assert iso(253_402_300_800_000) is None and iso(-1) is None and iso(None) is None and iso(2**63 - 1) is None
