@@ -81,8 +81,9 @@ def test_the_jvm_reads_every_capture_as_kfmt_dump_does(tmp_path):
     jvm = _jar()
     paths = corpus(tmp_path, 40)
     got = jvm.capture_check([str(p) for p in paths])
-    # each direction through its spool file, read back 64 bytes at a time: the same as read in memory
-    assert jvm.capture_check([str(p) for p in paths], spool=(100, 64)) == got
+    # each direction through its spool file (past 100 bytes, or 1,000 held by all), read back 64 bytes at a time:
+    # the same as read in memory
+    assert jvm.capture_check([str(p) for p in paths], spool=(100, 64, 1000)) == got
     differ, rows, problems, notes = [], 0, 0, 0
     for p in paths:
         want, said, noted, status = dump(p)

@@ -34,6 +34,8 @@ final class Capture implements AutoCloseable {
     /** the first exchange of the connection open, read to see whether it is Kafka's */
     private Talk.Exchange firstX;
     private java.nio.file.Path dir;
+    /** what the directions hold in memory, together */
+    private final Spooled.Held held = new Spooled.Held();
     private final Wire wire = new Wire();
     private final Integer port;
     /** whether each message's record sets are read for damage here (the records reader says its own) */
@@ -82,7 +84,7 @@ final class Capture implements AutoCloseable {
             String key = s.src + "\u0000" + s.sport + "\u0000" + s.dst + "\u0000" + s.dport;
             Flow f = flows.get(key);
             if (f == null) {
-                flows.put(key, f = new Flow(dir));
+                flows.put(key, f = new Flow(dir, held));
                 ends.put(key, new String[] {s.src, Integer.toString(s.sport), s.dst, Integer.toString(s.dport)});
             }
             if ((s.flags & 0x02) != 0 && (s.flags & 0x10) == 0) f.syn = s.seq;
@@ -101,7 +103,7 @@ final class Capture implements AutoCloseable {
             String back = ab[2] + "\u0000" + ab[3] + "\u0000" + ab[0] + "\u0000" + ab[1];
             if (seen.contains(e.getKey()) || seen.contains(back)) continue;
             seen.add(e.getKey());
-            Flow one = e.getValue(), other = flows.getOrDefault(back, new Flow(dir));
+            Flow one = e.getValue(), other = flows.getOrDefault(back, new Flow(dir, held));
             if (one.empty() && other.empty()) {
                 one.bytes.close();
                 continue;

@@ -29,8 +29,8 @@ final class Flow {
     double[] markTime = new double[16];
     int marks;
 
-    Flow(java.nio.file.Path dir) {
-        bytes = new Spooled(dir);
+    Flow(java.nio.file.Path dir, Spooled.Held held) {
+        bytes = new Spooled(dir, held);
     }
 
     boolean empty() {

@@ -16,7 +16,15 @@ final class Spooled {
      * kfmt.capture.chunk and kfmt.capture.window: the tests make them small, to read every capture through files) */
     static final int CHUNK = Math.max(16, Integer.getInteger("kfmt.capture.chunk", 1 << 20)),
             WINDOW = Math.max(16, Integer.getInteger("kfmt.capture.window", 4 << 20));
+    /** The bytes all the directions of a capture hold in memory: past {@link #LIMIT}, a direction that grows writes
+     * what it holds to its file (a capture of thousands of connections holds at most this much, not a chunk each). */
+    static final class Held {
+        static final long LIMIT = Math.max(16, Long.getLong("kfmt.capture.memory", 64L << 20));
+        long bytes;
+    }
+
     private final Path dir;
+    private final Held held;
     private Path file;
     private byte[] mem = new byte[256];
     private int memLen;
@@ -26,11 +34,13 @@ final class Spooled {
     private long winStart = -1;
     private int winLen;
 
-    Spooled(Path dir) {
+    Spooled(Path dir, Held held) {
         this.dir = dir;
+        this.held = held;
     }
 
     void append(byte[] b, int off, int n) {
+        if (held.bytes + n > Held.LIMIT && memLen > 0) flush();
         if (memLen + n > mem.length) {
             if (memLen + n > CHUNK) {
                 flush();
@@ -44,13 +54,16 @@ final class Spooled {
         }
         System.arraycopy(b, off, mem, memLen, n);
         memLen += n;
+        held.bytes += n;
         size += n;
     }
 
     private void flush() {
         if (memLen == 0) return;
         write(mem, 0, memLen);
+        held.bytes -= memLen;
         memLen = 0;
+        if (mem.length > (1 << 12)) mem = new byte[256]; // (what it held is on file: its room given back)
     }
 
     private void write(byte[] b, int off, int n) {
