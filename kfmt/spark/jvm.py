@@ -341,13 +341,14 @@ def as_jvm_reads(row: dict) -> dict:
 
 
 def capture_check(paths: list, port: int | None = None, spool: tuple[int, int, int] | None = None,
-                  heap: str | None = None) -> dict:  # fmt: skip
+                  heap: str | None = None, records: bool = False) -> dict:  # fmt: skip
     """Captures read by the JVM's capture reader (``kfmt.jvm.CaptureCheck``, the kafka-capture source's, one JVM for
     all), for the differential with ``kfmt dump --json``: by path, ``{"rows": [the object kfmt dump --json prints of
     each message], "problem": [line], "note": [line], "error": [line]}``. ``spool``: (bytes a direction holds in
     memory before its spool file, bytes read back at once, bytes all directions hold in memory), small to read every
     capture through files; ``heap``:
-    the JVM's largest heap (``-Xmx``, e.g. "64m")."""
+    the JVM's largest heap (``-Xmx``, e.g. "64m"); ``records``: the rows are the records the messages carry
+    (rows=records' columns, bytes as hex) instead."""
     import json
 
     out: dict = {}
@@ -356,7 +357,7 @@ def capture_check(paths: list, port: int | None = None, spool: tuple[int, int, i
     if spool is not None:
         props += (f"-Dkfmt.capture.chunk={spool[0]}", f"-Dkfmt.capture.window={spool[1]}",
                   f"-Dkfmt.capture.memory={spool[2]}")  # fmt: skip
-    args = (*(("--port", port) if port is not None else ()), *paths)
+    args = (*(("--port", port) if port is not None else ()), *(("--records",) if records else ()), *paths)
     for line in _java_main("CaptureCheck", "", args, props).splitlines():
         o = json.loads(line)
         if "capture" in o:
