@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from kfmt.spark.jvm import as_jvm_reads
 from kfmt.tools.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,12 +37,6 @@ def dump(path, *extra) -> tuple[list[dict], list[str], list[str], int]:
     said = err.getvalue().splitlines()
     return ([json.loads(line) for line in out.getvalue().splitlines()], [x for x in said if ": problem: " in x],
             [x for x in said if ": note: " in x], status)  # fmt: skip
-
-
-def _as_the_jvm_has_it(row: dict) -> dict:
-    from kfmt.spark.jvm import as_jvm_reads
-
-    return as_jvm_reads(row)
 
 
 def corpus(d: Path, damaged_per_capture: int) -> list[Path]:
@@ -88,7 +83,7 @@ def test_the_jvm_reads_every_capture_as_kfmt_dump_does(tmp_path):
     for p in paths:
         want, said, noted, status = dump(p)
         j = got[str(p)]
-        same = [_as_the_jvm_has_it(r) for r in want] == j["rows"] and (len(said), len(noted)) == (
+        same = [as_jvm_reads(r) for r in want] == j["rows"] and (len(said), len(noted)) == (
             len(j["problem"]), len(j["note"])) and not j["error"]  # fmt: skip
         if not same:
             differ.append((p.name, len(want), len(j["rows"]), said[:2], j["problem"][:2], noted[:2], j["note"][:2]))
@@ -166,7 +161,7 @@ def test_the_jvm_reads_the_connections_a_port_names_as_kfmt_dump_does(tmp_path):
     for port, n in ((9092, 25), (1, 0)):
         want, said, noted, _ = dump(nd, "--port", str(port))
         got = jvm.capture_check([str(nd)], port=port)[str(nd)]
-        assert [_as_the_jvm_has_it(r) for r in want] == got["rows"] and len(want) == n
+        assert [as_jvm_reads(r) for r in want] == got["rows"] and len(want) == n
         assert (len(said), len(noted)) == (len(got["problem"]), len(got["note"]))
 
 
@@ -203,7 +198,7 @@ def test_spark_reads_a_folder_of_captures_as_kfmt_dump_does(spark, tmp_path):
     files = sorted(PUBLIC.rglob("*.pcap*"))
     assert sorted(got) == sorted(map(str, files)) and len(files) == 15  # (the folder's README and raw files aside)
     for p in files:
-        assert got[str(p)] == [_as_the_jvm_has_it(r) for r in dump(p)[0]], p
+        assert got[str(p)] == [as_jvm_reads(r) for r in dump(p)[0]], p
     pattern = PUBLIC / "deepflowio+deepflow" / "0*-v*.pcap"
     globbed = spark.read.format("kafka-capture").load(str(pattern))
     matched = sorted(pattern.parent.glob(pattern.name))

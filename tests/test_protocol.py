@@ -776,17 +776,6 @@ def test_a_protocol_proposal_is_one_schema_file_drawn_and_measured(tmp_path, cap
 
 
 # ------------------------------------------------------------------ the jvm backend's decoders
-def _without_kfmts_additions(j):
-    """A to_json() part without what kfmt.protocol adds beside Kafka's JSON (record sets decoded: the JVM's decoders
-    give a record set's hex, which the capture source decodes as kafka-log does)."""
-    if isinstance(j, dict):
-        return {k: _without_kfmts_additions(v) for k, v in j.items() if not k.startswith(("_batches", "_partial",
-                                                                                             "_damage"))}  # fmt: skip
-    if isinstance(j, list):
-        return [_without_kfmts_additions(x) for x in j]
-    return j
-
-
 def test_the_jvm_backend_decodes_every_api_and_version_as_kfmt_protocol_does():
     """The jvm backend's protocol decoders (kfmt.jvm.gen.Protocol, for the capture source): the header and body of
     a sample of every API x version x kind, of every frame of the public captures and of the protocol fuzz's
@@ -829,7 +818,7 @@ def test_the_jvm_backend_decodes_every_api_and_version_as_kfmt_protocol_does():
         expected.append(("header", j["header"]))
         if m.body is not None and header_end is not None:
             parts.append((a.request if kind == "request" else a.response, m.api_version, frame, header_end))
-            expected.append(("body", (len(frame) - len(m.trailing), _without_kfmts_additions(j["body"]))))
+            expected.append(("body", (len(frame) - len(m.trailing), jvm.without_kfmts(j["body"]))))
     got = jvm.protocol_check(parts)
     differ = []
     for (schema, v, frame, _start), (what, want), (end, text) in zip(parts, expected, got):

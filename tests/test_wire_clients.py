@@ -187,12 +187,14 @@ def test_the_spark_capture_source_reads_real_clients_traffic_as_kfmt_dump_does(t
     """The kafka-capture source (decoded in the JVM) on the real clients' capture: the messages `kfmt dump --json`
     reads, and with rows=records each producer's records, compressed with its codec, in its Produce requests and
     back in the Fetch responses, as `kfmt dump --records --json` gives them."""
-    from test_capture_spark import _as_the_jvm_has_it, _dumped_records, _jar, _records_of, dump
+    from test_capture_spark import _dumped_records, _jar, _records_of, dump
+
+    from kfmt.spark.jvm import as_jvm_reads
 
     pcap, _, _ = traffic
     want, said, noted, _ = dump(pcap)
     got = _jar().capture_check([str(pcap)])[str(pcap)]
-    assert [_as_the_jvm_has_it(r) for r in want] == got["rows"] and len(want) >= 100
+    assert [as_jvm_reads(r) for r in want] == got["rows"] and len(want) >= 100
     assert (len(said), len(noted)) == (len(got["problem"]), len(got["note"]))
     df = spark.read.format("kafka-capture").option("rows", "records").option("on_corrupt", "skip").load(str(pcap))
     assert sorted(_records_of(df), key=repr) == _dumped_records([pcap])

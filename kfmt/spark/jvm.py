@@ -319,11 +319,13 @@ def protocol_check(parts: list) -> list:
 _KFMTS = ("_batches", "_partial", "_damage")
 
 
-def _without_kfmts(node):
+def without_kfmts(node):
+    """Kafka's JSON of a message (or a part of it) without what kfmt.protocol adds beside it (a record set's batches,
+    decoded): as the jvm backend's protocol decoders write it."""
     if isinstance(node, dict):
-        return {k: _without_kfmts(v) for k, v in node.items() if k not in _KFMTS}
+        return {k: without_kfmts(v) for k, v in node.items() if k not in _KFMTS}
     if isinstance(node, list):
-        return [_without_kfmts(x) for x in node]
+        return [without_kfmts(x) for x in node]
     return node
 
 
@@ -332,7 +334,7 @@ def as_jvm_reads(row: dict) -> dict:
     kafka-capture source's rows): record sets as their hex, notes without the damaged record sets' lines (problems
     of the capture there), a client id that is not UTF-8 as Kafka's broker reads it (U+FFFD for each byte that is
     not; the header keeps its bytes)."""
-    row = _without_kfmts(row)
+    row = without_kfmts(row)
     notes = [n for n in row.pop("notes", []) if not n.startswith("body.")]
     client_id = (row.get("header") or {}).get("ClientId")
     if isinstance(client_id, dict):

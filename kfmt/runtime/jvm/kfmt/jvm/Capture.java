@@ -119,7 +119,7 @@ final class Capture implements AutoCloseable {
     private void connection(String[] ab, Flow one, Flow other) {
         boolean aOpened, opened = one.syn != null || other.syn != null;
         if (opened) aOpened = one.syn != null;
-        else if (first(one) == 0 || first(other) == 0) aOpened = talksFirst(ab, one, other);
+        else if (one.first() == 0 || other.first() == 0) aOpened = talksFirst(ab, one, other);
         else aOpened = sendsRequests(one, other);
         String a = ab[0] + ":" + ab[1], b = ab[2] + ":" + ab[3];
         int aPort = Integer.parseInt(ab[1]), bPort = Integer.parseInt(ab[3]);
@@ -146,15 +146,10 @@ final class Capture implements AutoCloseable {
         }
     }
 
-    /** The bytes of a direction before its first hole. */
-    private static long first(Flow d) {
-        return d.first();
-    }
-
     private boolean talksFirst(String[] ab, Flow one, Flow other) {
-        Flow talking = first(one) > 0 ? one : other;
+        Flow talking = one.first() > 0 ? one : other;
         boolean whole = false;
-        long end = Wire.frameEnd(talking.bytes, 0, first(talking));
+        long end = Wire.frameEnd(talking.bytes, 0, talking.first());
         if (end >= 0) {
             try {
                 whole = wire.request(talking.bytes.copy(4, (int) (end - 4))).trailing == null;
@@ -163,7 +158,7 @@ final class Capture implements AutoCloseable {
             }
         }
         int aPort = Integer.parseInt(ab[1]), bPort = Integer.parseInt(ab[3]);
-        if (whole || aPort == bPort) return (first(one) > 0) == whole;
+        if (whole || aPort == bPort) return (one.first() > 0) == whole;
         return aPort > bPort;
     }
 
@@ -171,7 +166,7 @@ final class Capture implements AutoCloseable {
         boolean[] atOnce = new boolean[2];
         Flow[] both = {one, other};
         for (int i = 0; i < 2; i++) {
-            long end = Wire.frameEnd(both[i].bytes, 0, first(both[i]));
+            long end = Wire.frameEnd(both[i].bytes, 0, both[i].first());
             atOnce[i] = end >= 0 && Wire.looksLikeRequest(both[i].bytes, 4, end - 4);
         }
         if (atOnce[0] != atOnce[1]) return atOnce[0];
@@ -185,7 +180,7 @@ final class Capture implements AutoCloseable {
     private static int[] answered(Flow client, Flow server) {
         java.util.HashSet<Integer> asked = new java.util.HashSet<>();
         Spooled c = client.bytes, s = server.bytes;
-        long cf = first(client), sf = first(server);
+        long cf = client.first(), sf = server.first();
         for (long p = Wire.firstFrame(c, 0, cf, true), e; (e = Wire.frameEnd(c, p, cf)) >= 0; p = e) {
             if (Wire.looksLikeRequest(c, p + 4, Math.min(e, p + 12) - p - 4)) asked.add(c.i32(p + 8));
         }
@@ -228,7 +223,7 @@ final class Capture implements AutoCloseable {
             boolean kafkaAnswers = talk.frames.getOrDefault("server", 0) > 0 && talk.tails.getOrDefault("server", 0L) == 0;
             if (first == null && port == null && talk.tokens == 0 && !kafkaAnswers) {
                 notes.add(conn.client() + " -> " + conn.broker() + ": not Kafka traffic (no frame reads as a request; "
-                        + (first(conn.toServer()) + first(conn.toClient())) + " byte(s))");
+                        + (conn.toServer().first() + conn.toClient().first()) + " byte(s))");
                 drop(conn);
                 talk = null;
                 continue;

@@ -42,7 +42,8 @@ final class CaptureRows {
         private final Capture cap;
         private final String path, onCorrupt;
         private Capture.Row row;
-        private List<String> said;
+        /** (quarantine) the rows of what the capture said: kind ("problem", "note") and its line, each */
+        private List<String[]> said;
         private int next = -1;
 
         Messages(Capture cap, String path, String onCorrupt) {
@@ -58,8 +59,8 @@ final class CaptureRows {
                 if (row != null) return true;
                 said = new java.util.ArrayList<>();
                 if (CaptureRows.said(cap, path, onCorrupt)) {
-                    for (String p : cap.problems) said.add("problem\t" + p);
-                    for (String n : cap.notes) said.add("note\t" + n);
+                    for (String p : cap.problems) said.add(new String[] {"problem", p});
+                    for (String n : cap.notes) said.add(new String[] {"note", n});
                 }
             }
             return ++next < said.size();
@@ -76,12 +77,12 @@ final class CaptureRows {
             return new GenericInternalRow(v);
         }
 
-        private InternalRow said(String line) {
-            String[] kl = line.split("\t", 2);
-            Object[] v = new Object[KafkaCapture.MESSAGES.size()];
-            v[4] = s(kl[0]);
-            v[14] = new GenericArrayData(new Object[] {s(kl[1])});
-            v[15] = s(path);
+        private InternalRow said(String[] kl) {
+            StructType c = KafkaCapture.MESSAGES;
+            Object[] v = new Object[c.size()];
+            v[c.fieldIndex("kind")] = s(kl[0]);
+            v[c.fieldIndex("notes")] = new GenericArrayData(new Object[] {s(kl[1])});
+            v[c.fieldIndex("capture")] = s(path);
             return new GenericInternalRow(v);
         }
 

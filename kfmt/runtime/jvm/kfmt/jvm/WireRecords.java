@@ -77,7 +77,9 @@ final class WireRecords {
      * byte <n>: <what>"): every set read through, its records not kept. */
     static List<String> damage(SliceReader r, Wire.Msg m, String file) throws IOException {
         List<String> out = new ArrayList<>();
-        for (Set s : of(m)) {
+        for (int i = 0; i < m.sets.size(); i++) { // (where each set is is all it takes: no topic, no JSON read)
+            long[] at = m.sets.get(i);
+            Set s = new Set(m.setPaths.get(i), null, null, (int) at[0], (int) at[1]);
             r.damaged.clear();
             open(r, m, s, file);
             while (r.next() != null) { /* read through: damage is said as the reader meets it */ }
