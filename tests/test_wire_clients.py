@@ -194,7 +194,10 @@ def test_the_spark_capture_source_reads_real_clients_traffic_as_kfmt_dump_does(t
     pcap, _, _ = traffic
     want, said, noted, _ = dump(pcap)
     got = _jar().capture_check([str(pcap)])[str(pcap)]
-    assert [as_jvm_reads(r) for r in want] == got["rows"] and len(want) >= 100
+    assert [as_jvm_reads(r) for r in want] == got["rows"]
+    # (how many Fetch polls a client makes depends on timing: each client's APIs, not a count, say the capture is whole)
+    apis = {(r["client_id"], r["api"]) for r in want if r["kind"] == "request"}
+    assert len({c for c, _ in apis}) >= 3 and {"ApiVersions", "Metadata", "Produce", "Fetch"} <= {a for _, a in apis}
     assert (len(said), len(noted)) == (len(got["problem"]), len(got["note"]))
     df = spark.read.format("kafka-capture").option("rows", "records").option("on_corrupt", "skip").load(str(pcap))
     assert sorted(_records_of(df), key=repr) == _dumped_records([pcap])
