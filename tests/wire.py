@@ -71,7 +71,9 @@ def capture(port: int, path: Path):
 def tcp_streams(pcap: Path, port: int | set[int], opened_only: bool = True) -> list[tuple[bytes, bytes]]:
     """Each TCP connection of the capture (``opened_only``: those it saw opened) as (client to broker bytes, broker to
     client bytes), reassembled by tshark ("follow,tcp,raw": every payload byte once, in sequence order); the broker
-    is the side on ``port`` (or one of them)."""
+    is the side on ``port`` (or one of them). A connection that carried no byte either way (a client that connected
+    and closed without a word, which a test's clients do now and then as they stop) is left out, as
+    kfmt.capture.connections leaves it."""
     ports = {port} if isinstance(port, int) else port
     shown = "tcp.flags.syn == 1 && tcp.flags.ack == 0" if opened_only else "tcp"
     ids = subprocess.run(["tshark", "-r", str(pcap), "-Y", shown, "-T", "fields", "-e", "tcp.stream"],
@@ -92,5 +94,7 @@ def tcp_streams(pcap: Path, port: int | set[int], opened_only: bool = True) -> l
             if re.fullmatch(r"\t?[0-9a-f]+", line):
                 (second if line.startswith("\t") else first).extend(bytes.fromhex(line.strip()))
         node0_is_broker = int(nodes[0][1]) in ports
+        if not first and not second:
+            continue
         result.append((bytes(second), bytes(first)) if node0_is_broker else (bytes(first), bytes(second)))
     return result
