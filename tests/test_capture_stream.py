@@ -127,4 +127,4 @@ def test_packet_marks_written_to_spool_files_read_as_those_kept_in_memory(monkey
             monkeypatch.setattr(assembly, "MARKS", marks)
             main(["dump", "--json", str(CAPTURES / name)])
             outs.append(capsys.readouterr().out)
-        assert outs[0] == outs[1] and '"frame": ' in outs[0], name
+        assert outs[0] == outs[1] and '"frame":' in outs[0], name

@@ -136,6 +136,61 @@ def record_dict(seg, pos, b, r, how: str) -> dict:
     }  # fmt: skip
 
 
+def record_dicts(seg, pos, b, how: str, *, wire: bool = False) -> list[dict]:
+    """Every record of batch ``b`` as :func:`record_dict` shapes it (``wire``: without the keys that name a
+    segment, as a record set on the wire has none). With payloads as text (``how`` "utf8") and the native backend
+    built, the common records are shaped in C (kfmt.runtime.native._shapes; a rare one, such as a control record or
+    a header key that is not UTF-8, is handed back here): the same dicts, held equal by tests/test_native.py."""
+
+    def one(r) -> dict:
+        d = record_dict(seg, pos, b, r, how)
+        return {k: v for k, v in d.items() if k not in SEGMENT_KEYS} if wire else d
+
+    native = _native_shapes() if how == "utf8" else None
+    if native is None:
+        return [one(r) for r in b.records]
+    head = None if wire else {"type": "record", "file": seg.path, "topic": seg.topic, "partition": seg.partition}
+    return native.records(head, pos, b, one)
+
+
+def records_text(pos, b) -> bytes:
+    """The JSON array (UTF-8) of ``record_dicts(..., pos, b, "utf8", wire=True)``: written in C where the native
+    backend is built (a rare record's JSON made here), else from the dicts."""
+    from kfmt.runtime import jsonl
+
+    def one(r) -> dict:
+        return {k: v for k, v in record_dict(_NoSegment, pos, b, r, "utf8").items() if k not in SEGMENT_KEYS}
+
+    native = _native_shapes()
+    if native is None:
+        return jsonl.text([one(r) for r in b.records])
+    return native.records_json(pos, b, lambda r: jsonl.text(one(r)))
+
+
+class _NoSegment:
+    """What a record set on the wire is named by: nothing (its shape leaves these out)."""
+
+    path = topic = partition = None
+
+
+#: what names a segment in a record's shape (a record set on the wire has none)
+SEGMENT_KEYS = ("type", "file", "topic", "partition")
+
+
+@functools.lru_cache(maxsize=1)
+def _native_shapes():
+    """kfmt.runtime.native._shapes where it is built and the native backend is not turned off, else None."""
+    import importlib
+    import os
+
+    if os.environ.get("KFMT_DISABLE_NATIVE"):
+        return None
+    try:
+        return importlib.import_module("kfmt.runtime.native._shapes")
+    except ImportError:
+        return None
+
+
 def _size(b) -> int:
     """A key's or value's size as Kafka prints it: -1 for null."""
     return -1 if b is None else len(b)

@@ -234,12 +234,13 @@ class Message:
                 head.append(codec.encode(self.body, api_version=self.api_version))
         return head + [self.trailing] if self.trailing else head
 
-    def to_json(self, *, records: bool = True) -> dict:
+    def to_json(self, *, records: bool | str = True) -> dict:
         """``{"kind", "api", "api_key", "version", "header", "body"}``: fields as Kafka's JSON converters name and
         value them (bytes as hex, uuids in Kafka's base64, unknown tags under ``_unknownTaggedFields``); a record
         set as its hex with ``_batches`` beside it (and ``_partial``, ``_damage``); ``trailing`` (hex) and
         ``notes`` when there are any. ``records=False``: each batch is read and checked alike, its records counted
-        (``record_count``) instead of listed."""
+        (``record_count``) instead of listed; ``records="text"``: each batch's records as JSON text that
+        ``kfmt.runtime.jsonl`` writes as is (faster, where the dict is only written out)."""
         from kfmt.payloads import kafka_json
         from kfmt.protocol.records import RecordSets
 

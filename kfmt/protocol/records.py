@@ -15,11 +15,13 @@ from kfmt.runtime.errors import CodecError, TruncatedError
 class RecordSets:
     """What :func:`records_json` found, message by message: each damaged record set's one line. ``records``
     False: each batch is still read whole (decompressed, CRCs checked: damage is found alike) but its records are
-    counted (``record_count``), not shaped one by one (what a summary or a line per message needs)."""
+    counted (``record_count``), not shaped one by one (what a summary or a line per message needs); "text": the
+    records of each batch as JSON text (kfmt.runtime.jsonl.fragment), for a writer that puts the message out as
+    JSON (kfmt.runtime.jsonl) and has no use for the records as objects."""
 
     backend: str | None = None
     problems: list[str] = field(default_factory=list)
-    records: bool = True
+    records: bool | str = True
 
     def __call__(self, data, path: str) -> dict:
         return records_json(bytes(data), path, self)
@@ -33,22 +35,13 @@ class _At:
     partition = None
 
 
-_WIRE_ONLY = ("type", "file", "topic", "partition")
-
-
-def _on_the_wire(d: dict) -> dict:
-    """A record's shape without what names a segment (a record set on the wire has none)."""
-    for k in _WIRE_ONLY:
-        del d[k]
-    return d
-
-
 def records_json(data: bytes, path: str, sets: RecordSets) -> dict:
     """``{"_batches": [...]}`` beside a record set's hex: each batch (with its ``records``) as ``kfmt dump --json``
     shapes them, positions from the set's first byte; ``_partial``: the cut last batch; ``_damage``: what did not
     decode, which also goes to ``sets.problems`` with where it is."""
     from kfmt.log.batches import scan
-    from kfmt.log.shapes import batch_dict, record_dict
+    from kfmt.log.shapes import SEGMENT_KEYS, batch_dict, record_dicts, records_text
+    from kfmt.runtime import jsonl
 
     batches: list[dict] = []
     out: dict = {}
@@ -61,10 +54,12 @@ def records_json(data: bytes, path: str, sets: RecordSets) -> dict:
             out.setdefault("_damage", []).append(line)
             sets.problems.append(line)
             continue
-        d = {k: v for k, v in batch_dict(_At, pos, end, b).items() if k not in _WIRE_ONLY}
+        d = {k: v for k, v in batch_dict(_At, pos, end, b).items() if k not in SEGMENT_KEYS}
         if not sets.records:
             d["record_count"] = len(b.records)
+        elif sets.records == "text" and jsonl.orjson is not None:  # JSON text the writer puts in as is
+            d["records"] = jsonl.fragment(records_text(pos, b))
         else:
-            d["records"] = [_on_the_wire(record_dict(_At, pos, b, r, "utf8")) for r in b.records]
+            d["records"] = record_dicts(_At, pos, b, "utf8", wire=True)
         batches.append(d)
     return {"_batches": batches, **out}

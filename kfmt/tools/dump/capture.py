@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 
+from kfmt.runtime import jsonl
 from kfmt.runtime.errors import CodecError
 
 
@@ -130,6 +131,8 @@ def run(args, out, err) -> int:
 
     problems = notes = 0
     args.capture_summary = Summary() if args.summary else None
+    if args.json and not args.template:  # JSON lines alone on out: written as bytes
+        out = jsonl.Lines(out)
     for path in args.paths:
         try:
             cap = read(path)
@@ -146,8 +149,10 @@ def run(args, out, err) -> int:
             problems, notes = problems + p, notes + n
     summary = args.capture_summary
     if summary is not None:
-        print(json.dumps(summary.as_dict() | {"problems": problems, "notes": notes}) if args.json else summary.text(),
-              file=out)  # fmt: skip
+        if args.json:
+            out.put(summary.as_dict() | {"problems": problems, "notes": notes})
+        else:
+            print(summary.text(), file=out)
     if not args.json and not args.template:
         print(f"{problems} problem(s), {notes} note(s)", file=out)
     return 1 if problems else 0
@@ -218,7 +223,10 @@ def _message(m, client: str, broker: str, packet, latency: float | None, args, o
     from its request's first packet to this response's (None for requests). Returns what the message says of itself
     (``("problem" or "note", line)``): a damaged record set inside it hides records, a problem; bytes after it that
     Kafka leaves unread, or KIP-511's fallback, notes."""
-    j = m.to_json(records=bool(args.capture_summary is None and (args.json or args.records or args.template)))
+    records: bool | str = args.capture_summary is None and (args.json or args.records or args.template)
+    if records and args.json and not args.records and not args.template:  # the message written out whole
+        records = "text"
+    j = m.to_json(records=records)
     damaged = m.problems(j)
     which = f"{m.api_name} v{m.api_version} {m.kind} (correlation id {m.correlation_id})"
     said = [("problem" if n in damaged else "note", f"{which}: {n}") for n in j.get("notes", [])]
@@ -231,7 +239,7 @@ def _message(m, client: str, broker: str, packet, latency: float | None, args, o
         head = {"time": when, "frame": number, "client": client, "broker": broker, "kind": j["kind"], "api": j["api"],
                 "api_key": j["api_key"], "version": j["version"], "correlation_id": m.correlation_id}  # fmt: skip
         head |= {"client_id": m.client_id} if m.kind == "request" else {"latency_ms": _ms(latency)}
-        print(json.dumps(head | j, default=str), file=out)
+        out.put(head | j)
     else:
         _line(m, j, number, when, latency, out)
     return said
@@ -281,7 +289,7 @@ def _records(m, j: dict, client: str, broker: str, number, when, args, out) -> N
                 if args.json:
                     head = {"packet_time": when, "frame": number, "client": client, "broker": broker, "kind": m.kind,
                             "api": m.api_name, "version": m.api_version, "topic": topic, "partition": partition}  # fmt: skip
-                    print(json.dumps(head | r, default=str), file=out)
+                    out.put(head | r)
                     continue
                 print(f"{_clock(when)} #{number}  {m.kind:<8} {m.api_name} v{m.api_version}  {topic} {partition} "
                       f"offset {r['offset']} {r['time'] or r['timestamp']}  keySize {r['key_size']} valueSize "
