@@ -239,36 +239,52 @@ def kafka_json(obj, version: int | None = None, hook=None, path: str = ""):
     that version has (as Kafka's JSON converters write them; a message read from bytes, such as a consumer
     group member's subscription, has its own version). ``hook(value, path)``: what a field holding a record set
     (kind ``records``) adds beside its hex (``path``: where it is, Kafka's names from the root ``path``)."""
-    fields = getattr(type(obj), "_kafka_fields", None)
-    if fields is None:
+    cls = type(obj)
+    if getattr(cls, "_kafka_fields", None) is None:
         return obj if not isinstance(obj, (bytes, bytearray, memoryview)) else obj.hex()
-    if "version" in type(obj)._fields and fields[0][0] == "version":
+    if "version" in cls._fields and cls._kafka_fields[0][0] == "version":
         version = obj.version  # a message with its own version first
-    out = {}
-    absent = dict(getattr(type(obj), "_kafka_tagged", ()))
-    for name, kafka, kind, versions in fields:
-        if versions is not None and version is not None and not versions[0] <= version <= versions[1]:
-            continue
+    out: dict = {}
+    for name, kafka, kind, how, default in _plan(cls, version):
         v = getattr(obj, name)
-        if name in absent and _at_default(type(obj).__module__, v, absent[name]):
-            continue  # a tagged field at its default: Kafka's converters leave it out
-        if kind.startswith("enum:"):  # Kafka writes the id (an int8 TransactionState); kfmt reads the name
-            out[kafka] = _enum_table(type(obj).__module__, kind[5:], ids=True).get(v, v)
+        if how == _PLAIN and (type(v) is int or type(v) is bool):  # most fields: a number as it is (not tagged)
+            out[kafka] = v
             continue
-        if kind == "tags":
+        if default is not _NOT_TAGGED and _at_default(cls.__module__, v, default):
+            continue  # a tagged field at its default: Kafka's converters leave it out
+        if how == _ENUM:  # Kafka writes the id (an int8 TransactionState); kfmt reads the name
+            out[kafka] = _enum_table(cls.__module__, kind[5:], ids=True).get(v, v)
+        elif how == _TAGS:
             if v:
                 out[kafka] = [{"tag": t, "data": bytes(d).hex()} for t, d in v]
-            continue
-        if kind.startswith("view:"):  # bytes holding a message: the message, as kafka-dump-log shows it
+        elif how == _VIEW:  # bytes holding a message: the message, as kafka-dump-log shows it
             inner = getattr(obj, kind.split(":")[1])
             out[kafka] = kafka_json(inner) if inner is not None else _value(v, "bytes")
-            continue
-        if kind == "records":  # a record set: its bytes, and what the hook reads in them beside
+        elif how == _RECORDS:  # a record set: its bytes, and what the hook reads in them beside
             out[kafka] = _value(v, "bytes")
             out.update(hook(v, f"{path}.{kafka}") if hook is not None and v is not None else {})
-            continue
-        out[kafka] = _value(v, kind, version, hook, f"{path}.{kafka}")
+        else:
+            out[kafka] = _value(v, kind, version, hook, f"{path}.{kafka}")
     return out
+
+
+_PLAIN, _ENUM, _TAGS, _VIEW, _RECORDS, _OTHER = range(6)
+_NOT_TAGGED = object()
+
+
+@functools.lru_cache(maxsize=None)
+def _plan(cls, version: int | None) -> tuple:
+    """What :func:`kafka_json` does with each field of a class at a version, worked out once: (attribute, Kafka's
+    name, kind, how, the default of a tagged field or _NOT_TAGGED), the fields the version lacks left out."""
+    tagged = dict(getattr(cls, "_kafka_tagged", ()))
+    plan = []
+    for name, kafka, kind, versions in cls._kafka_fields:
+        if versions is not None and version is not None and not versions[0] <= version <= versions[1]:
+            continue
+        how = (_ENUM if kind.startswith("enum:") else _TAGS if kind == "tags" else _VIEW if kind.startswith("view:")
+               else _RECORDS if kind == "records" else _PLAIN if kind == "" and name not in tagged else _OTHER)  # fmt: skip
+        plan.append((name, kafka, kind, how, tagged.get(name, _NOT_TAGGED)))
+    return tuple(plan)
 
 
 def _at_default(model: str, v, default) -> bool:

@@ -11,11 +11,11 @@ The command itself (arguments, targets, exit status); the rooms: :mod:`.targets`
 
 from __future__ import annotations
 
-import json
 import sys
 from collections import Counter
 
 from kfmt.logdir.layout import suffixes_opt
+from kfmt.runtime import jsonl
 from kfmt.runtime.errors import CodecError
 from kfmt.tools.args import non_negative_int, offset_range, positive_int, time_range
 from kfmt.tools.dump.indexes import check_offset_index, check_time_index  # noqa: F401 - kfmt.tools.dump's own names
@@ -133,7 +133,7 @@ def _print_summary(counts: Counter, out, as_json: bool, total: dict) -> None:
     for (kind, key), n in sorted(counts.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
         groups.setdefault(kind, {})[str(key)] = n
     if as_json:
-        out.write(json.dumps(groups | {"total": total}) + "\n")
+        out.write(jsonl.line(groups | {"total": total}))
         return
     labels = {"batches": "batches per log", "records": "records per log", "bytes": "bytes per log",
               "magic": "batches per magic", "codec": "batches per codec", "offset_gaps": "offset gaps per log",

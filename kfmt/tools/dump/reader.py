@@ -3,7 +3,6 @@ repeats counted."""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +14,7 @@ from kfmt.logdir.checks import epoch_problems, epoch_runs_add, offset_checkpoint
 from kfmt.logdir.files import READERS
 from kfmt.logdir.layout import Segment
 from kfmt.payloads import Payload, binding, decode_control, decode_payload
+from kfmt.runtime import jsonl
 from kfmt.runtime.errors import CodecError
 from kfmt.tools.dump.indexes import _ENTRY_NAMES, _add_fact, _facts_of, _new_facts, check_offset_index, check_time_index
 from kfmt.tools.dump.show import (
@@ -75,7 +75,7 @@ class Dump:
         print(f"kfmt dump: {self.name(path)}{where}: {message}", file=self.err)
         if self.args.json and not self.args.summary:
             obj = {"type": "problem", "kind": kind, "file": self.name(path), "position": position, "message": message}
-            self.out.write(json.dumps(obj | extra) + "\n")
+            self.out.write(jsonl.line(obj | extra))
 
     def repeated(self) -> None:
         """Say how many problems past MAX_REPEATS per file and kind were counted but not printed."""
@@ -90,7 +90,7 @@ class Dump:
                         "file": self.name(path),
                         "count": n - MAX_REPEATS,
                     }
-                    self.out.write(json.dumps(obj) + "\n")
+                    self.out.write(jsonl.line(obj))
 
     def note(self, path, message: str) -> None:
         print(f"kfmt dump: {self.name(path)}: note: {message}", file=self.err)
@@ -268,8 +268,7 @@ class Dump:
     def _batch(self, seg, pos, end, b, log: Log) -> None:
         a, out = self.args, self.out
         if a.json:
-            out.write(json.dumps(batch_dict(seg, pos, end, b, not a.no_verify_crc) | {"file": self.name(seg.path)}))
-            out.write("\n")
+            out.write(jsonl.line(batch_dict(seg, pos, end, b, not a.no_verify_crc) | {"file": self.name(seg.path)}))
             return
         self._header(seg, log)
         flags = ",".join(x for x, on in (("txn", b.is_transactional), ("control", b.is_control)) if on)
@@ -321,7 +320,7 @@ class Dump:
             if p is not None:
                 obj |= {"key_decoded": p.key.to_json() if p.key else None,
                         "value_decoded": p.value.to_json() if p.value else None}  # fmt: skip
-            out.write(json.dumps(obj) + "\n")
+            out.write(jsonl.line(obj))
         else:
             self._header(seg, log)
             ctl = control_text(r)
@@ -382,7 +381,7 @@ class Dump:
         if self.args.json:
             for entry in entries:
                 obj = entry if isinstance(entry, dict) else dict(zip(_ENTRY_NAMES[kind], entry))
-                self.out.write(json.dumps({"type": kind, "file": str(path)} | obj) + "\n")
+                self.out.write(jsonl.line({"type": kind, "file": str(path)} | obj))
             return
         self.out.write(f"# {path} ({kind.replace('_', ' ')}, {len(entries)} entries)\n")
         for entry in entries:
