@@ -293,6 +293,24 @@ def test_damage_fails_the_read_or_is_quarantined(spark, tmp_path):
     assert "body.TopicData[0].PartitionData[0].Records: kafka-log: corrupt batch" in line and "crc" in line, line
 
 
+def test_options_kafka_capture_does_not_take_are_one_line(spark):
+    """An option kafka-capture does not know, or a value that is not one of its option's, is refused in one line
+    naming the option (and, for an unknown one, the options it takes), before any task runs."""
+    _jar()
+    capture = str(PUBLIC / "ntop+nDPI" / "kafka.pcapng")
+    cases = {("rowz", "records"): "kafka-capture: unknown option rowz (its options: path, paths, rows, port, "
+                                  "on_corrupt, read_timeout)",
+             ("read_timeout", "0"): "kafka-capture: option read_timeout is seconds (more than 0), not 0",
+             ("read_timeout", "soon"): "kafka-capture: option read_timeout is a number, not soon",
+             ("port", "90000"): "kafka-capture: option port is a TCP port (0-65535), not 90000",
+             ("rows", "all"): "kafka-capture: option rows is messages or records, not all"}  # fmt: skip
+    for (key, value), want in cases.items():
+        with pytest.raises(Exception) as e:
+            spark.read.format("kafka-capture").option(key, value).load(capture).count()
+        assert str(e.value) == want, (key, str(e.value)[:500])
+    assert spark.read.format("kafka-capture").option("read_timeout", "0.5").option("port", "9092").load(capture).count()
+
+
 def test_a_capture_larger_than_a_task_is_split_by_connection(spark, tmp_path):
     """A capture file larger than spark.sql.files.maxPartitionBytes is read by several tasks, each putting together
     and decoding its share of the connections (whole: a TCP stream runs through the file): the same messages,

@@ -503,6 +503,12 @@ try:
     spark.read.format("kafka-capture").load("kfmtstore://logs/captures/ntop+nDPI/kafka.pcapng").count()
 except Exception as e:
     print(json.dumps({"fault": "capture-ioerror", "uri": "kfmtstore://logs/captures", "error": str(e)}))
+spark.sparkContext._jsc.hadoopConfiguration().set("kfmt.test.fault", "hang")
+try:  # a store that never answers: the read fails once option read_timeout has passed
+    spark.read.format("kafka-capture").option("read_timeout", "1").load(
+        "kfmtstore://logs/captures/ntop+nDPI/kafka.pcapng").count()
+except Exception as e:
+    print(json.dumps({"fault": "capture-hang", "uri": "kfmtstore://logs/captures", "error": str(e)}))
 spark.sparkContext._jsc.hadoopConfiguration().set("kfmt.test.fault", "none")
 spark.sparkContext._jvm.kfmt.jvm.Planner.use(None)  # as from Scala: a planner process, the stores through Py4J
 spark.sparkContext._jsc.hadoopConfiguration().set("kfmt.test.fault", "none")
@@ -598,6 +604,9 @@ def test_a_store_read_through_hadoops_filesystem(test_store):
     failed = got["capture-ioerror", "kfmtstore://logs/captures"]["error"]
     assert failed.startswith("kafka-capture: kfmtstore://logs/captures/ntop+nDPI/kafka.pcapng: could not be read: ")
     assert "injected: connection reset" in failed and "\n" not in failed, failed
+    hung = got["capture-hang", "kfmtstore://logs/captures"]["error"]
+    assert hung.startswith("kafka-capture: kfmtstore://logs/captures/ntop+nDPI/kafka.pcapng: could not be read: ")
+    assert "the store gave no answer in 1.0 s (option read_timeout)" in hung and "\n" not in hung, hung
     s3a = answer({"options": dict(test_store.options, path="s3a://logs/kafka"), "jvm_schemes": ["s3"]})
     assert s3a == {
         "python": "no Hadoop FileSystem for s3a:// in this JVM (the store's connector is not on its classpath)"

@@ -94,9 +94,17 @@ public final class KafkaCapture implements TableProvider, DataSourceRegister {
         }
     }
 
-    /** The read's options, as they reach the executors. */
-    record Options(List<String> paths, boolean records, Integer port, String onCorrupt) implements Serializable {
+    /** The options kafka-capture takes (anything else is refused, naming these) */
+    static final List<String> KNOWN = List.of("path", "paths", "rows", "port", "on_corrupt", "read_timeout");
+
+    /** The read's options, as they reach the executors ({@code readTimeoutMs}: how long one read from a store by URI
+     * may wait, option read_timeout in seconds, as kafka-log's). */
+    record Options(List<String> paths, boolean records, Integer port, String onCorrupt, long readTimeoutMs)
+            implements Serializable {
         static Options of(CaseInsensitiveStringMap o) {
+            for (String k : o.keySet())
+                if (!KNOWN.contains(k.toLowerCase(java.util.Locale.ROOT)))
+                    throw new IllegalArgumentException(NAME + ": unknown option " + k + " (its options: " + String.join(", ", KNOWN) + ")");
             List<String> paths = new ArrayList<>();
             if (o.containsKey("path")) paths.add(o.get("path"));
             if (o.containsKey("paths")) {
@@ -110,8 +118,23 @@ public final class KafkaCapture implements TableProvider, DataSourceRegister {
             String onCorrupt = o.getOrDefault("on_corrupt", "fail").trim().toLowerCase(java.util.Locale.ROOT);
             if (!List.of("fail", "skip", "quarantine").contains(onCorrupt))
                 throw new IllegalArgumentException(NAME + ": option on_corrupt is fail, skip or quarantine, not " + onCorrupt);
-            String port = o.get("port");
-            return new Options(paths, KafkaCapture.records(o), port == null ? null : Integer.valueOf(port.trim()), onCorrupt);
+            Double port = number(o, "port", null), timeout = number(o, "read_timeout", 120.0);
+            if (port != null && (port != Math.rint(port) || port < 0 || port > 65535))
+                throw new IllegalArgumentException(NAME + ": option port is a TCP port (0-65535), not " + o.get("port"));
+            if (!(timeout > 0))
+                throw new IllegalArgumentException(NAME + ": option read_timeout is seconds (more than 0), not " + o.get("read_timeout"));
+            return new Options(paths, KafkaCapture.records(o), port == null ? null : port.intValue(), onCorrupt,
+                    (long) Math.ceil(timeout * 1000));
+        }
+
+        private static Double number(CaseInsensitiveStringMap o, String key, Double otherwise) {
+            String v = o.get(key);
+            if (v == null) return otherwise;
+            try {
+                return Double.valueOf(v.trim());
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException(NAME + ": option " + key + " is a number, not " + v);
+            }
         }
     }
 
@@ -164,7 +187,7 @@ public final class KafkaCapture implements TableProvider, DataSourceRegister {
             org.apache.hadoop.conf.Configuration c = conf == null ? null : conf.value().value();
             String path = f.path();
             Capture cap = new Capture(options.port(), checkRecords, f.part(), f.parts());
-            try (Source src = Source.open(path, c, 120_000);
+            try (Source src = Source.open(path, c, options.readTimeoutMs());
                  java.io.InputStream in = new java.io.BufferedInputStream(src.stream(), 1 << 16)) {
                 cap.read(in, path);
             } catch (IOException e) { // (a file that is not a capture says so, naming it; a failed read is named here)
