@@ -125,19 +125,11 @@ def read(path: str | Path) -> Capture:
     from kfmt.capture.assembly import Assembly, Spool
 
     problems: list[str] = []
-    flows: dict[tuple, Assembly] = {}
     spool = Spool()
     try:
-        for src, dst, seq, flags, payload, packet in _segments(Path(path), problems):
-            flow = flows.get((src, dst))
-            if flow is None:
-                flow = flows[(src, dst)] = Assembly(spool)
-            if flags & 0x02 and not flags & 0x10:  # SYN without ACK: this side opened the connection
-                flow.syn = seq
-            elif flags & 0x02:  # SYN-ACK: its sequence number starts the other direction
-                flow.synack = seq
-            if payload:
-                flow.add(seq, payload, packet)
+        flows = _native_flows(Path(path), spool, problems)
+        if flows is None:
+            flows = _flows(Path(path), spool, problems)
         out, seen = [], set()
         for (a, b), flow in flows.items():
             if (a, b) in seen or (b, a) in seen:
@@ -150,6 +142,57 @@ def read(path: str | Path) -> Capture:
     finally:
         spool.close()
     return Capture(out, problems)
+
+
+def _flows(path: Path, spool, problems: list[str]) -> dict:
+    """Each direction of each TCP connection of the capture put together (kfmt.capture.assembly.Assembly), by its
+    two ends, in the order first seen."""
+    from kfmt.capture.assembly import Assembly
+
+    flows: dict[tuple, Assembly] = {}
+    for src, dst, seq, flags, payload, packet in _segments(path, problems):
+        flow = flows.get((src, dst))
+        if flow is None:
+            flow = flows[(src, dst)] = Assembly(spool)
+        if flags & 0x02 and not flags & 0x10:  # SYN without ACK: this side opened the connection
+            flow.syn = seq
+        elif flags & 0x02:  # SYN-ACK: its sequence number starts the other direction
+            flow.synack = seq
+        if payload:
+            flow.add(seq, payload, packet)
+    return flows
+
+
+def _native_flows(path: Path, spool, problems: list[str]) -> dict | None:
+    """What :func:`_flows` gives, put together in C (kfmt.runtime.native._capture, which follows it and hands it
+    every frame but an Ethernet frame of a TCP segment over IPv4) for a pcap file where the native backend is
+    built; None: read by :func:`_flows` (a pcapng file, or no native backend)."""
+    native = _native_capture()
+    if native is None:
+        return None
+    from kfmt.capture.assembly import Finished
+
+    got = native.read(str(path), spool.dir.name, tcp_segment)
+    if got is None:
+        return None
+    flows, cut = got
+    if cut is not None:
+        unread, done = cut
+        problems.append(f"{path}: the capture ends inside a packet record: {unread} byte(s) after byte {done} unread")
+    return {(src, dst): Finished(spool, *rest) for src, dst, *rest in flows}
+
+
+def _native_capture():
+    """kfmt.runtime.native._capture where it is built and the native backend is not turned off, else None."""
+    import importlib
+    import os
+
+    if os.environ.get("KFMT_DISABLE_NATIVE") or os.environ.get("KFMT_CAPTURE_PYTHON"):
+        return None
+    try:
+        return importlib.import_module("kfmt.runtime.native._capture")
+    except ImportError:
+        return None
 
 
 def exchanges_of(conn: Connection, conv, *, backend: str | None = None):

@@ -195,6 +195,28 @@ class Assembly:
         return m, [(at, fo, stop - fo) for (at, fo), stop in zip(self.runs, bounds)], marks
 
 
+class Finished:
+    """A direction put together by kfmt.runtime.native._capture (which follows :class:`Assembly`): its spool files
+    and what :meth:`Assembly.finish` gives of them."""
+
+    def __init__(self, spool: Spool, syn, synack, file, written: int, runs, repeated: int, mark_files, nmarks: int):
+        self.spool, self.syn, self.synack, self.file, self.written = spool, syn, synack, file, written
+        self.runs, self.repeated, self.mark_files, self.nmarks = runs, repeated, mark_files, nmarks
+
+    @property
+    def empty(self) -> bool:
+        return not self.written
+
+    def finish(self) -> tuple[mmap.mmap | None, list[tuple[int, int, int]], list]:
+        m = self.spool.mapped(self.file, self.written) if self.written else None
+        bounds = [fo for _, fo in self.runs[1:]] + [self.written]
+        marks: list = [(None, array(t)) for t in "qqd"]
+        if self.mark_files:
+            maps = [self.spool.mapped(p, self.nmarks * 8) for p in self.mark_files]
+            marks = [(x, memoryview(x).cast(t)) for x, t in zip(maps, "qqd")]  # type: ignore[call-overload]
+        return m, [(at, fo, stop - fo) for (at, fo), stop in zip(self.runs, bounds)], marks
+
+
 def release(m: mmap.mmap, upto: int) -> None:
     """The pages of mapping ``m`` before file offset ``upto`` given back (read already: the kernel reads them from
     the file again if they are asked for), so that reading a large capture does not hold it in memory."""

@@ -245,7 +245,7 @@ def kafka_json(obj, version: int | None = None, hook=None, path: str = ""):
     if "version" in cls._fields and cls._kafka_fields[0][0] == "version":
         version = obj.version  # a message with its own version first
     out: dict = {}
-    for name, kafka, kind, how, default in _plan(cls, version):
+    for name, kafka, kind, how, default in _plan(cls, version):  # type: ignore[arg-type]
         v = getattr(obj, name)
         if how == _PLAIN and (type(v) is int or type(v) is bool):  # most fields: a number as it is (not tagged)
             out[kafka] = v

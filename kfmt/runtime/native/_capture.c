@@ -1,0 +1,529 @@
+/* kfmt.runtime.native._capture: a pcap file's TCP segments put back together in C, as kfmt.capture.read and
+ * kfmt.capture.assembly.Assembly put them together (the definition: this follows it, and tests/test_capture_native.py
+ * holds the two equal on every capture the tests have, damaged ones included).
+ *
+ * read(path, spool_dir, tcp_segment) walks a pcap file's records (pcapng: None, the definition reads those), reads
+ * an unfragmented TCP segment over IPv4 in an Ethernet frame itself (kfmt.capture._ethernet_ipv4_tcp's rule) and
+ * hands every other frame to tcp_segment(link, frame) (dpkt's reading), and puts each direction's payloads together
+ * in sequence order into spool files in spool_dir: the bytes once each, a retransmission counted, a segment ahead
+ * of the next byte held until the bytes before it come or more than PENDING bytes wait (a hole: a new run begins),
+ * the stream's first byte after the SYN's (or SYN-ACK's) sequence number, else the lowest of the first LOOKAHEAD
+ * segments; and where each packet's new bytes begin (stream byte, packet number, time) into three more files.
+ * Returns (flows, cut): flows in the order first seen, each (src, dst, syn, synack, data file, bytes written, runs
+ * [(stream byte, file offset)], repeated, (mark files) or None, marks); cut: (bytes unread, where the last whole
+ * record ends) or None. Memory: what waits out of order, and at most BUFFERED bytes of writes, at once. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SEQ_MOD 4294967296ULL
+#define PENDING (32ULL << 20) /* kfmt.capture.assembly.PENDING */
+#define LOOKAHEAD 64          /* kfmt.capture.assembly.LOOKAHEAD */
+#define BUFFERED (16u << 20)  /* bytes of writes held for all directions together before they go to their files */
+#define FLUSH_AT (64u << 10)  /* a direction's writes held before they go to its file */
+
+typedef struct {
+    uint64_t off; /* stream byte (or, before the start is known, the sequence number) */
+    int64_t number;
+    double time;
+    uint8_t *data;
+    size_t n;
+} seg_t;
+
+typedef struct {
+    uint8_t *p;
+    size_t n, cap;
+    unsigned id; /* its file: n<id> in the spool folder (0: none yet) */
+} out_t;
+
+typedef struct flow {
+    char *key;
+    size_t keylen;
+    uint64_t hash;
+    PyObject *src, *dst;
+    int has_syn, has_synack, has_start;
+    uint32_t syn, synack, start;
+    seg_t *early;
+    size_t nearly, capearly;
+    uint64_t nxt, waiting_bytes, written, repeated, nmarks;
+    seg_t *heap;
+    size_t nheap, capheap;
+    uint64_t *runs; /* pairs (stream byte, file offset) */
+    size_t nruns, capruns;
+    out_t data, marks[3];
+} flow_t;
+
+typedef struct {
+    flow_t **flows;
+    size_t nflows, capflows;
+    flow_t **table;
+    size_t tcap;
+    size_t buffered;
+    const char *dir;
+    unsigned files;
+} cap_t;
+
+static int grow(void **p, size_t *cap, size_t need, size_t size) {
+    if (need <= *cap) return 0;
+    size_t c = *cap ? *cap : 16;
+    while (c < need) c *= 2;
+    void *q = PyMem_Realloc(*p, c * size);
+    if (q == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *p = q, *cap = c;
+    return 0;
+}
+
+/* ---- writes to the spool files */
+
+static void out_path(const out_t *o, const cap_t *c, char *path, size_t size) {
+    snprintf(path, size, "%s/n%u", c->dir, o->id);
+}
+
+static int out_flush(out_t *o, cap_t *c) {
+    if (o->n == 0) return 0;
+    char path[4096];
+    out_path(o, c, path, sizeof path);
+    FILE *f = fopen(path, "ab");
+    int bad = f == NULL || fwrite(o->p, 1, o->n, f) != o->n;
+    if (f != NULL && fclose(f) != 0) bad = 1;
+    if (bad) {
+        PyErr_Format(PyExc_OSError, "%s: could not write: %s", path, strerror(errno));
+        return -1;
+    }
+    c->buffered -= o->n;
+    o->n = 0;
+    return 0;
+}
+
+static int flush_all(cap_t *c) {
+    for (size_t i = 0; i < c->nflows; i++) {
+        flow_t *f = c->flows[i];
+        if (out_flush(&f->data, c)) return -1;
+        for (int k = 0; k < 3; k++)
+            if (out_flush(&f->marks[k], c)) return -1;
+    }
+    return 0;
+}
+
+static int out_put(out_t *o, cap_t *c, const void *p, size_t n) {
+    if (o->id == 0) o->id = ++c->files;
+    if (grow((void **)&o->p, &o->cap, o->n + n, 1)) return -1;
+    memcpy(o->p + o->n, p, n);
+    o->n += n;
+    c->buffered += n;
+    if (o->n >= FLUSH_AT && out_flush(o, c)) return -1;
+    return c->buffered > BUFFERED ? flush_all(c) : 0;
+}
+
+/* ---- one direction put together (kfmt.capture.assembly.Assembly) */
+
+static int take(flow_t *f, cap_t *c, uint64_t off, const uint8_t *p, size_t n, int64_t number, double time);
+
+static int mark(flow_t *f, cap_t *c, uint64_t at, int64_t number, double time) {
+    int64_t a = (int64_t)at;
+    f->nmarks++;
+    return out_put(&f->marks[0], c, &a, 8) || out_put(&f->marks[1], c, &number, 8) ||
+           out_put(&f->marks[2], c, &time, 8);
+}
+
+static int append(flow_t *f, cap_t *c, uint64_t off, const uint8_t *p, size_t n, int64_t number, double time) {
+    uint64_t end = off + n;
+    if (end <= f->nxt) { /* every byte of it seen: a retransmission */
+        f->repeated++;
+        return 0;
+    }
+    if (mark(f, c, f->nxt, number, time) || out_put(&f->data, c, p + (f->nxt - off), (size_t)(end - f->nxt))) return -1;
+    f->written += end - f->nxt;
+    f->nxt = end;
+    return 0;
+}
+
+static int before(const seg_t *a, const seg_t *b) { return a->off < b->off || (a->off == b->off && a->number < b->number); }
+
+static int heap_push(flow_t *f, seg_t s) {
+    if (grow((void **)&f->heap, &f->capheap, f->nheap + 1, sizeof(seg_t))) return -1;
+    size_t i = f->nheap++;
+    while (i > 0 && before(&s, &f->heap[(i - 1) / 2])) {
+        f->heap[i] = f->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    f->heap[i] = s;
+    return 0;
+}
+
+static seg_t heap_pop(flow_t *f) {
+    seg_t top = f->heap[0], last = f->heap[--f->nheap];
+    size_t i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        const seg_t *at = &last;
+        if (l < f->nheap && before(&f->heap[l], at)) m = l, at = &f->heap[l];
+        if (r < f->nheap && before(&f->heap[r], at)) m = r;
+        if (m == i) break;
+        f->heap[i] = f->heap[m];
+        i = m;
+    }
+    if (f->nheap) f->heap[i] = last;
+    return top;
+}
+
+static int drain(flow_t *f, cap_t *c) {
+    while (f->nheap && f->heap[0].off <= f->nxt) {
+        seg_t s = heap_pop(f);
+        f->waiting_bytes -= s.n;
+        int bad = append(f, c, s.off, s.data, s.n, s.number, s.time);
+        PyMem_Free(s.data);
+        if (bad) return -1;
+    }
+    return 0;
+}
+
+static int add_run(flow_t *f, uint64_t at) {
+    if (grow((void **)&f->runs, &f->capruns, 2 * (f->nruns + 1), sizeof(uint64_t))) return -1;
+    f->runs[2 * f->nruns] = at, f->runs[2 * f->nruns + 1] = f->written;
+    f->nruns++;
+    return 0;
+}
+
+/* The bytes before the first segment waiting are missing: a new run begins with it */
+static int hole(flow_t *f, cap_t *c) {
+    seg_t s = heap_pop(f);
+    f->waiting_bytes -= s.n;
+    int bad = add_run(f, s.off);
+    if (!bad) {
+        f->nxt = s.off;
+        bad = append(f, c, s.off, s.data, s.n, s.number, s.time);
+    }
+    PyMem_Free(s.data);
+    return bad ? -1 : drain(f, c);
+}
+
+static int take(flow_t *f, cap_t *c, uint64_t off, const uint8_t *p, size_t n, int64_t number, double time) {
+    if (off > f->nxt) { /* ahead of the bytes before it: it waits for them */
+        seg_t s = {off, number, time, PyMem_Malloc(n), n};
+        if (s.data == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        memcpy(s.data, p, n);
+        if (heap_push(f, s)) {
+            PyMem_Free(s.data);
+            return -1;
+        }
+        f->waiting_bytes += n;
+        return f->waiting_bytes > PENDING ? hole(f, c) : 0;
+    }
+    return append(f, c, off, p, n, number, time) || drain(f, c);
+}
+
+/* The first byte fixed: after the SYN's (or the SYN-ACK's) sequence number, or the lowest seen */
+static int begin(flow_t *f, cap_t *c) {
+    if (f->has_syn) f->start = (uint32_t)((f->syn + 1ULL) % SEQ_MOD);
+    else if (f->has_synack) f->start = (uint32_t)((f->synack + 1ULL) % SEQ_MOD);
+    else {
+        f->start = (uint32_t)f->early[0].off;
+        for (size_t i = 1; i < f->nearly; i++)
+            if (f->early[i].off < f->start) f->start = (uint32_t)f->early[i].off;
+    }
+    f->has_start = 1;
+    int bad = 0;
+    for (size_t i = 0; i < f->nearly; i++) {
+        seg_t *s = &f->early[i];
+        if (!bad) bad = take(f, c, (s->off + SEQ_MOD - f->start) % SEQ_MOD, s->data, s->n, s->number, s->time);
+        PyMem_Free(s->data);
+    }
+    f->nearly = 0;
+    return bad ? -1 : 0;
+}
+
+static int add(flow_t *f, cap_t *c, uint32_t seq, const uint8_t *p, size_t n, int64_t number, double time) {
+    if (!f->has_start) {
+        seg_t s = {seq, number, time, PyMem_Malloc(n), n};
+        if (s.data == NULL || grow((void **)&f->early, &f->capearly, f->nearly + 1, sizeof(seg_t))) {
+            PyMem_Free(s.data);
+            if (!PyErr_Occurred()) PyErr_NoMemory();
+            return -1;
+        }
+        memcpy(s.data, p, n);
+        f->early[f->nearly++] = s;
+        if (!f->has_syn && !f->has_synack && f->nearly < LOOKAHEAD) return 0;
+        return begin(f, c);
+    }
+    return take(f, c, ((uint64_t)seq + SEQ_MOD - f->start) % SEQ_MOD, p, n, number, time);
+}
+
+static int finish(flow_t *f, cap_t *c) {
+    if (!f->has_start && f->nearly && begin(f, c)) return -1;
+    while (f->nheap)
+        if (hole(f, c)) return -1;
+    return 0;
+}
+
+/* ---- the flows, by their two ends */
+
+static uint64_t fnv(const char *s, size_t n) {
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 1099511628211ULL;
+    return h;
+}
+
+static int rehash(cap_t *c) {
+    size_t cap = c->tcap ? c->tcap * 2 : 64;
+    flow_t **t = PyMem_Calloc(cap, sizeof(flow_t *));
+    if (t == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (size_t i = 0; i < c->nflows; i++) {
+        size_t j = c->flows[i]->hash & (cap - 1);
+        while (t[j]) j = (j + 1) & (cap - 1);
+        t[j] = c->flows[i];
+    }
+    PyMem_Free(c->table);
+    c->table = t, c->tcap = cap;
+    return 0;
+}
+
+/* The flow from (src address text, port) to (dst ...), made when first seen */
+static flow_t *flow_of(cap_t *c, const char *sa, int sp, const char *da, int dp) {
+    char key[160];
+    int n = snprintf(key, sizeof key, "%s|%d|%s|%d", sa, sp, da, dp);
+    if (n < 0 || (size_t)n >= sizeof key) {
+        PyErr_SetString(PyExc_ValueError, "an address too long");
+        return NULL;
+    }
+    uint64_t h = fnv(key, (size_t)n);
+    if (c->tcap == 0 && rehash(c)) return NULL;
+    size_t j = h & (c->tcap - 1);
+    for (; c->table[j]; j = (j + 1) & (c->tcap - 1)) {
+        flow_t *f = c->table[j];
+        if (f->hash == h && f->keylen == (size_t)n && memcmp(f->key, key, (size_t)n) == 0) return f;
+    }
+    flow_t *f = PyMem_Calloc(1, sizeof(flow_t));
+    if (f == NULL || (f->key = PyMem_Malloc((size_t)n)) == NULL ||
+        grow((void **)&c->flows, &c->capflows, c->nflows + 1, sizeof(flow_t *))) {
+        if (f) PyMem_Free(f->key);
+        PyMem_Free(f);
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        return NULL;
+    }
+    memcpy(f->key, key, (size_t)n);
+    f->keylen = (size_t)n, f->hash = h;
+    f->src = Py_BuildValue("(si)", sa, sp);
+    f->dst = Py_BuildValue("(si)", da, dp);
+    if (add_run(f, 0)) return NULL; /* (the first run, from stream byte 0) */
+    c->flows[c->nflows++] = f;
+    if (f->src == NULL || f->dst == NULL) return NULL;
+    if (2 * c->nflows > c->tcap) return rehash(c) ? NULL : f;
+    c->table[j] = f;
+    return f;
+}
+
+static void flow_free(flow_t *f) {
+    for (size_t i = 0; i < f->nearly; i++) PyMem_Free(f->early[i].data);
+    for (size_t i = 0; i < f->nheap; i++) PyMem_Free(f->heap[i].data);
+    PyMem_Free(f->early), PyMem_Free(f->heap), PyMem_Free(f->runs), PyMem_Free(f->key);
+    PyMem_Free(f->data.p);
+    for (int k = 0; k < 3; k++) PyMem_Free(f->marks[k].p);
+    Py_XDECREF(f->src);
+    Py_XDECREF(f->dst);
+    PyMem_Free(f);
+}
+
+/* ---- one segment (kfmt.capture.read's loop) */
+
+static int segment(cap_t *c, const char *sa, int sp, const char *da, int dp, uint32_t seq, int flags, const uint8_t *p,
+                   size_t n, int64_t number, double time) {
+    flow_t *f = flow_of(c, sa, sp, da, dp);
+    if (f == NULL) return -1;
+    if ((flags & 0x02) && !(flags & 0x10)) f->has_syn = 1, f->syn = seq; /* SYN without ACK: this side opened it */
+    else if (flags & 0x02) f->has_synack = 1, f->synack = seq;            /* SYN-ACK: it starts the other direction */
+    return n ? add(f, c, seq, p, n, number, time) : 0;
+}
+
+static uint16_t be16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
+
+/* kfmt.capture._ethernet_ipv4_tcp: 1 read (and put together), 0 not that kind of frame */
+static int ethernet_ipv4_tcp(cap_t *c, const uint8_t *fr, size_t len, int64_t number, double time, int *bad) {
+    if (len < 54 || fr[12] != 8 || fr[13] != 0) return 0;
+    unsigned vihl = fr[14], total = be16(fr + 16), frag = be16(fr + 20), proto = fr[23], ihl = (vihl & 15) * 4;
+    if (vihl >> 4 != 4 || proto != 6 || (frag & 0x3FFF) || ihl < 20 || len < 14 + (size_t)total) return 0;
+    size_t at = 14 + ihl;
+    if (len < at + 20) return 0;
+    unsigned doff = (fr[at + 12] >> 4) * 4;
+    if (doff < 20 || ihl + doff > total) return 0;
+    char sa[INET_ADDRSTRLEN], da[INET_ADDRSTRLEN];
+    inet_ntop(AF_INET, fr + 26, sa, sizeof sa);
+    inet_ntop(AF_INET, fr + 30, da, sizeof da);
+    size_t from = at + doff, to = 14 + (size_t)total;
+    *bad = segment(c, sa, be16(fr + at), da, be16(fr + at + 2), be32(fr + at + 4), fr[at + 13], fr + from,
+                   to > from ? to - from : 0, number, time);
+    return 1;
+}
+
+/* Any other frame, read by the definition (kfmt.capture.tcp_segment, with dpkt) */
+static int other_frame(cap_t *c, PyObject *reader, int link, const uint8_t *fr, size_t len, int64_t number, double time) {
+    PyObject *got = PyObject_CallFunction(reader, "iy#", link, (const char *)fr, (Py_ssize_t)len);
+    if (got == NULL) return -1;
+    int bad = 0;
+    if (got != Py_None) {
+        const char *sa, *da;
+        int sp, dp, flags;
+        unsigned long seq;
+        Py_buffer payload;
+        if (!PyArg_ParseTuple(got, "(si)(si)kiy*", &sa, &sp, &da, &dp, &seq, &flags, &payload)) bad = 1;
+        else {
+            bad = segment(c, sa, sp, da, dp, (uint32_t)seq, flags, payload.buf, (size_t)payload.len, number, time);
+            PyBuffer_Release(&payload);
+        }
+    }
+    Py_DECREF(got);
+    return bad ? -1 : 0;
+}
+
+/* ---- the pcap file */
+
+static PyObject *result(cap_t *c, long long unread, long long done) {
+    PyObject *flows = PyList_New(0);
+    if (flows == NULL) return NULL;
+    for (size_t i = 0; i < c->nflows; i++) {
+        flow_t *f = c->flows[i];
+        PyObject *runs = PyList_New((Py_ssize_t)f->nruns), *marks;
+        if (runs == NULL) goto fail;
+        for (size_t k = 0; k < f->nruns; k++)
+            PyList_SET_ITEM(runs, (Py_ssize_t)k, Py_BuildValue("(KK)", f->runs[2 * k], f->runs[2 * k + 1]));
+        char p0[4096], p1[4096], p2[4096], pd[4096];
+        out_path(&f->marks[0], c, p0, sizeof p0), out_path(&f->marks[1], c, p1, sizeof p1);
+        out_path(&f->marks[2], c, p2, sizeof p2), out_path(&f->data, c, pd, sizeof pd);
+        if (f->nmarks) marks = Py_BuildValue("(sss)", p0, p1, p2);
+        else marks = Py_NewRef(Py_None);
+        PyObject *syn = f->has_syn ? PyLong_FromUnsignedLong(f->syn) : Py_NewRef(Py_None);
+        PyObject *synack = f->has_synack ? PyLong_FromUnsignedLong(f->synack) : Py_NewRef(Py_None);
+        PyObject *file = f->written ? PyUnicode_FromString(pd) : Py_NewRef(Py_None);
+        PyObject *one = Py_BuildValue("(OONNNKNKNK)", f->src, f->dst, syn, synack, file, f->written, runs, f->repeated,
+                                      marks, f->nmarks);
+        if (one == NULL || PyList_Append(flows, one) < 0) {
+            Py_XDECREF(one);
+            goto fail;
+        }
+        Py_DECREF(one);
+    }
+    if (unread > 0) return Py_BuildValue("(N(LL))", flows, unread, done);
+    return Py_BuildValue("(NO)", flows, Py_None);
+fail:
+    Py_DECREF(flows);
+    return NULL;
+}
+
+typedef struct {
+    int swap, nano;
+} pcap_kind;
+
+static int pcap_magic(const uint8_t *m, pcap_kind *k) {
+    static const uint8_t le_us[4] = {0xd4, 0xc3, 0xb2, 0xa1}, le_ns[4] = {0x4d, 0x3c, 0xb2, 0xa1},
+                         be_us[4] = {0xa1, 0xb2, 0xc3, 0xd4}, be_ns[4] = {0xa1, 0xb2, 0x3c, 0x4d};
+    if (!memcmp(m, le_us, 4) || !memcmp(m, le_ns, 4)) k->swap = 0;
+    else if (!memcmp(m, be_us, 4) || !memcmp(m, be_ns, 4)) k->swap = 1;
+    else return 0;
+    k->nano = !memcmp(m, le_ns, 4) || !memcmp(m, be_ns, 4);
+    return 1;
+}
+
+static uint32_t u32(const uint8_t *p, int swap) {
+    return swap ? be32(p) : (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* A record's time as dpkt gives it: seconds + microseconds / 1e6 in floating point; nanoseconds through Decimal,
+ * exactly, then rounded once to a float (strtod of the decimal text rounds once too) */
+static double record_time(uint32_t sec, uint32_t frac, int nano) {
+    if (!nano) return (double)sec + (double)frac / 1e6;
+    unsigned long long total = (unsigned long long)sec * 1000000000ULL + frac; /* (fits: both are 32 bits) */
+    char text[48];
+    snprintf(text, sizeof text, "%llu.%09llu", total / 1000000000ULL, total % 1000000000ULL);
+    return strtod(text, NULL);
+}
+
+static int walk(cap_t *c, FILE *in, long long size, PyObject *reader, long long *done) {
+    uint8_t head[24], rec[16];
+    pcap_kind k;
+    if (fread(head, 1, 24, in) != 24 || !pcap_magic(head, &k)) return 1; /* (the definition says what it is) */
+    int link = (int)u32(head + 20, k.swap);
+    uint8_t *frame = NULL;
+    size_t capf = 0;
+    long long pos = 24;
+    int64_t number = 0;
+    *done = 24;
+    int bad = 0;
+    while (!bad && pos + 16 <= size && fread(rec, 1, 16, in) == 16) {
+        uint32_t caplen = u32(rec + 8, k.swap);
+        if (pos + 16 + (long long)caplen > size) break; /* a cut last record: not read, said by the caller */
+        if (grow((void **)&frame, &capf, caplen ? caplen : 1, 1) || fread(frame, 1, caplen, in) != caplen) {
+            bad = PyErr_Occurred() ? -1 : 2;
+            break;
+        }
+        pos += 16 + caplen;
+        *done = pos;
+        number++;
+        double t = record_time(u32(rec, k.swap), u32(rec + 4, k.swap), k.nano);
+        if (link != 1 || !ethernet_ipv4_tcp(c, frame, caplen, number, t, &bad))
+            bad = other_frame(c, reader, link, frame, caplen, number, t);
+    }
+    PyMem_Free(frame);
+    return bad;
+}
+
+static PyObject *capture_read(PyObject *self, PyObject *args) {
+    const char *path, *dir;
+    PyObject *reader;
+    if (!PyArg_ParseTuple(args, "ssO", &path, &dir, &reader)) return NULL;
+    FILE *in = fopen(path, "rb");
+    if (in == NULL) return PyErr_SetFromErrnoWithFilename(PyExc_OSError, path);
+    uint8_t magic[4] = {0};
+    pcap_kind k;
+    if (fread(magic, 1, 4, in) != 4 || !pcap_magic(magic, &k)) { /* pcapng, or not a capture: the definition's */
+        fclose(in);
+        Py_RETURN_NONE;
+    }
+    fseek(in, 0, SEEK_END);
+    long long size = ftell(in), done = 0;
+    rewind(in);
+    setvbuf(in, NULL, _IOFBF, 1 << 20);
+    cap_t c = {0};
+    c.dir = dir;
+    int bad = walk(&c, in, size, reader, &done);
+    fclose(in);
+    PyObject *out = NULL;
+    if (bad == 0) {
+        for (size_t i = 0; i < c.nflows && !bad; i++) bad = finish(c.flows[i], &c);
+        if (!bad) bad = flush_all(&c);
+        if (!bad) out = result(&c, size - done, done);
+    } else if (bad > 0) {
+        out = Py_NewRef(Py_None); /* what this does not read (a file it could not read back): the definition reads it */
+    }
+    for (size_t i = 0; i < c.nflows; i++) flow_free(c.flows[i]);
+    PyMem_Free(c.flows);
+    PyMem_Free(c.table);
+    return out;
+}
+
+static PyMethodDef methods[] = {
+    {"read", capture_read, METH_VARARGS,
+     "read(path, spool_dir, tcp_segment): a pcap file's TCP directions put together, or None for the definition"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_capture", "pcap files put back together, in C", -1,
+                                    methods};
+
+PyMODINIT_FUNC PyInit__capture(void) { return PyModule_Create(&module); }

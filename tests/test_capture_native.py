@@ -1,0 +1,152 @@
+"""A pcap file put back together in C (kfmt.runtime.native._capture) is what kfmt.capture puts together in Python
+(the definition: `_flows` and kfmt.capture.assembly.Assembly): every connection's ends, sides, both directions'
+bytes, holes, runs after them, retransmissions counted, and where each packet's bytes begin (stream byte, packet
+number, time), and the same problems; on the public captures, one behind every link layer (frames the C code hands
+to the definition), captures made here, damaged copies, each pcap byte order and time resolution, a stream whose
+sequence numbers wrap, and one that waits past PENDING bytes for a segment the capture lacks."""
+
+import math
+import os
+import random
+import socket
+import struct
+from pathlib import Path
+
+import pytest
+
+import kfmt.capture as C
+from kfmt.capture.assembly import PENDING
+
+pytestmark = pytest.mark.skipif(C._native_capture() is None, reason="the native backend is not built here")
+
+
+def _described(path: Path, monkeypatch, python: bool):
+    """Everything kfmt.capture.read gives of a capture, as plain values (C's, or with ``python`` the definition's)."""
+    if python:
+        monkeypatch.setenv("KFMT_CAPTURE_PYTHON", "1")
+    else:
+        monkeypatch.delenv("KFMT_CAPTURE_PYTHON", raising=False)
+    native, read_natively = C._native_flows, []
+    monkeypatch.setattr(C, "_native_flows", lambda *a: read_natively.append(native(*a)) or read_natively[-1])
+    cap = C.read(path)
+    pcap = path.read_bytes()[:4] in C.PCAP and path.stat().st_size >= 24
+    assert (read_natively[0] is not None) == (pcap and not python), path  # a pcap file read in C, pcapng not
+    conns = []
+    for c in cap.connections:
+        sides = [(bytes(d.data), d.hole_at, d.after_hole, [(a, bytes(r)) for a, r in d.runs], d.repeated,
+                  list(d.mark_at), list(d.mark_number), [None if math.isnan(t) else t for t in d.mark_time])
+                 for d in (c.to_server, c.to_client)]  # fmt: skip
+        conns.append((c.client, c.server, c.opened, sides))
+    return conns, cap.problems
+
+
+def _same(path: Path, monkeypatch) -> list:
+    python = _described(path, monkeypatch, True)
+    assert _described(path, monkeypatch, False) == python, path
+    return python[0]
+
+
+def test_every_capture_of_the_corpus_reads_alike(tmp_path, monkeypatch):
+    from test_capture_spark import corpus
+
+    paths = corpus(tmp_path, 30)
+    assert sum(p.suffix == ".pcap" for p in paths) > 100
+    for p in paths:
+        _same(p, monkeypatch)
+
+
+def _rewritten(src: Path, dst: Path, big_endian: bool, nano: bool) -> Path:
+    """``src`` (a pcap file) written again in another byte order and time resolution."""
+    from fuzz.capture import packets
+
+    order = ">" if big_endian else "<"
+    magic = 0xA1B23C4D if nano else 0xA1B2C3D4
+    out = [struct.pack(order + "IHHiIII", magic, 2, 4, 0, 0, 262144, 1)]
+    for _, ts, frame in packets(src):
+        sec = int(ts)
+        frac = round((ts - sec) * (1e9 if nano else 1e6))
+        out.append(struct.pack(order + "IIII", sec, frac, len(frame), len(frame)) + frame)
+    dst.write_bytes(b"".join(out))
+    return dst
+
+
+@pytest.mark.parametrize("big_endian", [False, True])
+@pytest.mark.parametrize("nano", [False, True])
+def test_each_byte_order_and_time_resolution(tmp_path, monkeypatch, big_endian, nano):
+    from fuzz.capture import synthetic
+
+    src = synthetic(tmp_path / "s.pcap", 3)
+    conns = _same(_rewritten(src, tmp_path / "x.pcap", big_endian, nano), monkeypatch)
+    assert conns and conns[0][3][0][0]
+
+
+def _stream(path: Path, segments: list[tuple[int, bytes]], isn: int) -> None:
+    """A capture of one connection: the client's SYN (sequence number ``isn``), then its segments (offset in the
+    stream, payload) as given, in Ethernet frames, a packet each."""
+    import dpkt
+
+    a, b = socket.inet_aton("10.1.0.1"), socket.inet_aton("10.1.0.2")
+
+    def frame(seq: int, flags: int, payload: bytes) -> bytes:
+        tcp = dpkt.tcp.TCP(sport=50000, dport=9092, seq=seq % (1 << 32), flags=flags, data=payload)
+        ip = dpkt.ip.IP(src=a, dst=b, p=dpkt.ip.IP_PROTO_TCP, data=tcp, len=20 + len(bytes(tcp)))
+        return bytes(dpkt.ethernet.Ethernet(src=b"\x02" * 6, dst=b"\x04" * 6, type=0x0800, data=ip))
+
+    with path.open("wb") as f:
+        w = dpkt.pcap.Writer(f, snaplen=1 << 20)
+        w.writepkt(frame(isn, dpkt.tcp.TH_SYN, b""), ts=1.0)
+        for i, (off, payload) in enumerate(segments):
+            w.writepkt(frame(isn + 1 + off, dpkt.tcp.TH_ACK, payload), ts=2.0 + i / 1000)
+
+
+def test_sequence_numbers_that_wrap_and_segments_out_of_order(tmp_path, monkeypatch):
+    rng = random.Random(5)
+    data = bytes(rng.getrandbits(8) for _ in range(60_000))
+    cuts = sorted(rng.sample(range(1, len(data)), 40))
+    segs = [(s, data[s:e]) for s, e in zip([0, *cuts], [*cuts, len(data)])]
+    rng.shuffle(segs[5:15])  # out of order
+    segs += [segs[3], (100, data[100:900])]  # a retransmission, an overlap
+    path = tmp_path / "wrap.pcap"
+    _stream(path, segs, (1 << 32) - 30_000)
+    conns = _same(path, monkeypatch)
+    assert conns[0][3][0][0] == data
+
+
+def test_a_segment_missing_while_more_than_pending_bytes_wait(tmp_path, monkeypatch):
+    block = os.urandom(60_000)
+    n = PENDING // len(block) + 3
+    segs = [(i * len(block), block) for i in range(n) if i != 1]  # the second comes last, when taken as missing
+    path = tmp_path / "hole.pcap"
+    _stream(path, segs + [(len(block), block)], 1000)
+    conns = _same(path, monkeypatch)
+    (_, hole_at, after, runs, repeated, *_), _ = conns[0][3]
+    assert hole_at == len(block) and after == (n - 2) * len(block) and len(runs) == 1 and repeated == 1
+
+
+def test_no_leaks_reading_again_and_again(tmp_path, monkeypatch):
+    """Traced memory stays flat over 300 reads of a capture with a hole, and of a capture cut inside a record."""
+    import gc
+    import tracemalloc
+
+    from fuzz.capture import synthetic
+
+    src = synthetic(tmp_path / "s.pcap", 4)
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(src.read_bytes()[:-7])
+    monkeypatch.delenv("KFMT_CAPTURE_PYTHON", raising=False)
+
+    def once():
+        for p in (src, cut):
+            C.read(p).connections.clear()
+
+    for _ in range(20):
+        once()
+    gc.collect()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    for _ in range(300):
+        once()
+    gc.collect()
+    grown = tracemalloc.get_traced_memory()[0] - base
+    tracemalloc.stop()
+    assert grown < 32 * 1024, grown
