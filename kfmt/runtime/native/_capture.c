@@ -2,7 +2,7 @@
  * kfmt.capture.assembly.Assembly put them together (the definition: this follows it, and tests/test_capture_native.py
  * holds the two equal on every capture the tests have, damaged ones included).
  *
- * read(path, spool_dir, tcp_segment) walks a pcap file's records (pcapng: None, the definition reads those), reads
+ * read(path, spool_dir, tcp_segment) walks a pcap file's records or a pcapng file's blocks, reads
  * an unfragmented TCP segment over IPv4 in an Ethernet frame itself (kfmt.capture._ethernet_ipv4_tcp's rule) and
  * hands every other frame to tcp_segment(link, frame) (dpkt's reading), and puts each direction's payloads together
  * in sequence order into spool files in spool_dir: the bytes once each, a retransmission counted, a segment ahead
@@ -483,6 +483,130 @@ static int walk(cap_t *c, FILE *in, long long size, PyObject *reader, long long 
     return bad;
 }
 
+/* ---- the pcapng file: blocks in their sections, each section's interfaces (kfmt.capture._pcapng's rules, dpkt's
+ * block classes'); what those read in a way this does not follow exactly (an option cut short, a comment, a
+ * packet's bytes past its block, an interface not described...) hands the whole file to the definition (2) */
+
+#define DEFER 2
+
+typedef struct {
+    int link;
+    double divisor;
+    long long offset;
+} iface_t;
+
+static uint32_t ng32(const uint8_t *p, int le) { return u32(p, !le); }
+static uint16_t ng16(const uint8_t *p, int le) { return le ? (uint16_t)(p[0] | p[1] << 8) : be16(p); }
+
+/* Walk options from ``at`` to the block's end (its last 4 bytes the length again) as dpkt reads them: each whole,
+ * up to an end-of-options; calls ``seen`` for each. 0 fine, DEFER anything else */
+static int options(const uint8_t *b, size_t at, size_t size, int le, iface_t *iface) {
+    size_t end = size - 4;
+    while (at < end) {
+        if (end - at < 4) return DEFER;
+        unsigned code = ng16(b + at, le), len = ng16(b + at + 2, le);
+        size_t padded = 4 + ((len + 3u) & ~3u);
+        if (padded > end - at || code == 1) return DEFER; /* cut short, or a comment (its text is checked there) */
+        const uint8_t *d = b + at + 4;
+        if (iface && code == 9) { /* if_tsresol */
+            if (len < 1) return DEFER;
+            unsigned k = d[0] & 0x7F;
+            if (d[0] & 0x80) iface->divisor = ldexp(1.0, (int)k);
+            else if (k <= 22) iface->divisor = pow(10.0, (double)k); /* (exact up to 1e22) */
+            else return DEFER;
+        } else if (iface && code == 14) { /* if_tsoffset */
+            if (len < 8) return DEFER;
+            uint64_t v = le ? (uint64_t)ng32(d, 1) | (uint64_t)ng32(d + 4, 1) << 32
+                            : (uint64_t)ng32(d, 0) << 32 | (uint64_t)ng32(d + 4, 0);
+            iface->offset = (long long)v;
+        }
+        at += padded;
+        if (code == 0) break;
+    }
+    return 0;
+}
+
+/* One packet of a block: 0 fine, -1 error, DEFER */
+static int ng_packet(cap_t *c, PyObject *reader, const iface_t *ifs, size_t nifs, uint32_t id, const uint8_t *fr,
+                     size_t len, double t, int64_t number) {
+    if (id >= nifs) return DEFER;
+    int bad = 0;
+    if (ifs[id].link != 1 || !ethernet_ipv4_tcp(c, fr, len, number, t, &bad))
+        bad = other_frame(c, reader, ifs[id].link, fr, len, number, t);
+    return bad;
+}
+
+static double ng_time(const iface_t *f, uint32_t high, uint32_t low) {
+    return (double)f->offset + (double)((uint64_t)high << 32 | low) / f->divisor;
+}
+
+/* A block's packet, if it is one: 0 fine (or no packet), -1 error, DEFER */
+static int ng_block(cap_t *c, PyObject *reader, const uint8_t *b, size_t size, int le, iface_t **ifs, size_t *nifs,
+                    size_t *capifs, int64_t *number) {
+    uint32_t kind = ng32(b, le);
+    if (kind == 1) { /* an interface */
+        if (size < 20 || ng32(b + size - 4, le) != size) return DEFER;
+        if (grow((void **)ifs, capifs, *nifs + 1, sizeof(iface_t))) return -1;
+        iface_t *f = &(*ifs)[*nifs];
+        f->link = ng16(b + 8, le), f->divisor = 1e6, f->offset = 0;
+        if (options(b, 16, size, le, f)) return DEFER;
+        (*nifs)++;
+        return 0;
+    }
+    if (kind == 6 || kind == 2) { /* an enhanced packet, an (obsolete) packet */
+        if (size < 32 || ng32(b + size - 4, le) != size) return DEFER;
+        uint32_t caplen = ng32(b + 20, le);
+        if ((size_t)caplen > size - 32 || options(b, 28 + (((size_t)caplen + 3) & ~(size_t)3), size, le, NULL))
+            return DEFER;
+        uint32_t id = kind == 6 ? ng32(b + 8, le) : ng16(b + 8, le);
+        if (id >= *nifs) return DEFER;
+        ++*number;
+        return ng_packet(c, reader, *ifs, *nifs, id, b + 28, caplen, ng_time(&(*ifs)[id], ng32(b + 12, le), ng32(b + 16, le)),
+                         *number);
+    }
+    if (kind == 3) { /* a simple packet: no time, the section's first interface */
+        if (size < 16 || *nifs == 0) return DEFER;
+        uint32_t length = ng32(b + 8, le);
+        ++*number;
+        return ng_packet(c, reader, *ifs, *nifs, 0, b + 12, length < size - 16 ? length : size - 16, NAN, *number);
+    }
+    return 0; /* statistics, names...: no packet */
+}
+
+static int walk_ng(cap_t *c, FILE *in, PyObject *reader, long long *done) {
+    int le = 1, bad = 0;
+    iface_t *ifs = NULL;
+    size_t nifs = 0, capifs = 0, capb = 0;
+    uint8_t *b = NULL;
+    int64_t number = 0;
+    *done = 0;
+    for (;;) {
+        uint8_t head[12];
+        size_t got = fread(head, 1, 8, in), hl = 8;
+        if (got == 0) break;
+        if (got < 8) break; /* a block header cut short: said as a cut file */
+        if (!memcmp(head, "\x0a\x0d\x0d\x0a", 4)) { /* a section: its byte order mark says how it is written */
+            size_t m = fread(head + 8, 1, 4, in);
+            hl += m;
+            le = m == 4 && !memcmp(head + 8, "\x4d\x3c\x2b\x1a", 4);
+            nifs = 0;
+        }
+        uint32_t size = ng32(head + 4, le);
+        if (size < hl || size % 4) break; /* a block of an impossible size: said as a cut file */
+        if (grow((void **)&b, &capb, size, 1)) {
+            bad = -1;
+            break;
+        }
+        memcpy(b, head, hl);
+        if (fread(b + hl, 1, size - hl, in) != size - hl) break; /* cut short */
+        *done += size;
+        if ((bad = ng_block(c, reader, b, size, le, &ifs, &nifs, &capifs, &number)) != 0) break;
+    }
+    PyMem_Free(b);
+    PyMem_Free(ifs);
+    return bad;
+}
+
 static PyObject *capture_read(PyObject *self, PyObject *args) {
     const char *path, *dir;
     PyObject *reader;
@@ -491,8 +615,9 @@ static PyObject *capture_read(PyObject *self, PyObject *args) {
     if (in == NULL) return PyErr_SetFromErrnoWithFilename(PyExc_OSError, path);
     uint8_t magic[4] = {0};
     pcap_kind k;
-    if (fread(magic, 1, 4, in) != 4 || !pcap_magic(magic, &k)) { /* pcapng, or not a capture: the definition's */
-        fclose(in);
+    int ng = 0;
+    if (fread(magic, 1, 4, in) != 4 || !((ng = !memcmp(magic, "\x0a\x0d\x0d\x0a", 4)) || pcap_magic(magic, &k))) {
+        fclose(in); /* not a capture: the definition says what it is */
         Py_RETURN_NONE;
     }
     fseek(in, 0, SEEK_END);
@@ -501,7 +626,7 @@ static PyObject *capture_read(PyObject *self, PyObject *args) {
     setvbuf(in, NULL, _IOFBF, 1 << 20);
     cap_t c = {0};
     c.dir = dir;
-    int bad = walk(&c, in, size, reader, &done);
+    int bad = ng ? walk_ng(&c, in, reader, &done) : walk(&c, in, size, reader, &done);
     fclose(in);
     PyObject *out = NULL;
     if (bad == 0) {
