@@ -58,5 +58,19 @@ class Lines:
         else:
             self._out.write(line(obj))
 
+    def put_bytes(self, data: bytes) -> None:
+        """Lines already encoded (:func:`encoded`)."""
+        if self._raw is not None:
+            self._raw.write(data)
+        else:
+            self._out.write(data.decode())
+
+    def has_file(self) -> bool:
+        """Whether the lines go to a file descriptor (which another process can write to in turn)."""
+        try:
+            return self._raw is not None and self._raw.fileno() >= 0
+        except (OSError, ValueError, AttributeError):
+            return False
+
     def flush(self) -> None:
         (self._raw or self._out).flush()

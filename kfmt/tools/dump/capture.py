@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 
 from kfmt.runtime import jsonl
 from kfmt.runtime.errors import CodecError
@@ -128,6 +129,7 @@ def _api_name(key: int) -> str:
 
 def run(args, out, err) -> int:
     from kfmt.capture import read
+    from kfmt.tools.dump.jobs import outlet
 
     problems = notes = 0
     args.capture_summary = Summary() if args.summary else None
@@ -142,11 +144,20 @@ def run(args, out, err) -> int:
         for line in cap.problems:
             print(f"kfmt dump: problem: {line}", file=err)
         problems += len(cap.problems)
-        for conn in cap.connections:
-            if args.port is not None and args.port not in (conn.server[1], conn.client[1]):
-                continue  # another service's traffic: not asked for
-            p, n = _connection(conn, args, out, err)
-            problems, notes = problems + p, notes + n
+        conns = [c for c in cap.connections if args.port is None or args.port in (c.server[1], c.client[1])]
+        sink = outlet(args, out, err, os.path.getsize(path))  # (another service's traffic: not asked for)
+        try:
+            for conn in conns:
+                _connection(conn, args, out, sink)
+            sink.finish()
+        except OSError as e:
+            sink.abandon()
+            print(str(e) if str(e).startswith("kfmt dump: ") else f"kfmt dump: {e}", file=err)
+            return 2
+        except BaseException:
+            sink.abandon()
+            raise
+        problems, notes = problems + sink.problems, notes + sink.notes
     summary = args.capture_summary
     if summary is not None:
         if args.json:
@@ -158,8 +169,8 @@ def run(args, out, err) -> int:
     return 1 if problems else 0
 
 
-def _connection(conn, args, out, err) -> tuple[int, int]:
-    """One connection's messages printed; (problems, notes) said."""
+def _connection(conn, args, out, sink) -> None:
+    """One connection's messages printed, and what it says said (``sink``: a kfmt.tools.dump.jobs.Outlet)."""
     from kfmt.capture import exchanges_of
     from kfmt.protocol.conversation import Conversation
 
@@ -171,6 +182,7 @@ def _connection(conn, args, out, err) -> tuple[int, int]:
             conn.to_server,
         )
     client, broker = f"{conn.client[0]}:{conn.client[1]}", f"{conn.server[0]}:{conn.server[1]}"
+    link = f"{client} -> {broker}"
     conv = Conversation()
     given = exchanges_of(conn, conv)
     first = next(given, None)
@@ -181,68 +193,64 @@ def _connection(conn, args, out, err) -> tuple[int, int]:
     kafka_answers = conv.frames.get("server", 0) > 0 and not conv.tails.get("server")
     if args.port is None and first is None and not conv.tokens and not kafka_answers:
         size = len(conn.to_server.data) + len(conn.to_client.data)
-        print(f"kfmt dump: note: {client} -> {broker}: not Kafka traffic (no frame reads as a request; {size} "
-              "byte(s)); --port says which connections are", file=err)  # fmt: skip
-        return 0, 1
+        sink.say("note", f"{link}: not Kafka traffic (no frame reads as a request; {size} byte(s)); --port says which "
+                 "connections are")  # fmt: skip
+        return
     if not args.json and not args.template and args.capture_summary is None:
-        print(f"== {client} -> {broker}{'' if conn.opened else ' (open before the capture began)'}", file=out)
-    said = []  # what the messages themselves say: damaged record sets (problems), bytes after one (notes)...
+        print(f"== {link}{'' if conn.opened else ' (open before the capture began)'}", file=out)
     for x in itertools.chain([first] if first is not None else [], given):  # each printed as the reading goes
-        asked = conn.to_server.packet_at(x.request_position)
-        said += _message(x.request, client, broker, asked, None, args, out)
-        if x.response is not None:
+        asked = conn.to_server.packet_at(x.request_position) if sink.begin(len(x.request.frame)) else False
+        if asked is not False:
+            _message(x.request, link, asked, None, args, out, sink)
+        if x.response is not None and sink.begin(len(x.response.frame)):
+            asked = conn.to_server.packet_at(x.request_position) if asked is False else asked
             answered = conn.to_client.packet_at(x.response_position)
-            said += _message(x.response, client, broker, answered, _latency(asked, answered), args, out)
-    problems = notes = 0
-    for kind, line in said:
-        problems, notes = problems + (kind == "problem"), notes + (kind == "note")
-        print(f"kfmt dump: {kind}: {client} -> {broker}: {line}", file=err)
+            _message(x.response, link, answered, _latency(asked, answered), args, out, sink)
+    _said_of(conn, conv, link, sink)
+
+
+def _said_of(conn, conv, link: str, sink) -> None:
+    """What a connection read says of itself: where it began inside a message, what does not read, its holes."""
     for side, n in conv.skipped.items():
         if n:  # the capture began inside a message: what captures normally have
-            notes += 1
-            print(f"kfmt dump: note: {client} -> {broker}: the {side}'s first {n} byte(s) are the end of a message "
-                  "that began before the capture (skipped; read from the first whole frame)", file=err)  # fmt: skip
+            sink.say("note", f"{link}: the {side}'s first {n} byte(s) are the end of a message that began before the "
+                     "capture (skipped; read from the first whole frame)")  # fmt: skip
     for line in conv.problems:
         unasked = "which no request of this connection carries" in line
-        if unasked and not conn.opened:  # its request went before the capture began
-            notes += 1
-            print(f"kfmt dump: note: {client} -> {broker}: {line}", file=err)
-        else:
-            problems += 1
-            print(f"kfmt dump: problem: {client} -> {broker}: {line}", file=err)
+        sink.say("note" if unasked and not conn.opened else "problem", f"{link}: {line}")  # (a note: its request
+        # went before the capture began)
     for side, hole, at, before, after in conv.resumed:  # a segment the capture lacks: what it hides, said
-        problems += 1
-        print(f"kfmt dump: problem: {client} -> {broker}: the {side}'s bytes lack {at - hole} byte(s) from byte {hole} "
-              f"(a segment the capture lacks): the message across the gap is unread ({before} byte(s) of it before "
-              f"the gap, {after} after it), read on from byte {at + after}", file=err)  # fmt: skip
-    return problems, notes
+        sink.say("problem", f"{link}: the {side}'s bytes lack {at - hole} byte(s) from byte {hole} (a segment the "
+                 f"capture lacks): the message across the gap is unread ({before} byte(s) of it before the gap, "
+                 f"{after} after it), read on from byte {at + after}")  # fmt: skip
 
 
-def _message(m, client: str, broker: str, packet, latency: float | None, args, out) -> list[tuple[str, str]]:
+def _message(m, link: str, packet, latency: float | None, args, out, sink) -> None:
     """One message printed: ``packet`` (number, time) of the packet where it starts, ``latency`` in milliseconds
-    from its request's first packet to this response's (None for requests). Returns what the message says of itself
-    (``("problem" or "note", line)``): a damaged record set inside it hides records, a problem; bytes after it that
-    Kafka leaves unread, or KIP-511's fallback, notes."""
+    from its request's first packet to this response's (None for requests); then what the message says of itself:
+    a damaged record set inside it hides records, a problem; bytes after it that Kafka leaves unread, or KIP-511's
+    fallback, notes."""
+    client, broker = link.split(" -> ")
     records: bool | str = args.capture_summary is None and (args.json or args.records or args.template)
     if records and args.json and not args.records and not args.template:  # the message written out whole
         records = "text"
     j = m.to_json(records=records)
     damaged = m.problems(j)
-    which = f"{m.api_name} v{m.api_version} {m.kind} (correlation id {m.correlation_id})"
-    said = [("problem" if n in damaged else "note", f"{which}: {n}") for n in j.get("notes", [])]
     number, when = packet if packet is not None else (None, None)
     if args.capture_summary is not None:
         args.capture_summary.add(m, j, client, broker, latency)
     elif args.records or args.template:
-        _records(m, j, client, broker, number, when, args, out)
+        _records(m, j, client, broker, number, when, args, out, sink)
     elif args.json:
         head = {"time": when, "frame": number, "client": client, "broker": broker, "kind": j["kind"], "api": j["api"],
                 "api_key": j["api_key"], "version": j["version"], "correlation_id": m.correlation_id}  # fmt: skip
         head |= {"client_id": m.client_id} if m.kind == "request" else {"latency_ms": _ms(latency)}
-        out.put(head | j)
+        sink.put(head | j)
     else:
         _line(m, j, number, when, latency, out)
-    return said
+    which = f"{m.api_name} v{m.api_version} {m.kind} (correlation id {m.correlation_id})"
+    for n in j.get("notes", []):
+        sink.say("problem" if n in damaged else "note", f"{link}: {which}: {n}")
 
 
 def _line(m, j: dict, number, when, latency: float | None, out) -> None:
@@ -274,7 +282,7 @@ def record_sets(node, topic=None, partition=None):
             yield from record_sets(v, topic, partition)
 
 
-def _records(m, j: dict, client: str, broker: str, number, when, args, out) -> None:
+def _records(m, j: dict, client: str, broker: str, number, when, args, out, sink) -> None:
     """``--records``: the records a message carries (Produce requests, Fetch responses...), a line each as ``kfmt
     dump --records`` shows a log's (with --json, an object each: the capture's columns, its packet's time as
     ``packet_time``, and the record's; with --template, each through the kcat-style template)."""
@@ -289,7 +297,7 @@ def _records(m, j: dict, client: str, broker: str, number, when, args, out) -> N
                 if args.json:
                     head = {"packet_time": when, "frame": number, "client": client, "broker": broker, "kind": m.kind,
                             "api": m.api_name, "version": m.api_version, "topic": topic, "partition": partition}  # fmt: skip
-                    out.put(head | r)
+                    sink.put(head | r)
                     continue
                 print(f"{_clock(when)} #{number}  {m.kind:<8} {m.api_name} v{m.api_version}  {topic} {partition} "
                       f"offset {r['offset']} {r['time'] or r['timestamp']}  keySize {r['key_size']} valueSize "

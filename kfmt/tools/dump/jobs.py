@@ -1,0 +1,164 @@
+"""Where a capture's dump goes, a message at a time: its JSON lines (or text) on out, and what is said (problems and
+notes, counted) on err. :class:`Outlet` writes as the reading goes; :class:`Shared` is `kfmt dump --json --jobs N`:
+N processes read the capture's connections alike (the capture is read once, before they part: each maps its spool
+files), and each writes the messages of its share. The messages are cut into chunks by their frames' bytes, which
+every process knows alike, chunk c written by process c % N, in order: a token goes round a ring of pipes, and a
+process writes a chunk when the token comes, so the output is byte for byte the one process's. A process that dies
+breaks the ring (the next one reads the end of its pipe): the others stop, and the dump fails in one line."""
+
+from __future__ import annotations
+
+import os
+
+from kfmt.runtime import jsonl
+
+#: a chunk's frames, in bytes, and in messages (at most), before the next chunk begins (KFMT_DUMP_CHUNK: messages,
+#: for tests that cut small captures into many chunks)
+CHUNK_BYTES = 1 << 20
+CHUNK_MESSAGES = int(os.environ.get("KFMT_DUMP_CHUNK") or 512)
+#: a capture smaller than this is dumped by one process whatever --jobs says (forking costs more than it saves)
+PARALLEL_FROM = 16 << 20
+
+
+class Outlet:
+    """One process writes every message as it is read."""
+
+    def __init__(self, out, err) -> None:
+        self.out, self.err = out, err
+        self.problems = self.notes = 0
+
+    def begin(self, size: int) -> bool:
+        """A message of ``size`` frame bytes comes next: whether this process writes it."""
+        return True
+
+    def put(self, obj) -> None:
+        """A JSON line (``out`` writes JSON lines: a kfmt.runtime.jsonl.Lines)."""
+        self.out.put(obj)
+
+    def say(self, kind: str, text: str) -> None:
+        """A problem or a note, counted."""
+        self.problems, self.notes = self.problems + (kind == "problem"), self.notes + (kind == "note")
+        print(f"kfmt dump: {kind}: {text}", file=self.err)
+
+    def finish(self) -> None:
+        """The capture is read (a share's process ends here; the first one waits for the others)."""
+
+    def abandon(self) -> None:
+        """The dump failed (a share's process ends at once; the first one waits for the others)."""
+
+
+class Shared(Outlet):
+    """``n`` processes, each writing its share of the messages (see the module's text). Made after the capture is
+    read and before its connections are: the first process goes on as this one, the others are forked here."""
+
+    def __init__(self, out, err, n: int) -> None:
+        super().__init__(out, err)
+        out.flush()
+        err.flush()
+        self.n, self.k = n, 0
+        self.children: list[int] = []
+        self.chunk = self.size = self.count = 0
+        self.pending: list[tuple[bool, bytes | str]] = []
+        rings = [os.pipe() for _ in range(n)]
+        os.write(rings[0][1], b"t")  # the first chunk's turn
+        for k in range(1, n):
+            pid = os.fork()
+            if pid == 0:
+                self.k = k
+                self.children.clear()
+                break
+            self.children.append(pid)
+        self.take, self.give = rings[self.k][0], rings[(self.k + 1) % n][1]
+        for r, w in rings:
+            for fd in (r, w):
+                if fd not in (self.take, self.give):
+                    os.close(fd)
+
+    def _mine(self) -> bool:
+        return self.chunk % self.n == self.k
+
+    def begin(self, size: int) -> bool:
+        if self.count >= CHUNK_MESSAGES or self.size >= CHUNK_BYTES:
+            self._next()
+        self.count, self.size = self.count + 1, self.size + size
+        return self._mine()
+
+    def put(self, obj) -> None:
+        if self._mine():
+            self.pending.append((True, jsonl.encoded(obj)))
+
+    def say(self, kind: str, text: str) -> None:
+        if self._mine():
+            self.problems, self.notes = self.problems + (kind == "problem"), self.notes + (kind == "note")
+            self.pending.append((False, f"kfmt dump: {kind}: {text}\n"))
+
+    def _next(self) -> None:
+        """The chunk ends: written when its turn comes, if it is this process's."""
+        if self._mine():
+            if os.read(self.take, 1) != b"t":
+                raise OSError("kfmt dump: a process of this dump (--jobs) stopped before its turn")
+            for to_out, data in self.pending:
+                if to_out:
+                    self.out.put_bytes(data)
+                else:
+                    self.err.write(data)
+            self.out.flush()
+            self.err.flush()
+            self.pending = []
+            try:
+                os.write(self.give, b"t")
+            except BrokenPipeError:  # the next process has ended: it had no chunk left (a failure is its status)
+                pass
+        self.chunk, self.size, self.count = self.chunk + 1, 0, 0
+
+    def finish(self) -> None:
+        """The last chunk written; a share's process then ends (its exit status: 1 if it said a problem), and the
+        first waits for the others, taking their problems' verdict and failing if one failed."""
+        try:
+            self._next()
+        finally:
+            os.close(self.take)
+            os.close(self.give)
+        if self.k:
+            os._exit(1 if self.problems else 0)
+        failed = []
+        for pid in self.children:
+            code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+            if code == 1:
+                self.problems += 1  # (its problems were said, and counted there: the verdict is what matters)
+            elif code:
+                failed.append(code)
+        if failed:
+            raise OSError(f"kfmt dump: a process of this dump (--jobs) failed (exit status {failed[0]})")
+
+    def abandon(self) -> None:
+        """This process failed: a share's process ends at once (the ring broken, the others stop)."""
+        if self.k:
+            os._exit(2)
+        for fd in (self.take, self.give):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        for pid in self.children:
+            os.waitpid(pid, 0)
+
+
+def outlet(args, out, err, size: int) -> Outlet:
+    """How a capture of ``size`` bytes is dumped: by ``--jobs`` processes where its output is JSON lines written to
+    a file or pipe (not a template, not a summary), else by this one; without --jobs, one process per CPU (up to 4)
+    for a capture of PARALLEL_FROM bytes or more."""
+    jobs = getattr(args, "jobs", None)
+    if jobs is None:
+        jobs = min(4, len(os.sched_getaffinity(0))) if size >= PARALLEL_FROM else 1
+    raw = getattr(out, "put_bytes", None) is not None and out.has_file()
+    if jobs > 1 and raw and args.capture_summary is None and _has_fd(err):
+        return Shared(out, err, jobs)
+    return Outlet(out, err)
+
+
+def _has_fd(stream) -> bool:
+    try:
+        return stream.fileno() >= 0
+    except (OSError, ValueError, AttributeError):
+        return False

@@ -1,0 +1,88 @@
+"""`kfmt dump --json --jobs N` on a capture (kfmt.tools.dump.jobs): N processes, each writing its share of the
+messages in turn, give byte for byte the one process's output, its problems and notes in the same order, and its
+exit status, on every capture the tests have (cut into chunks of one message, so that the turns change at every
+message); by default on a capture of 16 MB or more; and a process that fails fails the dump in one line."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import kfmt.tools.dump.capture as dump_capture
+from kfmt.tools.cli import main
+from kfmt.tools.dump import jobs
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _dumped(path: Path, tmp: Path, *extra: str) -> tuple[bytes, str, int]:
+    """(stdout's bytes, stderr's text, exit status) of ``kfmt dump --json ...`` run here, its output to files."""
+    out, err = tmp / "out", tmp / "err"
+    with out.open("w") as o, err.open("w") as e:
+        saved = sys.stdout, sys.stderr
+        sys.stdout, sys.stderr = o, e
+        try:
+            status = main(["dump", "--json", *extra, str(path)])
+        finally:
+            sys.stdout, sys.stderr = saved
+    return out.read_bytes(), err.read_text(), status
+
+
+def test_shares_write_what_one_process_writes(tmp_path, monkeypatch):
+    from test_capture_spark import corpus
+
+    monkeypatch.setattr(jobs, "CHUNK_MESSAGES", 1)
+    paths = corpus(tmp_path, 20)
+    said = 0
+    for p in paths:
+        one = _dumped(p, tmp_path, "--jobs", "1")
+        assert _dumped(p, tmp_path, "--jobs", "2") == one, p
+        assert _dumped(p, tmp_path, "--jobs", "3") == one, p
+        said += one[1].count("kfmt dump: ")
+    for p in paths[:20]:  # the records, a line each
+        assert _dumped(p, tmp_path, "--records", "--jobs", "2") == _dumped(p, tmp_path, "--records", "--jobs", "1")
+    assert said > 100  # (problems and notes were ordered across the shares too)
+
+
+def test_a_share_that_fails_fails_the_dump_in_one_line(tmp_path, monkeypatch):
+    from fuzz.capture import synthetic
+
+    src = synthetic(tmp_path / "s.pcap", 8)
+    monkeypatch.setattr(jobs, "CHUNK_MESSAGES", 1)
+    first, message = os.getpid(), dump_capture._message
+
+    def failing(*args, **kw):
+        if os.getpid() != first:
+            raise RuntimeError("injected")
+        return message(*args, **kw)
+
+    monkeypatch.setattr(dump_capture, "_message", failing)
+    out, err, status = _dumped(src, tmp_path, "--jobs", "2")
+    assert status == 2 and err.count("\n") == 1 and err.startswith("kfmt dump: a process of this dump (--jobs) "), err
+
+
+def test_a_large_capture_is_dumped_by_a_process_per_cpu_by_default(tmp_path):
+    sys.path.insert(0, str(ROOT / "bench"))
+    from bench_capture import make_capture
+
+    cap = tmp_path / "big.pcap"
+    make_capture(cap, 18)
+    assert cap.stat().st_size >= jobs.PARALLEL_FROM
+    kfmt_exe = str(Path(sys.executable).parent / "kfmt")
+    runs = [subprocess.run([kfmt_exe, "dump", "--json", *extra, str(cap)], capture_output=True, timeout=300)
+            for extra in ([], ["--jobs", "1"])]  # fmt: skip
+    assert runs[0].returncode == runs[1].returncode == 0 and runs[0].stdout == runs[1].stdout
+    assert runs[0].stdout.count(b"\n") > 1000
+
+
+@pytest.mark.parametrize(("extra", "shared"), [(["--summary"], False), (["--template", "%k\\n"], False), ([], True)])
+def test_only_json_lines_are_written_in_shares(tmp_path, monkeypatch, extra, shared):
+    """--summary (counted over every message) and --template (text) are written by one process, whatever --jobs."""
+    from fuzz.capture import synthetic
+
+    made, real = [], jobs.Shared
+    monkeypatch.setattr(jobs, "Shared", lambda *a: made.append(a) or real(*a))
+    _dumped(synthetic(tmp_path / "s.pcap", 9), tmp_path, "--jobs", "2", *extra)
+    assert bool(made) == shared
