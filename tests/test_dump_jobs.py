@@ -18,13 +18,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _dumped(path: Path, tmp: Path, *extra: str) -> tuple[bytes, str, int]:
-    """(stdout's bytes, stderr's text, exit status) of ``kfmt dump --json ...`` run here, its output to files."""
+    """(stdout's bytes, stderr's text, exit status) of ``kfmt dump ...`` run here, its output to files."""
     out, err = tmp / "out", tmp / "err"
     with out.open("w") as o, err.open("w") as e:
         saved = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = o, e
         try:
-            status = main(["dump", "--json", *extra, str(path)])
+            status = main(["dump", *extra, str(path)])
         finally:
             sys.stdout, sys.stderr = saved
     return out.read_bytes(), err.read_text(), status
@@ -37,12 +37,15 @@ def test_shares_write_what_one_process_writes(tmp_path, monkeypatch):
     paths = corpus(tmp_path, 20)
     said = 0
     for p in paths:
-        one = _dumped(p, tmp_path, "--jobs", "1")
-        assert _dumped(p, tmp_path, "--jobs", "2") == one, p
-        assert _dumped(p, tmp_path, "--jobs", "3") == one, p
+        one = _dumped(p, tmp_path, "--json", "--jobs", "1")
+        assert _dumped(p, tmp_path, "--json", "--jobs", "2") == one, p
+        assert _dumped(p, tmp_path, "--json", "--jobs", "3") == one, p
         said += one[1].count("kfmt dump: ")
+        for summary in (["--summary"], ["--summary", "--json"]):  # counted in shares, added up
+            assert _dumped(p, tmp_path, *summary, "--jobs", "3") == _dumped(p, tmp_path, *summary, "--jobs", "1"), p
     for p in paths[:20]:  # the records, a line each
-        assert _dumped(p, tmp_path, "--records", "--jobs", "2") == _dumped(p, tmp_path, "--records", "--jobs", "1")
+        records = ["--json", "--records"]
+        assert _dumped(p, tmp_path, *records, "--jobs", "2") == _dumped(p, tmp_path, *records, "--jobs", "1")
     assert said > 100  # (problems and notes were ordered across the shares too)
 
 
@@ -59,7 +62,7 @@ def test_a_share_that_fails_fails_the_dump_in_one_line(tmp_path, monkeypatch):
         return message(*args, **kw)
 
     monkeypatch.setattr(dump_capture, "_message", failing)
-    out, err, status = _dumped(src, tmp_path, "--jobs", "2")
+    out, err, status = _dumped(src, tmp_path, "--json", "--jobs", "2")
     assert status == 2 and err.count("\n") == 1 and err.startswith("kfmt dump: a process of this dump (--jobs) "), err
 
 
@@ -77,9 +80,12 @@ def test_a_large_capture_is_dumped_by_a_process_per_cpu_by_default(tmp_path):
     assert runs[0].stdout.count(b"\n") > 1000
 
 
-@pytest.mark.parametrize(("extra", "shared"), [(["--summary"], False), (["--template", "%k\\n"], False), ([], True)])
-def test_only_json_lines_are_written_in_shares(tmp_path, monkeypatch, extra, shared):
-    """--summary (counted over every message) and --template (text) are written by one process, whatever --jobs."""
+@pytest.mark.parametrize(
+    ("extra", "shared"),
+    [(["--summary"], True), (["--json", "--template", "%k\\n"], False), (["--json"], True), ([], False)],
+)
+def test_json_lines_and_summaries_are_written_in_shares(tmp_path, monkeypatch, extra, shared):
+    """--json lines and summaries are shared; text lines and --template are written by one process."""
     from fuzz.capture import synthetic
 
     made, real = [], jobs.Shared

@@ -31,11 +31,39 @@ class Summary:
         self.fetched: dict = defaultdict(set)
         self.groups: dict = defaultdict(set)
         self.supported: dict = {}
+        self.supported_at: dict = {}
         self.connections = 0
 
-    def add(self, m, j: dict, client: str, broker: str, latency: float | None) -> None:
+    def state(self) -> dict:
+        """What was counted, as plain data (a --jobs share hands it to the first process: :meth:`absorb`); the
+        connections are counted by each process alike, and left out."""
+        return {"apis": {n: {**a, "versions": set(a["versions"]), "errors": dict(a["errors"])} for n, a in
+                         self.apis.items()}, "links": {k: dict(v) for k, v in self.links.items()},
+                "sets": [dict(x) for x in (self.produced, self.fetched, self.groups)],
+                "supported": {b: (self.supported_at[b], v) for b, v in self.supported.items()}}  # fmt: skip
+
+    def absorb(self, state: dict) -> None:
+        """Another process's counts (:meth:`state`) added to these."""
+        for n, x in state["apis"].items():
+            a = self.apis[n]
+            for k in ("requests", "responses", "bytes"):
+                a[k] += x[k]
+            a["versions"] |= x["versions"]
+            a["errors"].update(x["errors"])
+            a["latencies"] += x["latencies"]
+        for key, x in state["links"].items():
+            for k, v in x.items():
+                self.links[key][k] += v
+        for mine, theirs in zip((self.produced, self.fetched, self.groups), state["sets"]):
+            for who, topics in theirs.items():
+                mine[who] |= topics
+        for b, (at, v) in state["supported"].items():
+            if at >= self.supported_at.get(b, -1):
+                self.supported[b], self.supported_at[b] = v, at
+
+    def add(self, m, j: dict, client: str, broker: str, latency: float | None, at: int = 0) -> None:
         """Message ``m`` of the connection ``client -> broker`` counted (``j``: its ``to_json()``; ``latency``: a
-        response's, in milliseconds)."""
+        response's, in milliseconds; ``at``: its place in the capture, the latest ApiVersions answer counting)."""
         a, link = self.apis[m.api_name], self.links[client, broker]
         for counts in (a, link):
             counts["requests" if m.kind == "request" else "responses"] += 1
@@ -46,8 +74,9 @@ class Summary:
             a["errors"].update(_error_codes(body))
             if latency is not None:
                 a["latencies"].append(latency)
-            if m.api_name == "ApiVersions" and body.get("ApiKeys"):
+            if m.api_name == "ApiVersions" and body.get("ApiKeys") and at >= self.supported_at.get(broker, -1):
                 self.supported[broker] = {k["ApiKey"]: (k["MinVersion"], k["MaxVersion"]) for k in body["ApiKeys"]}
+                self.supported_at[broker] = at
         elif m.api_name == "Produce":
             self.produced[m.client_id].update(t.get("Name") or t.get("TopicId") for t in body.get("TopicData") or [])
         elif m.api_name == "Fetch":
@@ -62,9 +91,9 @@ class Summary:
                              "errors": dict(a["errors"]), "latency_ms": latency_percentiles(a["latencies"])}
                          for n, a in sorted(self.apis.items())},
                 "links": [{"client": c, "broker": b, **x} for (c, b), x in sorted(self.links.items())],
-                "produced": {str(k): sorted(map(str, v)) for k, v in self.produced.items()},
-                "fetched": {str(k): sorted(map(str, v)) for k, v in self.fetched.items()},
-                "groups": {str(k): sorted(map(str, v)) for k, v in self.groups.items()},
+                "produced": {str(k): sorted(map(str, v)) for k, v in sorted(self.produced.items(), key=_first_str)},
+                "fetched": {str(k): sorted(map(str, v)) for k, v in sorted(self.fetched.items(), key=_first_str)},
+                "groups": {str(k): sorted(map(str, v)) for k, v in sorted(self.groups.items(), key=_first_str)},
                 "supported": {b: {_api_name(k): list(r) for k, r in sorted(v.items())}
                               for b, v in sorted(self.supported.items())}}  # fmt: skip
 
@@ -93,6 +122,10 @@ class Summary:
             lines.append(f"broker {b} supports {len(v)} APIs (each in --json); those this capture uses:")
             lines += _packed(used)
         return "\n".join(lines)
+
+
+def _first_str(kv) -> str:
+    return str(kv[0])
 
 
 def _packed(items: list[str], width: int = 118) -> list[str]:
@@ -238,7 +271,7 @@ def _message(m, link: str, packet, latency: float | None, args, out, sink) -> No
     damaged = m.problems(j)
     number, when = packet if packet is not None else (None, None)
     if args.capture_summary is not None:
-        args.capture_summary.add(m, j, client, broker, latency)
+        args.capture_summary.add(m, j, client, broker, latency, sink.index)
     elif args.records or args.template:
         _records(m, j, client, broker, number, when, args, out, sink)
     elif args.json:

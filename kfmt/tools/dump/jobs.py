@@ -9,6 +9,7 @@ breaks the ring (the next one reads the end of its pipe): the others stop, and t
 from __future__ import annotations
 
 import os
+import pickle
 
 from kfmt.runtime import jsonl
 
@@ -26,9 +27,11 @@ class Outlet:
     def __init__(self, out, err) -> None:
         self.out, self.err = out, err
         self.problems = self.notes = 0
+        self.index = -1  # the message being read, counted from 0 over the capture's connections
 
     def begin(self, size: int) -> bool:
         """A message of ``size`` frame bytes comes next: whether this process writes it."""
+        self.index += 1
         return True
 
     def put(self, obj) -> None:
@@ -51,23 +54,32 @@ class Shared(Outlet):
     """``n`` processes, each writing its share of the messages (see the module's text). Made after the capture is
     read and before its connections are: the first process goes on as this one, the others are forked here."""
 
-    def __init__(self, out, err, n: int) -> None:
+    def __init__(self, out, err, n: int, carry=None) -> None:
+        """``carry``: what each process counts besides problems and notes (a --summary's Summary: ``state()`` in a
+        share's process, ``absorb(state)`` in the first)."""
         super().__init__(out, err)
-        out.flush()
+        if out is not None:
+            out.flush()
         err.flush()
-        self.n, self.k = n, 0
-        self.children: list[int] = []
+        self.n, self.k, self.carry = n, 0, carry
+        self.children: list[tuple[int, int]] = []  # (process id, the pipe its counts come on)
         self.chunk = self.size = self.count = 0
         self.pending: list[tuple[bool, bytes | str]] = []
         rings = [os.pipe() for _ in range(n)]
         os.write(rings[0][1], b"t")  # the first chunk's turn
+        self.back = -1  # (a share's process: where its counts go)
         for k in range(1, n):
+            r, w = os.pipe()
             pid = os.fork()
             if pid == 0:
-                self.k = k
+                os.close(r)
+                for _, fd in self.children:
+                    os.close(fd)
+                self.k, self.back = k, w
                 self.children.clear()
                 break
-            self.children.append(pid)
+            os.close(w)
+            self.children.append((pid, r))
         self.take, self.give = rings[self.k][0], rings[(self.k + 1) % n][1]
         for r, w in rings:
             for fd in (r, w):
@@ -80,7 +92,7 @@ class Shared(Outlet):
     def begin(self, size: int) -> bool:
         if self.count >= CHUNK_MESSAGES or self.size >= CHUNK_BYTES:
             self._next()
-        self.count, self.size = self.count + 1, self.size + size
+        self.count, self.size, self.index = self.count + 1, self.size + size, self.index + 1
         return self._mine()
 
     def put(self, obj) -> None:
@@ -102,7 +114,8 @@ class Shared(Outlet):
                     self.out.put_bytes(data)
                 else:
                     self.err.write(data)
-            self.out.flush()
+            if self.out is not None:
+                self.out.flush()
             self.err.flush()
             self.pending = []
             try:
@@ -112,22 +125,30 @@ class Shared(Outlet):
         self.chunk, self.size, self.count = self.chunk + 1, 0, 0
 
     def finish(self) -> None:
-        """The last chunk written; a share's process then ends (its exit status: 1 if it said a problem), and the
-        first waits for the others, taking their problems' verdict and failing if one failed."""
+        """The last chunk written; a share's process then hands its counts to the first and ends, and the first
+        adds them to its own (failing in one line if a share's process failed)."""
         try:
             self._next()
         finally:
             os.close(self.take)
             os.close(self.give)
         if self.k:
-            os._exit(1 if self.problems else 0)
+            state = (self.problems, self.notes, self.carry.state() if self.carry is not None else None)
+            with os.fdopen(self.back, "wb") as f:
+                pickle.dump(state, f)
+            os._exit(0)
         failed = []
-        for pid in self.children:
+        for pid, fd in self.children:
+            with os.fdopen(fd, "rb") as f:
+                data = f.read()
             code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-            if code == 1:
-                self.problems += 1  # (its problems were said, and counted there: the verdict is what matters)
-            elif code:
+            if code or not data:
                 failed.append(code)
+                continue
+            problems, notes, carried = pickle.loads(data)
+            self.problems, self.notes = self.problems + problems, self.notes + notes
+            if self.carry is not None:
+                self.carry.absorb(carried)
         if failed:
             raise OSError(f"kfmt dump: a process of this dump (--jobs) failed (exit status {failed[0]})")
 
@@ -140,20 +161,22 @@ class Shared(Outlet):
                 os.close(fd)
             except OSError:
                 pass
-        for pid in self.children:
+        for pid, fd in self.children:
+            os.close(fd)
             os.waitpid(pid, 0)
 
 
 def outlet(args, out, err, size: int) -> Outlet:
     """How a capture of ``size`` bytes is dumped: by ``--jobs`` processes where its output is JSON lines written to
-    a file or pipe (not a template, not a summary), else by this one; without --jobs, one process per CPU (up to 4)
-    for a capture of PARALLEL_FROM bytes or more."""
+    a file or pipe, or a summary (counted in shares, added up at the end), else by this one (text lines, templates,
+    output in memory); without --jobs, one process per CPU (up to 4) for a capture of PARALLEL_FROM bytes or more."""
     jobs = getattr(args, "jobs", None)
     if jobs is None:
         jobs = min(4, len(os.sched_getaffinity(0))) if size >= PARALLEL_FROM else 1
-    raw = getattr(out, "put_bytes", None) is not None and out.has_file()
-    if jobs > 1 and raw and args.capture_summary is None and _has_fd(err):
-        return Shared(out, err, jobs)
+    summary = args.capture_summary
+    lines = getattr(out, "put_bytes", None) is not None and out.has_file() and not args.template
+    if jobs > 1 and (summary is not None or lines) and _has_fd(err):
+        return Shared(out if summary is None else None, err, jobs, summary)
     return Outlet(out, err)
 
 
