@@ -5,6 +5,7 @@
  * runtime, format-independent: it reads the attributes every record model has. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 
 #include <stdint.h>
 #include <string.h>
@@ -366,7 +367,17 @@ static int kf_payload_json(kf_buf *o, PyObject *b) {
     if (b == Py_None) return KF_LIT(o, "null") ? -1 : 1;
     if (!PyBytes_CheckExact(b)) return 0;
     const unsigned char *s = (const unsigned char *)PyBytes_AS_STRING(b);
-    size_t n = (size_t)PyBytes_GET_SIZE(b);
+    size_t n = (size_t)PyBytes_GET_SIZE(b), i = 0;
+    while (i + 8 <= n && kf_plain8(s + i)) i += 8;  // text that needs no escape, the common case: copied whole
+    while (i < n && s[i] >= 0x20 && s[i] < 0x80 && s[i] != '"' && s[i] != '\\') i++;
+    if (i == n) {
+        if (kf_grow(o, n + 2)) return -1;
+        o->p[o->n++] = '"';
+        memcpy(o->p + o->n, s, n);
+        o->n += n;
+        o->p[o->n++] = '"';
+        return 1;
+    }
     if (kf_utf8(s, n)) return kf_str(o, s, n) ? -1 : 1;
     if (KF_LIT(o, "{\"hex\":\"") || kf_grow(o, 2 * n + 2)) return -1;
     for (size_t i = 0; i < n; i++) o->p[o->n++] = hex[s[i] >> 4], o->p[o->n++] = hex[s[i] & 15];
@@ -434,29 +445,66 @@ static int kf_record_fields(kf_buf *o, const kf_batch *b, PyObject *off, PyObjec
 }
 
 /* One record's object appended; 1 done, 0 rare (nothing appended), -1 error */
-static int kf_record_json(kf_buf *o, PyObject *pos, const kf_batch *b, PyObject *r) {
+/* A record model's fields read from its slots where its class keeps them there (kfmt's Record: __slots__), else
+ * by attribute: the class last seen, and where its six fields lie (0: not in slots) */
+static PyTypeObject *slot_type;
+static Py_ssize_t slot_off[6];
+
+static void kf_learn_slots(PyTypeObject *t, PyObject **names) {
+    slot_type = t;
+    for (int i = 0; i < 6; i++) {
+        PyObject *d = PyObject_GetAttr((PyObject *)t, names[i]);
+        slot_off[i] = 0;
+        if (d != NULL && Py_IS_TYPE(d, &PyMemberDescr_Type) && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX)
+            slot_off[i] = ((PyMemberDescrObject *)d)->d_member->offset;
+        Py_XDECREF(d);
+        PyErr_Clear();
+    }
+}
+
+/* The record's offset, timestamp, key, value, headers and control in ``at``: borrowed (0) from its slots, or new
+ * references (1) by attribute; -1 error */
+static int kf_fields(PyObject *r, PyObject **at, PyObject **names) {
+    if (Py_TYPE(r) != slot_type) kf_learn_slots(Py_TYPE(r), names);
+    int i = 0;
+    for (; i < 6 && slot_off[i]; i++)
+        if ((at[i] = *(PyObject **)((char *)r + slot_off[i])) == NULL) break;
+    if (i == 6) return 0;
+    for (i = 0; i < 6; i++)
+        if ((at[i] = PyObject_GetAttr(r, names[i])) == NULL) {
+            while (i--) Py_DECREF(at[i]);
+            return -1;
+        }
+    return 1;
+}
+
+/* One record's object appended after the batch's ``head`` ({"position":..,"magic":..,"batch_base_offset":..);
+ * 1 done, 0 rare (nothing appended), -1 error */
+static int kf_record_json(kf_buf *o, const kf_buf *head, const kf_batch *b, PyObject *r) {
     PyObject *at[6] = {NULL};
     PyObject *names[6] = {S_offset, S_timestamp, S_key, S_value, S_headers, S_control};
     size_t mark = o->n;
-    int done = -1;
-    for (int i = 0; i < 6; i++)
-        if ((at[i] = PyObject_GetAttr(r, names[i])) == NULL) goto out;
-    done = 0;
+    int owned = kf_fields(r, at, names), done = 0;
+    if (owned < 0) return -1;
     if (at[5] != Py_None || !(at[2] == Py_None || PyBytes_CheckExact(at[2])) ||
         !(at[3] == Py_None || PyBytes_CheckExact(at[3])))
         goto out;  // a control record, a payload that is not bytes: rare
-    int k;
-    if (KF_LIT(o, "{\"position\":") || (k = kf_int_obj(o, pos, 0)) < 0 || (k && KF_LIT(o, ",\"magic\":")) ||
-        (k && (k = kf_int_obj(o, b->magic, 0)) < 0) || (k && KF_LIT(o, ",\"batch_base_offset\":")) ||
-        (k && (k = kf_int_obj(o, b->base_offset, 0)) < 0)) {
-        done = -1;
-        goto out;
-    }
-    done = k == 0 ? 0 : kf_record_fields(o, b, at[0], at[1], at[2], at[3], at[4]);
+    done = kf_put(o, head->p, head->n) ? -1 : kf_record_fields(o, b, at[0], at[1], at[2], at[3], at[4]);
 out:
-    for (int i = 0; i < 6; i++) Py_XDECREF(at[i]);
+    if (owned)
+        for (int i = 0; i < 6; i++) Py_XDECREF(at[i]);
     if (done <= 0) o->n = mark;
     return done;
+}
+
+/* What every record of a batch begins with; 0 when a field is not an int (rare: each record is then) */
+static int kf_head(kf_buf *h, PyObject *pos, const kf_batch *b) {
+    int k;
+    if (KF_LIT(h, "{\"position\":") || (k = kf_int_obj(h, pos, 0)) <= 0 || KF_LIT(h, ",\"magic\":") ||
+        (k = kf_int_obj(h, b->magic, 0)) <= 0 || KF_LIT(h, ",\"batch_base_offset\":") ||
+        (k = kf_int_obj(h, b->base_offset, 0)) <= 0)
+        return PyErr_Occurred() ? -1 : 0;
+    return 1;
 }
 
 /* records_json(position, batch, rare) -> bytes: the JSON array of the batch's records as records(None, ...) gives
@@ -468,9 +516,14 @@ static PyObject *shapes_records_json(PyObject *self, PyObject *const *args, Py_s
     }
     PyObject *pos = args[0], *rare = args[2], *out = NULL, *recs, *seq = NULL;
     kf_batch b = {0};
-    kf_buf o = {0};
+    kf_buf o = {0}, head = {0};
     int all_rare = kf_batch_of(args[1], &b) < 0;
     if (all_rare) PyErr_Clear();
+    if (!all_rare) {
+        int k = kf_head(&head, pos, &b);
+        if (k < 0) goto done;
+        all_rare = k == 0;
+    }
     if ((recs = PyObject_GetAttr(args[1], S_records)) == NULL) goto done;
     seq = PySequence_Fast(recs, "a batch's records are a sequence");
     Py_DECREF(recs);
@@ -478,7 +531,7 @@ static PyObject *shapes_records_json(PyObject *self, PyObject *const *args, Py_s
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
         PyObject *r = PySequence_Fast_GET_ITEM(seq, i);
         if (i && KF_LIT(&o, ",")) goto done;
-        int k = all_rare ? 0 : kf_record_json(&o, pos, &b, r);
+        int k = all_rare ? 0 : kf_record_json(&o, &head, &b, r);
         if (k < 0) goto done;
         if (k == 0) {
             PyObject *text = PyObject_CallOneArg(rare, r);
@@ -498,6 +551,7 @@ done:
     Py_XDECREF(seq);
     kf_batch_free(&b);
     PyMem_Free(o.p);
+    PyMem_Free(head.p);
     return out;
 }
 
