@@ -1,6 +1,6 @@
-"""`kfmt dump --json --jobs N` on a capture (kfmt.tools.dump.jobs): N processes, each writing its share of the
-messages in turn, give byte for byte the one process's output, its problems and notes in the same order, and its
-exit status, on every capture the tests have (cut into chunks of one message, so that the turns change at every
+"""`kfmt dump --jobs N` on a capture (kfmt.tools.dump.jobs): N processes, each writing its share of the messages
+in turn, give byte for byte the one process's output (JSON lines, text lines, records, templates, summaries), its
+problems and notes in the same order, and its exit status, on every capture the tests have (cut into chunks of one message, so that the turns change at every
 message); by default on a capture of 16 MB or more; and a process that fails fails the dump in one line."""
 
 import os
@@ -41,11 +41,11 @@ def test_shares_write_what_one_process_writes(tmp_path, monkeypatch):
         assert _dumped(p, tmp_path, "--json", "--jobs", "2") == one, p
         assert _dumped(p, tmp_path, "--json", "--jobs", "3") == one, p
         said += one[1].count("kfmt dump: ")
-        for summary in (["--summary"], ["--summary", "--json"]):  # counted in shares, added up
-            assert _dumped(p, tmp_path, *summary, "--jobs", "3") == _dumped(p, tmp_path, *summary, "--jobs", "1"), p
-    for p in paths[:20]:  # the records, a line each
-        records = ["--json", "--records"]
-        assert _dumped(p, tmp_path, *records, "--jobs", "2") == _dumped(p, tmp_path, *records, "--jobs", "1")
+        for how in ([], ["--summary"], ["--summary", "--json"]):  # text lines; summaries counted in shares, added up
+            assert _dumped(p, tmp_path, *how, "--jobs", "3") == _dumped(p, tmp_path, *how, "--jobs", "1"), (p, how)
+    for p in paths[:20]:  # the records, a line each: JSON, text, a template
+        for how in (["--json", "--records"], ["--records"], ["--records", "--template", "%t %p %o %k\\n"]):
+            assert _dumped(p, tmp_path, *how, "--jobs", "2") == _dumped(p, tmp_path, *how, "--jobs", "1"), (p, how)
     assert said > 100  # (problems and notes were ordered across the shares too)
 
 
@@ -80,15 +80,20 @@ def test_a_large_capture_is_dumped_by_a_process_per_cpu_by_default(tmp_path):
     assert runs[0].stdout.count(b"\n") > 1000
 
 
-@pytest.mark.parametrize(
-    ("extra", "shared"),
-    [(["--summary"], True), (["--json", "--template", "%k\\n"], False), (["--json"], True), ([], False)],
-)
-def test_json_lines_and_summaries_are_written_in_shares(tmp_path, monkeypatch, extra, shared):
-    """--json lines and summaries are shared; text lines and --template are written by one process."""
+@pytest.mark.parametrize("extra", [["--summary"], ["--records", "--template", "%k\\n"], ["--json"], []])
+def test_every_output_is_written_in_shares(tmp_path, monkeypatch, extra):
+    """JSON lines, text lines, template lines and summaries are written in shares where the output is a file; an
+    output in memory (a StringIO) by one process."""
+    import contextlib
+    import io
+
     from fuzz.capture import synthetic
 
     made, real = [], jobs.Shared
     monkeypatch.setattr(jobs, "Shared", lambda *a: made.append(a) or real(*a))
-    _dumped(synthetic(tmp_path / "s.pcap", 9), tmp_path, "--jobs", "2", *extra)
-    assert bool(made) == shared
+    src = synthetic(tmp_path / "s.pcap", 9)
+    _dumped(src, tmp_path, "--jobs", "2", *extra)
+    assert len(made) == 1
+    with contextlib.redirect_stdout(io.StringIO()):
+        main(["dump", "--jobs", "2", *extra, str(src)])
+    assert len(made) == 1 or extra == ["--summary"]  # (a summary is counted in shares, printed by the first)

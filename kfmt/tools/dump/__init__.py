@@ -267,8 +267,9 @@ def add_parser(sub) -> None:
     d.add_argument("--verbose", action="store_true", help="also note each non-consecutive offset")
     d.add_argument("--port", type=positive_int, help="with captures: the brokers' port (default: every connection "
                    "whose traffic reads as Kafka's)")  # fmt: skip
-    d.add_argument("--jobs", type=positive_int, metavar="N", help="with captures and --json: processes writing its "
-                   "messages, in order (default: one per CPU, up to 4, for a capture of 16 MB or more)")  # fmt: skip
+    d.add_argument("--jobs", type=positive_int, metavar="N", help="with captures: processes reading its messages, each "
+                   "writing its share in turn, the output that of one (default: one per CPU, up to 4, for a capture of "
+                   "16 MB or more)")  # fmt: skip
     d.add_argument(
         "--stdin-as",
         metavar="TOPIC-PARTITION",

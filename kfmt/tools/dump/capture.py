@@ -230,7 +230,7 @@ def _connection(conn, args, out, sink) -> None:
                  "connections are")  # fmt: skip
         return
     if not args.json and not args.template and args.capture_summary is None:
-        print(f"== {link}{'' if conn.opened else ' (open before the capture began)'}", file=out)
+        sink.text(f"== {link}{'' if conn.opened else ' (open before the capture began)'}\n")
     for x in itertools.chain([first] if first is not None else [], given):  # each printed as the reading goes
         asked = conn.to_server.packet_at(x.request_position) if sink.begin(len(x.request.frame)) else False
         if asked is not False:
@@ -273,27 +273,27 @@ def _message(m, link: str, packet, latency: float | None, args, out, sink) -> No
     if args.capture_summary is not None:
         args.capture_summary.add(m, j, client, broker, latency, sink.index)
     elif args.records or args.template:
-        _records(m, j, client, broker, number, when, args, out, sink)
+        _records(m, j, client, broker, number, when, args, sink)
     elif args.json:
         head = {"time": when, "frame": number, "client": client, "broker": broker, "kind": j["kind"], "api": j["api"],
                 "api_key": j["api_key"], "version": j["version"], "correlation_id": m.correlation_id}  # fmt: skip
         head |= {"client_id": m.client_id} if m.kind == "request" else {"latency_ms": _ms(latency)}
         sink.put(head | j)
     else:
-        _line(m, j, number, when, latency, out)
+        _line(m, j, number, when, latency, sink)
     which = f"{m.api_name} v{m.api_version} {m.kind} (correlation id {m.correlation_id})"
     for n in j.get("notes", []):
         sink.say("problem" if n in damaged else "note", f"{link}: {which}: {n}")
 
 
-def _line(m, j: dict, number, when, latency: float | None, out) -> None:
+def _line(m, j: dict, number, when, latency: float | None, sink) -> None:
     size = len(m.frame)
     who = f"client_id {m.client_id!r}  " if m.kind == "request" else ""
     errors = sorted(set(_error_codes(j["body"]))) if m.kind == "response" else []
     said = f"  errors {','.join(map(str, errors))}" if errors else ""
     took = f"  {_ms(latency)} ms" if latency is not None else ""
-    print(f"{_clock(when)} #{number}  {m.kind:<8} {m.api_name} v{m.api_version}  correlation_id {m.correlation_id}  "
-          f"{who}{size} B{took}{said}", file=out)  # fmt: skip
+    sink.text(f"{_clock(when)} #{number}  {m.kind:<8} {m.api_name} v{m.api_version}  correlation_id {m.correlation_id}  "
+              f"{who}{size} B{took}{said}\n")  # fmt: skip
 
 
 def record_sets(node, topic=None, partition=None):
@@ -315,7 +315,7 @@ def record_sets(node, topic=None, partition=None):
             yield from record_sets(v, topic, partition)
 
 
-def _records(m, j: dict, client: str, broker: str, number, when, args, out, sink) -> None:
+def _records(m, j: dict, client: str, broker: str, number, when, args, sink) -> None:
     """``--records``: the records a message carries (Produce requests, Fetch responses...), a line each as ``kfmt
     dump --records`` shows a log's (with --json, an object each: the capture's columns, its packet's time as
     ``packet_time``, and the record's; with --template, each through the kcat-style template)."""
@@ -325,16 +325,16 @@ def _records(m, j: dict, client: str, broker: str, number, when, args, out, sink
         for b in batches:
             for r in b["records"]:
                 if args.template:
-                    out.write(template_json_line(args.template, topic, partition, r))
+                    sink.text(template_json_line(args.template, topic, partition, r))
                     continue
                 if args.json:
                     head = {"packet_time": when, "frame": number, "client": client, "broker": broker, "kind": m.kind,
                             "api": m.api_name, "version": m.api_version, "topic": topic, "partition": partition}  # fmt: skip
                     sink.put(head | r)
                     continue
-                print(f"{_clock(when)} #{number}  {m.kind:<8} {m.api_name} v{m.api_version}  {topic} {partition} "
-                      f"offset {r['offset']} {r['time'] or r['timestamp']}  keySize {r['key_size']} valueSize "
-                      f"{r['value_size']}  key {json.dumps(r['key'])} value {json.dumps(r['value'])}", file=out)  # fmt: skip
+                sink.text(f"{_clock(when)} #{number}  {m.kind:<8} {m.api_name} v{m.api_version}  {topic} {partition} "
+                          f"offset {r['offset']} {r['time'] or r['timestamp']}  keySize {r['key_size']} valueSize "
+                          f"{r['value_size']}  key {json.dumps(r['key'])} value {json.dumps(r['value'])}\n")  # fmt: skip
 
 
 def _latency(asked, answered) -> float | None:

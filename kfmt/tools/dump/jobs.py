@@ -1,5 +1,5 @@
 """Where a capture's dump goes, a message at a time: its JSON lines (or text) on out, and what is said (problems and
-notes, counted) on err. :class:`Outlet` writes as the reading goes; :class:`Shared` is `kfmt dump --json --jobs N`:
+notes, counted) on err. :class:`Outlet` writes as the reading goes; :class:`Shared` is `kfmt dump --jobs N`:
 N processes read the capture's connections alike (the capture is read once, before they part: each maps its spool
 files), and each writes the messages of its share. The messages are cut into chunks by their frames' bytes, which
 every process knows alike, chunk c written by process c % N, in order: a token goes round a ring of pipes, and a
@@ -38,6 +38,10 @@ class Outlet:
         """A JSON line (``out`` writes JSON lines: a kfmt.runtime.jsonl.Lines)."""
         self.out.put(obj)
 
+    def text(self, line: str) -> None:
+        """A line of text, its newline included (``out`` a text stream)."""
+        self.out.write(line)
+
     def say(self, kind: str, text: str) -> None:
         """A problem or a note, counted."""
         self.problems, self.notes = self.problems + (kind == "problem"), self.notes + (kind == "note")
@@ -64,7 +68,7 @@ class Shared(Outlet):
         self.n, self.k, self.carry = n, 0, carry
         self.children: list[tuple[int, int]] = []  # (process id, the pipe its counts come on)
         self.chunk = self.size = self.count = 0
-        self.pending: list[tuple[bool, bytes | str]] = []
+        self.pending: list[tuple[int, bytes | str]] = []  # (0 err, 1 a JSON line, 2 text, its data) of the chunk
         rings = [os.pipe() for _ in range(n)]
         os.write(rings[0][1], b"t")  # the first chunk's turn
         self.back = -1  # (a share's process: where its counts go)
@@ -97,23 +101,27 @@ class Shared(Outlet):
 
     def put(self, obj) -> None:
         if self._mine():
-            self.pending.append((True, jsonl.encoded(obj)))
+            self.pending.append((1, jsonl.encoded(obj)))
+
+    def text(self, line: str) -> None:
+        if self._mine():
+            self.pending.append((2, line))
 
     def say(self, kind: str, text: str) -> None:
         if self._mine():
             self.problems, self.notes = self.problems + (kind == "problem"), self.notes + (kind == "note")
-            self.pending.append((False, f"kfmt dump: {kind}: {text}\n"))
+            self.pending.append((0, f"kfmt dump: {kind}: {text}\n"))
 
     def _next(self) -> None:
         """The chunk ends: written when its turn comes, if it is this process's."""
         if self._mine():
             if os.read(self.take, 1) != b"t":
                 raise OSError("kfmt dump: a process of this dump (--jobs) stopped before its turn")
-            for to_out, data in self.pending:
-                if to_out:
+            for to, data in self.pending:
+                if to == 1:
                     self.out.put_bytes(data)
                 else:
-                    self.err.write(data)
+                    (self.out if to == 2 else self.err).write(data)
             if self.out is not None:
                 self.out.flush()
             self.err.flush()
@@ -167,15 +175,15 @@ class Shared(Outlet):
 
 
 def outlet(args, out, err, size: int) -> Outlet:
-    """How a capture of ``size`` bytes is dumped: by ``--jobs`` processes where its output is JSON lines written to
-    a file or pipe, or a summary (counted in shares, added up at the end), else by this one (text lines, templates,
-    output in memory); without --jobs, one process per CPU (up to 4) for a capture of PARALLEL_FROM bytes or more."""
+    """How a capture of ``size`` bytes is dumped: by ``--jobs`` processes where its output goes to a file or pipe
+    (JSON lines, text lines, template lines, or a summary: counted in shares, added up at the end), else by this one
+    (output in memory); without --jobs, one process per CPU (up to 4) for a capture of PARALLEL_FROM bytes or more."""
     jobs = getattr(args, "jobs", None)
     if jobs is None:
         jobs = min(4, len(os.sched_getaffinity(0))) if size >= PARALLEL_FROM else 1
     summary = args.capture_summary
-    lines = getattr(out, "put_bytes", None) is not None and out.has_file() and not args.template
-    if jobs > 1 and (summary is not None or lines) and _has_fd(err):
+    to_file = out.has_file() if isinstance(out, jsonl.Lines) else _has_fd(out)
+    if jobs > 1 and (summary is not None or to_file) and _has_fd(err):
         return Shared(out if summary is None else None, err, jobs, summary)
     return Outlet(out, err)
 
