@@ -78,6 +78,11 @@ def test_a_large_capture_is_dumped_by_a_process_per_cpu_by_default(tmp_path):
             for extra in ([], ["--jobs", "1"])]  # fmt: skip
     assert runs[0].returncode == runs[1].returncode == 0 and runs[0].stdout == runs[1].stdout
     assert runs[0].stdout.count(b"\n") > 1000
+    for how in (["--json"], []):  # a reader that goes away (`| head`): as one process's dump ends then, nothing said
+        ends = [subprocess.run(["bash", "-c", f'"$0" dump {" ".join(how)} --jobs {j} "$1" | head -3 >/dev/null; '
+                                'echo "${PIPESTATUS[0]}"', kfmt_exe, str(cap)], capture_output=True, text=True,
+                               timeout=300) for j in (1, 2)]  # fmt: skip
+        assert ends[0].stdout == ends[1].stdout and ends[0].stderr == ends[1].stderr == "", (how, ends)
 
 
 @pytest.mark.parametrize("extra", [["--summary"], ["--records", "--template", "%k\\n"], ["--json"], []])

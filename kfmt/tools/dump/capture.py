@@ -162,7 +162,7 @@ def _api_name(key: int) -> str:
 
 def run(args, out, err) -> int:
     from kfmt.capture import read
-    from kfmt.tools.dump.jobs import outlet
+    from kfmt.tools.dump.jobs import BROKEN, outlet
 
     problems = notes = 0
     args.capture_summary = Summary() if args.summary else None
@@ -183,8 +183,12 @@ def run(args, out, err) -> int:
             for conn in conns:
                 _connection(conn, args, out, sink)
             sink.finish()
+        except BrokenPipeError:  # the output's reader went away (`| head`): as one process's dump ends then
+            sink.abandon(BROKEN)
+            raise
         except OSError as e:
-            sink.abandon()
+            if BROKEN in sink.abandon():
+                raise BrokenPipeError from None
             print(str(e) if str(e).startswith("kfmt dump: ") else f"kfmt dump: {e}", file=err)
             return 2
         except BaseException:

@@ -50,8 +50,9 @@ class Outlet:
     def finish(self) -> None:
         """The capture is read (a share's process ends here; the first one waits for the others)."""
 
-    def abandon(self) -> None:
-        """The dump failed (a share's process ends at once; the first one waits for the others)."""
+    def abandon(self, status: int = 2) -> list[int]:
+        """The dump failed (a share's process ends at once; the first one waits for the others: their statuses)."""
+        return []
 
 
 class Shared(Outlet):
@@ -134,44 +135,57 @@ class Shared(Outlet):
 
     def finish(self) -> None:
         """The last chunk written; a share's process then hands its counts to the first and ends, and the first
-        adds them to its own (failing in one line if a share's process failed)."""
+        adds them to its own (failing in one line if a share's process failed; a reader that went away, as one
+        process's dump ends then: BrokenPipeError)."""
         try:
             self._next()
         finally:
-            os.close(self.take)
-            os.close(self.give)
+            self._close_ring()
         if self.k:
             state = (self.problems, self.notes, self.carry.state() if self.carry is not None else None)
             with os.fdopen(self.back, "wb") as f:
                 pickle.dump(state, f)
             os._exit(0)
-        failed = []
+        codes = self._reap()
+        if BROKEN in codes:
+            raise BrokenPipeError
+        failed = [c for c in codes if c]
+        if failed:
+            raise OSError(f"kfmt dump: a process of this dump (--jobs) failed (exit status {failed[0]})")
+
+    def abandon(self, status: int = 2) -> list[int]:
+        """This process failed (``status``: BROKEN where its output's reader went away): a share's process ends at
+        once (the ring broken, the others stop); the first waits for the others, and gives their exit statuses."""
+        if self.k:
+            os._exit(status)
+        self._close_ring()
+        return self._reap()
+
+    def _close_ring(self) -> None:
+        for fd in (self.take, self.give):
+            if fd >= 0:
+                os.close(fd)
+        self.take = self.give = -1
+
+    def _reap(self) -> list[int]:
+        """Each share's process waited for, once: their exit statuses, the counts of those that ended well added."""
+        codes = []
         for pid, fd in self.children:
             with os.fdopen(fd, "rb") as f:
                 data = f.read()
             code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-            if code or not data:
-                failed.append(code)
-                continue
-            problems, notes, carried = pickle.loads(data)
-            self.problems, self.notes = self.problems + problems, self.notes + notes
-            if self.carry is not None:
-                self.carry.absorb(carried)
-        if failed:
-            raise OSError(f"kfmt dump: a process of this dump (--jobs) failed (exit status {failed[0]})")
+            codes.append(code if code or data else 2)
+            if code == 0 and data:
+                problems, notes, carried = pickle.loads(data)
+                self.problems, self.notes = self.problems + problems, self.notes + notes
+                if self.carry is not None:
+                    self.carry.absorb(carried)
+        self.children = []
+        return codes
 
-    def abandon(self) -> None:
-        """This process failed: a share's process ends at once (the ring broken, the others stop)."""
-        if self.k:
-            os._exit(2)
-        for fd in (self.take, self.give):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        for pid, fd in self.children:
-            os.close(fd)
-            os.waitpid(pid, 0)
+
+#: a share's exit status when its output's reader went away (`kfmt dump ... | head`)
+BROKEN = 3
 
 
 def outlet(args, out, err, size: int) -> Outlet:
