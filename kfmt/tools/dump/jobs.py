@@ -17,7 +17,7 @@ from kfmt.runtime import jsonl
 #: for tests that cut small captures into many chunks)
 CHUNK_BYTES = 1 << 20
 CHUNK_MESSAGES = int(os.environ.get("KFMT_DUMP_CHUNK") or 512)
-#: a capture smaller than this is dumped by one process whatever --jobs says (forking costs more than it saves)
+#: without --jobs, a capture smaller than this is dumped by one process (forking would cost more than it saves)
 PARALLEL_FROM = 16 << 20
 
 
