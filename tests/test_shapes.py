@@ -1,5 +1,5 @@
-"""A batch's records shaped for JSON in C (kfmt.runtime.native._shapes: the dicts, and the JSON text `kfmt dump
---json` writes) are kfmt.log.shapes.record_dict's, field for field and byte for byte: on every batch the real
+"""A batch's records shaped for JSON in C (kfmt.runtime.native._shapes: the dicts, the JSON text `kfmt dump --json`
+writes, a log's JSON lines of `kfmt dump --records --json`) are kfmt.log.shapes.record_dict's, field for field and byte for byte: on every batch the real
 brokers wrote (../shared/fixtures/real-broker), and on records made to be awkward (text that is not UTF-8, encoded
 surrogates, control characters, quotes, header keys that are not UTF-8, null keys and values, negative times and
 times past year 9999, producer sequences that wrap, control records, magic 0 and 1)."""
@@ -38,6 +38,8 @@ def _same(pos, b) -> int:
         got = shapes.record_dicts(_Seg, pos, b, "utf8", wire=wire)
         assert got == want and [list(d) for d in got] == [list(d) for d in want]  # values, and the keys' order
     assert shapes.records_text(pos, b) == orjson.dumps(_python(_Seg, pos, b, wire=True))
+    lines = [orjson.dumps(d | {"file": "orders-0/0.log"}) + b"\n" for d in _python(_Seg, pos, b, wire=False)]
+    assert shapes.record_lines(_Seg, "orders-0/0.log", pos, b) == b"".join(lines)  # kfmt dump --records --json's
     return len(b.records)
 
 
@@ -129,8 +131,27 @@ def test_no_leaks_on_any_path():
     base = tracemalloc.get_traced_memory()[0]
     for _ in range(20_000):
         once()
+        shapes.record_lines(_Seg, "f", 0, batches[0])
     gc.collect()
     grown = tracemalloc.get_traced_memory()[0] - base
     tracemalloc.stop()
     assert grown < 64 * 1024, grown
     assert [sys.getrefcount(x) for x in (None, _Seg.path, batches[0].records[0].value)][1:] == counts[1:]
+
+
+def test_a_dump_of_each_real_brokers_log_directory_is_the_python_backends(tmp_path):
+    """`kfmt dump --records --json` of each real broker's log directory (Kafka's own topics decoded, control
+    records, user topics written whole in C): byte for byte what an installation without the native backend
+    writes, and its problems alike."""
+    import os
+    import subprocess
+    import sys
+
+    kfmt_exe = str(Path(sys.executable).parent / "kfmt")
+    folders = sorted(p for p in BROKERS.iterdir() if p.is_dir())
+    assert len(folders) >= 6
+    for folder in folders:
+        runs = [subprocess.run([kfmt_exe, "dump", "--records", "--json", str(folder)], capture_output=True,
+                               timeout=600, env=dict(os.environ, **env)) for env in ({}, {"KFMT_DISABLE_NATIVE": "1"})]  # fmt: skip
+        assert runs[0].stdout == runs[1].stdout and runs[0].stderr == runs[1].stderr, folder
+        assert runs[0].returncode == runs[1].returncode and runs[0].stdout.count(b"\n") > 10, folder

@@ -167,6 +167,22 @@ def records_text(pos, b) -> bytes:
     return native.records_json(pos, b, lambda r: jsonl.text(one(r)))
 
 
+def record_lines(seg, name: str, pos, b) -> bytes:
+    """The JSON lines (UTF-8) of ``record_dict(seg, pos, b, r, "utf8") | {"file": name}`` for each record of batch
+    ``b``, as `kfmt dump --records --json` writes a log's: written in C where the native backend is built (a rare
+    record's line made here), else from the dicts."""
+    from kfmt.runtime import jsonl
+
+    def one(r) -> bytes:
+        return jsonl.text(record_dict(seg, pos, b, r, "utf8") | {"file": name})
+
+    native = _native_shapes()
+    if native is None:
+        return b"".join(one(r) + b"\n" for r in b.records)
+    prefix = jsonl.text({"type": "record", "file": name, "topic": seg.topic, "partition": seg.partition})
+    return native.records_json(pos, b, one, prefix[1:-1] + b",")
+
+
 class _NoSegment:
     """What a record set on the wire is named by: nothing (its shape leaves these out)."""
 

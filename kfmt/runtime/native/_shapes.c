@@ -497,40 +497,46 @@ out:
     return done;
 }
 
-/* What every record of a batch begins with; 0 when a field is not an int (rare: each record is then) */
-static int kf_head(kf_buf *h, PyObject *pos, const kf_batch *b) {
+/* What every record of a batch begins with (``prefix``: the keys before its position, each with its comma);
+ * 0 when a field is not an int (rare: each record is then) */
+static int kf_head(kf_buf *h, const char *prefix, Py_ssize_t nprefix, PyObject *pos, const kf_batch *b) {
     int k;
-    if (KF_LIT(h, "{\"position\":") || (k = kf_int_obj(h, pos, 0)) <= 0 || KF_LIT(h, ",\"magic\":") ||
+    if (KF_LIT(h, "{") || kf_put(h, prefix, (size_t)nprefix) || KF_LIT(h, "\"position\":") ||
+        (k = kf_int_obj(h, pos, 0)) <= 0 || KF_LIT(h, ",\"magic\":") ||
         (k = kf_int_obj(h, b->magic, 0)) <= 0 || KF_LIT(h, ",\"batch_base_offset\":") ||
         (k = kf_int_obj(h, b->base_offset, 0)) <= 0)
         return PyErr_Occurred() ? -1 : 0;
     return 1;
 }
 
-/* records_json(position, batch, rare) -> bytes: the JSON array of the batch's records as records(None, ...) gives
- * them; ``rare(record)`` gives the JSON text of one this cannot write */
+/* records_json(position, batch, rare[, prefix]) -> bytes: the JSON array of the batch's records as records(None,
+ * ...) gives them; ``rare(record)`` gives the JSON text of one this cannot write. With ``prefix`` (bytes: keys,
+ * each with its comma, put before the position in every record): JSON lines instead, a record each */
 static PyObject *shapes_records_json(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "records_json(position, batch, rare)");
+    if (nargs != 3 && !(nargs == 4 && PyBytes_Check(args[3]))) {
+        PyErr_SetString(PyExc_TypeError, "records_json(position, batch, rare[, prefix])");
         return NULL;
     }
+    int lines = nargs == 4;
+    const char *prefix = lines ? PyBytes_AS_STRING(args[3]) : "";
+    Py_ssize_t nprefix = lines ? PyBytes_GET_SIZE(args[3]) : 0;
     PyObject *pos = args[0], *rare = args[2], *out = NULL, *recs, *seq = NULL;
     kf_batch b = {0};
     kf_buf o = {0}, head = {0};
     int all_rare = kf_batch_of(args[1], &b) < 0;
     if (all_rare) PyErr_Clear();
     if (!all_rare) {
-        int k = kf_head(&head, pos, &b);
+        int k = kf_head(&head, prefix, nprefix, pos, &b);
         if (k < 0) goto done;
         all_rare = k == 0;
     }
     if ((recs = PyObject_GetAttr(args[1], S_records)) == NULL) goto done;
     seq = PySequence_Fast(recs, "a batch's records are a sequence");
     Py_DECREF(recs);
-    if (seq == NULL || KF_LIT(&o, "[")) goto done;
+    if (seq == NULL || (!lines && KF_LIT(&o, "["))) goto done;
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
         PyObject *r = PySequence_Fast_GET_ITEM(seq, i);
-        if (i && KF_LIT(&o, ",")) goto done;
+        if (!lines && i && KF_LIT(&o, ",")) goto done;
         int k = all_rare ? 0 : kf_record_json(&o, &head, &b, r);
         if (k < 0) goto done;
         if (k == 0) {
@@ -545,8 +551,9 @@ static PyObject *shapes_records_json(PyObject *self, PyObject *const *args, Py_s
             Py_DECREF(text);
             if (bad) goto done;
         }
+        if (lines && KF_LIT(&o, "\n")) goto done;
     }
-    if (!KF_LIT(&o, "]")) out = PyBytes_FromStringAndSize(o.p, (Py_ssize_t)o.n);
+    if (!(lines ? 0 : KF_LIT(&o, "]"))) out = PyBytes_FromStringAndSize(o.p, (Py_ssize_t)o.n);
 done:
     Py_XDECREF(seq);
     kf_batch_free(&b);

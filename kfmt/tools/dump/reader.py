@@ -28,6 +28,7 @@ from kfmt.tools.dump.show import (
     decoded_text,
     iso,
     record_dict,
+    record_lines,
     sequence_at,
     shown,
     template_line,
@@ -260,10 +261,22 @@ class Dump:
         if not per_record:
             self._shown()
             return
+        if self._plain_json(seg, b, filt, log):  # every record of the batch, written whole
+            self.out.write(record_lines(seg, self.name(seg.path), pos, b).decode())
+            self._shown(len(b.records))
+            return
         for r in b.records:
             if filt.wants_record(r):
                 self._record(seg, pos, b, r, log)
                 self._shown()
+
+    def _plain_json(self, seg, b, filt: Filters, log: Log) -> bool:
+        """Whether a batch's records are written as JSON lines, all of them, as they are: no record filtered out,
+        none of Kafka's own payloads to decode (nor a control record's), payloads as text, no --count to reach."""
+        a = self.args
+        return (a.json and not (a.template or a.payload_only) and a.payload == "utf8" and a.count is None
+                and filt.offsets == (None, None) and filt.times == (None, None) and not b.is_control
+                and not log.snapshot and binding(seg.topic) is None)  # fmt: skip
 
     def _batch(self, seg, pos, end, b, log: Log) -> None:
         a, out = self.args, self.out

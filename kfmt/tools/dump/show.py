@@ -18,6 +18,7 @@ from kfmt.log.shapes import (  # noqa: F401  (what dump shows, one definition fo
     iso,
     payload,
     record_dict,
+    record_lines,
     sequence_at,
     shown,
 )
