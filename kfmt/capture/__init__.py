@@ -183,16 +183,13 @@ def _native_flows(path: Path, spool, problems: list[str]) -> dict | None:
 
 
 def _native_capture():
-    """kfmt.runtime.native._capture where it is built and the native backend is not turned off, else None."""
-    import importlib
+    """kfmt.runtime.native._capture where it is built and the native backend is not turned off (nor the Python
+    reader asked for: ``KFMT_CAPTURE_PYTHON``, the differential tests' switch), else None."""
     import os
 
-    if os.environ.get("KFMT_DISABLE_NATIVE") or os.environ.get("KFMT_CAPTURE_PYTHON"):
-        return None
-    try:
-        return importlib.import_module("kfmt.runtime.native._capture")
-    except ImportError:
-        return None
+    from kfmt.runtime.native import extension
+
+    return None if os.environ.get("KFMT_CAPTURE_PYTHON") else extension("_capture")
 
 
 def exchanges_of(conn: Connection, conv, *, backend: str | None = None):

@@ -185,14 +185,9 @@ class Assembly:
             self._begin()
         while self.waiting:
             self._hole()
-        m = self.spool.mapped(self.file, self.written) if self.written else None
-        bounds = [fo for _, fo in self.runs[1:]] + [self.written]
-        marks: list = [(None, a) for a in self.marks]
         if self.mark_files:
             self._write_marks()
-            maps = [self.spool.mapped(p, self.nmarks * 8) for p in self.mark_files]
-            marks = [(x, memoryview(x).cast(a.typecode)) for x, a in zip(maps, self.marks)]  # type: ignore[arg-type]
-        return m, [(at, fo, stop - fo) for (at, fo), stop in zip(self.runs, bounds)], marks
+        return _mapped(self.spool, self.file, self.written, self.runs, self.marks, self.mark_files, self.nmarks)
 
 
 class Finished:
@@ -208,13 +203,22 @@ class Finished:
         return not self.written
 
     def finish(self) -> tuple[mmap.mmap | None, list[tuple[int, int, int]], list]:
-        m = self.spool.mapped(self.file, self.written) if self.written else None
-        bounds = [fo for _, fo in self.runs[1:]] + [self.written]
-        marks: list = [(None, array(t)) for t in "qqd"]
-        if self.mark_files:
-            maps = [self.spool.mapped(p, self.nmarks * 8) for p in self.mark_files]
-            marks = [(x, memoryview(x).cast(t)) for x, t in zip(maps, "qqd")]  # type: ignore[call-overload]
-        return m, [(at, fo, stop - fo) for (at, fo), stop in zip(self.runs, bounds)], marks
+        """As :meth:`Assembly.finish` (its marks always in their files)."""
+        empty = (array("q"), array("q"), array("d"))
+        return _mapped(self.spool, self.file, self.written, self.runs, empty, self.mark_files, self.nmarks)
+
+
+def _mapped(spool: Spool, file: str, written: int, runs, marks: tuple, mark_files, nmarks: int):
+    """What :meth:`Assembly.finish` gives of a direction's spool files: the bytes' mapping (None: no byte), its runs
+    as (stream byte, file offset, length), and its marks, each (its file's mapping, a view of it as 8-byte values),
+    or (None, ``marks``' array in memory) where none was written to a file."""
+    m = spool.mapped(file, written) if written else None
+    bounds = [fo for _, fo in runs[1:]] + [written]
+    held: list = [(None, a) for a in marks]
+    if mark_files:
+        maps = [spool.mapped(p, nmarks * 8) for p in mark_files]
+        held = [(x, memoryview(x).cast(a.typecode)) for x, a in zip(maps, marks)]
+    return m, [(at, fo, stop - fo) for (at, fo), stop in zip(runs, bounds)], held
 
 
 def release(m: mmap.mmap, upto: int) -> None:

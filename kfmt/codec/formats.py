@@ -47,7 +47,9 @@ PREFERENCE = ("native", "python")
 def _native_built() -> bool:
     """Whether every format's C extension imports here (and was built from the schema it was generated
     with). ``KFMT_DISABLE_NATIVE=1`` makes an installation behave as one without a compiler."""
-    if os.environ.get("KFMT_DISABLE_NATIVE"):
+    from kfmt.runtime.native import disabled
+
+    if disabled():
         return False
     try:
         for fid in format_ids():

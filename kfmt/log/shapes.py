@@ -143,8 +143,7 @@ def record_dicts(seg, pos, b, how: str, *, wire: bool = False) -> list[dict]:
     a header key that is not UTF-8, is handed back here): the same dicts, held equal by tests/test_native.py."""
 
     def one(r) -> dict:
-        d = record_dict(seg, pos, b, r, how)
-        return {k: v for k, v in d.items() if k not in SEGMENT_KEYS} if wire else d
+        return on_the_wire(record_dict(seg, pos, b, r, how)) if wire else record_dict(seg, pos, b, r, how)
 
     native = _native_shapes() if how == "utf8" else None
     if native is None:
@@ -159,7 +158,7 @@ def records_text(pos, b) -> bytes:
     from kfmt.runtime import jsonl
 
     def one(r) -> dict:
-        return {k: v for k, v in record_dict(_NoSegment, pos, b, r, "utf8").items() if k not in SEGMENT_KEYS}
+        return on_the_wire(record_dict(NoSegment, pos, b, r, "utf8"))
 
     native = _native_shapes()
     if native is None:
@@ -183,28 +182,27 @@ def record_lines(seg, name: str, pos, b) -> bytes:
     return native.records_json(pos, b, one, prefix[1:-1] + b",")
 
 
-class _NoSegment:
-    """What a record set on the wire is named by: nothing (its shape leaves these out)."""
+class NoSegment:
+    """What a record set on the wire is named by: nothing (its shapes leave these out: SEGMENT_KEYS)."""
 
     path = topic = partition = None
 
 
-#: what names a segment in a record's shape (a record set on the wire has none)
+#: what names a segment in a batch's and a record's shape (a record set on the wire has none)
 SEGMENT_KEYS = ("type", "file", "topic", "partition")
+
+
+def on_the_wire(d: dict) -> dict:
+    """A batch's or record's shape without what names a segment."""
+    return {k: v for k, v in d.items() if k not in SEGMENT_KEYS}
 
 
 @functools.lru_cache(maxsize=1)
 def _native_shapes():
     """kfmt.runtime.native._shapes where it is built and the native backend is not turned off, else None."""
-    import importlib
-    import os
+    from kfmt.runtime.native import extension
 
-    if os.environ.get("KFMT_DISABLE_NATIVE"):
-        return None
-    try:
-        return importlib.import_module("kfmt.runtime.native._shapes")
-    except ImportError:
-        return None
+    return extension("_shapes")
 
 
 def _size(b) -> int:

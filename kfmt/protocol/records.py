@@ -27,20 +27,12 @@ class RecordSets:
         return records_json(bytes(data), path, self)
 
 
-class _At:
-    """What ``kfmt dump``'s batch and record shapes name a segment by: none, for a record set on the wire."""
-
-    path = None
-    topic = None
-    partition = None
-
-
 def records_json(data: bytes, path: str, sets: RecordSets) -> dict:
     """``{"_batches": [...]}`` beside a record set's hex: each batch (with its ``records``) as ``kfmt dump --json``
     shapes them, positions from the set's first byte; ``_partial``: the cut last batch; ``_damage``: what did not
     decode, which also goes to ``sets.problems`` with where it is."""
     from kfmt.log.batches import scan
-    from kfmt.log.shapes import SEGMENT_KEYS, batch_dict, record_dicts, records_text
+    from kfmt.log.shapes import NoSegment, batch_dict, on_the_wire, record_dicts, records_text
     from kfmt.runtime import jsonl
 
     batches: list[dict] = []
@@ -54,12 +46,12 @@ def records_json(data: bytes, path: str, sets: RecordSets) -> dict:
             out.setdefault("_damage", []).append(line)
             sets.problems.append(line)
             continue
-        d = {k: v for k, v in batch_dict(_At, pos, end, b).items() if k not in SEGMENT_KEYS}
+        d = on_the_wire(batch_dict(NoSegment, pos, end, b))
         if not sets.records:
             d["record_count"] = len(b.records)
         elif sets.records == "text" and jsonl.orjson is not None:  # JSON text the writer puts in as is
             d["records"] = jsonl.fragment(records_text(pos, b))
         else:
-            d["records"] = record_dicts(_At, pos, b, "utf8", wire=True)
+            d["records"] = record_dicts(NoSegment, pos, b, "utf8", wire=True)
         batches.append(d)
     return {"_batches": batches, **out}

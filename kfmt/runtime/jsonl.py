@@ -15,22 +15,21 @@ except ImportError:  # pragma: no cover - orjson is a dependency; this keeps a b
 def encoded(obj) -> bytes:
     """``obj`` as one line of JSON in UTF-8, its newline included (what is not JSON's, such as bytes, as ``str()``
     says)."""
-    if orjson is not None:
-        try:
-            return orjson.dumps(obj, default=str, option=orjson.OPT_APPEND_NEWLINE)
-        except TypeError:
-            pass
-    return (json.dumps(obj, default=str, separators=(",", ":")) + "\n").encode("ascii")
+    return _dumped(obj, newline=True)
 
 
 def text(obj) -> bytes:
     """``obj`` as JSON in UTF-8, without a newline."""
+    return _dumped(obj, newline=False)
+
+
+def _dumped(obj, newline: bool) -> bytes:
     if orjson is not None:
         try:
-            return orjson.dumps(obj, default=str)
+            return orjson.dumps(obj, default=str, option=orjson.OPT_APPEND_NEWLINE if newline else None)
         except TypeError:
             pass
-    return json.dumps(obj, default=str, separators=(",", ":")).encode("ascii")
+    return (json.dumps(obj, default=str, separators=(",", ":")) + ("\n" if newline else "")).encode("ascii")
 
 
 def fragment(data: bytes):
@@ -53,10 +52,7 @@ class Lines:
         self._out = out
 
     def put(self, obj) -> None:
-        if self._raw is not None:
-            self._raw.write(encoded(obj))
-        else:
-            self._out.write(line(obj))
+        self.put_bytes(encoded(obj))
 
     def put_bytes(self, data: bytes) -> None:
         """Lines already encoded (:func:`encoded`)."""

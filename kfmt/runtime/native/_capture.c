@@ -392,6 +392,15 @@ static int other_frame(cap_t *c, PyObject *reader, int link, const uint8_t *fr, 
     return bad ? -1 : 0;
 }
 
+/* A captured frame of link type ``link`` read (an Ethernet frame of TCP over IPv4 here, any other by the
+ * definition) and its segment put together: 0 fine, -1 error */
+static int frame(cap_t *c, PyObject *reader, int link, const uint8_t *fr, size_t len, int64_t number, double time) {
+    int bad = 0;
+    if (link != 1 || !ethernet_ipv4_tcp(c, fr, len, number, time, &bad))
+        bad = other_frame(c, reader, link, fr, len, number, time);
+    return bad;
+}
+
 /* ---- the pcap file */
 
 static PyObject *result(cap_t *c, long long unread, long long done) {
@@ -459,7 +468,7 @@ static int walk(cap_t *c, FILE *in, long long size, PyObject *reader, long long 
     pcap_kind k;
     if (fread(head, 1, 24, in) != 24 || !pcap_magic(head, &k)) return 1; /* (the definition says what it is) */
     int link = (int)u32(head + 20, k.swap);
-    uint8_t *frame = NULL;
+    uint8_t *buf = NULL;
     size_t capf = 0;
     long long pos = 24;
     int64_t number = 0;
@@ -468,7 +477,7 @@ static int walk(cap_t *c, FILE *in, long long size, PyObject *reader, long long 
     while (!bad && pos + 16 <= size && fread(rec, 1, 16, in) == 16) {
         uint32_t caplen = u32(rec + 8, k.swap);
         if (pos + 16 + (long long)caplen > size) break; /* a cut last record: not read, said by the caller */
-        if (grow((void **)&frame, &capf, caplen ? caplen : 1, 1) || fread(frame, 1, caplen, in) != caplen) {
+        if (grow((void **)&buf, &capf, caplen ? caplen : 1, 1) || fread(buf, 1, caplen, in) != caplen) {
             bad = PyErr_Occurred() ? -1 : 2;
             break;
         }
@@ -476,10 +485,9 @@ static int walk(cap_t *c, FILE *in, long long size, PyObject *reader, long long 
         *done = pos;
         number++;
         double t = record_time(u32(rec, k.swap), u32(rec + 4, k.swap), k.nano);
-        if (link != 1 || !ethernet_ipv4_tcp(c, frame, caplen, number, t, &bad))
-            bad = other_frame(c, reader, link, frame, caplen, number, t);
+        bad = frame(c, reader, link, buf, caplen, number, t);
     }
-    PyMem_Free(frame);
+    PyMem_Free(buf);
     return bad;
 }
 
@@ -499,7 +507,8 @@ static uint32_t ng32(const uint8_t *p, int le) { return u32(p, !le); }
 static uint16_t ng16(const uint8_t *p, int le) { return le ? (uint16_t)(p[0] | p[1] << 8) : be16(p); }
 
 /* Walk options from ``at`` to the block's end (its last 4 bytes the length again) as dpkt reads them: each whole,
- * up to an end-of-options; calls ``seen`` for each. 0 fine, DEFER anything else */
+ * up to an end-of-options; an interface's (``iface``, else NULL) time resolution and offset taken from theirs. 0
+ * fine, DEFER anything else */
 static int options(const uint8_t *b, size_t at, size_t size, int le, iface_t *iface) {
     size_t end = size - 4;
     while (at < end) {
@@ -524,16 +533,6 @@ static int options(const uint8_t *b, size_t at, size_t size, int le, iface_t *if
         if (code == 0) break;
     }
     return 0;
-}
-
-/* One packet of a block: 0 fine, -1 error, DEFER */
-static int ng_packet(cap_t *c, PyObject *reader, const iface_t *ifs, size_t nifs, uint32_t id, const uint8_t *fr,
-                     size_t len, double t, int64_t number) {
-    if (id >= nifs) return DEFER;
-    int bad = 0;
-    if (ifs[id].link != 1 || !ethernet_ipv4_tcp(c, fr, len, number, t, &bad))
-        bad = other_frame(c, reader, ifs[id].link, fr, len, number, t);
-    return bad;
 }
 
 static double ng_time(const iface_t *f, uint32_t high, uint32_t low) {
@@ -561,14 +560,14 @@ static int ng_block(cap_t *c, PyObject *reader, const uint8_t *b, size_t size, i
         uint32_t id = kind == 6 ? ng32(b + 8, le) : ng16(b + 8, le);
         if (id >= *nifs) return DEFER;
         ++*number;
-        return ng_packet(c, reader, *ifs, *nifs, id, b + 28, caplen, ng_time(&(*ifs)[id], ng32(b + 12, le), ng32(b + 16, le)),
-                         *number);
+        return frame(c, reader, (*ifs)[id].link, b + 28, caplen, *number,
+                     ng_time(&(*ifs)[id], ng32(b + 12, le), ng32(b + 16, le)));
     }
     if (kind == 3) { /* a simple packet: no time, the section's first interface */
         if (size < 16 || *nifs == 0) return DEFER;
         uint32_t length = ng32(b + 8, le);
         ++*number;
-        return ng_packet(c, reader, *ifs, *nifs, 0, b + 12, length < size - 16 ? length : size - 16, NAN, *number);
+        return frame(c, reader, (*ifs)[0].link, b + 12, length < size - 16 ? length : size - 16, *number, NAN);
     }
     return 0; /* statistics, names...: no packet */
 }

@@ -144,15 +144,47 @@ static int kf_fill_rest(PyObject *d, const kf_batch *b, long long offset, PyObje
     return bad ? -1 : 1;
 }
 
+/* A record model's fields read from its slots where its class keeps them there (kfmt's Record: __slots__), else
+ * by attribute: the class last seen, and where its six fields lie (0: not in slots) */
+static PyTypeObject *slot_type;
+static Py_ssize_t slot_off[6];
+
+static void kf_learn_slots(PyTypeObject *t, PyObject **names) {
+    slot_type = t;
+    for (int i = 0; i < 6; i++) {
+        PyObject *d = PyObject_GetAttr((PyObject *)t, names[i]);
+        slot_off[i] = 0;
+        if (d != NULL && Py_IS_TYPE(d, &PyMemberDescr_Type) && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX)
+            slot_off[i] = ((PyMemberDescrObject *)d)->d_member->offset;
+        Py_XDECREF(d);
+        PyErr_Clear();
+    }
+}
+
+/* The record's offset, timestamp, key, value, headers and control in ``at``: borrowed (0) from its slots, or new
+ * references (1) by attribute; -1 error */
+static int kf_fields(PyObject *r, PyObject **at, PyObject **names) {
+    if (Py_TYPE(r) != slot_type) kf_learn_slots(Py_TYPE(r), names);
+    int i = 0;
+    for (; i < 6 && slot_off[i]; i++)
+        if ((at[i] = *(PyObject **)((char *)r + slot_off[i])) == NULL) break;
+    if (i == 6) return 0;
+    for (i = 0; i < 6; i++)
+        if ((at[i] = PyObject_GetAttr(r, names[i])) == NULL) {
+            while (i--) Py_DECREF(at[i]);
+            return -1;
+        }
+    return 1;
+}
+
 /* One record's dict; NULL with no error set: rare (the caller asks the definition) */
 static PyObject *kf_record(PyObject *head, PyObject *pos, const kf_batch *b, PyObject *r) {
-    PyObject *off = NULL, *ts = NULL, *key = NULL, *value = NULL, *hs = NULL, *control = NULL, *d = NULL;
-    int done = 0;
-    if (!(off = PyObject_GetAttr(r, S_offset)) || !(ts = PyObject_GetAttr(r, S_timestamp)) ||
-        !(key = PyObject_GetAttr(r, S_key)) || !(value = PyObject_GetAttr(r, S_value)) ||
-        !(hs = PyObject_GetAttr(r, S_headers)) || !(control = PyObject_GetAttr(r, S_control)))
-        goto out;
-    if (control != Py_None || !PyLong_CheckExact(off) || !(ts == Py_None || PyLong_CheckExact(ts)) ||
+    PyObject *at[6] = {NULL}, *d = NULL;
+    PyObject *names[6] = {S_offset, S_timestamp, S_key, S_value, S_headers, S_control};
+    int owned = kf_fields(r, at, names), done = 0;
+    if (owned < 0) return NULL;
+    PyObject *off = at[0], *ts = at[1], *key = at[2], *value = at[3];
+    if (at[5] != Py_None || !PyLong_CheckExact(off) || !(ts == Py_None || PyLong_CheckExact(ts)) ||
         !(key == Py_None || PyBytes_CheckExact(key)) || !(value == Py_None || PyBytes_CheckExact(value)))
         goto out;  // rare: no error set
     long long offset = PyLong_AsLongLong(off);
@@ -165,14 +197,10 @@ static PyObject *kf_record(PyObject *head, PyObject *pos, const kf_batch *b, PyO
         PyDict_SetItem(d, K_batch_base_offset, b->base_offset) || PyDict_SetItem(d, K_offset, off) ||
         PyDict_SetItem(d, K_timestamp, ts))
         goto out;
-    done = kf_fill_rest(d, b, offset, ts, key, value, hs);
+    done = kf_fill_rest(d, b, offset, ts, key, value, at[4]);
 out:
-    Py_XDECREF(off);
-    Py_XDECREF(ts);
-    Py_XDECREF(key);
-    Py_XDECREF(value);
-    Py_XDECREF(hs);
-    Py_XDECREF(control);
+    if (owned)
+        for (int i = 0; i < 6; i++) Py_XDECREF(at[i]);
     if (done == 1) return d;
     Py_XDECREF(d);
     return NULL;
@@ -445,39 +473,6 @@ static int kf_record_fields(kf_buf *o, const kf_batch *b, PyObject *off, PyObjec
 }
 
 /* One record's object appended; 1 done, 0 rare (nothing appended), -1 error */
-/* A record model's fields read from its slots where its class keeps them there (kfmt's Record: __slots__), else
- * by attribute: the class last seen, and where its six fields lie (0: not in slots) */
-static PyTypeObject *slot_type;
-static Py_ssize_t slot_off[6];
-
-static void kf_learn_slots(PyTypeObject *t, PyObject **names) {
-    slot_type = t;
-    for (int i = 0; i < 6; i++) {
-        PyObject *d = PyObject_GetAttr((PyObject *)t, names[i]);
-        slot_off[i] = 0;
-        if (d != NULL && Py_IS_TYPE(d, &PyMemberDescr_Type) && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX)
-            slot_off[i] = ((PyMemberDescrObject *)d)->d_member->offset;
-        Py_XDECREF(d);
-        PyErr_Clear();
-    }
-}
-
-/* The record's offset, timestamp, key, value, headers and control in ``at``: borrowed (0) from its slots, or new
- * references (1) by attribute; -1 error */
-static int kf_fields(PyObject *r, PyObject **at, PyObject **names) {
-    if (Py_TYPE(r) != slot_type) kf_learn_slots(Py_TYPE(r), names);
-    int i = 0;
-    for (; i < 6 && slot_off[i]; i++)
-        if ((at[i] = *(PyObject **)((char *)r + slot_off[i])) == NULL) break;
-    if (i == 6) return 0;
-    for (i = 0; i < 6; i++)
-        if ((at[i] = PyObject_GetAttr(r, names[i])) == NULL) {
-            while (i--) Py_DECREF(at[i]);
-            return -1;
-        }
-    return 1;
-}
-
 /* One record's object appended after the batch's ``head`` ({"position":..,"magic":..,"batch_base_offset":..);
  * 1 done, 0 rare (nothing appended), -1 error */
 static int kf_record_json(kf_buf *o, const kf_buf *head, const kf_batch *b, PyObject *r) {

@@ -177,11 +177,12 @@ def run(args, out, err) -> int:
         for line in cap.problems:
             print(f"kfmt dump: problem: {line}", file=err)
         problems += len(cap.problems)
+        # (another service's traffic, on another port than --port's: not asked for)
         conns = [c for c in cap.connections if args.port is None or args.port in (c.server[1], c.client[1])]
-        sink = outlet(args, out, err, os.path.getsize(path))  # (another service's traffic: not asked for)
+        sink = outlet(args, out, err, os.path.getsize(path))
         try:
             for conn in conns:
-                _connection(conn, args, out, sink)
+                _connection(conn, args, sink)
             sink.finish()
         except BrokenPipeError:  # the output's reader went away (`| head`): as one process's dump ends then
             sink.abandon(BROKEN)
@@ -206,7 +207,7 @@ def run(args, out, err) -> int:
     return 1 if problems else 0
 
 
-def _connection(conn, args, out, sink) -> None:
+def _connection(conn, args, sink) -> None:
     """One connection's messages printed, and what it says said (``sink``: a kfmt.tools.dump.jobs.Outlet)."""
     from kfmt.capture import exchanges_of
     from kfmt.protocol.conversation import Conversation
@@ -236,13 +237,12 @@ def _connection(conn, args, out, sink) -> None:
     if not args.json and not args.template and args.capture_summary is None:
         sink.text(f"== {link}{'' if conn.opened else ' (open before the capture began)'}\n")
     for x in itertools.chain([first] if first is not None else [], given):  # each printed as the reading goes
-        asked = conn.to_server.packet_at(x.request_position) if sink.begin(len(x.request.frame)) else False
-        if asked is not False:
-            _message(x.request, link, asked, None, args, out, sink)
+        asked = conn.to_server.packet_at(x.request_position)
+        if sink.begin(len(x.request.frame)):  # (a message of another process's share: read, not written here)
+            _message(x.request, client, broker, asked, None, args, sink)
         if x.response is not None and sink.begin(len(x.response.frame)):
-            asked = conn.to_server.packet_at(x.request_position) if asked is False else asked
             answered = conn.to_client.packet_at(x.response_position)
-            _message(x.response, link, answered, _latency(asked, answered), args, out, sink)
+            _message(x.response, client, broker, answered, _latency(asked, answered), args, sink)
     _said_of(conn, conv, link, sink)
 
 
@@ -262,12 +262,11 @@ def _said_of(conn, conv, link: str, sink) -> None:
                  f"{after} after it), read on from byte {at + after}")  # fmt: skip
 
 
-def _message(m, link: str, packet, latency: float | None, args, out, sink) -> None:
+def _message(m, client: str, broker: str, packet, latency: float | None, args, sink) -> None:
     """One message printed: ``packet`` (number, time) of the packet where it starts, ``latency`` in milliseconds
     from its request's first packet to this response's (None for requests); then what the message says of itself:
     a damaged record set inside it hides records, a problem; bytes after it that Kafka leaves unread, or KIP-511's
     fallback, notes."""
-    client, broker = link.split(" -> ")
     records: bool | str = args.capture_summary is None and (args.json or args.records or args.template)
     if records and args.json and not args.records and not args.template:  # the message written out whole
         records = "text"
@@ -287,7 +286,7 @@ def _message(m, link: str, packet, latency: float | None, args, out, sink) -> No
         _line(m, j, number, when, latency, sink)
     which = f"{m.api_name} v{m.api_version} {m.kind} (correlation id {m.correlation_id})"
     for n in j.get("notes", []):
-        sink.say("problem" if n in damaged else "note", f"{link}: {which}: {n}")
+        sink.say("problem" if n in damaged else "note", f"{client} -> {broker}: {which}: {n}")
 
 
 def _line(m, j: dict, number, when, latency: float | None, sink) -> None:

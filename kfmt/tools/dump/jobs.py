@@ -44,8 +44,11 @@ class Outlet:
 
     def say(self, kind: str, text: str) -> None:
         """A problem or a note, counted."""
-        self.problems, self.notes = self.problems + (kind == "problem"), self.notes + (kind == "note")
+        self._count(kind)
         print(f"kfmt dump: {kind}: {text}", file=self.err)
+
+    def _count(self, kind: str) -> None:
+        self.problems, self.notes = self.problems + (kind == "problem"), self.notes + (kind == "note")
 
     def finish(self) -> None:
         """The capture is read (a share's process ends here; the first one waits for the others)."""
@@ -97,8 +100,8 @@ class Shared(Outlet):
     def begin(self, size: int) -> bool:
         if self.count >= CHUNK_MESSAGES or self.size >= CHUNK_BYTES:
             self._next()
-        self.count, self.size, self.index = self.count + 1, self.size + size, self.index + 1
-        return self._mine()
+        self.count, self.size = self.count + 1, self.size + size
+        return super().begin(size) and self._mine()
 
     def put(self, obj) -> None:
         if self._mine():
@@ -110,7 +113,7 @@ class Shared(Outlet):
 
     def say(self, kind: str, text: str) -> None:
         if self._mine():
-            self.problems, self.notes = self.problems + (kind == "problem"), self.notes + (kind == "note")
+            self._count(kind)
             self.pending.append((0, f"kfmt dump: {kind}: {text}\n"))
 
     def _next(self) -> None:
