@@ -5,7 +5,8 @@ from __future__ import annotations
 
 def register(sub) -> None:
     from kfmt.spark import jobs as spark_jobs
-    from kfmt.tools import diff, dump, explain, synth
+    from kfmt.tools import diff_cli as diff
+    from kfmt.tools import dump, explain, synth
 
     dump.add_parser(sub)
     spark_jobs.add_parser(sub)

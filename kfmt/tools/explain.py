@@ -13,12 +13,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-import construct as c
-
 import kfmt
 from kfmt.codec.formats import get_format
-from kfmt.log.measure import byte_values
-from kfmt.log.scanner import iter_entries
 from kfmt.tools.args import existing_file, positive_int
 from kfmt.tools.hexrows import write_rows
 
@@ -26,6 +22,8 @@ from kfmt.tools.hexrows import write_rows
 def hexdump(mod, data: bytes, out=None, limit: int | None = None) -> None:
     """Every byte of the entries in ``data`` with its field; ``mod`` None picks Kafka's format by magic."""
     from kfmt.codec.formats import by_magic as _by_magic
+    from kfmt.log.measure import byte_values
+    from kfmt.log.scanner import iter_entries
 
     out = out or sys.stdout
     shown = 0
@@ -120,6 +118,8 @@ def _stem(out: str | None, format_id: str) -> str:
 def run(args) -> int:
     from pathlib import Path
 
+    import construct as c
+
     if args.api:
         return _run_protocol(args)
     if args.target is None:
@@ -153,6 +153,8 @@ def run(args) -> int:
 def _run_protocol(args) -> int:
     """``--api NAME --version V [--response]``: the message's fields at that version; with ``--bytes FILE`` a frame's
     bytes annotated (FILE holds one frame, with or without its 4-byte size)."""
+    import construct as c
+
     from kfmt.tools import explain_protocol as ep
 
     kind = "response" if args.response else "request"
