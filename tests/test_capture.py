@@ -569,11 +569,50 @@ def test_a_damaged_record_set_inside_a_captured_message_is_a_problem(tmp_path, c
     _pcap(
         path, [(True, 0, SYN, b""), (False, 0, SYN | ACK, b""), (True, 1, ACK | PSH, len(req).to_bytes(4, "big") + req)]
     )
-    for mode in ([], ["--json"], ["--records"], ["--summary"]):
+    for mode in ([], ["--json"], ["--records"], ["--summary"], ["--summary", "--deep"]):
         assert main(["dump", *mode, str(path)]) == 1, mode
         err = capsys.readouterr().err
         assert err.count("kfmt dump: problem: ") == 1, (mode, err)
         assert "Produce v9 request (correlation id 1): body.TopicData[0].PartitionData[0].Records at byte 0: " in err
+
+
+def test_a_summary_checks_batches_by_their_crc_and_deep_opens_them(tmp_path, capsys):
+    """--summary checks each v2 batch on the wire by its CRC-32C and says so: a gzip batch whose compressed bytes
+    were damaged before its CRC was computed (as a faulty producer would send it) passes that check, and the
+    summary says it was not decompressed; --summary --deep decompresses it and says the damage (exit 1), as the
+    other outputs do."""
+    import json
+    import struct
+
+    import kfmt.protocol as P
+    from kfmt.runtime.checksums import crc32c
+    from kfmt.tools.cli import main
+
+    records = [kfmt.Record(key=b"k%d" % i, value=b"v" * 50, timestamp=1) for i in range(10)]
+    good = kfmt.encode_batch(records, codec="gzip")
+    bad = bytearray(good)
+    bad[80] ^= 0xFF  # inside the gzip stream, then the CRC made to match
+    bad[17:21] = struct.pack(">I", crc32c(bytes(bad[21:])))
+    body = {"TransactionalId": None, "Acks": -1, "TimeoutMs": 1000, "TopicData": [{"Name": "t", "PartitionData": [
+        {"Index": 0, "Records": good.hex()}, {"Index": 1, "Records": bytes(bad).hex()}]}]}  # fmt: skip
+    req = P.write_request(0, 9, body, correlation_id=1, client_id="c")
+    path = tmp_path / "sealed.pcap"
+    _pcap(
+        path, [(True, 0, SYN, b""), (False, 0, SYN | ACK, b""), (True, 1, ACK | PSH, len(req).to_bytes(4, "big") + req)]
+    )
+    assert main(["dump", "--summary", str(path)]) == 0
+    said = capsys.readouterr()
+    assert "batches on the wire: 2, 2 checked by their CRC-32C, not decompressed (--deep decompresses and reads " \
+        "them)\n" in said.out and said.err == ""  # fmt: skip
+    assert main(["dump", "--summary", "--json", str(path)]) == 0
+    assert json.loads(capsys.readouterr().out)["batches"] == {"opened": 0, "crc_checked": 2}
+    assert main(["dump", "--summary", "--deep", str(path)]) == 1
+    said = capsys.readouterr()
+    assert "batches on the wire: 1, each decompressed and its records read\n" in said.out  # (the other is damage)
+    assert said.err.count("kfmt dump: problem: ") == 1
+    assert "body.TopicData[0].PartitionData[1].Records at byte 0: " in said.err
+    assert main(["dump", str(path)]) == 1  # (a message's line reads every batch)
+    assert "PartitionData[1].Records at byte 0: " in capsys.readouterr().err
 
 
 def _relinked(src, dst, how: str) -> None:

@@ -216,6 +216,46 @@ def test_every_api_and_version_writes_what_kafka_python_reads_and_writes_back(ki
     assert covered >= 239  # kafka-python's 52 APIs at every version it reads (a test fails if that shrinks)
 
 
+def _json_codes(node) -> list[int]:
+    """The test's own reading of the error codes in a message's JSON: every ErrorCode other than 0, in order."""
+    if isinstance(node, list):
+        return [c for x in node for c in _json_codes(x)]
+    if not isinstance(node, dict):
+        return []
+    here = [v for k, v in node.items() if k == "ErrorCode" and v]
+    return here + [c for k, v in node.items() if not k.startswith("_") for c in _json_codes(v)]
+
+
+@pytest.mark.parametrize("kind", ["request", "response"])
+def test_error_codes_and_record_sets_read_without_the_json_are_the_jsons(kind):
+    """What a summary reads of a message without its JSON (Message.error_codes: the error codes, each record set
+    read by the hook at its path) is what its to_json() holds, for every API x version x kind and backend: the
+    samples' codes (2 in every ErrorCode), a good record set counted, a damaged one (a byte flipped) said at the
+    same path with the same words; and a record set whose CRC matches is checked by it alone ("crc")."""
+    from kfmt.protocol.records import RecordSets
+
+    bad = bytearray(BATCH)
+    bad[-2] ^= 0xFF
+    seen = 0
+    for key, v in _cases():
+        for records in (BATCH, bytes(bad)):
+            body = json.loads(json.dumps(_sample_body(key, kind, v)).replace(BATCH.hex(), records.hex()))
+            frame = _write(key, kind, v, body)
+            for backend in BACKENDS:
+                m = _read(frame, kind, key, v, backend)
+                j = m.to_json(records=False)
+                deep, shallow = RecordSets(backend, records=False), RecordSets(backend, records="crc")
+                assert m.error_codes(deep) == _json_codes(j["body"]), (key, kind, v, backend)
+                assert m.error_codes(shallow) == _json_codes(j["body"])
+                damage = [n for n in j.get("notes", []) if n.startswith("body.")]
+                assert deep.problems == damage and shallow.problems == damage, (key, kind, v, backend)
+                batches = str(j["body"]).count("'record_count'")  # (the batches read whole)
+                assert deep.opened == batches and deep.sealed == 0
+                assert (shallow.sealed, shallow.opened) == ((batches, 0) if records == BATCH else (0, 0))
+                seen += bool(batches) + bool(damage) + bool(_json_codes(j["body"]))
+    assert seen >= (80 if kind == "request" else 400)  # (record sets, damage and error codes were there to find)
+
+
 def _min(cls) -> int:
     return Versions.parse(cls._json["validVersions"], "kp").lo or 0
 

@@ -190,7 +190,7 @@ def written_entries(data) -> list[tuple[int, int, Written]]:
     each checked whole: v2 batches by their CRC-32C over everything after the CRC, and their headers (the bytes
     are the ones encoded: their records need not be decoded again); anything else decoded. Raises the
     :class:`CodecError` of the first entry that is not so."""
-    v2 = _v2_written(data)
+    v2 = written_entries_v2(data)
     if v2 is not None:
         return v2
     out = []
@@ -202,8 +202,9 @@ def written_entries(data) -> list[tuple[int, int, Written]]:
     return out
 
 
-def _v2_written(data) -> list[tuple[int, int, Written]] | None:
-    """The entries of ``data`` when every one is a v2 batch (None when one is not: it is decoded instead)."""
+def written_entries_v2(data) -> list[tuple[int, int, Written]] | None:
+    """The entries of ``data`` when every one is a v2 batch, each checked by its CRC-32C and its length (None when
+    one is not a v2 batch; a CodecError raised for the first that does not check). Its records are not read."""
     import struct
 
     from kfmt.log.resync import LOG_OVERHEAD, MIN_SIZE

@@ -238,7 +238,8 @@ def kafka_json(obj, version: int | None = None, hook=None, path: str = ""):
     """A decoded message as JSON data, fields named as Kafka names them; with its ``version``, only the fields
     that version has (as Kafka's JSON converters write them; a message read from bytes, such as a consumer
     group member's subscription, has its own version). ``hook(value, path)``: what a field holding a record set
-    (kind ``records``) adds beside its hex (``path``: where it is, Kafka's names from the root ``path``)."""
+    (kind ``records``) adds beside its hex (``path``: where it is, Kafka's names from the root ``path``); a hook
+    whose ``hex`` is false leaves the hex out."""
     cls = type(obj)
     if getattr(cls, "_kafka_fields", None) is None:
         return obj if not isinstance(obj, (bytes, bytearray, memoryview)) else obj.hex()
@@ -260,12 +261,70 @@ def kafka_json(obj, version: int | None = None, hook=None, path: str = ""):
         elif how == _VIEW:  # bytes holding a message: the message, as kafka-dump-log shows it
             inner = getattr(obj, kind.split(":")[1])
             out[kafka] = kafka_json(inner) if inner is not None else _value(v, "bytes")
-        elif how == _RECORDS:  # a record set: its bytes, and what the hook reads in them beside
-            out[kafka] = _value(v, "bytes")
+        elif how == _RECORDS:  # a record set: its bytes (unless the hook leaves them out), what it reads beside
+            if getattr(hook, "hex", True):
+                out[kafka] = _value(v, "bytes")
             out.update(hook(v, f"{path}.{kafka}") if hook is not None and v is not None else {})
         else:
             out[kafka] = _value(v, kind, version, hook, f"{path}.{kafka}")
     return out
+
+
+def error_codes(obj, version: int | None = None, hook=None, path: str = "") -> list[int]:
+    """The error codes other than 0 anywhere in a decoded message (fields Kafka names ``ErrorCode``), those
+    :func:`kafka_json` would write, found without writing the rest; ``hook(value, path)`` is called on each record
+    set as kafka_json calls it (its answer unused), the same paths."""
+    codes: list[int] = []
+    _codes_in(obj, version, hook, path, codes)
+    return codes
+
+
+def _codes_in(obj, version, hook, path: str, codes: list[int]) -> None:
+    cls = type(obj)
+    if getattr(cls, "_kafka_fields", None) is None:
+        return
+    if "version" in cls._fields and cls._kafka_fields[0][0] == "version":
+        version = obj.version
+    for name, kafka, _kind, how, default in _codes_plan(cls, version):  # type: ignore[arg-type]
+        v = getattr(obj, name)
+        if v is None or default is not _NOT_TAGGED and _at_default(cls.__module__, v, default):
+            continue
+        if how == _PLAIN:  # an ErrorCode
+            if type(v) is int and v:
+                codes.append(v)
+        elif how == _RECORDS:
+            if hook is not None:
+                hook(v, f"{path}.{kafka}")
+        elif how == _VIEW:  # a message inside bytes: as kafka_json shows it
+            codes += _json_codes(kafka_json(v))
+        elif type(v) is list:
+            for i, x in enumerate(v):
+                _codes_in(x, version, hook, f"{path}.{kafka}[{i}]", codes)
+        else:
+            _codes_in(v, version, hook, f"{path}.{kafka}", codes)
+
+
+def _json_codes(node) -> list[int]:
+    """The error codes other than 0 anywhere in Kafka's JSON of a message."""
+    if type(node) is list:
+        return [c for x in node for c in _json_codes(x)]
+    if type(node) is not dict:
+        return []
+    out = [v for k, v in node.items() if k == "ErrorCode" and type(v) is int and v]
+    return out + [c for k, v in node.items() if type(v) in (dict, list) for c in _json_codes(v)]
+
+
+@functools.lru_cache(maxsize=None)
+def _codes_plan(cls, version: int | None) -> tuple:
+    """The fields of :func:`_plan` that hold an error code, a record set, a message inside bytes, or structs;
+    a view's field holds its value under the view's name."""
+    out = []
+    for name, kafka, kind, how, default in _plan(cls, version):
+        if how == _VIEW:
+            out.append((kind.split(":")[1], kafka, kind, how, _NOT_TAGGED))
+        elif how == _RECORDS or kind.startswith("struct") or kafka == "ErrorCode" and kind == "":
+            out.append((name, kafka, kind, _PLAIN if kind == "" else how, default))
+    return tuple(out)
 
 
 _PLAIN, _ENUM, _TAGS, _VIEW, _RECORDS, _OTHER = range(6)

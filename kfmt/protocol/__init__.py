@@ -234,17 +234,18 @@ class Message:
                 head.append(codec.encode(self.body, api_version=self.api_version))
         return head + [self.trailing] if self.trailing else head
 
-    def to_json(self, *, records: bool | str = True) -> dict:
+    def to_json(self, *, records: bool | str = True, sets=None) -> dict:
         """``{"kind", "api", "api_key", "version", "header", "body"}``: fields as Kafka's JSON converters name and
         value them (bytes as hex, uuids in Kafka's base64, unknown tags under ``_unknownTaggedFields``); a record
         set as its hex with ``_batches`` beside it (and ``_partial``, ``_damage``); ``trailing`` (hex) and
         ``notes`` when there are any. ``records=False``: each batch is read and checked alike, its records counted
         (``record_count``) instead of listed; ``records="text"``: each batch's records as JSON text that
-        ``kfmt.runtime.jsonl`` writes as is (faster, where the dict is only written out)."""
+        ``kfmt.runtime.jsonl`` writes as is (faster, where the dict is only written out); ``records="crc"``: see
+        kfmt.protocol.records.RecordSets. ``sets``: the RecordSets to read them with (``records`` then unused),
+        which counts what it read."""
         from kfmt.payloads import kafka_json
-        from kfmt.protocol.records import RecordSets
 
-        sets = RecordSets(self.backend, records=records)
+        sets = self._record_sets(records) if sets is None else sets
         out = {
             "kind": self.kind, "api": self.api_name, "api_key": self.api_key, "version": self.api_version,
             "header": kafka_json(self.header, self.header_version),
@@ -254,6 +255,18 @@ class Message:
             out["trailing"] = self.trailing.hex()
         notes = self.notes + sets.problems
         return out | ({"notes": notes} if notes else {})
+
+    def error_codes(self, sets) -> list[int]:
+        """The error codes other than 0 in the body, as in its ``to_json()``, found without the rest; its record
+        sets read by ``sets`` (a kfmt.protocol.records.RecordSets: what they hide goes to its ``problems``)."""
+        from kfmt.payloads import error_codes
+
+        return [] if self.body is None else error_codes(self.body, self.api_version, sets, "body")
+
+    def _record_sets(self, records: bool | str = True):
+        from kfmt.protocol.records import RecordSets
+
+        return RecordSets(self.backend, records=records)
 
     def problems(self, j: dict | None = None) -> list[str]:
         """What did not decode inside the message although the message did: damaged record sets, each with its

@@ -17,14 +17,48 @@ class RecordSets:
     False: each batch is still read whole (decompressed, CRCs checked: damage is found alike) but its records are
     counted (``record_count``), not shaped one by one (what a summary or a line per message needs); "text": the
     records of each batch as JSON text (kfmt.runtime.jsonl.fragment), for a writer that puts the message out as
-    JSON (kfmt.runtime.jsonl) and has no use for the records as objects."""
+    JSON (kfmt.runtime.jsonl) and has no use for the records as objects; "crc": a set whose every batch is a whole
+    v2 batch whose CRC-32C matches is not opened (its batches counted from their headers, ``opened`` false: what
+    ``kfmt dump --summary`` checks without --deep), and its hex is left out (``hex``); any other set is read as
+    with False, so that damage is found and said by the one scanner."""
 
     backend: str | None = None
     problems: list[str] = field(default_factory=list)
     records: bool | str = True
+    opened: int = 0  # batches decompressed (where compressed) and read
+    sealed: int = 0  # batches checked by their CRC-32C alone ("crc")
+
+    @property
+    def hex(self) -> bool:
+        """Whether a record set's bytes are written out beside what is read in them (as hex)."""
+        return self.records != "crc"
 
     def __call__(self, data, path: str) -> dict:
-        return records_json(bytes(data), path, self)
+        if self.records == "crc":
+            sealed = sealed_json(data)
+            if sealed is not None:
+                self.sealed += len(sealed["_batches"])
+                return sealed
+        found = records_json(bytes(data), path, self)
+        self.opened += len(found["_batches"])
+        return found
+
+
+def sealed_json(data) -> dict | None:
+    """``{"_batches": [...]}`` of a record set whose every batch is a whole v2 batch with a matching CRC-32C (which
+    covers all of the batch after it: attributes, offsets, producer, and records, compressed or not), each batch
+    from its header (``opened`` false: its records not read); None for any other set."""
+    from kfmt.log.batches import written_entries_v2
+
+    try:
+        found = written_entries_v2(data)
+    except CodecError:
+        return None
+    if found is None:
+        return None
+    return {"_batches": [{"position": pos, "size": end - pos, "magic": 2, "base_offset": b.base_offset,
+                          "last_offset": b.last_offset, "record_count": b.records, "opened": False}
+                         for pos, end, b in found]}  # fmt: skip
 
 
 def records_json(data: bytes, path: str, sets: RecordSets) -> dict:
@@ -47,7 +81,7 @@ def records_json(data: bytes, path: str, sets: RecordSets) -> dict:
             sets.problems.append(line)
             continue
         d = on_the_wire(batch_dict(NoSegment, pos, end, b))
-        if not sets.records:
+        if not sets.records or sets.records == "crc":
             d["record_count"] = len(b.records)
         elif sets.records == "text" and jsonl.orjson is not None:  # JSON text the writer puts in as is
             d["records"] = jsonl.fragment(records_text(pos, b))

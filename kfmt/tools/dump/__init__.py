@@ -224,8 +224,11 @@ def add_parser(sub) -> None:
         "--summary",
         action="store_true",
         help="only counts per magic, codec and log (captures: per API and connection, latency percentiles, "
-        "producers and consumer groups per topic, what each broker supports)",
+        "producers and consumer groups per topic, what each broker supports; each v2 batch on the wire checked by "
+        "its CRC-32C, not decompressed, unless --deep)",
     )
+    d.add_argument("--deep", action="store_true", help="with --summary of a capture: decompress every batch on the "
+                   "wire and read its records too (as the other outputs do)")  # fmt: skip
     d.add_argument("--no-verify-crc", action="store_true", help="do not check CRCs")
     d.add_argument("--no-index", action="store_true", help="do not check .index / .timeindex files")
     d.add_argument("--format", help="read every entry as this format (proposals are never auto-detected)")

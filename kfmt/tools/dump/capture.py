@@ -12,6 +12,7 @@ import itertools
 import json
 import os
 
+from kfmt.protocol.records import RecordSets
 from kfmt.runtime import jsonl
 from kfmt.runtime.errors import CodecError
 
@@ -33,6 +34,8 @@ class Summary:
         self.supported: dict = {}
         self.supported_at: dict = {}
         self.connections = 0
+        self.batches = {"opened": 0, "crc_checked": 0}  # the record sets' batches: decompressed and read, or
+        # checked by their CRC-32C alone (--summary without --deep)
 
     def state(self) -> dict:
         """What was counted, as plain data (a --jobs share hands it to the first process: :meth:`absorb`); the
@@ -40,7 +43,8 @@ class Summary:
         return {"apis": {n: {**a, "versions": set(a["versions"]), "errors": dict(a["errors"])} for n, a in
                          self.apis.items()}, "links": {k: dict(v) for k, v in self.links.items()},
                 "sets": [dict(x) for x in (self.produced, self.fetched, self.groups)],
-                "supported": {b: (self.supported_at[b], v) for b, v in self.supported.items()}}  # fmt: skip
+                "supported": {b: (self.supported_at[b], v) for b, v in self.supported.items()},
+                "batches": dict(self.batches)}  # fmt: skip
 
     def absorb(self, state: dict) -> None:
         """Another process's counts (:meth:`state`) added to these."""
@@ -57,21 +61,26 @@ class Summary:
         for mine, theirs in zip((self.produced, self.fetched, self.groups), state["sets"]):
             for who, topics in theirs.items():
                 mine[who] |= topics
+        for k, n in state["batches"].items():
+            self.batches[k] += n
         for b, (at, v) in state["supported"].items():
             if at >= self.supported_at.get(b, -1):
                 self.supported[b], self.supported_at[b] = v, at
 
-    def add(self, m, j: dict, client: str, broker: str, latency: float | None, at: int = 0) -> None:
-        """Message ``m`` of the connection ``client -> broker`` counted (``j``: its ``to_json()``; ``latency``: a
-        response's, in milliseconds; ``at``: its place in the capture, the latest ApiVersions answer counting)."""
+    def add(self, m, body: dict | None, codes: list[int], client: str, broker: str, latency: float | None,
+            at: int = 0) -> None:  # fmt: skip
+        """Message ``m`` of the connection ``client -> broker`` counted: ``body`` its body's JSON where the summary
+        names what is in it (requests of :data:`NAMED` APIs, ApiVersions responses; else None), ``codes`` a
+        response's error codes other than 0; ``latency``: a response's, in milliseconds; ``at``: its place in the
+        capture, the latest ApiVersions answer counting."""
         a, link = self.apis[m.api_name], self.links[client, broker]
         for counts in (a, link):
             counts["requests" if m.kind == "request" else "responses"] += 1
             counts["bytes"] += len(m.frame)
         a["versions"].add(m.api_version)
-        body = j["body"] or {}
+        body = body or {}
         if m.kind == "response":
-            a["errors"].update(_error_codes(body))
+            a["errors"].update(codes)
             if latency is not None:
                 a["latencies"].append(latency)
             if m.api_name == "ApiVersions" and body.get("ApiKeys") and at >= self.supported_at.get(broker, -1):
@@ -85,8 +94,28 @@ class Summary:
             for group in body.get("Groups") or [body]:  # OffsetFetch v8 on: several groups in one request
                 self.groups[group.get("GroupId")].update(t.get("Name") for t in group.get("Topics") or [])
 
+    #: the APIs whose requests the summary reads topics and groups from
+    NAMED = ("Produce", "Fetch", "OffsetCommit", "OffsetFetch")
+
+    def count(self, m, sets, client: str, broker: str, latency: float | None, at: int = 0) -> None:
+        """Message ``m`` counted (:meth:`add`), its record sets read by ``sets`` (kfmt.protocol.records.RecordSets),
+        whose batches are counted as it read them; JSON made only of what the summary names."""
+        body = None
+        if m.kind == "response":
+            codes = m.error_codes(sets)
+            if m.api_name == "ApiVersions":
+                body = m.to_json(records=False)["body"]
+        elif m.api_name in self.NAMED:
+            codes, body = [], m.to_json(sets=sets)["body"]
+        else:
+            codes = []
+            m.error_codes(sets)  # (its record sets read)
+        self.add(m, body, codes, client, broker, latency, at)
+        self.batches["opened"] += sets.opened
+        self.batches["crc_checked"] += sets.sealed
+
     def as_dict(self) -> dict:
-        return {"connections": self.connections,
+        return {"connections": self.connections, "batches": dict(self.batches),
                 "apis": {n: {**{k: v for k, v in a.items() if k != "latencies"}, "versions": sorted(a["versions"]),
                              "errors": dict(a["errors"]), "latency_ms": latency_percentiles(a["latencies"])}
                          for n, a in sorted(self.apis.items())},
@@ -116,12 +145,21 @@ class Summary:
                               ("group", "committed or fetched offsets of", self.groups)):  # fmt: skip
             for who, topics in sorted(by.items(), key=lambda kv: str(kv[0])):
                 lines.append(f"{what} {who!r} {did}: {', '.join(sorted(map(str, topics)))}")
+        lines.append(self.batches_text())
         for b, v in sorted(self.supported.items()):
             named = [(_api_name(k), lo, hi) for k, (lo, hi) in sorted(v.items())]
             used = [f"{name} v{lo}-{hi}" for name, lo, hi in named if name in self.apis]
             lines.append(f"broker {b} supports {len(v)} APIs (each in --json); those this capture uses:")
             lines += _packed(used)
         return "\n".join(lines)
+
+    def batches_text(self) -> str:
+        """What was checked of the batches on the wire, in a line."""
+        opened, sealed = self.batches["opened"], self.batches["crc_checked"]
+        line = f"batches on the wire: {opened + sealed}"
+        if sealed:
+            return f"{line}, {sealed} checked by their CRC-32C, not decompressed (--deep decompresses and reads them)"
+        return f"{line}, each decompressed and its records read"
 
 
 def _first_str(kv) -> str:
@@ -267,15 +305,17 @@ def _message(m, client: str, broker: str, packet, latency: float | None, args, s
     from its request's first packet to this response's (None for requests); then what the message says of itself:
     a damaged record set inside it hides records, a problem; bytes after it that Kafka leaves unread, or KIP-511's
     fallback, notes."""
-    records: bool | str = args.capture_summary is None and (args.json or args.records or args.template)
+    if args.capture_summary is not None:  # counted; a summary's batches checked by their CRCs unless --deep
+        sets = RecordSets(m.backend, records=False if args.deep else "crc")
+        args.capture_summary.count(m, sets, client, broker, latency, sink.index)
+        _said(m, m.notes + sets.problems, client, broker, sink)
+        return
+    records: bool | str = args.json or args.records or args.template
     if records and args.json and not args.records and not args.template:  # the message written out whole
         records = "text"
     j = m.to_json(records=records)
-    damaged = m.problems(j)
     number, when = packet if packet is not None else (None, None)
-    if args.capture_summary is not None:
-        args.capture_summary.add(m, j, client, broker, latency, sink.index)
-    elif args.records or args.template:
+    if args.records or args.template:
         _records(m, j, client, broker, number, when, args, sink)
     elif args.json:
         head = {"time": when, "frame": number, "client": client, "broker": broker, "kind": j["kind"], "api": j["api"],
@@ -284,8 +324,15 @@ def _message(m, client: str, broker: str, packet, latency: float | None, args, s
         sink.put(head | j)
     else:
         _line(m, j, number, when, latency, sink)
+    _said(m, j.get("notes", []), client, broker, sink)
+
+
+def _said(m, notes: list[str], client: str, broker: str, sink) -> None:
+    """What a message says of itself (``notes``: its to_json()'s): what did not decode in its body (a damaged
+    record set: Message.problems) a problem, the rest notes."""
     which = f"{m.api_name} v{m.api_version} {m.kind} (correlation id {m.correlation_id})"
-    for n in j.get("notes", []):
+    damaged = m.problems({"notes": notes})
+    for n in notes:
         sink.say("problem" if n in damaged else "note", f"{client} -> {broker}: {which}: {n}")
 
 
