@@ -496,6 +496,46 @@ def test_records_on_the_wire_are_the_ones_tshark_shows(capsys):
     assert checked >= 2
 
 
+def test_text_lines_name_topics_partitions_and_records_as_tshark_reads_them(capsys):
+    """A message's text line ends with the topics and partitions it names and the records it carries: for each
+    message of the public captures where tshark's dissector names one topic (kafka.topic_name), that topic with
+    the partitions tshark reads (kafka.partition_id), and as many records as it shows values (kafka.message_value,
+    where it reads the batch)."""
+    import subprocess
+
+    from test_wire_clients import CAPTURES, PUBLIC
+    from wire import tools_missing
+
+    from kfmt.tools.cli import main
+    from kfmt.tools.dump.capture import _runs
+
+    if tools_missing():
+        pytest.skip(tools_missing())
+    checked = records = 0
+    for name in PUBLIC:
+        main(["dump", str(CAPTURES / name)])
+        ours = {
+            int(m.group(1)): line
+            for line in capsys.readouterr().out.splitlines()
+            if (m := re.search(r" #(\d+) ", line))
+        }
+        fields = subprocess.run(["tshark", "-r", str(CAPTURES / name), "-Y", "kafka", "-T", "fields", "-e",
+                                 "frame.number", "-e", "kafka.topic_name", "-e", "kafka.partition_id", "-e",
+                                 "kafka.message_value"], capture_output=True, text=True, check=True).stdout  # fmt: skip
+        for line in fields.splitlines():
+            number, topics, partitions, values = line.split("\t")
+            if len(set(topics.split(","))) != 1 or not topics or "[ Null ]" in topics or "<MISSING>" in values:
+                continue
+            parts = sorted({int(p) for p in partitions.split(",") if p})
+            mine = ours[int(number)]
+            assert f"  {topics.split(',')[0]}{f'[{_runs(parts)}]' if parts else ''}" in mine, (name, line, mine)
+            if values:
+                assert mine.endswith(f"  records {len(values.split(','))}"), (name, line, mine)
+                records += 1
+            checked += 1
+    assert checked >= 19 and records >= 2
+
+
 def test_records_on_the_wire_through_a_kcat_template(capsys):
     """`kfmt dump --template FMT CAPTURE`: each record Produce requests and Fetch responses carry through the
     kcat-style template logs take (nothing else on stdout, as for logs): their values are tshark's, in the same

@@ -343,26 +343,75 @@ def _line(m, j: dict, number, when, latency: float | None, sink) -> None:
     said = f"  errors {','.join(map(str, errors))}" if errors else ""
     took = f"  {_ms(latency)} ms" if latency is not None else ""
     sink.text(f"{_clock(when)} #{number}  {m.kind:<8} {m.api_name} v{m.api_version}  correlation_id {m.correlation_id}  "
-              f"{who}{size} B{took}{said}\n")  # fmt: skip
+              f"{who}{size} B{took}{said}{where_text(j['body'])}\n")  # fmt: skip
 
 
-def record_sets(node, topic=None, partition=None):
-    """``(topic, partition, batches)`` of each record set in a message's JSON (``to_json()["body"]``), the batches
-    as ``_batches`` shapes them; the topic (a name, or a topic id) and partition from the structs around it."""
+#: the keys naming a message's topic (a name, or a topic id) and partition in Kafka's JSON; "Name" names a topic
+#: inside a list of topics (its key says topics, or it is Produce's and DeleteTopics' "Responses")
+TOPIC_KEYS, PARTITION_KEYS = ("Topic", "TopicName", "TopicId"), ("Index", "PartitionIndex", "Partition")
+
+
+def placed(node, topic=None, partition=None, under: str = ""):
+    """``(topic, partition, struct)`` of every struct in a message's JSON (``to_json()["body"]``), each with the
+    topic and partition it is of (named by it or by the structs around it; None where none is); ``under``: the
+    key of the list or struct it is in."""
     if isinstance(node, list):
         for x in node:
-            yield from record_sets(x, topic, partition)
+            yield from placed(x, topic, partition, under)
         return
     if not isinstance(node, dict):
         return
-    topic = next((node[k] for k in ("Name", "Topic", "TopicName", "TopicId") if isinstance(node.get(k), str)), topic)
-    partition = next((node[k] for k in ("Index", "PartitionIndex", "Partition") if isinstance(node.get(k), int)),
-                     partition)  # fmt: skip
-    if "_batches" in node:
-        yield topic, partition, node["_batches"]
+    names = ("Name", *TOPIC_KEYS) if "Topic" in under or under == "Responses" else TOPIC_KEYS
+    topic = next((node[k] for k in names if isinstance(node.get(k), str)), topic)
+    partition = next((node[k] for k in PARTITION_KEYS if isinstance(node.get(k), int)), partition)
+    yield topic, partition, node
     for k, v in node.items():
         if not k.startswith("_"):
-            yield from record_sets(v, topic, partition)
+            yield from placed(v, topic, partition, k)
+
+
+def record_sets(node):
+    """``(topic, partition, batches)`` of each record set in a message's JSON, the batches as ``_batches`` shapes
+    them (kfmt.protocol.records)."""
+    return ((t, p, x["_batches"]) for t, p, x in placed(node) if "_batches" in x)
+
+
+def topic_partitions(node) -> dict:
+    """The topics a message's JSON names, in order, each with the partitions it names of it (a list, in order;
+    empty where it names none)."""
+    found: dict = {}
+    for t, p, x in placed(node):
+        if t is None:
+            continue
+        parts = found.setdefault(t, [])
+        for q in ([p] if p is not None else []) + [i for i in x.get("PartitionIndexes") or [] if type(i) is int]:
+            if q not in parts:
+                parts.append(q)
+    return found
+
+
+def _runs(numbers: list[int]) -> str:
+    """Partitions as runs: [0, 1, 2, 5] -> "0-2,5"."""
+    out: list[str] = []
+    ordered = sorted(numbers)
+    start = prev = ordered[0]
+    for n in ordered[1:] + [None]:
+        if n is not None and n == prev + 1:
+            prev = n
+            continue
+        out.append(f"{start}-{prev}" if prev > start else f"{start}")
+        if n is not None:
+            start = prev = n
+    return ",".join(out)
+
+
+def where_text(body) -> str:
+    """A message's topics and partitions and the records it carries, as its text line ends: "  orders[0-2,5]
+    payments  records 300" ("" for none)."""
+    named = topic_partitions(body)
+    text = "".join(f"  {t}[{_runs(ps)}]" if ps else f"  {t}" for t, ps in named.items())
+    counts = [b.get("record_count", 0) for _, _, batches in record_sets(body) for b in batches]
+    return text + (f"  records {sum(counts)}" if counts else "")
 
 
 def _records(m, j: dict, client: str, broker: str, number, when, args, sink) -> None:
