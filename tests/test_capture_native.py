@@ -82,6 +82,39 @@ def test_each_byte_order_and_time_resolution(tmp_path, monkeypatch, big_endian, 
     assert conns and conns[0][3][0][0]
 
 
+def test_nanosecond_times_are_the_definitions_to_the_last_bit(tmp_path, monkeypatch):
+    """Each packet's time in a nanosecond pcap is the float dpkt's Decimal gives (C takes the quotient in the x87's
+    64-bit significand and, where that lands halfway between two floats, the decimal text): 3,000 packets of
+    random seconds and nanoseconds, the extremes, and times that fall halfway after the 64-bit rounding."""
+    from fractions import Fraction
+
+    import dpkt
+
+    rng = random.Random(11)
+    times = [(0, 0), (0, 1), (2**32 - 1, 999_999_999), (2**32 - 1, 2**32 - 1), (1, 10**9)]
+    times += [(rng.randrange(2**32), rng.randrange(10**9)) for _ in range(3000)]
+    halfway = []  # times whose 64-bit quotient is exactly halfway between two floats (found by search)
+    while len(halfway) < 20:
+        sec, frac = rng.randrange(2**31), rng.randrange(10**9)
+        q = Fraction(sec * 10**9 + frac, 10**9)
+        e = q.numerator.bit_length() - q.denominator.bit_length()
+        e -= q < Fraction(2) ** e  # q in [2**e, 2**(e + 1))
+        if round(q * Fraction(2) ** (63 - e)) % 2048 == 1024:  # (the 64-bit significand, rounded half to even)
+            halfway.append((sec, frac))
+    times += halfway
+    a, b = socket.inet_aton("10.1.0.1"), socket.inet_aton("10.1.0.2")
+    out = [struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 262144, 1)]
+    for i, (sec, frac) in enumerate(times):
+        tcp = dpkt.tcp.TCP(sport=50000, dport=9092, seq=1000 + i, flags=dpkt.tcp.TH_ACK, data=b"x")
+        ip = dpkt.ip.IP(src=a, dst=b, p=dpkt.ip.IP_PROTO_TCP, data=tcp, len=20 + len(bytes(tcp)))
+        frame = bytes(dpkt.ethernet.Ethernet(src=b"\x02" * 6, dst=b"\x04" * 6, type=0x0800, data=ip))
+        out.append(struct.pack("<IIII", sec, frac, len(frame), len(frame)) + frame)
+    path = tmp_path / "times.pcap"
+    path.write_bytes(b"".join(out))
+    conns = _same(path, monkeypatch)
+    assert len(conns[0][3][0][7]) == len(times)  # (every packet's time compared)
+
+
 def _block(kind: int, body: bytes, order: str) -> bytes:
     body += b"\0" * (-len(body) % 4)
     size = 12 + len(body)

@@ -17,6 +17,11 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <float.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -68,6 +73,11 @@ typedef struct {
     size_t buffered;
     const char *dir;
     unsigned files;
+    struct {
+        uint8_t key[12]; /* IPv4 source and destination, TCP ports, as in the frame */
+        flow_t *flow;
+    } recent[2]; /* the flows of the last two frames read here (a connection's two directions) */
+    unsigned turn;
 } cap_t;
 
 static int grow(void **p, size_t *cap, size_t need, size_t size) {
@@ -342,10 +352,17 @@ static void flow_free(flow_t *f) {
 
 /* ---- one segment (kfmt.capture.read's loop) */
 
+static int flow_segment(flow_t *f, cap_t *c, uint32_t seq, int flags, const uint8_t *p, size_t n, int64_t number,
+                        double time);
+
 static int segment(cap_t *c, const char *sa, int sp, const char *da, int dp, uint32_t seq, int flags, const uint8_t *p,
                    size_t n, int64_t number, double time) {
     flow_t *f = flow_of(c, sa, sp, da, dp);
-    if (f == NULL) return -1;
+    return f == NULL ? -1 : flow_segment(f, c, seq, flags, p, n, number, time);
+}
+
+static int flow_segment(flow_t *f, cap_t *c, uint32_t seq, int flags, const uint8_t *p, size_t n, int64_t number,
+                        double time) {
     if ((flags & 0x02) && !(flags & 0x10)) f->has_syn = 1, f->syn = seq; /* SYN without ACK: this side opened it */
     else if (flags & 0x02) f->has_synack = 1, f->synack = seq;            /* SYN-ACK: it starts the other direction */
     return n ? add(f, c, seq, p, n, number, time) : 0;
@@ -363,12 +380,24 @@ static int ethernet_ipv4_tcp(cap_t *c, const uint8_t *fr, size_t len, int64_t nu
     if (len < at + 20) return 0;
     unsigned doff = (fr[at + 12] >> 4) * 4;
     if (doff < 20 || ihl + doff > total) return 0;
-    char sa[INET_ADDRSTRLEN], da[INET_ADDRSTRLEN];
-    inet_ntop(AF_INET, fr + 26, sa, sizeof sa);
-    inet_ntop(AF_INET, fr + 30, da, sizeof da);
+    uint8_t key[12];
+    memcpy(key, fr + 26, 8), memcpy(key + 8, fr + at, 4);
+    flow_t *f = NULL;
+    for (int i = 0; i < 2 && f == NULL; i++)
+        if (c->recent[i].flow != NULL && !memcmp(c->recent[i].key, key, 12)) f = c->recent[i].flow;
+    if (f == NULL) { /* (its addresses as text, the flows' key, only for a flow not among the last two) */
+        char sa[INET_ADDRSTRLEN], da[INET_ADDRSTRLEN];
+        inet_ntop(AF_INET, fr + 26, sa, sizeof sa);
+        inet_ntop(AF_INET, fr + 30, da, sizeof da);
+        if ((f = flow_of(c, sa, be16(fr + at), da, be16(fr + at + 2))) == NULL) {
+            *bad = -1;
+            return 1;
+        }
+        memcpy(c->recent[c->turn].key, key, 12), c->recent[c->turn].flow = f;
+        c->turn ^= 1;
+    }
     size_t from = at + doff, to = 14 + (size_t)total;
-    *bad = segment(c, sa, be16(fr + at), da, be16(fr + at + 2), be32(fr + at + 4), fr[at + 13], fr + from,
-                   to > from ? to - from : 0, number, time);
+    *bad = flow_segment(f, c, be32(fr + at + 4), fr[at + 13], fr + from, to > from ? to - from : 0, number, time);
     return 1;
 }
 
@@ -454,40 +483,61 @@ static uint32_t u32(const uint8_t *p, int swap) {
 }
 
 /* A record's time as dpkt gives it: seconds + microseconds / 1e6 in floating point; nanoseconds through Decimal,
- * exactly, then rounded once to a float (strtod of the decimal text rounds once too) */
+ * exactly, then rounded once to a float. The quotient is taken in the x87's 64-bit significand, which rounds to the
+ * same double as the exact quotient unless it falls exactly halfway between two doubles (its 11 low bits 0x400):
+ * then, and where long double is not that, strtod of the decimal text (which rounds once) decides */
 static double record_time(uint32_t sec, uint32_t frac, int nano) {
     if (!nano) return (double)sec + (double)frac / 1e6;
     unsigned long long total = (unsigned long long)sec * 1000000000ULL + frac; /* (fits: both are 32 bits) */
+#if defined(__x86_64__) && LDBL_MANT_DIG == 64
+    long double q = (long double)total / 1e9L;
+    uint64_t bits;
+    memcpy(&bits, &q, 8); /* the significand, its integer bit on top */
+    if (q == 0 || (bits & 0x7FF) != 0x400) return (double)q;
+#endif
     char text[48];
     snprintf(text, sizeof text, "%llu.%09llu", total / 1000000000ULL, total % 1000000000ULL);
     return strtod(text, NULL);
 }
 
-static int walk(cap_t *c, FILE *in, long long size, PyObject *reader, long long *done) {
-    uint8_t head[24], rec[16];
+/* ---- the file, mapped, read from the front; what was read given back as the reading goes (memory stays flat) */
+
+#define RELEASE_EVERY (32u << 20)
+
+typedef struct {
+    const uint8_t *p;
+    size_t size, pos, released;
+} src_t;
+
+static const uint8_t *src_take(src_t *s, size_t n) {
+    if (s->size - s->pos < n) return NULL;
+    const uint8_t *at = s->p + s->pos;
+    s->pos += n;
+    if (s->pos - s->released >= RELEASE_EVERY) {
+        size_t page = (size_t)sysconf(_SC_PAGESIZE), upto = s->pos / page * page;
+        madvise((void *)(s->p + s->released), upto - s->released, MADV_DONTNEED);
+        s->released = upto;
+    }
+    return at;
+}
+
+static int walk(cap_t *c, src_t *in, PyObject *reader, long long *done) {
+    const uint8_t *head = src_take(in, 24), *rec;
     pcap_kind k;
-    if (fread(head, 1, 24, in) != 24 || !pcap_magic(head, &k)) return 1; /* (the definition says what it is) */
+    if (head == NULL || !pcap_magic(head, &k)) return 1; /* (the definition says what it is) */
     int link = (int)u32(head + 20, k.swap);
-    uint8_t *buf = NULL;
-    size_t capf = 0;
-    long long pos = 24;
     int64_t number = 0;
     *done = 24;
     int bad = 0;
-    while (!bad && pos + 16 <= size && fread(rec, 1, 16, in) == 16) {
+    while (!bad && (rec = src_take(in, 16)) != NULL) {
         uint32_t caplen = u32(rec + 8, k.swap);
-        if (pos + 16 + (long long)caplen > size) break; /* a cut last record: not read, said by the caller */
-        if (grow((void **)&buf, &capf, caplen ? caplen : 1, 1) || fread(buf, 1, caplen, in) != caplen) {
-            bad = PyErr_Occurred() ? -1 : 2;
-            break;
-        }
-        pos += 16 + caplen;
-        *done = pos;
+        const uint8_t *buf = src_take(in, caplen);
+        if (buf == NULL) break; /* a cut last record: not read, said by the caller */
+        *done = (long long)in->pos;
         number++;
         double t = record_time(u32(rec, k.swap), u32(rec + 4, k.swap), k.nano);
         bad = frame(c, reader, link, buf, caplen, number, t);
     }
-    PyMem_Free(buf);
     return bad;
 }
 
@@ -572,61 +622,66 @@ static int ng_block(cap_t *c, PyObject *reader, const uint8_t *b, size_t size, i
     return 0; /* statistics, names...: no packet */
 }
 
-static int walk_ng(cap_t *c, FILE *in, PyObject *reader, long long *done) {
+static int walk_ng(cap_t *c, src_t *in, PyObject *reader, long long *done) {
     int le = 1, bad = 0;
     iface_t *ifs = NULL;
-    size_t nifs = 0, capifs = 0, capb = 0;
-    uint8_t *b = NULL;
+    size_t nifs = 0, capifs = 0;
     int64_t number = 0;
     *done = 0;
-    for (;;) {
-        uint8_t head[12];
-        size_t got = fread(head, 1, 8, in), hl = 8;
-        if (got == 0) break;
-        if (got < 8) break; /* a block header cut short: said as a cut file */
-        if (!memcmp(head, "\x0a\x0d\x0d\x0a", 4)) { /* a section: its byte order mark says how it is written */
-            size_t m = fread(head + 8, 1, 4, in);
+    while (in->pos < in->size) {
+        const uint8_t *b = in->p + in->pos;
+        size_t left = in->size - in->pos, hl = 8;
+        if (left < 8) break; /* a block header cut short: said as a cut file */
+        if (!memcmp(b, "\x0a\x0d\x0d\x0a", 4)) { /* a section: its byte order mark says how it is written */
+            size_t m = left - 8 < 4 ? left - 8 : 4;
             hl += m;
-            le = m == 4 && !memcmp(head + 8, "\x4d\x3c\x2b\x1a", 4);
+            le = m == 4 && !memcmp(b + 8, "\x4d\x3c\x2b\x1a", 4);
             nifs = 0;
         }
-        uint32_t size = ng32(head + 4, le);
+        uint32_t size = ng32(b + 4, le);
         if (size < hl || size % 4) break; /* a block of an impossible size: said as a cut file */
-        if (grow((void **)&b, &capb, size, 1)) {
-            bad = -1;
-            break;
-        }
-        memcpy(b, head, hl);
-        if (fread(b + hl, 1, size - hl, in) != size - hl) break; /* cut short */
+        if (src_take(in, size) == NULL) break; /* cut short */
         *done += size;
         if ((bad = ng_block(c, reader, b, size, le, &ifs, &nifs, &capifs, &number)) != 0) break;
     }
-    PyMem_Free(b);
     PyMem_Free(ifs);
     return bad;
+}
+
+/* The file mapped (0), or not a capture or a file that cannot be mapped (1: the definition reads it), -1 error */
+static int mapped(const char *path, src_t *in, int *ng) {
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) {
+        PyErr_SetFromErrnoWithFilename(PyExc_OSError, path);
+        return -1;
+    }
+    struct stat st;
+    pcap_kind k;
+    void *p = MAP_FAILED;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 4)
+        p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) return 1;
+    in->p = p, in->size = (size_t)st.st_size, in->pos = in->released = 0;
+    madvise(p, in->size, MADV_SEQUENTIAL);
+    if ((*ng = !memcmp(in->p, "\x0a\x0d\x0d\x0a", 4)) || pcap_magic(in->p, &k)) return 0;
+    munmap(p, in->size);
+    return 1;
 }
 
 static PyObject *capture_read(PyObject *self, PyObject *args) {
     const char *path, *dir;
     PyObject *reader;
     if (!PyArg_ParseTuple(args, "ssO", &path, &dir, &reader)) return NULL;
-    FILE *in = fopen(path, "rb");
-    if (in == NULL) return PyErr_SetFromErrnoWithFilename(PyExc_OSError, path);
-    uint8_t magic[4] = {0};
-    pcap_kind k;
-    int ng = 0;
-    if (fread(magic, 1, 4, in) != 4 || !((ng = !memcmp(magic, "\x0a\x0d\x0d\x0a", 4)) || pcap_magic(magic, &k))) {
-        fclose(in); /* not a capture: the definition says what it is */
-        Py_RETURN_NONE;
-    }
-    fseek(in, 0, SEEK_END);
-    long long size = ftell(in), done = 0;
-    rewind(in);
-    setvbuf(in, NULL, _IOFBF, 1 << 20);
+    src_t in;
+    int ng = 0, how = mapped(path, &in, &ng);
+    if (how < 0) return NULL;
+    if (how > 0) Py_RETURN_NONE; /* not a capture, or not a file: the definition says what it is */
+    long long size = (long long)in.size, done = 0;
     cap_t c = {0};
     c.dir = dir;
-    int bad = ng ? walk_ng(&c, in, reader, &done) : walk(&c, in, size, reader, &done);
-    fclose(in);
+    int bad = ng ? walk_ng(&c, &in, reader, &done) : walk(&c, &in, reader, &done);
+    munmap((void *)in.p, in.size);
     PyObject *out = NULL;
     if (bad == 0) {
         for (size_t i = 0; i < c.nflows && !bad; i++) bad = finish(c.flows[i], &c);
