@@ -21,6 +21,7 @@ from kfmt.runtime.constructs import CrcGuarded, KafkaCompressed, KBytes, Region,
 from kfmt.runtime.errors import CodecError
 from kfmt.runtime.model import Record
 from kfmt.runtime.options import DEFAULT_OPTIONS
+from kfmt.runtime.tables import table  # noqa: F401 - kfmt.log.measure's own name (its callers')
 
 LEVELS = ("batch", "record", "header")
 
@@ -138,19 +139,6 @@ def _fit(mod, recs):
         return [Record(key=r.key, value=r.value, timestamp=r.timestamp,
                             headers=[(i, v) for i, (_, v) in enumerate(r.headers)]) for r in recs]  # fmt: skip
     return recs
-
-
-def table(headers: list[str], rows: list[list], markdown: bool) -> str:
-    cells = [[str(c) for c in r] for r in rows]
-    if markdown:
-        out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-        out += ["| " + " | ".join(r) + " |" for r in cells]
-        return "\n".join(out)
-    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
-    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths))
-    out = [line, "  ".join("-" * w for w in widths)]
-    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in cells]
-    return "\n".join(x.rstrip() for x in out)
 
 
 @contextmanager

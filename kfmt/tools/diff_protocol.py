@@ -108,7 +108,7 @@ def measure(pairs: list[tuple[Api, int]], kind: str, body: dict) -> dict:
 
 
 def render(kind: str, res: dict, markdown: bool) -> str:
-    from kfmt.log.measure import table
+    from kfmt.runtime.tables import table
     from kfmt.tools.explain_protocol import without_switch
 
     labels = sorted(

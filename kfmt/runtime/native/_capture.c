@@ -502,7 +502,7 @@ static double record_time(uint32_t sec, uint32_t frac, int nano) {
 
 /* ---- the file, mapped, read from the front; what was read given back as the reading goes (memory stays flat) */
 
-#define RELEASE_EVERY (32u << 20)
+#define RELEASE_EVERY (8u << 20)
 
 typedef struct {
     const uint8_t *p;

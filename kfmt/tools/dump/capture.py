@@ -127,7 +127,7 @@ class Summary:
                               for b, v in sorted(self.supported.items())}}  # fmt: skip
 
     def text(self) -> str:
-        from kfmt.log.measure import table
+        from kfmt.runtime.tables import table
 
         rows = []
         for n, a in sorted(self.apis.items()):
