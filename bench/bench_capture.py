@@ -176,7 +176,8 @@ def main(argv=None) -> int:
         mb = cap.stat().st_size / 1e6
         print(f"capture: {mb:,.1f} MB, {n:,} messages (Produce v7 and Fetch v11, batches in {', '.join(CODECS)})\n")
         tools = [("kfmt dump --json", [kfmt_exe, "dump", "--json", str(cap)]),
-                 ("kfmt dump --summary", [kfmt_exe, "dump", "--summary", str(cap)])]  # fmt: skip
+                 ("kfmt dump --summary", [kfmt_exe, "dump", "--summary", str(cap)]),
+                 ("kfmt dump --summary --deep", [kfmt_exe, "dump", "--summary", "--deep", str(cap)])]  # fmt: skip
         tshark = shutil.which("tshark")
         if tshark and not args.no_tshark:
             env_ports = ["-d", "tcp.port==9092,kafka"]
@@ -184,7 +185,8 @@ def main(argv=None) -> int:
                       ("tshark -q -z io,phs", [tshark, "-r", str(cap), *env_ports, "-q", "-z", "io,phs"])]  # fmt: skip
         warm = Path(tmp) / "warm.pcap"  # an untimed run first: Python's bytecode written, as an installation has it
         make_capture(warm, 1)
-        subprocess.run([kfmt_exe, "dump", "--json", str(warm)], stdout=subprocess.DEVNULL, check=True)
+        for how in ("--json", "--summary"):
+            subprocess.run([kfmt_exe, "dump", how, str(warm)], stdout=subprocess.DEVNULL, check=True)
         rows = {}
         for name, cmd in tools:
             rows[name] = timed(cmd, args.runs)
@@ -195,7 +197,8 @@ def main(argv=None) -> int:
         if "tshark -T json" in rows:
             print(f"\nkfmt dump --json / tshark -T json throughput: "
                   f"{rows['tshark -T json'][0] / rows['kfmt dump --json'][0]:.2f}x; kfmt dump --summary / tshark -q -z "
-                  f"io,phs: {rows['tshark -q -z io,phs'][0] / rows['kfmt dump --summary'][0]:.2f}x")  # fmt: skip
+                  f"io,phs: {rows['tshark -q -z io,phs'][0] / rows['kfmt dump --summary'][0]:.2f}x (with --deep: "
+                  f"{rows['tshark -q -z io,phs'][0] / rows['kfmt dump --summary --deep'][0]:.2f}x)")  # fmt: skip
         if not args.no_spark:
             from kfmt.spark import jvm
 

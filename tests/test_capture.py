@@ -653,6 +653,10 @@ def test_a_summary_checks_batches_by_their_crc_and_deep_opens_them(tmp_path, cap
     assert "body.TopicData[0].PartitionData[1].Records at byte 0: " in said.err
     assert main(["dump", str(path)]) == 1  # (a message's line reads every batch)
     assert "PartitionData[1].Records at byte 0: " in capsys.readouterr().err
+    assert main(["dump", "--deep", str(path)]) == 2  # (what it does is said: no option that does nothing)
+    assert capsys.readouterr().err == (
+        "kfmt dump: --deep goes with --summary of a capture (every other output decompresses every batch)\n"
+    )
 
 
 def _relinked(src, dst, how: str) -> None:

@@ -66,6 +66,10 @@ def _run(args, out, err) -> int:
     if captures and len(captures) < len(args.paths):
         print("kfmt dump: give captures (pcap, pcapng) or Kafka log files, not both at once", file=err)
         return 2
+    if args.deep and not (captures and args.summary):  # (every other output reads every batch)
+        print("kfmt dump: --deep goes with --summary of a capture (every other output decompresses every batch)",
+              file=err)  # fmt: skip
+        return 2
     if captures:
         return capture.run(args, out, err)
     from kfmt.table.commit import CommitError
