@@ -19,19 +19,16 @@ class RecordSets:
     records of each batch as JSON text (kfmt.runtime.jsonl.fragment), for a writer that puts the message out as
     JSON (kfmt.runtime.jsonl) and has no use for the records as objects; "crc": a set whose every batch is a whole
     v2 batch whose CRC-32C matches is not opened (its batches counted from their headers, ``opened`` false: what
-    ``kfmt dump --summary`` checks without --deep), and its hex is left out (``hex``); any other set is read as
-    with False, so that damage is found and said by the one scanner."""
+    ``kfmt dump --summary`` checks without --deep); any other set is read as with False, so that damage is found and
+    said by the one scanner. ``hex`` False: the set's bytes are not written out (where only what is read in them is
+    shown)."""
 
     backend: str | None = None
     problems: list[str] = field(default_factory=list)
     records: bool | str = True
+    hex: bool = True  # a record set's bytes written out (as hex) beside what is read in them (kfmt.payloads)
     opened: int = 0  # batches decompressed (where compressed) and read
     sealed: int = 0  # batches checked by their CRC-32C alone ("crc")
-
-    @property
-    def hex(self) -> bool:
-        """Whether a record set's bytes are written out beside what is read in them (as hex)."""
-        return self.records != "crc"
 
     def __call__(self, data, path: str) -> dict:
         if self.records == "crc":

@@ -306,14 +306,14 @@ def _message(m, client: str, broker: str, packet, latency: float | None, args, s
     a damaged record set inside it hides records, a problem; bytes after it that Kafka leaves unread, or KIP-511's
     fallback, notes."""
     if args.capture_summary is not None:  # counted; a summary's batches checked by their CRCs unless --deep
-        sets = RecordSets(m.backend, records=False if args.deep else "crc")
+        sets = RecordSets(m.backend, records=False if args.deep else "crc", hex=False)
         args.capture_summary.count(m, sets, client, broker, latency, sink.index)
         _said(m, m.notes + sets.problems, client, broker, sink)
         return
     records: bool | str = args.json or args.records or args.template
     if records and args.json and not args.records and not args.template:  # the message written out whole
         records = "text"
-    j = m.to_json(records=records)
+    j = m.to_json(sets=RecordSets(m.backend, records=records, hex=bool(args.json)))  # (a line shows no hex)
     number, when = packet if packet is not None else (None, None)
     if args.records or args.template:
         _records(m, j, client, broker, number, when, args, sink)
@@ -355,18 +355,19 @@ def placed(node, topic=None, partition=None, under: str = ""):
     """``(topic, partition, struct)`` of every struct in a message's JSON (``to_json()["body"]``), each with the
     topic and partition it is of (named by it or by the structs around it; None where none is); ``under``: the
     key of the list or struct it is in."""
-    if isinstance(node, list):
+    if type(node) is list:
         for x in node:
-            yield from placed(x, topic, partition, under)
+            if type(x) is dict:
+                yield from placed(x, topic, partition, under)
         return
-    if not isinstance(node, dict):
+    if type(node) is not dict:  # (a body Kafka does not read: None)
         return
     names = ("Name", *TOPIC_KEYS) if "Topic" in under or under == "Responses" else TOPIC_KEYS
-    topic = next((node[k] for k in names if isinstance(node.get(k), str)), topic)
-    partition = next((node[k] for k in PARTITION_KEYS if isinstance(node.get(k), int)), partition)
+    topic = next((v for k in names if type(v := node.get(k)) is str), topic)
+    partition = next((v for k in PARTITION_KEYS if type(v := node.get(k)) is int), partition)
     yield topic, partition, node
     for k, v in node.items():
-        if not k.startswith("_"):
+        if (type(v) is list or type(v) is dict) and not k.startswith("_"):
             yield from placed(v, topic, partition, k)
 
 
@@ -379,15 +380,23 @@ def record_sets(node):
 def topic_partitions(node) -> dict:
     """The topics a message's JSON names, in order, each with the partitions it names of it (a list, in order;
     empty where it names none)."""
+    return _named(node)[0]
+
+
+def _named(node) -> tuple[dict, int | None]:
+    """:func:`topic_partitions`, and the records its record sets carry (None: it carries none), in one walk."""
     found: dict = {}
+    records = None
     for t, p, x in placed(node):
+        if "_batches" in x:
+            records = (records or 0) + sum(b.get("record_count", 0) for b in x["_batches"])
         if t is None:
             continue
         parts = found.setdefault(t, [])
-        for q in ([p] if p is not None else []) + [i for i in x.get("PartitionIndexes") or [] if type(i) is int]:
+        for q in ([p] if p is not None else []) + [i for i in x.get("PartitionIndexes") or () if type(i) is int]:
             if q not in parts:
                 parts.append(q)
-    return found
+    return found, records
 
 
 def _runs(numbers: list[int]) -> str:
@@ -408,10 +417,9 @@ def _runs(numbers: list[int]) -> str:
 def where_text(body) -> str:
     """A message's topics and partitions and the records it carries, as its text line ends: "  orders[0-2,5]
     payments  records 300" ("" for none)."""
-    named = topic_partitions(body)
+    named, records = _named(body)
     text = "".join(f"  {t}[{_runs(ps)}]" if ps else f"  {t}" for t, ps in named.items())
-    counts = [b.get("record_count", 0) for _, _, batches in record_sets(body) for b in batches]
-    return text + (f"  records {sum(counts)}" if counts else "")
+    return text + (f"  records {records}" if records is not None else "")
 
 
 def _records(m, j: dict, client: str, broker: str, number, when, args, sink) -> None:
