@@ -174,8 +174,9 @@ def test_dump_summary_of_a_capture(capsys):
     assert main(["dump", "--summary", path]) == 0
     out = capsys.readouterr().out
     assert out.startswith("9 connection(s)\n") and "client 'rdkafka' produced to: LB_MAIN_LOG_INPUT" in out
-    assert re.search(r"^Produce +3 +3 +1129 +3,9 +[\d.]+/[\d.]+/[\d.]+ +-$", out, re.M), out
-    assert re.search(r"^172\.16\.17\.101:53052 +172\.30\.0\.237:9092 +1 +0 +21$", out, re.M), out
+    assert re.search(r"^Produce +3 +3 +1129 +[\d.]+/[\d.]+/[\d.]+ +- +3,9$", out, re.M), out
+    assert re.search(r"^172\.16\.17\.101:53052 +172\.30\.0\.237:9092 +1 +0 +21 +- +- +ApiVersions v0$", out, re.M), out
+    assert re.search(r"^127\.0\.0\.1:46136 .* ApiVersions v3, InitProducerId v4, Metadata v12, Produce v9$", out, re.M)
     assert main(["dump", "--summary", "--json", path]) == 0
     s = json.loads(capsys.readouterr().out)
     assert (
@@ -215,6 +216,18 @@ def test_summary_latencies_groups_and_what_brokers_support(tmp_path, capsys):
                                    "p99": ordered[math.ceil(len(own) * 0.99) - 1], "max": ordered[-1]}  # fmt: skip
     for kind in ("requests", "responses", "bytes"):
         assert sum(x[kind] for x in s["links"]) == sum(a[kind] for a in s["apis"].values())
+    for x in s["links"]:  # each connection's versions, latencies and errors: those of its messages in --json
+        own = [r for r in rows if (r["client"], r["broker"]) == (x["client"], x["broker"])]
+        versions: dict = {}
+        for r in sorted(own, key=lambda r: (r["api"], r["version"])):
+            if r["version"] not in versions.setdefault(r["api"], []):
+                versions[r["api"]].append(r["version"])
+        assert x["versions"] == versions and x["requests"] + x["responses"] == len(own)
+        ordered = sorted(r["latency_ms"] for r in own if r.get("latency_ms") is not None)
+        assert x["latency_ms"] == ({"p50": ordered[math.ceil(len(ordered) / 2) - 1],
+                                    "p99": ordered[math.ceil(len(ordered) * 0.99) - 1], "max": ordered[-1]}
+                                   if ordered else {})  # fmt: skip
+        assert x["errors"] == {}  # (this capture's answers carry none: errors are in the next test's captures)
     if not tools_missing():
         out = subprocess.run(["tshark", "-r", path, "-Y", "kafka.api_versions.max_version", "-T", "fields", "-e",
                               "ip.src", "-e", "tcp.srcport", "-e", "kafka.api_versions.api_key", "-e",
@@ -240,6 +253,46 @@ def test_summary_latencies_groups_and_what_brokers_support(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "group 'billing' committed or fetched offsets of: orders" in out
     assert "group 'audit' committed or fetched offsets of: payments" in out
+
+
+def test_a_summary_counts_error_codes_per_api_and_connection(tmp_path, capsys):
+    """The error codes of a connection's answers, wherever they sit (a Produce response's partitions, a Fetch
+    response's top level and partitions), counted per API and per connection as they were written, 0 left out;
+    the text line of each answer lists its codes."""
+    import json
+
+    import kfmt.protocol as P
+    from kfmt.tools.cli import main
+
+    produce = P.write_request(0, 9, {"TransactionalId": None, "Acks": -1, "TimeoutMs": 1000, "TopicData": [
+        {"Name": "t", "PartitionData": [{"Index": 0, "Records": None}, {"Index": 1, "Records": None}]}]},
+        correlation_id=1, client_id="c")  # fmt: skip
+    answered = P.write_response(0, 9, {"Responses": [{"Name": "t", "PartitionResponses": [
+        {"Index": 0, "ErrorCode": 6, "BaseOffset": -1, "LogAppendTimeMs": -1, "LogStartOffset": -1, "RecordErrors": [],
+         "ErrorMessage": None},
+        {"Index": 1, "ErrorCode": 0, "BaseOffset": 5, "LogAppendTimeMs": -1, "LogStartOffset": 0, "RecordErrors": [],
+         "ErrorMessage": None}]}], "ThrottleTimeMs": 0}, correlation_id=1)  # fmt: skip
+    fetch = P.write_request(1, 11, {"ReplicaId": -1, "MaxWaitMs": 500, "MinBytes": 1, "MaxBytes": 1000,
+                                    "IsolationLevel": 0, "SessionId": 0, "SessionEpoch": -1, "Topics": [
+        {"Topic": "t", "Partitions": [{"Partition": 0, "CurrentLeaderEpoch": -1, "FetchOffset": 0,
+                                       "LogStartOffset": -1, "PartitionMaxBytes": 100}]}],
+                                    "ForgottenTopicsData": [], "RackId": ""}, correlation_id=2, client_id="c")  # fmt: skip
+    fetched = P.write_response(1, 11, {"ThrottleTimeMs": 0, "ErrorCode": 71, "SessionId": 0, "Responses": [
+        {"Topic": "t", "Partitions": [{"PartitionIndex": 0, "ErrorCode": 6, "HighWatermark": -1,
+                                       "LastStableOffset": -1, "LogStartOffset": -1, "AbortedTransactions": None,
+                                       "PreferredReadReplica": -1, "Records": None}]}]}, correlation_id=2)  # fmt: skip
+    sized = [len(m).to_bytes(4, "big") + m for m in (produce, answered, fetch, fetched)]
+    path = tmp_path / "errors.pcap"
+    _pcap(path, [(True, 0, SYN, b""), (False, 0, SYN | ACK, b""), (True, 1, ACK | PSH, sized[0]),
+                 (False, 1, ACK | PSH, sized[1]), (True, 1 + len(sized[0]), ACK | PSH, sized[2]),
+                 (False, 1 + len(sized[1]), ACK | PSH, sized[3])])  # fmt: skip
+    assert main(["dump", "--summary", "--json", str(path)]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert {n: a["errors"] for n, a in s["apis"].items()} == {"Produce": {"6": 1}, "Fetch": {"71": 1, "6": 1}}
+    assert [x["errors"] for x in s["links"]] == [{"6": 2, "71": 1}]
+    assert main(["dump", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split("errors ")[1].split()[0] for line in lines if "response" in line] == ["6", "6,71"]
 
 
 def test_each_message_says_its_packet_time_and_latency(tmp_path, capsys):

@@ -17,17 +17,56 @@ from kfmt.runtime import jsonl
 from kfmt.runtime.errors import CodecError
 
 
+def _counts() -> dict:
+    """What is counted of an API's or a connection's messages (a connection's versions as (API, version) pairs)."""
+    from collections import Counter
+
+    return {"requests": 0, "responses": 0, "bytes": 0, "versions": set(), "errors": Counter(), "latencies": []}
+
+
+def _absorbed(mine: dict, theirs: dict) -> None:
+    """Another process's :func:`_counts` added to these."""
+    for k in ("requests", "responses", "bytes"):
+        mine[k] += theirs[k]
+    mine["versions"] |= theirs["versions"]
+    mine["errors"].update(theirs["errors"])
+    mine["latencies"] += theirs["latencies"]
+
+
+def _counted(counts: dict, versions) -> dict:
+    """:func:`_counts` as the JSON summary gives them (``versions`` shaped by the caller)."""
+    return {"requests": counts["requests"], "responses": counts["responses"], "bytes": counts["bytes"],
+            "versions": versions, "errors": dict(counts["errors"]),
+            "latency_ms": latency_percentiles(counts["latencies"])}  # fmt: skip
+
+
+def _link_versions(pairs) -> dict:
+    """A connection's (API, version) pairs as {API: [versions]}."""
+    out: dict = {}
+    for name, v in sorted(pairs):
+        out.setdefault(name, []).append(v)
+    return out
+
+
+def _cells(counts: dict, versions: str) -> list:
+    """A row's counts as the text tables show them."""
+    lat = latency_percentiles(counts["latencies"])
+    return [counts["requests"], counts["responses"], counts["bytes"],
+            "/".join(f"{lat[k]:g}" for k in ("p50", "p99", "max")) if lat else "-",
+            ",".join(f"{c}x{k}" for k, c in sorted(counts["errors"].items())) or "-", versions]  # fmt: skip
+
+
 class Summary:
-    """What ``--summary`` counts: per API its requests, responses, bytes, versions, latencies and error codes; per
-    connection its messages and bytes; the topics each client id produced to and fetched from, the topics each
-    consumer group committed or fetched offsets of; the versions each broker said it supports (ApiVersions)."""
+    """What ``--summary`` counts: per API and per connection its requests, responses, bytes, versions (a
+    connection's: of each API it uses), latencies and error codes; the topics each client id produced to and
+    fetched from, the topics each consumer group committed or fetched offsets of; the versions each broker said it
+    supports (ApiVersions); what was checked of the batches on the wire."""
 
     def __init__(self):
-        from collections import Counter, defaultdict
+        from collections import defaultdict
 
-        self.apis: dict = defaultdict(lambda: {"requests": 0, "responses": 0, "bytes": 0, "versions": set(),
-                                               "errors": Counter(), "latencies": []})  # fmt: skip
-        self.links: dict = defaultdict(lambda: {"requests": 0, "responses": 0, "bytes": 0})
+        self.apis: dict = defaultdict(_counts)
+        self.links: dict = defaultdict(_counts)
         self.produced: dict = defaultdict(set)
         self.fetched: dict = defaultdict(set)
         self.groups: dict = defaultdict(set)
@@ -40,27 +79,19 @@ class Summary:
     def state(self) -> dict:
         """What was counted, as plain data (a --jobs share hands it to the first process: :meth:`absorb`); the
         connections are counted by each process alike, and left out."""
-        return {"apis": {n: {**a, "versions": set(a["versions"]), "errors": dict(a["errors"])} for n, a in
-                         self.apis.items()}, "links": {k: dict(v) for k, v in self.links.items()},
+        return {"apis": dict(self.apis), "links": dict(self.links),
                 "sets": [dict(x) for x in (self.produced, self.fetched, self.groups)],
                 "supported": {b: (self.supported_at[b], v) for b, v in self.supported.items()},
                 "batches": dict(self.batches)}  # fmt: skip
 
     def absorb(self, state: dict) -> None:
         """Another process's counts (:meth:`state`) added to these."""
-        for n, x in state["apis"].items():
-            a = self.apis[n]
-            for k in ("requests", "responses", "bytes"):
-                a[k] += x[k]
-            a["versions"] |= x["versions"]
-            a["errors"].update(x["errors"])
-            a["latencies"] += x["latencies"]
-        for key, x in state["links"].items():
-            for k, v in x.items():
-                self.links[key][k] += v
-        for mine, theirs in zip((self.produced, self.fetched, self.groups), state["sets"]):
-            for who, topics in theirs.items():
-                mine[who] |= topics
+        for mine, theirs in ((self.apis, state["apis"]), (self.links, state["links"])):
+            for key, x in theirs.items():
+                _absorbed(mine[key], x)
+        for sets, more in zip((self.produced, self.fetched, self.groups), state["sets"]):
+            for who, topics in more.items():
+                sets[who] |= topics
         for k, n in state["batches"].items():
             self.batches[k] += n
         for b, (at, v) in state["supported"].items():
@@ -74,15 +105,17 @@ class Summary:
         response's error codes other than 0; ``latency``: a response's, in milliseconds; ``at``: its place in the
         capture, the latest ApiVersions answer counting."""
         a, link = self.apis[m.api_name], self.links[client, broker]
+        a["versions"].add(m.api_version)
+        link["versions"].add((m.api_name, m.api_version))
         for counts in (a, link):
             counts["requests" if m.kind == "request" else "responses"] += 1
             counts["bytes"] += len(m.frame)
-        a["versions"].add(m.api_version)
+            if m.kind == "response":
+                counts["errors"].update(codes)
+                if latency is not None:
+                    counts["latencies"].append(latency)
         body = body or {}
         if m.kind == "response":
-            a["errors"].update(codes)
-            if latency is not None:
-                a["latencies"].append(latency)
             if m.api_name == "ApiVersions" and body.get("ApiKeys") and at >= self.supported_at.get(broker, -1):
                 self.supported[broker] = {k["ApiKey"]: (k["MinVersion"], k["MaxVersion"]) for k in body["ApiKeys"]}
                 self.supported_at[broker] = at
@@ -116,10 +149,9 @@ class Summary:
 
     def as_dict(self) -> dict:
         return {"connections": self.connections, "batches": dict(self.batches),
-                "apis": {n: {**{k: v for k, v in a.items() if k != "latencies"}, "versions": sorted(a["versions"]),
-                             "errors": dict(a["errors"]), "latency_ms": latency_percentiles(a["latencies"])}
-                         for n, a in sorted(self.apis.items())},
-                "links": [{"client": c, "broker": b, **x} for (c, b), x in sorted(self.links.items())],
+                "apis": {n: _counted(a, sorted(a["versions"])) for n, a in sorted(self.apis.items())},
+                "links": [{"client": c, "broker": b, **_counted(x, _link_versions(x["versions"]))}
+                          for (c, b), x in sorted(self.links.items())],
                 "produced": {str(k): sorted(map(str, v)) for k, v in sorted(self.produced.items(), key=_first_str)},
                 "fetched": {str(k): sorted(map(str, v)) for k, v in sorted(self.fetched.items(), key=_first_str)},
                 "groups": {str(k): sorted(map(str, v)) for k, v in sorted(self.groups.items(), key=_first_str)},
@@ -129,18 +161,13 @@ class Summary:
     def text(self) -> str:
         from kfmt.runtime.tables import table
 
-        rows = []
-        for n, a in sorted(self.apis.items()):
-            lat = latency_percentiles(a["latencies"])
-            rows.append([n, a["requests"], a["responses"], a["bytes"], ",".join(map(str, sorted(a["versions"]))),
-                         "/".join(f"{lat[k]:g}" for k in ("p50", "p99", "max")) if lat else "-",
-                         ",".join(f"{c}x{k}" for k, c in sorted(a["errors"].items())) or "-"])  # fmt: skip
-        lines = [f"{self.connections} connection(s)",
-                 table(["api", "requests", "responses", "bytes", "versions", "latency ms p50/p99/max",
-                        "errors (count x code)"], rows, False), "",
-                 table(["client", "broker", "requests", "responses", "bytes"],
-                       [[c, b, x["requests"], x["responses"], x["bytes"]] for (c, b), x in sorted(self.links.items())],
-                       False)]  # fmt: skip
+        counts = ["requests", "responses", "bytes", "latency ms p50/p99/max", "errors (count x code)", "versions"]
+        apis = [[n, *_cells(a, ",".join(map(str, sorted(a["versions"]))))] for n, a in sorted(self.apis.items())]
+        links = [[c, b, *_cells(x, ", ".join(f"{n} v{','.join(map(str, vs))}"
+                                            for n, vs in _link_versions(x["versions"]).items()))]
+                 for (c, b), x in sorted(self.links.items())]  # fmt: skip
+        lines = [f"{self.connections} connection(s)", table(["api", *counts], apis, False), "",
+                 table(["client", "broker", *counts], links, False)]  # fmt: skip
         for what, did, by in (("client", "produced to", self.produced), ("client", "fetched from", self.fetched),
                               ("group", "committed or fetched offsets of", self.groups)):  # fmt: skip
             for who, topics in sorted(by.items(), key=lambda kv: str(kv[0])):
