@@ -296,7 +296,7 @@ def _codes_in(obj, version, hook, path: str, codes: list[int]) -> None:
             if hook is not None:
                 hook(v, f"{path}.{kafka}")
         elif how == _VIEW:  # a message inside bytes: as kafka_json shows it
-            codes += _json_codes(kafka_json(v))
+            codes += json_error_codes(kafka_json(v))
         elif type(v) is list:
             for i, x in enumerate(v):
                 _codes_in(x, version, hook, f"{path}.{kafka}[{i}]", codes)
@@ -304,14 +304,15 @@ def _codes_in(obj, version, hook, path: str, codes: list[int]) -> None:
             _codes_in(v, version, hook, f"{path}.{kafka}", codes)
 
 
-def _json_codes(node) -> list[int]:
-    """The error codes other than 0 anywhere in Kafka's JSON of a message."""
+def json_error_codes(node) -> list[int]:
+    """The error codes other than 0 anywhere in Kafka's JSON of a message (:func:`kafka_json`), in order; kfmt's
+    own keys (``_batches``...) hold none."""
     if type(node) is list:
-        return [c for x in node for c in _json_codes(x)]
+        return [c for x in node for c in json_error_codes(x)]
     if type(node) is not dict:
         return []
     out = [v for k, v in node.items() if k == "ErrorCode" and type(v) is int and v]
-    return out + [c for k, v in node.items() if type(v) in (dict, list) for c in _json_codes(v)]
+    return out + [c for k, v in node.items() if type(v) in (dict, list) and k[:1] != "_" for c in json_error_codes(v)]
 
 
 @functools.lru_cache(maxsize=None)

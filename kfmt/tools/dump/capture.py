@@ -12,6 +12,7 @@ import itertools
 import json
 import os
 
+from kfmt.payloads import json_error_codes
 from kfmt.protocol.records import RecordSets
 from kfmt.runtime import jsonl
 from kfmt.runtime.errors import CodecError
@@ -366,7 +367,7 @@ def _said(m, notes: list[str], client: str, broker: str, sink) -> None:
 def _line(m, j: dict, number, when, latency: float | None, sink) -> None:
     size = len(m.frame)
     who = f"client_id {m.client_id!r}  " if m.kind == "request" else ""
-    errors = sorted(set(_error_codes(j["body"]))) if m.kind == "response" else []
+    errors = sorted(set(json_error_codes(j["body"]))) if m.kind == "response" else []
     said = f"  errors {','.join(map(str, errors))}" if errors else ""
     took = f"  {_ms(latency)} ms" if latency is not None else ""
     sink.text(f"{_clock(when)} #{number}  {m.kind:<8} {m.api_name} v{m.api_version}  correlation_id {m.correlation_id}  "
@@ -490,16 +491,3 @@ def _clock(when: float | None) -> str:
     if when is None:
         return "-"
     return datetime.datetime.fromtimestamp(when, datetime.timezone.utc).strftime("%H:%M:%S.%f")
-
-
-def _error_codes(node):
-    """The error codes other than 0 anywhere in a message's JSON."""
-    if isinstance(node, dict):
-        for k, v in node.items():
-            if k == "ErrorCode" and isinstance(v, int) and v:
-                yield v
-            elif not k.startswith("_"):  # (kfmt's own keys: a record set's batches hold no error code)
-                yield from _error_codes(v)
-    elif isinstance(node, list):
-        for v in node:
-            yield from _error_codes(v)
