@@ -13,6 +13,9 @@ reads from the whole capture:
 - one byte of a TCP payload flipped: a problem said, or at most the one exchange it landed in read differently
   (no checksum covers a Kafka request or response: Kafka's own readers would take it too).
 
+And on every copy `kfmt dump --summary --json`, which checks batches by their CRCs without decompressing them,
+says what `--json` says: the same exit status, problems and notes, and as many messages.
+
 Never a traceback, never an exit status other than 0 or 1. Where the JVM engine is built, the JVM's capture reader
 (the Spark kafka-capture source's) reads every damaged copy too, and must read what `kfmt dump` reads: the same
 messages, as many problems and notes. Prints a table per damage and exits 1 on any breach.
@@ -77,6 +80,29 @@ def observe(path: Path, seen: dict | None = None) -> tuple[int, Counter, int]:
 
         seen[str(path)] = ([as_jvm_reads(j) for j in rows], problems, sum(" note: " in line for line in said))
     return rc, msgs, problems
+
+
+def summary_differs(path: Path) -> str | None:
+    """Why `kfmt dump --summary --json` of ``path`` does not say what `kfmt dump --json` says of it (its exit status,
+    problems, notes and number of messages), or None."""
+    from kfmt.tools.cli import main
+
+    said = {}
+    for how in (["--json"], ["--summary", "--json"]):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = main(["dump", *how, str(path)])
+        lines = err.getvalue().splitlines()
+        said[how[0]] = (rc, sum(" problem: " in x for x in lines), sum(" note: " in x for x in lines), out.getvalue())
+    rc, problems, notes, text = said["--summary"]
+    s = json.loads(text)
+    messages = sum(a["requests"] + a["responses"] for a in s["apis"].values())
+    mine = (rc, problems, notes, messages, s["problems"], s["notes"])
+    rc, problems, notes, text = said["--json"]
+    theirs = (rc, problems, notes, len(text.splitlines()), problems, notes)
+    return (
+        None if mine == theirs else f"--summary says (exit, problems, notes, messages) {mine[:4]}, --json {theirs[:4]}"
+    )
 
 
 def jvm_differential(seen: dict) -> list[str]:
@@ -258,7 +284,7 @@ def campaign(paths: list[Path], rounds: int, seed: int, tmp: Path) -> int:
             except Exception as e:  # noqa: BLE001 - a traceback is the breach to report
                 got, why = None, f"raised {type(e).__name__}: {e}"
             else:
-                why = breach(how, did, whole, got)
+                why = breach(how, did, whole, got) or summary_differs(dst)
             tally[how]["copies"] += 1
             tally[how]["said"] += got is not None and got[0] == 1
             if why:
