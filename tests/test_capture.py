@@ -163,7 +163,8 @@ def test_dump_leaves_other_protocols_aside_and_port_says_which_connections_are_k
 
 def test_dump_summary_of_a_capture(capsys):
     """`kfmt dump --summary CAPTURE`: per API its requests, responses, bytes, versions and error codes; the topics
-    each client id produced to; in JSON the same counts, which add up to the messages the capture holds."""
+    each client id produced to, topic by topic; in JSON the same counts, which add up to the messages the capture
+    holds."""
     import json
 
     from test_wire_clients import CAPTURES
@@ -173,7 +174,7 @@ def test_dump_summary_of_a_capture(capsys):
     path = str(CAPTURES / "ntop+nDPI/kafka.pcapng")
     assert main(["dump", "--summary", path]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("9 connection(s)\n") and "client 'rdkafka' produced to: LB_MAIN_LOG_INPUT" in out
+    assert out.startswith("9 connection(s)\n") and re.search(r"^LB_MAIN_LOG_INPUT +rdkafka +- +-$", out, re.M)
     assert re.search(r"^Produce +3 +3 +1129 +[\d.]+/[\d.]+/[\d.]+ +- +3,9$", out, re.M), out
     assert re.search(r"^172\.16\.17\.101:53052 +172\.30\.0\.237:9092 +1 +0 +21 +- +- +ApiVersions v0$", out, re.M), out
     assert re.search(r"^127\.0\.0\.1:46136 .* ApiVersions v3, InitProducerId v4, Metadata v12, Produce v9$", out, re.M)
@@ -183,6 +184,8 @@ def test_dump_summary_of_a_capture(capsys):
         sum(a["requests"] for a in s["apis"].values()) == 14 and sum(a["responses"] for a in s["apis"].values()) == 11
     )
     assert (s["problems"], s["notes"], s["produced"]["console-producer"]) == (0, 7, ["sampleTopic"])
+    assert s["topics"] == {"LB_MAIN_LOG_INPUT": {"producers": ["rdkafka"], "consumers": [], "groups": []},
+                           "sampleTopic": {"producers": ["console-producer"], "consumers": [], "groups": []}}  # fmt: skip
 
 
 def test_summary_latencies_groups_and_what_brokers_support(tmp_path, capsys):
@@ -251,8 +254,7 @@ def test_summary_latencies_groups_and_what_brokers_support(tmp_path, capsys):
     _pcap(tmp_path / "g.pcap", [(True, 0, SYN, b""), (False, 0, SYN | ACK, b""), (True, 1, ACK | PSH, framed)])
     assert main(["dump", "--summary", str(tmp_path / "g.pcap")]) == 0
     out = capsys.readouterr().out
-    assert "group 'billing' committed or fetched offsets of: orders" in out
-    assert "group 'audit' committed or fetched offsets of: payments" in out
+    assert re.search(r"^orders +- +- +billing$", out, re.M) and re.search(r"^payments +- +- +audit$", out, re.M), out
 
 
 def test_a_summary_counts_error_codes_per_api_and_connection(tmp_path, capsys):

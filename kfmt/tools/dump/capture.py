@@ -156,6 +156,7 @@ class Summary:
                 "produced": {str(k): sorted(map(str, v)) for k, v in sorted(self.produced.items(), key=_first_str)},
                 "fetched": {str(k): sorted(map(str, v)) for k, v in sorted(self.fetched.items(), key=_first_str)},
                 "groups": {str(k): sorted(map(str, v)) for k, v in sorted(self.groups.items(), key=_first_str)},
+                "topics": self.topics(),
                 "supported": {b: {_api_name(k): list(r) for k, r in sorted(v.items())}
                               for b, v in sorted(self.supported.items())}}  # fmt: skip
 
@@ -169,10 +170,11 @@ class Summary:
                  for (c, b), x in sorted(self.links.items())]  # fmt: skip
         lines = [f"{self.connections} connection(s)", table(["api", *counts], apis, False), "",
                  table(["client", "broker", *counts], links, False)]  # fmt: skip
-        for what, did, by in (("client", "produced to", self.produced), ("client", "fetched from", self.fetched),
-                              ("group", "committed or fetched offsets of", self.groups)):  # fmt: skip
-            for who, topics in sorted(by.items(), key=lambda kv: str(kv[0])):
-                lines.append(f"{what} {who!r} {did}: {', '.join(sorted(map(str, topics)))}")
+        topics = self.topics()
+        if topics:
+            lines += ["", table(["topic", "producers (client ids)", "consumers (client ids)", "groups"],
+                                [[t, *(", ".join(x[k]) or "-" for k in ("producers", "consumers", "groups"))]
+                                 for t, x in topics.items()], False), ""]  # fmt: skip
         lines.append(self.batches_text())
         for b, v in sorted(self.supported.items()):
             named = [(_api_name(k), lo, hi) for k, (lo, hi) in sorted(v.items())]
@@ -180,6 +182,16 @@ class Summary:
             lines.append(f"broker {b} supports {len(v)} APIs (each in --json); those this capture uses:")
             lines += _packed(used)
         return "\n".join(lines)
+
+    def topics(self) -> dict:
+        """Each topic (a name, or a topic id where the version names topics by id) with the client ids that
+        produced to it and fetched from it, and the consumer groups that committed or fetched its offsets."""
+        out: dict = {}
+        for key, by in (("producers", self.produced), ("consumers", self.fetched), ("groups", self.groups)):
+            for who, topics in by.items():
+                for t in topics:
+                    out.setdefault(str(t), {"producers": set(), "consumers": set(), "groups": set()})[key].add(str(who))
+        return {t: {k: sorted(v) for k, v in x.items()} for t, x in sorted(out.items())}
 
     def batches_text(self) -> str:
         """What was checked of the batches on the wire, in a line."""
