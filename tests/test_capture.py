@@ -201,7 +201,7 @@ def test_summary_latencies_groups_and_what_brokers_support(tmp_path, capsys):
 
     import kfmt.protocol as P
     from kfmt.tools.cli import main
-    from kfmt.tools.dump.capture import latency_percentiles
+    from kfmt.tools.dump.summary import latency_percentiles
 
     assert latency_percentiles([]) == {}
     assert latency_percentiles([5.0, 1.0, 3.0, 2.0, 4.0]) == {"p50": 3.0, "p99": 5.0, "max": 5.0}

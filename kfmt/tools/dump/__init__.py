@@ -7,7 +7,8 @@ index, snapshot or checkpoint); 2 for a usage error.  A corrupt batch ends its s
 goes on with the next batch) and the dump goes on with the next segment.
 
 The command itself (arguments, targets, exit status); the rooms: :mod:`.targets` (what is read),
-:mod:`.reader` (reading and problems), :mod:`.show` (rendering), :mod:`.indexes` (index checks)."""
+:mod:`.reader` (reading and problems), :mod:`.show` (rendering), :mod:`.indexes` (index checks); captures:
+:mod:`.capture` (their messages), :mod:`.summary` (what --summary counts), :mod:`.jobs` (--jobs shares)."""
 
 from __future__ import annotations
 
