@@ -21,7 +21,7 @@ def native_extensions():
     flags += ["-Wno-unused-function"]  # kfmt_native.h is a header library: each module uses part of it
     flags += os.environ.get("KFMT_NATIVE_CFLAGS", "").split()
     link = os.environ.get("KFMT_NATIVE_LDFLAGS", "").split()
-    sources = [(f"kfmt.runtime.native.{n}", HERE / RUNTIME / f"{n}.c") for n in ("_columns", "_shapes", "_capture")]
+    sources = [(f"kfmt.runtime.native.{n}", HERE / RUNTIME / f"{n}.c") for n in ("_columns", "_shapes", "_capture", "_sealed")]
     sources += [
         (".".join(src.relative_to(HERE).with_suffix("").parts), src)
         for src in sorted((HERE / "generated").glob("**/_native.c"))  # formats, and Kafka's messages

@@ -1,5 +1,6 @@
 """The native backend's runtime: ``kfmt_native.h`` (the C helpers every generated ``_native.c`` includes),
-``_columns`` (the Arrow column buffers), ``_shapes`` (records as JSON), ``_capture`` (captures put back together;
+``_columns`` (the Arrow column buffers), ``_shapes`` (records as JSON), ``_capture`` (captures put back together),
+``_sealed`` (v2 batches checked by their CRCs;
 :func:`extension` gives them where built) and :func:`compile_package`, which builds the extensions of a package
 generated elsewhere (``kfmt generate --out``), as setup.py builds the repository's own."""
 

@@ -9,8 +9,14 @@ def _counts() -> dict:
     from array import array
     from collections import Counter
 
-    return {"requests": 0, "responses": 0, "bytes": 0, "versions": set(), "errors": Counter(),
-            "latencies": array("d")}  # (8 bytes a response: percentiles are exact)
+    return {
+        "requests": 0,
+        "responses": 0,
+        "bytes": 0,
+        "versions": set(),
+        "errors": Counter(),
+        "latencies": array("d"),
+    }  # (8 bytes a response: percentiles are exact)
 
 
 def _absorbed(mine: dict, theirs: dict) -> None:
