@@ -244,8 +244,9 @@ class Message:
         kfmt.protocol.records.RecordSets. ``sets``: the RecordSets to read them with (``records`` then unused),
         which counts what it read."""
         from kfmt.payloads import kafka_json
+        from kfmt.protocol.records import RecordSets
 
-        sets = self._record_sets(records) if sets is None else sets
+        sets = RecordSets(self.backend, records=records) if sets is None else sets
         out = {
             "kind": self.kind, "api": self.api_name, "api_key": self.api_key, "version": self.api_version,
             "header": kafka_json(self.header, self.header_version),
@@ -262,11 +263,6 @@ class Message:
         from kfmt.payloads import error_codes
 
         return [] if self.body is None else error_codes(self.body, self.api_version, sets, "body")
-
-    def _record_sets(self, records: bool | str = True):
-        from kfmt.protocol.records import RecordSets
-
-        return RecordSets(self.backend, records=records)
 
     def problems(self, j: dict | None = None) -> list[str]:
         """What did not decode inside the message although the message did: damaged record sets, each with its

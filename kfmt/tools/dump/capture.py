@@ -131,7 +131,7 @@ def _message(m, client: str, broker: str, packet, latency: float | None, args, s
         args.capture_summary.count(m, sets, client, broker, latency, sink.index)
         _said(m, m.notes + sets.problems, client, broker, sink)
         return
-    records: bool | str = args.json or args.records or args.template
+    records: bool | str = bool(args.json or args.records or args.template)
     if records and args.json and not args.records and not args.template:  # the message written out whole
         records = "text"
     j = m.to_json(sets=RecordSets(m.backend, records=records, hex=bool(args.json)))  # (a line shows no hex)
@@ -198,14 +198,9 @@ def record_sets(node):
     return ((t, p, x["_batches"]) for t, p, x in placed(node) if "_batches" in x)
 
 
-def topic_partitions(node) -> dict:
-    """The topics a message's JSON names, in order, each with the partitions it names of it (a list, in order;
-    empty where it names none)."""
-    return _named(node)[0]
-
-
 def _named(node) -> tuple[dict, int | None]:
-    """:func:`topic_partitions`, and the records its record sets carry (None: it carries none), in one walk."""
+    """The topics a message's JSON names, in order, each with the partitions it names of it (a list, in order;
+    empty where it names none), and the records its record sets carry (None: it carries none), in one walk."""
     found: dict = {}
     records = None
     for t, p, x in placed(node):

@@ -96,9 +96,9 @@ class Summary:
     def add(self, m, body: dict | None, codes: list[int], client: str, broker: str, latency: float | None,
             at: int = 0) -> None:  # fmt: skip
         """Message ``m`` of the connection ``client -> broker`` counted: ``body`` its body's JSON where the summary
-        names what is in it (requests of :data:`NAMED` APIs, ApiVersions responses; else None), ``codes`` a
-        response's error codes other than 0; ``latency``: a response's, in milliseconds; ``at``: its place in the
-        capture, the latest ApiVersions answer counting."""
+        names what is in it (requests of :data:`NAMED` APIs, ApiVersions responses; else None), ``codes`` its
+        error codes other than 0 (a response's counted); ``latency``: a response's, in milliseconds; ``at``: its
+        place in the capture, the latest ApiVersions answer counting."""
         a, link = self.apis[m.api_name], self.links[client, broker]
         a["versions"].add(m.api_version)
         link["versions"].add((m.api_name, m.api_version))
@@ -127,17 +127,15 @@ class Summary:
 
     def count(self, m, sets, client: str, broker: str, latency: float | None, at: int = 0) -> None:
         """Message ``m`` counted (:meth:`add`), its record sets read by ``sets`` (kfmt.protocol.records.RecordSets),
-        whose batches are counted as it read them; JSON made only of what the summary names."""
-        body = None
-        if m.kind == "response":
-            codes = m.error_codes(sets)
-            if m.api_name == "ApiVersions":
-                body = m.to_json(records=False)["body"]
-        elif m.api_name in self.NAMED:
-            codes, body = [], m.to_json(sets=sets)["body"]
+        whose batches are counted as it read them; JSON made only of what the summary names (the error codes read
+        from it then), the body read once either way."""
+        from kfmt.payloads import json_error_codes
+
+        if m.api_name == "ApiVersions" if m.kind == "response" else m.api_name in self.NAMED:
+            body = m.to_json(sets=sets)["body"]
+            codes = json_error_codes(body)
         else:
-            codes = []
-            m.error_codes(sets)  # (its record sets read)
+            body, codes = None, m.error_codes(sets)
         self.add(m, body, codes, client, broker, latency, at)
         self.batches["opened"] += sets.opened
         self.batches["crc_checked"] += sets.sealed
