@@ -38,7 +38,7 @@ $(VENV)/.capture: | $(VENV)/.installed
 
 # the native backend: one C extension per format, rebuilt whenever a generated source or the runtime header
 # changes (optional: without a C compiler kfmt uses the python backend, and says so in kfmt --version)
-NATIVE_SRC := $(wildcard generated/*/_native.c generated/*/*/_native.c kfmt/runtime/native/*.c) kfmt/runtime/native/kfmt_native.h
+NATIVE_SRC := $(wildcard generated/*/_native.c generated/*/*/_native.c kfmt/runtime/native/*.c kfmt/runtime/native/*.h)
 $(VENV)/.native: $(VENV)/.installed $(NATIVE_SRC)
 	@echo "== building the native backend (one C extension per format) ..."
 	$(PY) setup.py -q build_ext --inplace --parallel $(shell nproc 2>/dev/null || echo 2) 2>&1 | grep -iE "error|warning: [^S]" || true

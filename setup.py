@@ -31,7 +31,7 @@ def native_extensions():
             name,
             [str(src.relative_to(HERE))],
             include_dirs=[RUNTIME],
-            depends=[f"{RUNTIME}/kfmt_native.h"],
+            depends=[f"{RUNTIME}/kfmt_native.h", f"{RUNTIME}/sealed.h", f"{RUNTIME}/capture_summary.h"],
             extra_compile_args=flags,
             extra_link_args=link,
             optional=True,

@@ -10,7 +10,12 @@ a version a struct is not defined for. So a walk that answers guarantees the dec
 same end without an error: the body can be built when it is first asked for (``kfmt.protocol.Message.body``).
 
 A format has a check walk only where every construct it uses is one of these; others (the record formats: CRCs,
-regions, wrappers) are decoded at once. The memory budget the decoders keep is not walked: a frame is walked
+regions, wrappers) are decoded at once.
+
+The same walk, given a sink, tells what a summary of traffic needs without a value built (``facts``): each error
+code other than 0 (an int16 Kafka names ``ErrorCode``), where each record set is (a ``records`` blob), and, where
+the sink asks for them by their ids, the bytes of strings and uuids and where each element of an array of structs
+begins; :func:`fact_paths` names each id by the Kafka path it is found at (``TopicData[].Name``). The memory budget the decoders keep is not walked: a frame is walked
 only when its size times :func:`factor` is within ``max_memory``, where no budget can be exceeded.
 """
 
@@ -28,9 +33,11 @@ class NoCheck(Exception):
 
 @dataclass(frozen=True)
 class Skip:
-    """Fixed-width bytes: a run of integers, booleans, floats and uuids."""
+    """Fixed-width bytes: a run of integers, booleans, floats and uuids; ``facts``: the error codes and uuids among
+    them."""
 
     width: int
+    facts: tuple[tuple[int, str, int, str], ...] = ()  # (offset in the run, "code" or "uuid", fact id, Kafka's name)
 
 
 @dataclass(frozen=True)
@@ -49,6 +56,9 @@ class Bytes:
     nullable: bool
     text: bool
     max: int | None
+    fact: int | None = None  # a string's fact id
+    records: bool = False  # a record set (Kafka's ``records`` type)
+    name: str = ""  # Kafka's name of the field
 
 
 @dataclass(frozen=True)
@@ -62,6 +72,8 @@ class Array:
     min_elem: int
     elem: str | None
     width: int | None
+    fact: int | None = None  # an array of structs' fact id (where each element begins)
+    name: str = ""  # Kafka's name of the field
 
 
 @dataclass(frozen=True)
@@ -70,6 +82,7 @@ class Call:
 
     struct: str
     marker: n.Int | n.Varint | None
+    name: str = ""  # Kafka's name of the field
 
 
 @dataclass(frozen=True)
@@ -109,12 +122,61 @@ class StructPlan:
 
 def plan(ir: n.FormatIR) -> list[StructPlan] | None:
     """Each struct's walk, dependencies first (the root last), or None when the format has no check walk."""
+    ids = iter(range(1 << 30))  # fact ids, in struct and field order
     try:
-        plans = {st.name: _struct(ir, st) for st in ir.structs}
+        plans = {st.name: _struct(ir, st, ids) for st in ir.structs}
     except NoCheck:
         return None
     used = _reached(plans, ir.root)
     return [p for name, p in plans.items() if name in used]
+
+
+def fact_paths(ir: n.FormatIR, plans: list[StructPlan]) -> dict[int, tuple[str, tuple[str, ...]]]:
+    """Each fact id of a walk from the root: its kind ("text", "uuid" or "array": where each element begins) and the
+    Kafka paths it is found at (``Topics[].Name``; an array's: ``Topics[]``), in the order first reached."""
+    by = {p.name: p for p in plans}
+    found: dict[int, tuple[str, tuple[str, ...]]] = {}
+
+    def walk(steps: tuple, path: str, seen: tuple[str, ...]) -> None:
+        for s in steps:
+            for i, kind, where in _facts_of(s, path):
+                found[i] = (kind, (*found.get(i, ("", ()))[1], where))
+            for name, inner in _inner(s, path):
+                if name not in seen:  # (a struct that holds itself: its paths from the first time only)
+                    walk(by[name].steps, inner, (*seen, name))
+
+    walk(by[ir.root].steps, "", (ir.root,))
+    return {i: (kind, tuple(dict.fromkeys(ps))) for i, (kind, ps) in found.items()}
+
+
+def _facts_of(s, path: str) -> list[tuple[int, str, str]]:
+    """(fact id, kind, Kafka path) of what a step tells (a condition's steps: those it holds)."""
+    if isinstance(s, Cond):
+        return [x for t in s.steps for x in _facts_of(t, path)]
+    if isinstance(s, Skip):
+        return [(i, kind, _at(path, name)) for _, kind, i, name in s.facts if kind == "uuid"]
+    if isinstance(s, Bytes) and s.fact is not None:
+        return [(s.fact, "text", _at(path, s.name))]
+    if isinstance(s, Array) and s.fact is not None:
+        return [(s.fact, "array", _at(path, s.name) + "[]")]
+    return []
+
+
+def _inner(s, path: str) -> list[tuple[str, str]]:
+    """(struct, its Kafka path) of each struct a step walks into."""
+    if isinstance(s, Cond):
+        return [x for t in s.steps for x in _inner(t, path)]
+    if isinstance(s, Array) and s.elem is not None:
+        return [(s.elem, _at(path, s.name) + "[]")]
+    if isinstance(s, Call):
+        return [(s.struct, _at(path, s.name))]
+    if isinstance(s, Switch):
+        return [(name, path) for _, name in s.cases]
+    return []
+
+
+def _at(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
 
 
 def _reached(plans: dict[str, StructPlan], root: str) -> set[str]:
@@ -195,7 +257,7 @@ def _params_only(e: n.Expr | None, where: str) -> None:
             _params_only(x, where)
 
 
-def _struct(ir: n.FormatIR, st: n.Struct) -> StructPlan:
+def _struct(ir: n.FormatIR, st: n.Struct, ids) -> StructPlan:
     if st.regions or st.views or st.wrappers or st.logical:
         raise NoCheck(f"{st.name}: regions, views, wrappers or logical values")
     for p in st.params:
@@ -204,7 +266,7 @@ def _struct(ir: n.FormatIR, st: n.Struct) -> StructPlan:
     _params_only(st.requires, st.name)
     steps: list = [Requires(st.requires)] if st.requires is not None else []
     for f in st.fields:
-        step = _field(ir, st, f)
+        step = _field(ir, st, f, ids)
         if f.condition is not None:
             _params_only(f.condition, f"{st.name}.{f.name}")
             step = Cond(f.condition, (step,))
@@ -215,30 +277,38 @@ def _struct(ir: n.FormatIR, st: n.Struct) -> StructPlan:
 def _append(steps: list, step) -> None:
     """Consecutive fixed widths are one skip (one bounds check)."""
     if isinstance(step, Skip) and steps and isinstance(steps[-1], Skip):
-        steps[-1] = Skip(steps[-1].width + step.width)
+        last = steps[-1]
+        facts = last.facts + tuple((o + last.width, k, i, name) for o, k, i, name in step.facts)
+        steps[-1] = Skip(last.width + step.width, facts)
     else:
         steps.append(step)
 
 
-def _field(ir: n.FormatIR, st: n.Struct, f: n.Field):
+#: Kafka's name of an error code (the facts a walk tells: kfmt.payloads.error_codes counts these)
+ERROR_CODE = "ErrorCode"
+
+
+def _field(ir: n.FormatIR, st: n.Struct, f: n.Field, ids):
     w = f.wire
-    where = f"{st.name}.{f.name}"
+    where, name = f"{st.name}.{f.name}", f.orig_name or f.name
     if f.const is not None or f.bits or f.derived is not None:
         raise NoCheck(f"{where}: a constant, bits or a derived value")
     if isinstance(w, n.Int):
-        return Skip(w.width)
+        if name == ERROR_CODE and w.width == 2 and w.signed and w.kind == "int":
+            return Skip(2, ((0, "code", -1, name),))
+        return Skip(w.width, ((0, "uuid", next(ids), name),) if w.kind == "uuid" else ())
     if isinstance(w, n.Varint):
         return VarintSkip(w.max_bytes)
     if isinstance(w, n.Blob):
         if isinstance(w.length, n.CountFrom):
             raise NoCheck(f"{where}: a length from another field")
-        return Bytes(w.length, w.nullable, w.text, w.max)
+        return Bytes(w.length, w.nullable, w.text, w.max, next(ids) if w.text else None, w.view, name)
     if isinstance(w, n.ArrayType):
-        return _array(ir, w, where)
+        return _array(ir, w, where, name, ids)
     if isinstance(w, n.StructType):
         if w.size is not None or (w.nullable and w.marker is None):
             raise NoCheck(f"{where}: a sized struct")
-        return Call(w.name, w.marker)
+        return Call(w.name, w.marker, name)
     if isinstance(w, n.Switch):
         if w.selector.owner != "<params>":
             raise NoCheck(f"{where}: a switch on a field")
@@ -248,13 +318,23 @@ def _field(ir: n.FormatIR, st: n.Struct, f: n.Field):
     raise NoCheck(f"{where}: {type(w).__name__}")
 
 
-def _array(ir: n.FormatIR, w: n.ArrayType, where: str) -> Array:
+def _array(ir: n.FormatIR, w: n.ArrayType, where: str, name: str, ids) -> Array:
     if w.size is not None or w.compressed_by is not None or not isinstance(w.count, (n.Int, n.Varint)):
         raise NoCheck(f"{where}: a sized, compressed or uncounted array")
     if w.min_elem_size < 1:
         raise NoCheck(f"{where}: elements that may take no bytes")
     width = _fixed_width(ir.struct(w.elem))  # (the bytes a count may claim: no fewer than its elements take)
-    return Array(w.count, w.nullable, w.limit, max(w.min_elem_size, width or 0), None if width else w.elem, width)
+    skipped = width and not _tells(ir.struct(w.elem))  # (elements with an error code or uuid are walked)
+    elem, fact = (None, None) if skipped else (w.elem, next(ids))
+    width = width if skipped else None
+    least = max(w.min_elem_size, _fixed_width(ir.struct(w.elem)) or 0)
+    return Array(w.count, w.nullable, w.limit, least, elem, width, fact, name)
+
+
+def _tells(st: n.Struct) -> bool:
+    """Whether a struct holds a fact a walk tells (an error code, a uuid)."""
+    return any(isinstance(f.wire, n.Int) and (f.wire.kind == "uuid" or (f.orig_name or f.name) == ERROR_CODE)
+               for f in st.fields)  # fmt: skip
 
 
 def _fixed_width(st: n.Struct) -> int | None:

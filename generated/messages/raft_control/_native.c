@@ -1503,6 +1503,7 @@ static Py_ssize_t k_leader_change_message(kf_ctx *cx, const uint8_t *b, Py_ssize
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 5 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 0, pos, 0);
                 pos = k_voter(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1515,6 +1516,7 @@ static Py_ssize_t k_leader_change_message(kf_ctx *cx, const uint8_t *b, Py_ssize
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 5 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 1, pos, 0);
                 pos = k_voter(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1561,6 +1563,7 @@ static Py_ssize_t k_endpoint(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ss
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 2, pos, n_);
             pos += n_;
         }
     }
@@ -1571,6 +1574,7 @@ static Py_ssize_t k_endpoint(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ss
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 3, pos, n_);
             pos += n_;
         }
     }
@@ -1593,6 +1597,7 @@ static Py_ssize_t k_k_raft_version_feature(kf_ctx *cx, const uint8_t *b, Py_ssiz
 static Py_ssize_t k_voters_record_voter(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 20) return -1;
+    if (cx->facts) { kf_fact_want(cx->facts, 4, pos + 4, 16); }
     pos += 20;
     {
         int64_t n_;
@@ -1601,6 +1606,7 @@ static Py_ssize_t k_voters_record_voter(kf_ctx *cx, const uint8_t *b, Py_ssize_t
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 5 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 5, pos, 0);
                 pos = k_endpoint(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1624,6 +1630,7 @@ static Py_ssize_t k_voters_record(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 27 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 6, pos, 0);
                 pos = k_voters_record_voter(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1681,6 +1688,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_raft_control(&cx, (const uint8_t *)view.buf, pos, end, a_control_type);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), control_type given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_raft_control(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, control_type): (value, next position), or None when the python backend must decide */
@@ -1860,6 +1872,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "dd4701e3cd0209030b319c34d5f19125252a4b045930c04c75ffc032ee19b447") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

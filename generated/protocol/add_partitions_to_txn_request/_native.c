@@ -1287,6 +1287,7 @@ static Py_ssize_t k_add_partitions_to_txn_topic(kf_ctx *cx, const uint8_t *b, Py
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -1314,6 +1315,7 @@ static Py_ssize_t k_add_partitions_to_txn_request(kf_ctx *cx, const uint8_t *b, 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 1, pos, n_);
             pos += n_;
         }
     }
@@ -1327,6 +1329,7 @@ static Py_ssize_t k_add_partitions_to_txn_request(kf_ctx *cx, const uint8_t *b, 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 6 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 2, pos, 0);
                 pos = k_add_partitions_to_txn_topic(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1344,6 +1347,7 @@ static Py_ssize_t k_add_partitions_to_txn_topic_flexible(kf_ctx *cx, const uint8
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 3, pos, n_);
             pos += n_;
         }
     }
@@ -1370,6 +1374,7 @@ static Py_ssize_t k_add_partitions_to_txn_transaction(kf_ctx *cx, const uint8_t 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 4, pos, n_);
             pos += n_;
         }
     }
@@ -1382,6 +1387,7 @@ static Py_ssize_t k_add_partitions_to_txn_transaction(kf_ctx *cx, const uint8_t 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 5, pos, 0);
                 pos = k_add_partitions_to_txn_topic_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1403,6 +1409,7 @@ static Py_ssize_t k_add_partitions_to_txn_request_flexible(kf_ctx *cx, const uin
             if (n_ < 0) { return -1; } else {
                 if (n_ > cx->max_headers || n_ * 14 > end - pos) return -1;
                 for (int64_t i_ = 0; i_ < n_; i_++) {
+                    if (cx->facts) kf_fact_want(cx->facts, 6, pos, 0);
                     pos = k_add_partitions_to_txn_transaction(cx, b, pos, end);
                     if (pos < 0) return -1;
                 }
@@ -1417,6 +1424,7 @@ static Py_ssize_t k_add_partitions_to_txn_request_flexible(kf_ctx *cx, const uin
             if (n_ < 0) { return -1; } else {
                 if (n_ > cx->max_bytes || n_ > end - pos) return -1;
                 if (!kf_ascii(b + pos, n_)) return -1;
+                if (cx->facts) kf_fact_want(cx->facts, 7, pos, n_);
                 pos += n_;
             }
         }
@@ -1437,6 +1445,7 @@ static Py_ssize_t k_add_partitions_to_txn_request_flexible(kf_ctx *cx, const uin
             if (n_ < 0) { return -1; } else {
                 if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
                 for (int64_t i_ = 0; i_ < n_; i_++) {
+                    if (cx->facts) kf_fact_want(cx->facts, 8, pos, 0);
                     pos = k_add_partitions_to_txn_topic_flexible(cx, b, pos, end);
                     if (pos < 0) return -1;
                 }
@@ -1483,6 +1492,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_add_partitions_to_txn_request_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_add_partitions_to_txn_request_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -1614,6 +1628,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "ed8d1f41bb89316d7f4468bec42180fc201ceb03e86183da0916ac1c8700b6cb") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -1224,6 +1224,7 @@ static Py_ssize_t k_add_partitions_to_txn_topic_result(kf_ctx *cx, const uint8_t
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -1253,6 +1254,7 @@ static Py_ssize_t k_add_partitions_to_txn_response(kf_ctx *cx, const uint8_t *b,
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 6 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 1, pos, 0);
                 pos = k_add_partitions_to_txn_topic_result(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1279,6 +1281,7 @@ static Py_ssize_t k_add_partitions_to_txn_topic_result_flexible(kf_ctx *cx, cons
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 2, pos, n_);
             pos += n_;
         }
     }
@@ -1289,6 +1292,7 @@ static Py_ssize_t k_add_partitions_to_txn_topic_result_flexible(kf_ctx *cx, cons
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 7 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 3, pos, 0);
                 pos = k_add_partitions_to_txn_partition_result_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1308,6 +1312,7 @@ static Py_ssize_t k_add_partitions_to_txn_result(kf_ctx *cx, const uint8_t *b, P
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 4, pos, n_);
             pos += n_;
         }
     }
@@ -1318,6 +1323,7 @@ static Py_ssize_t k_add_partitions_to_txn_result(kf_ctx *cx, const uint8_t *b, P
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 5, pos, 0);
                 pos = k_add_partitions_to_txn_topic_result_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1335,6 +1341,7 @@ static Py_ssize_t k_add_partitions_to_txn_response_flexible(kf_ctx *cx, const ui
     pos += 4;
     if ((a_api_version >= INT64_C(4))) {
         if (end - pos < 2) return -1;
+        if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
         pos += 2;
     }
     if ((a_api_version >= INT64_C(4))) {
@@ -1345,6 +1352,7 @@ static Py_ssize_t k_add_partitions_to_txn_response_flexible(kf_ctx *cx, const ui
             if (n_ < 0) { return -1; } else {
                 if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
                 for (int64_t i_ = 0; i_ < n_; i_++) {
+                    if (cx->facts) kf_fact_want(cx->facts, 6, pos, 0);
                     pos = k_add_partitions_to_txn_result(cx, b, pos, end);
                     if (pos < 0) return -1;
                 }
@@ -1359,6 +1367,7 @@ static Py_ssize_t k_add_partitions_to_txn_response_flexible(kf_ctx *cx, const ui
             if (n_ < 0) { return -1; } else {
                 if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
                 for (int64_t i_ = 0; i_ < n_; i_++) {
+                    if (cx->facts) kf_fact_want(cx->facts, 7, pos, 0);
                     pos = k_add_partitions_to_txn_topic_result_flexible(cx, b, pos, end);
                     if (pos < 0) return -1;
                 }
@@ -1405,6 +1414,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_add_partitions_to_txn_response_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_add_partitions_to_txn_response_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -1552,6 +1566,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "2b4558a78cd034342918e27edb0b1f8bf8843769ad338d4058bbc60c2b0b3a8c") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

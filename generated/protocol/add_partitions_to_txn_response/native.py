@@ -84,6 +84,25 @@ decode_columns_run = None
 check_from = _c.check_from
 #: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
 CHECK_FACTOR = 111
+#: the check walk as C calls it (a capsule: kfmt.runtime.native._traffic), and what it tells besides the error
+#: codes and record sets: fact id -> (kind, the Kafka paths it is found at) (generator.ir.walk.fact_paths)
+WALK = _c.WALK
+FACTS = {
+    1: ("array", ("ResultsByTopicV3AndBelow[]",)),
+    0: ("text", ("ResultsByTopicV3AndBelow[].Name",)),
+    6: ("array", ("ResultsByTransaction[]",)),
+    4: ("text", ("ResultsByTransaction[].TransactionalId",)),
+    5: ("array", ("ResultsByTransaction[].TopicResults[]",)),
+    2: ("text", ("ResultsByTransaction[].TopicResults[].Name", "ResultsByTopicV3AndBelow[].Name")),
+    3: (
+        "array",
+        (
+            "ResultsByTransaction[].TopicResults[].ResultsByPartition[]",
+            "ResultsByTopicV3AndBelow[].ResultsByPartition[]",
+        ),
+    ),
+    7: ("array", ("ResultsByTopicV3AndBelow[]",)),
+}
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each
 

@@ -1320,6 +1320,7 @@ static Py_ssize_t k_entity_data(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -1328,9 +1329,10 @@ static Py_ssize_t k_entity_data(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py
         if (end - pos < 2) return -1;
         n_ = kf_i16(b + pos);
         pos += 2;
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 1, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 1, pos, n_);
             pos += n_;
         }
     }
@@ -1347,6 +1349,7 @@ static Py_ssize_t k_op_data(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssi
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 2, pos, n_);
             pos += n_;
         }
     }
@@ -1365,6 +1368,7 @@ static Py_ssize_t k_entry_data(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 4 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 3, pos, 0);
                 pos = k_entity_data(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1378,6 +1382,7 @@ static Py_ssize_t k_entry_data(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 11 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 4, pos, 0);
                 pos = k_op_data(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1397,6 +1402,7 @@ static Py_ssize_t k_alter_client_quotas_request(kf_ctx *cx, const uint8_t *b, Py
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 8 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 5, pos, 0);
                 pos = k_entry_data(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1416,6 +1422,7 @@ static Py_ssize_t k_entity_data_flexible(kf_ctx *cx, const uint8_t *b, Py_ssize_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 6, pos, n_);
             pos += n_;
         }
     }
@@ -1423,9 +1430,10 @@ static Py_ssize_t k_entity_data_flexible(kf_ctx *cx, const uint8_t *b, Py_ssize_
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 7, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 7, pos, n_);
             pos += n_;
         }
     }
@@ -1443,6 +1451,7 @@ static Py_ssize_t k_op_data_flexible(kf_ctx *cx, const uint8_t *b, Py_ssize_t po
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 8, pos, n_);
             pos += n_;
         }
     }
@@ -1462,6 +1471,7 @@ static Py_ssize_t k_entry_data_flexible(kf_ctx *cx, const uint8_t *b, Py_ssize_t
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 9, pos, 0);
                 pos = k_entity_data_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1474,6 +1484,7 @@ static Py_ssize_t k_entry_data_flexible(kf_ctx *cx, const uint8_t *b, Py_ssize_t
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 11 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 10, pos, 0);
                 pos = k_op_data_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1494,6 +1505,7 @@ static Py_ssize_t k_alter_client_quotas_request_flexible(kf_ctx *cx, const uint8
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 11, pos, 0);
                 pos = k_entry_data_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1541,6 +1553,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_alter_client_quotas_request_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_alter_client_quotas_request_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -1695,6 +1712,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "c3760663d1696b6d5e7d44bb3d32dfa217ed846e76d9d9367ee88969317823f2") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

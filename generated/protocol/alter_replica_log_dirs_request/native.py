@@ -84,6 +84,19 @@ decode_columns_run = None
 check_from = _c.check_from
 #: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
 CHECK_FACTOR = 89
+#: the check walk as C calls it (a capsule: kfmt.runtime.native._traffic), and what it tells besides the error
+#: codes and record sets: fact id -> (kind, the Kafka paths it is found at) (generator.ir.walk.fact_paths)
+WALK = _c.WALK
+FACTS = {
+    3: ("array", ("Dirs[]",)),
+    1: ("text", ("Dirs[].Path",)),
+    2: ("array", ("Dirs[].Topics[]",)),
+    0: ("text", ("Dirs[].Topics[].Name",)),
+    7: ("array", ("Dirs[]",)),
+    5: ("text", ("Dirs[].Path",)),
+    6: ("array", ("Dirs[].Topics[]",)),
+    4: ("text", ("Dirs[].Topics[].Name",)),
+}
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each
 

@@ -933,12 +933,21 @@ static PyObject *py_encode_all(PyObject *self, PyObject *const *args, Py_ssize_t
 
 /* ------------------------------------------------------------------ the check walk (generator.ir.walk) */
 
+static Py_ssize_t k_alter_replica_log_dir_partition_result(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end);
 static Py_ssize_t k_alter_replica_log_dir_topic_result(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end);
 static Py_ssize_t k_alter_replica_log_dirs_response(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t a_api_version);
 static Py_ssize_t k_alter_replica_log_dir_partition_result_flexible(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end);
 static Py_ssize_t k_alter_replica_log_dir_topic_result_flexible(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end);
 static Py_ssize_t k_alter_replica_log_dirs_response_flexible(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t a_api_version);
 static Py_ssize_t k_alter_replica_log_dirs_response_by_version(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t a_api_version);
+
+static Py_ssize_t k_alter_replica_log_dir_partition_result(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
+    (void)cx;
+    if (end - pos < 6) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
+    pos += 6;
+    return pos;
+}
 
 static Py_ssize_t k_alter_replica_log_dir_topic_result(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
@@ -950,6 +959,7 @@ static Py_ssize_t k_alter_replica_log_dir_topic_result(kf_ctx *cx, const uint8_t
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -960,7 +970,11 @@ static Py_ssize_t k_alter_replica_log_dir_topic_result(kf_ctx *cx, const uint8_t
         pos += 4;
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 6 > end - pos) return -1;
-            pos += n_ * 6;
+            for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 1, pos, 0);
+                pos = k_alter_replica_log_dir_partition_result(cx, b, pos, end);
+                if (pos < 0) return -1;
+            }
         }
     }
     return pos;
@@ -979,6 +993,7 @@ static Py_ssize_t k_alter_replica_log_dirs_response(kf_ctx *cx, const uint8_t *b
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 6 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 2, pos, 0);
                 pos = k_alter_replica_log_dir_topic_result(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -990,6 +1005,7 @@ static Py_ssize_t k_alter_replica_log_dirs_response(kf_ctx *cx, const uint8_t *b
 static Py_ssize_t k_alter_replica_log_dir_partition_result_flexible(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 6) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 6;
     if (pos >= end || b[pos] != 0) return -1;
     pos++;
@@ -1005,6 +1021,7 @@ static Py_ssize_t k_alter_replica_log_dir_topic_result_flexible(kf_ctx *cx, cons
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 3, pos, n_);
             pos += n_;
         }
     }
@@ -1015,6 +1032,7 @@ static Py_ssize_t k_alter_replica_log_dir_topic_result_flexible(kf_ctx *cx, cons
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 7 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 4, pos, 0);
                 pos = k_alter_replica_log_dir_partition_result_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1037,6 +1055,7 @@ static Py_ssize_t k_alter_replica_log_dirs_response_flexible(kf_ctx *cx, const u
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 5, pos, 0);
                 pos = k_alter_replica_log_dir_topic_result_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1082,6 +1101,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_alter_replica_log_dirs_response_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_alter_replica_log_dirs_response_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -1216,6 +1240,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "5b992b3a8eb9cd68a34b3ff3154c5b89ed27bbd44ec7068ac1888c592a9338a2") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

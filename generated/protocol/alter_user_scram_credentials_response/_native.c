@@ -514,18 +514,21 @@ static Py_ssize_t k_alter_user_scram_credentials_result(kf_ctx *cx, const uint8_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
     if (end - pos < 2) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
     pos += 2;
     {
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 1, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 1, pos, n_);
             pos += n_;
         }
     }
@@ -546,6 +549,7 @@ static Py_ssize_t k_alter_user_scram_credentials_response(kf_ctx *cx, const uint
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 5 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 2, pos, 0);
                 pos = k_alter_user_scram_credentials_result(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -587,6 +591,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_alter_user_scram_credentials_response_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_alter_user_scram_credentials_response_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -684,6 +693,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "e7d3462e7fceec0b317fe24eacf865dacaa6cd5a76c1b8de72e8e0c12dce43cb") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -1380,6 +1380,7 @@ static Py_ssize_t k_api_versions_response(kf_ctx *cx, const uint8_t *b, Py_ssize
     (void)cx;
     if (!(a_api_version <= INT64_C(2))) return -1;
     if (end - pos < 2) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
     pos += 2;
     {
         int64_t n_;
@@ -1411,6 +1412,7 @@ static Py_ssize_t k_api_versions_response_flexible(kf_ctx *cx, const uint8_t *b,
     (void)cx;
     if (!((a_api_version >= INT64_C(3)) && (a_api_version <= INT64_C(4)))) return -1;
     if (end - pos < 2) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
     pos += 2;
     {
         int64_t n_;
@@ -1419,6 +1421,7 @@ static Py_ssize_t k_api_versions_response_flexible(kf_ctx *cx, const uint8_t *b,
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 7 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 4, pos, 0);
                 pos = k_api_version_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1466,6 +1469,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_api_versions_response_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_api_versions_response_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -1609,6 +1617,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "46a73ef4cf3037116b4b8595e9cd30bcf3a28ad0ff028dd051447bb494232dba") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -1273,12 +1273,21 @@ static PyObject *py_encode_all(PyObject *self, PyObject *const *args, Py_ssize_t
 
 /* ------------------------------------------------------------------ the check walk (generator.ir.walk) */
 
+static Py_ssize_t k_partition_data(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end);
 static Py_ssize_t k_topic_data(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end);
 static Py_ssize_t k_begin_quorum_epoch_response(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t a_api_version);
 static Py_ssize_t k_partition_data_flexible(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end);
 static Py_ssize_t k_topic_data_flexible(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end);
 static Py_ssize_t k_begin_quorum_epoch_response_flexible(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t a_api_version);
 static Py_ssize_t k_begin_quorum_epoch_response_by_version(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t a_api_version);
+
+static Py_ssize_t k_partition_data(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
+    (void)cx;
+    if (end - pos < 14) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
+    pos += 14;
+    return pos;
+}
 
 static Py_ssize_t k_topic_data(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
@@ -1290,6 +1299,7 @@ static Py_ssize_t k_topic_data(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -1300,7 +1310,11 @@ static Py_ssize_t k_topic_data(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_
         pos += 4;
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 14 > end - pos) return -1;
-            pos += n_ * 14;
+            for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 1, pos, 0);
+                pos = k_partition_data(cx, b, pos, end);
+                if (pos < 0) return -1;
+            }
         }
     }
     return pos;
@@ -1310,6 +1324,7 @@ static Py_ssize_t k_begin_quorum_epoch_response(kf_ctx *cx, const uint8_t *b, Py
     (void)cx;
     if (!(a_api_version <= INT64_C(0))) return -1;
     if (end - pos < 2) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
     pos += 2;
     {
         int64_t n_;
@@ -1319,6 +1334,7 @@ static Py_ssize_t k_begin_quorum_epoch_response(kf_ctx *cx, const uint8_t *b, Py
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 6 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 2, pos, 0);
                 pos = k_topic_data(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1330,6 +1346,7 @@ static Py_ssize_t k_begin_quorum_epoch_response(kf_ctx *cx, const uint8_t *b, Py
 static Py_ssize_t k_partition_data_flexible(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 14) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 14;
     if (pos >= end || b[pos] != 0) return -1;
     pos++;
@@ -1345,6 +1362,7 @@ static Py_ssize_t k_topic_data_flexible(kf_ctx *cx, const uint8_t *b, Py_ssize_t
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 3, pos, n_);
             pos += n_;
         }
     }
@@ -1355,6 +1373,7 @@ static Py_ssize_t k_topic_data_flexible(kf_ctx *cx, const uint8_t *b, Py_ssize_t
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 15 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 4, pos, 0);
                 pos = k_partition_data_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1369,6 +1388,7 @@ static Py_ssize_t k_begin_quorum_epoch_response_flexible(kf_ctx *cx, const uint8
     (void)cx;
     if (!((a_api_version >= INT64_C(1)) && (a_api_version <= INT64_C(1)))) return -1;
     if (end - pos < 2) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
     pos += 2;
     {
         int64_t n_;
@@ -1377,6 +1397,7 @@ static Py_ssize_t k_begin_quorum_epoch_response_flexible(kf_ctx *cx, const uint8
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 7, pos, 0);
                 pos = k_topic_data_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1422,6 +1443,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_begin_quorum_epoch_response_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_begin_quorum_epoch_response_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -1571,6 +1597,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "51f2b7edf77998664c4bc841f5aec670c2923cc8a7e93496694053daa367632c") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

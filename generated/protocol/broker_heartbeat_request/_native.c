@@ -532,6 +532,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     return PyLong_FromSsize_t(npos);
 }
 
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_broker_heartbeat_request_by_version(cx, b, pos, end, param);
+}
+
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
 static PyObject *py_decode_from(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 5) {
@@ -621,6 +626,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "9b2c0b45eaac90c45aa4dd5d91149fa1d9071ffd9a266a884a5ebccec2e6bb3c") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

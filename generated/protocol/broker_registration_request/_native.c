@@ -992,6 +992,7 @@ static PyObject *py_encode_all(PyObject *self, PyObject *const *args, Py_ssize_t
 
 static Py_ssize_t k_listener(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end);
 static Py_ssize_t k_feature(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end);
+static Py_ssize_t k_broker_registration_request_log_dirs_item(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end);
 static Py_ssize_t k_broker_registration_request(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t a_api_version);
 static Py_ssize_t k_broker_registration_request_by_version(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t a_api_version);
 
@@ -1004,6 +1005,7 @@ static Py_ssize_t k_listener(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ss
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -1014,6 +1016,7 @@ static Py_ssize_t k_listener(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ss
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 1, pos, n_);
             pos += n_;
         }
     }
@@ -1033,6 +1036,7 @@ static Py_ssize_t k_feature(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssi
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 2, pos, n_);
             pos += n_;
         }
     }
@@ -1040,6 +1044,14 @@ static Py_ssize_t k_feature(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssi
     pos += 4;
     if (pos >= end || b[pos] != 0) return -1;
     pos++;
+    return pos;
+}
+
+static Py_ssize_t k_broker_registration_request_log_dirs_item(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
+    (void)cx;
+    if (end - pos < 16) return -1;
+    if (cx->facts) { kf_fact_want(cx->facts, 3, pos + 0, 16); }
+    pos += 16;
     return pos;
 }
 
@@ -1055,10 +1067,12 @@ static Py_ssize_t k_broker_registration_request(kf_ctx *cx, const uint8_t *b, Py
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 4, pos, n_);
             pos += n_;
         }
     }
     if (end - pos < 16) return -1;
+    if (cx->facts) { kf_fact_want(cx->facts, 5, pos + 0, 16); }
     pos += 16;
     {
         int64_t n_;
@@ -1067,6 +1081,7 @@ static Py_ssize_t k_broker_registration_request(kf_ctx *cx, const uint8_t *b, Py
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 7 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 6, pos, 0);
                 pos = k_listener(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1079,6 +1094,7 @@ static Py_ssize_t k_broker_registration_request(kf_ctx *cx, const uint8_t *b, Py
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 6 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 7, pos, 0);
                 pos = k_feature(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1088,9 +1104,10 @@ static Py_ssize_t k_broker_registration_request(kf_ctx *cx, const uint8_t *b, Py
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 8, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 8, pos, n_);
             pos += n_;
         }
     }
@@ -1105,7 +1122,11 @@ static Py_ssize_t k_broker_registration_request(kf_ctx *cx, const uint8_t *b, Py
                 n_ = (int64_t)u_ - 1; }
             if (n_ < 0) { return -1; } else {
                 if (n_ > cx->max_headers || n_ * 16 > end - pos) return -1;
-                pos += n_ * 16;
+                for (int64_t i_ = 0; i_ < n_; i_++) {
+                    if (cx->facts) kf_fact_want(cx->facts, 9, pos, 0);
+                    pos = k_broker_registration_request_log_dirs_item(cx, b, pos, end);
+                    if (pos < 0) return -1;
+                }
             }
         }
     }
@@ -1149,6 +1170,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_broker_registration_request_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_broker_registration_request_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -1266,6 +1292,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "b412501e081daff5a46098a65f59dd85916ca726a955bd4802d2ce6d16a034ad") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

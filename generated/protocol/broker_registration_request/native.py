@@ -84,6 +84,21 @@ decode_columns_run = None
 check_from = _c.check_from
 #: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
 CHECK_FACTOR = 37
+#: the check walk as C calls it (a capsule: kfmt.runtime.native._traffic), and what it tells besides the error
+#: codes and record sets: fact id -> (kind, the Kafka paths it is found at) (generator.ir.walk.fact_paths)
+WALK = _c.WALK
+FACTS = {
+    4: ("text", ("ClusterId",)),
+    5: ("uuid", ("IncarnationId",)),
+    6: ("array", ("Listeners[]",)),
+    0: ("text", ("Listeners[].Name",)),
+    1: ("text", ("Listeners[].Host",)),
+    7: ("array", ("Features[]",)),
+    2: ("text", ("Features[].Name",)),
+    8: ("text", ("Rack",)),
+    9: ("array", ("LogDirs[]",)),
+    3: ("uuid", ("LogDirs[].value",)),
+}
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each
 

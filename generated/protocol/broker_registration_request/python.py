@@ -1357,6 +1357,13 @@ def _check_feature(buf, pos, end, opts):
     return pos
 
 
+def _check_broker_registration_request_log_dirs_item(buf, pos, end, opts):
+    pos += 16
+    if pos > end:
+        raise _Decline
+    return pos
+
+
 def _check_broker_registration_request(buf, pos, end, opts, api_version):
     if not (api_version <= 4):
         raise _Decline
@@ -1528,7 +1535,10 @@ def _check_broker_registration_request(buf, pos, end, opts, api_version):
         elif n_ > opts.max_headers or n_ * 16 > end - pos:
             raise _Decline
         else:
-            pos += n_ * 16
+            for _ in range(n_):
+                pos += 16
+                if pos > end:
+                    raise _Decline
     if api_version >= 3:
         pos += 8
         if pos > end:

@@ -84,6 +84,43 @@ decode_columns_run = None
 check_from = _c.check_from
 #: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
 CHECK_FACTOR = 138
+#: the check walk as C calls it (a capsule: kfmt.runtime.native._traffic), and what it tells besides the error
+#: codes and record sets: fact id -> (kind, the Kafka paths it is found at) (generator.ir.walk.fact_paths)
+WALK = _c.WALK
+FACTS = {
+    16: ("array", ("Groups[]",)),
+    11: ("text", ("Groups[].ErrorMessage",)),
+    12: ("text", ("Groups[].GroupId",)),
+    13: ("text", ("Groups[].GroupState",)),
+    14: ("text", ("Groups[].AssignorName",)),
+    15: ("array", ("Groups[].Members[]",)),
+    4: ("text", ("Groups[].Members[].MemberId",)),
+    5: ("text", ("Groups[].Members[].InstanceId",)),
+    6: ("text", ("Groups[].Members[].RackId",)),
+    7: ("text", ("Groups[].Members[].ClientId",)),
+    8: ("text", ("Groups[].Members[].ClientHost",)),
+    9: ("array", ("Groups[].Members[].SubscribedTopicNames[]",)),
+    0: ("text", ("Groups[].Members[].SubscribedTopicNames[].value",)),
+    10: ("text", ("Groups[].Members[].SubscribedTopicRegex",)),
+    3: (
+        "array",
+        ("Groups[].Members[].Assignment.TopicPartitions[]", "Groups[].Members[].TargetAssignment.TopicPartitions[]"),
+    ),
+    1: (
+        "uuid",
+        (
+            "Groups[].Members[].Assignment.TopicPartitions[].TopicId",
+            "Groups[].Members[].TargetAssignment.TopicPartitions[].TopicId",
+        ),
+    ),
+    2: (
+        "text",
+        (
+            "Groups[].Members[].Assignment.TopicPartitions[].TopicName",
+            "Groups[].Members[].TargetAssignment.TopicPartitions[].TopicName",
+        ),
+    ),
+}
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each
 

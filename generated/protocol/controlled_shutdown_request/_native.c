@@ -436,6 +436,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     return PyLong_FromSsize_t(npos);
 }
 
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_controlled_shutdown_request_by_version(cx, b, pos, end, param);
+}
+
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
 static PyObject *py_decode_from(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 5) {
@@ -529,6 +534,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "e35f24a9f11920b04b43539a298ca81896f06ef182f7600eae4aaad6412e5461") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

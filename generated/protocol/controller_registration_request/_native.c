@@ -779,6 +779,7 @@ static Py_ssize_t k_listener(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ss
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -789,6 +790,7 @@ static Py_ssize_t k_listener(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ss
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 1, pos, n_);
             pos += n_;
         }
     }
@@ -808,6 +810,7 @@ static Py_ssize_t k_feature(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssi
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 2, pos, n_);
             pos += n_;
         }
     }
@@ -822,6 +825,7 @@ static Py_ssize_t k_controller_registration_request(kf_ctx *cx, const uint8_t *b
     (void)cx;
     if (!(a_api_version <= INT64_C(0))) return -1;
     if (end - pos < 21) return -1;
+    if (cx->facts) { kf_fact_want(cx->facts, 3, pos + 4, 16); }
     pos += 21;
     {
         int64_t n_;
@@ -830,6 +834,7 @@ static Py_ssize_t k_controller_registration_request(kf_ctx *cx, const uint8_t *b
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 7 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 4, pos, 0);
                 pos = k_listener(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -842,6 +847,7 @@ static Py_ssize_t k_controller_registration_request(kf_ctx *cx, const uint8_t *b
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 6 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 5, pos, 0);
                 pos = k_feature(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -883,6 +889,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_controller_registration_request_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_controller_registration_request_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -995,6 +1006,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "eb32055ebdb69ece7d5c4f47a25169a4df5668690d2507354e23bc4927bde94d") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

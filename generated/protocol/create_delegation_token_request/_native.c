@@ -816,6 +816,7 @@ static Py_ssize_t k_creatable_renewers(kf_ctx *cx, const uint8_t *b, Py_ssize_t 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -827,6 +828,7 @@ static Py_ssize_t k_creatable_renewers(kf_ctx *cx, const uint8_t *b, Py_ssize_t 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 1, pos, n_);
             pos += n_;
         }
     }
@@ -844,6 +846,7 @@ static Py_ssize_t k_create_delegation_token_request(kf_ctx *cx, const uint8_t *b
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 4 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 2, pos, 0);
                 pos = k_creatable_renewers(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -863,6 +866,7 @@ static Py_ssize_t k_creatable_renewers_flexible(kf_ctx *cx, const uint8_t *b, Py
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 3, pos, n_);
             pos += n_;
         }
     }
@@ -873,6 +877,7 @@ static Py_ssize_t k_creatable_renewers_flexible(kf_ctx *cx, const uint8_t *b, Py
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 4, pos, n_);
             pos += n_;
         }
     }
@@ -889,9 +894,10 @@ static Py_ssize_t k_create_delegation_token_request_flexible(kf_ctx *cx, const u
             int64_t n_;
             { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
                 n_ = (int64_t)u_ - 1; }
-            if (n_ < 0) {  } else {
+            if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 5, pos, -1); } else {
                 if (n_ > cx->max_bytes || n_ > end - pos) return -1;
                 if (!kf_ascii(b + pos, n_)) return -1;
+                if (cx->facts) kf_fact_want(cx->facts, 5, pos, n_);
                 pos += n_;
             }
         }
@@ -901,9 +907,10 @@ static Py_ssize_t k_create_delegation_token_request_flexible(kf_ctx *cx, const u
             int64_t n_;
             { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
                 n_ = (int64_t)u_ - 1; }
-            if (n_ < 0) {  } else {
+            if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 6, pos, -1); } else {
                 if (n_ > cx->max_bytes || n_ > end - pos) return -1;
                 if (!kf_ascii(b + pos, n_)) return -1;
+                if (cx->facts) kf_fact_want(cx->facts, 6, pos, n_);
                 pos += n_;
             }
         }
@@ -915,6 +922,7 @@ static Py_ssize_t k_create_delegation_token_request_flexible(kf_ctx *cx, const u
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 7, pos, 0);
                 pos = k_creatable_renewers_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -962,6 +970,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_create_delegation_token_request_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_create_delegation_token_request_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -1078,6 +1091,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "7107b1787edad626d0ce71deb11e281d0a49e82dd886dbd3d3bd13804471604b") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

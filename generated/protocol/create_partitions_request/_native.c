@@ -1170,6 +1170,7 @@ static Py_ssize_t k_create_partitions_topic(kf_ctx *cx, const uint8_t *b, Py_ssi
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -1183,6 +1184,7 @@ static Py_ssize_t k_create_partitions_topic(kf_ctx *cx, const uint8_t *b, Py_ssi
         if (n_ < 0) {  } else {
             if (n_ > cx->max_headers || n_ * 4 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 1, pos, 0);
                 pos = k_create_partitions_assignment(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1202,6 +1204,7 @@ static Py_ssize_t k_create_partitions_request(kf_ctx *cx, const uint8_t *b, Py_s
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 10 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 2, pos, 0);
                 pos = k_create_partitions_topic(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1237,6 +1240,7 @@ static Py_ssize_t k_create_partitions_topic_flexible(kf_ctx *cx, const uint8_t *
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 3, pos, n_);
             pos += n_;
         }
     }
@@ -1249,6 +1253,7 @@ static Py_ssize_t k_create_partitions_topic_flexible(kf_ctx *cx, const uint8_t *
         if (n_ < 0) {  } else {
             if (n_ > cx->max_headers || n_ * 2 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 4, pos, 0);
                 pos = k_create_partitions_assignment_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1269,6 +1274,7 @@ static Py_ssize_t k_create_partitions_request_flexible(kf_ctx *cx, const uint8_t
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 7 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 5, pos, 0);
                 pos = k_create_partitions_topic_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1316,6 +1322,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_create_partitions_request_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_create_partitions_request_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -1451,6 +1462,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "2ca6d2353db60eb0aab11d2ac4821b3c75fbfa818d99e4e4152adceb9c219d7f") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

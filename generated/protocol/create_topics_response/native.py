@@ -84,6 +84,21 @@ decode_columns_run = None
 check_from = _c.check_from
 #: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
 CHECK_FACTOR = 25
+#: the check walk as C calls it (a capsule: kfmt.runtime.native._traffic), and what it tells besides the error
+#: codes and record sets: fact id -> (kind, the Kafka paths it is found at) (generator.ir.walk.fact_paths)
+WALK = _c.WALK
+FACTS = {
+    2: ("array", ("Topics[]",)),
+    0: ("text", ("Topics[].Name",)),
+    1: ("text", ("Topics[].ErrorMessage",)),
+    9: ("array", ("Topics[]",)),
+    5: ("text", ("Topics[].Name",)),
+    6: ("uuid", ("Topics[].TopicId",)),
+    7: ("text", ("Topics[].ErrorMessage",)),
+    8: ("array", ("Topics[].Configs[]",)),
+    3: ("text", ("Topics[].Configs[].Name",)),
+    4: ("text", ("Topics[].Configs[].Value",)),
+}
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each
 

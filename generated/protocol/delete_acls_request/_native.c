@@ -955,9 +955,10 @@ static Py_ssize_t k_delete_acls_filter(kf_ctx *cx, const uint8_t *b, Py_ssize_t 
         if (end - pos < 2) return -1;
         n_ = kf_i16(b + pos);
         pos += 2;
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 0, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -970,9 +971,10 @@ static Py_ssize_t k_delete_acls_filter(kf_ctx *cx, const uint8_t *b, Py_ssize_t 
         if (end - pos < 2) return -1;
         n_ = kf_i16(b + pos);
         pos += 2;
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 1, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 1, pos, n_);
             pos += n_;
         }
     }
@@ -981,9 +983,10 @@ static Py_ssize_t k_delete_acls_filter(kf_ctx *cx, const uint8_t *b, Py_ssize_t 
         if (end - pos < 2) return -1;
         n_ = kf_i16(b + pos);
         pos += 2;
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 2, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 2, pos, n_);
             pos += n_;
         }
     }
@@ -1003,6 +1006,7 @@ static Py_ssize_t k_delete_acls_request(kf_ctx *cx, const uint8_t *b, Py_ssize_t
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 9 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 3, pos, 0);
                 pos = k_delete_acls_filter(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -1019,9 +1023,10 @@ static Py_ssize_t k_delete_acls_filter_flexible(kf_ctx *cx, const uint8_t *b, Py
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 4, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 4, pos, n_);
             pos += n_;
         }
     }
@@ -1031,9 +1036,10 @@ static Py_ssize_t k_delete_acls_filter_flexible(kf_ctx *cx, const uint8_t *b, Py
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 5, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 5, pos, n_);
             pos += n_;
         }
     }
@@ -1041,9 +1047,10 @@ static Py_ssize_t k_delete_acls_filter_flexible(kf_ctx *cx, const uint8_t *b, Py
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 6, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 6, pos, n_);
             pos += n_;
         }
     }
@@ -1064,6 +1071,7 @@ static Py_ssize_t k_delete_acls_request_flexible(kf_ctx *cx, const uint8_t *b, P
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 8 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 7, pos, 0);
                 pos = k_delete_acls_filter_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1109,6 +1117,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_delete_acls_request_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_delete_acls_request_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -1228,6 +1241,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "218033d1a278d17c54ec4bb30aae09607108f2d20069003d0273e4f9c4d8a5cd") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -84,6 +84,25 @@ decode_columns_run = None
 check_from = _c.check_from
 #: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
 CHECK_FACTOR = 30
+#: the check walk as C calls it (a capsule: kfmt.runtime.native._traffic), and what it tells besides the error
+#: codes and record sets: fact id -> (kind, the Kafka paths it is found at) (generator.ir.walk.fact_paths)
+WALK = _c.WALK
+FACTS = {
+    6: ("array", ("FilterResults[]",)),
+    4: ("text", ("FilterResults[].ErrorMessage",)),
+    5: ("array", ("FilterResults[].MatchingAcls[]",)),
+    0: ("text", ("FilterResults[].MatchingAcls[].ErrorMessage",)),
+    1: ("text", ("FilterResults[].MatchingAcls[].ResourceName",)),
+    2: ("text", ("FilterResults[].MatchingAcls[].Principal",)),
+    3: ("text", ("FilterResults[].MatchingAcls[].Host",)),
+    13: ("array", ("FilterResults[]",)),
+    11: ("text", ("FilterResults[].ErrorMessage",)),
+    12: ("array", ("FilterResults[].MatchingAcls[]",)),
+    7: ("text", ("FilterResults[].MatchingAcls[].ErrorMessage",)),
+    8: ("text", ("FilterResults[].MatchingAcls[].ResourceName",)),
+    9: ("text", ("FilterResults[].MatchingAcls[].Principal",)),
+    10: ("text", ("FilterResults[].MatchingAcls[].Host",)),
+}
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each
 

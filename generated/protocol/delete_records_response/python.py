@@ -1316,6 +1316,13 @@ def decode_from(buf, pos=0, end=None, opts=_DEFAULT_OPTIONS, *, api_version):
 # ------------------------------------------------------------------ the check walk (generator.ir.walk)
 
 
+def _check_delete_records_partition_result(buf, pos, end, opts):
+    pos += 14
+    if pos > end:
+        raise _Decline
+    return pos
+
+
 def _check_delete_records_topic_result(buf, pos, end, opts):
     if pos + 2 > end:
         raise _Decline
@@ -1338,7 +1345,10 @@ def _check_delete_records_topic_result(buf, pos, end, opts):
     elif n_ > opts.max_headers or n_ * 14 > end - pos:
         raise _Decline
     else:
-        pos += n_ * 14
+        for _ in range(n_):
+            pos += 14
+            if pos > end:
+                raise _Decline
     return pos
 
 
@@ -1357,29 +1367,9 @@ def _check_delete_records_response(buf, pos, end, opts, api_version):
     elif n_ > opts.max_headers or n_ * 6 > end - pos:
         raise _Decline
     else:
+        check_ = _check_delete_records_topic_result
         for _ in range(n_):
-            if pos + 2 > end:
-                raise _Decline
-            (n_,) = _K_I16(buf, pos)
-            pos += 2
-            if n_ < 0:
-                raise _Decline
-            elif n_ > opts.max_bytes or n_ > end - pos:
-                raise _Decline
-            elif not buf[pos : pos + n_].isascii():
-                raise _Decline
-            else:
-                pos += n_
-            if pos + 4 > end:
-                raise _Decline
-            (n_,) = _K_I32(buf, pos)
-            pos += 4
-            if n_ < 0:
-                raise _Decline
-            elif n_ > opts.max_headers or n_ * 14 > end - pos:
-                raise _Decline
-            else:
-                pos += n_ * 14
+            pos = check_(buf, pos, end, opts)
     return pos
 
 

@@ -782,6 +782,7 @@ static Py_ssize_t k_delete_topics_request_topic_names_item(kf_ctx *cx, const uin
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -799,6 +800,7 @@ static Py_ssize_t k_delete_topics_request(kf_ctx *cx, const uint8_t *b, Py_ssize
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 2 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 1, pos, 0);
                 pos = k_delete_topics_request_topic_names_item(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -815,13 +817,15 @@ static Py_ssize_t k_delete_topic_state(kf_ctx *cx, const uint8_t *b, Py_ssize_t 
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 2, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 2, pos, n_);
             pos += n_;
         }
     }
     if (end - pos < 16) return -1;
+    if (cx->facts) { kf_fact_want(cx->facts, 3, pos + 0, 16); }
     pos += 16;
     if (pos >= end || b[pos] != 0) return -1;
     pos++;
@@ -837,6 +841,7 @@ static Py_ssize_t k_delete_topics_request_flexible_topic_names_item(kf_ctx *cx, 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 4, pos, n_);
             pos += n_;
         }
     }
@@ -854,6 +859,7 @@ static Py_ssize_t k_delete_topics_request_flexible(kf_ctx *cx, const uint8_t *b,
             if (n_ < 0) { return -1; } else {
                 if (n_ > cx->max_headers || n_ * 18 > end - pos) return -1;
                 for (int64_t i_ = 0; i_ < n_; i_++) {
+                    if (cx->facts) kf_fact_want(cx->facts, 5, pos, 0);
                     pos = k_delete_topic_state(cx, b, pos, end);
                     if (pos < 0) return -1;
                 }
@@ -868,6 +874,7 @@ static Py_ssize_t k_delete_topics_request_flexible(kf_ctx *cx, const uint8_t *b,
             if (n_ < 0) { return -1; } else {
                 if (n_ > cx->max_headers || n_ * 1 > end - pos) return -1;
                 for (int64_t i_ = 0; i_ < n_; i_++) {
+                    if (cx->facts) kf_fact_want(cx->facts, 6, pos, 0);
                     pos = k_delete_topics_request_flexible_topic_names_item(cx, b, pos, end);
                     if (pos < 0) return -1;
                 }
@@ -916,6 +923,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_delete_topics_request_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_delete_topics_request_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -1022,6 +1034,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "7ceb095e93bb08eb37be3c456ed7fbe78128286670241be11a15305d77763af0") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

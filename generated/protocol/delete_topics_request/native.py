@@ -84,6 +84,18 @@ decode_columns_run = None
 check_from = _c.check_from
 #: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
 CHECK_FACTOR = 103
+#: the check walk as C calls it (a capsule: kfmt.runtime.native._traffic), and what it tells besides the error
+#: codes and record sets: fact id -> (kind, the Kafka paths it is found at) (generator.ir.walk.fact_paths)
+WALK = _c.WALK
+FACTS = {
+    1: ("array", ("TopicNames[]",)),
+    0: ("text", ("TopicNames[].value",)),
+    5: ("array", ("Topics[]",)),
+    2: ("text", ("Topics[].Name",)),
+    3: ("uuid", ("Topics[].TopicId",)),
+    6: ("array", ("TopicNames[]",)),
+    4: ("text", ("TopicNames[].value",)),
+}
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each
 

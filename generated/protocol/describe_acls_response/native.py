@@ -84,6 +84,23 @@ decode_columns_run = None
 check_from = _c.check_from
 #: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
 CHECK_FACTOR = 41
+#: the check walk as C calls it (a capsule: kfmt.runtime.native._traffic), and what it tells besides the error
+#: codes and record sets: fact id -> (kind, the Kafka paths it is found at) (generator.ir.walk.fact_paths)
+WALK = _c.WALK
+FACTS = {
+    4: ("text", ("ErrorMessage",)),
+    5: ("array", ("Resources[]",)),
+    2: ("text", ("Resources[].ResourceName",)),
+    3: ("array", ("Resources[].Acls[]",)),
+    0: ("text", ("Resources[].Acls[].Principal",)),
+    1: ("text", ("Resources[].Acls[].Host",)),
+    10: ("text", ("ErrorMessage",)),
+    11: ("array", ("Resources[]",)),
+    8: ("text", ("Resources[].ResourceName",)),
+    9: ("array", ("Resources[].Acls[]",)),
+    6: ("text", ("Resources[].Acls[].Principal",)),
+    7: ("text", ("Resources[].Acls[].Host",)),
+}
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each
 

@@ -84,6 +84,25 @@ decode_columns_run = None
 check_from = _c.check_from
 #: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
 CHECK_FACTOR = 75
+#: the check walk as C calls it (a capsule: kfmt.runtime.native._traffic), and what it tells besides the error
+#: codes and record sets: fact id -> (kind, the Kafka paths it is found at) (generator.ir.walk.fact_paths)
+WALK = _c.WALK
+FACTS = {
+    5: ("text", ("ErrorMessage",)),
+    6: ("array", ("Entries[]",)),
+    3: ("array", ("Entries[].Entity[]",)),
+    0: ("text", ("Entries[].Entity[].EntityType",)),
+    1: ("text", ("Entries[].Entity[].EntityName",)),
+    4: ("array", ("Entries[].Values[]",)),
+    2: ("text", ("Entries[].Values[].Key",)),
+    12: ("text", ("ErrorMessage",)),
+    13: ("array", ("Entries[]",)),
+    10: ("array", ("Entries[].Entity[]",)),
+    7: ("text", ("Entries[].Entity[].EntityType",)),
+    8: ("text", ("Entries[].Entity[].EntityName",)),
+    11: ("array", ("Entries[].Values[]",)),
+    9: ("text", ("Entries[].Values[].Key",)),
+}
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each
 

@@ -982,6 +982,7 @@ static Py_ssize_t k_describe_configs_resource_configuration_keys_item(kf_ctx *cx
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -1000,6 +1001,7 @@ static Py_ssize_t k_describe_configs_resource(kf_ctx *cx, const uint8_t *b, Py_s
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 1, pos, n_);
             pos += n_;
         }
     }
@@ -1011,6 +1013,7 @@ static Py_ssize_t k_describe_configs_resource(kf_ctx *cx, const uint8_t *b, Py_s
         if (n_ < 0) {  } else {
             if (n_ > cx->max_headers || n_ * 2 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 2, pos, 0);
                 pos = k_describe_configs_resource_configuration_keys_item(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1030,6 +1033,7 @@ static Py_ssize_t k_describe_configs_request(kf_ctx *cx, const uint8_t *b, Py_ss
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 7 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 3, pos, 0);
                 pos = k_describe_configs_resource(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1055,6 +1059,7 @@ static Py_ssize_t k_describe_configs_resource_flexible_configuration_keys_item(k
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 4, pos, n_);
             pos += n_;
         }
     }
@@ -1072,6 +1077,7 @@ static Py_ssize_t k_describe_configs_resource_flexible(kf_ctx *cx, const uint8_t
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 5, pos, n_);
             pos += n_;
         }
     }
@@ -1082,6 +1088,7 @@ static Py_ssize_t k_describe_configs_resource_flexible(kf_ctx *cx, const uint8_t
         if (n_ < 0) {  } else {
             if (n_ > cx->max_headers || n_ * 1 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 6, pos, 0);
                 pos = k_describe_configs_resource_flexible_configuration_keys_item(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1102,6 +1109,7 @@ static Py_ssize_t k_describe_configs_request_flexible(kf_ctx *cx, const uint8_t 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 4 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 7, pos, 0);
                 pos = k_describe_configs_resource_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1149,6 +1157,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_describe_configs_request_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_describe_configs_request_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -1265,6 +1278,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "63e4bb1b899cb4648157c2e63d980ba458ff17bf9485dbf174f9a7e460f997c4") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

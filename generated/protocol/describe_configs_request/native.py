@@ -84,6 +84,19 @@ decode_columns_run = None
 check_from = _c.check_from
 #: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
 CHECK_FACTOR = 121
+#: the check walk as C calls it (a capsule: kfmt.runtime.native._traffic), and what it tells besides the error
+#: codes and record sets: fact id -> (kind, the Kafka paths it is found at) (generator.ir.walk.fact_paths)
+WALK = _c.WALK
+FACTS = {
+    3: ("array", ("Resources[]",)),
+    1: ("text", ("Resources[].ResourceName",)),
+    2: ("array", ("Resources[].ConfigurationKeys[]",)),
+    0: ("text", ("Resources[].ConfigurationKeys[].value",)),
+    7: ("array", ("Resources[]",)),
+    5: ("text", ("Resources[].ResourceName",)),
+    6: ("array", ("Resources[].ConfigurationKeys[]",)),
+    4: ("text", ("Resources[].ConfigurationKeys[].value",)),
+}
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each
 

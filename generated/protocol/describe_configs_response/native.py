@@ -84,6 +84,31 @@ decode_columns_run = None
 check_from = _c.check_from
 #: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
 CHECK_FACTOR = 50
+#: the check walk as C calls it (a capsule: kfmt.runtime.native._traffic), and what it tells besides the error
+#: codes and record sets: fact id -> (kind, the Kafka paths it is found at) (generator.ir.walk.fact_paths)
+WALK = _c.WALK
+FACTS = {
+    9: ("array", ("Results[]",)),
+    6: ("text", ("Results[].ErrorMessage",)),
+    7: ("text", ("Results[].ResourceName",)),
+    8: ("array", ("Results[].Configs[]",)),
+    2: ("text", ("Results[].Configs[].Name",)),
+    3: ("text", ("Results[].Configs[].Value",)),
+    4: ("array", ("Results[].Configs[].Synonyms[]",)),
+    0: ("text", ("Results[].Configs[].Synonyms[].Name",)),
+    1: ("text", ("Results[].Configs[].Synonyms[].Value",)),
+    5: ("text", ("Results[].Configs[].Documentation",)),
+    19: ("array", ("Results[]",)),
+    16: ("text", ("Results[].ErrorMessage",)),
+    17: ("text", ("Results[].ResourceName",)),
+    18: ("array", ("Results[].Configs[]",)),
+    12: ("text", ("Results[].Configs[].Name",)),
+    13: ("text", ("Results[].Configs[].Value",)),
+    14: ("array", ("Results[].Configs[].Synonyms[]",)),
+    10: ("text", ("Results[].Configs[].Synonyms[].Name",)),
+    11: ("text", ("Results[].Configs[].Synonyms[].Value",)),
+    15: ("text", ("Results[].Configs[].Documentation",)),
+}
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each
 

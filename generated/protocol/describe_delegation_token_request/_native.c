@@ -688,6 +688,7 @@ static Py_ssize_t k_describe_delegation_token_owner(kf_ctx *cx, const uint8_t *b
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -699,6 +700,7 @@ static Py_ssize_t k_describe_delegation_token_owner(kf_ctx *cx, const uint8_t *b
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 1, pos, n_);
             pos += n_;
         }
     }
@@ -716,6 +718,7 @@ static Py_ssize_t k_describe_delegation_token_request(kf_ctx *cx, const uint8_t 
         if (n_ < 0) {  } else {
             if (n_ > cx->max_headers || n_ * 4 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 2, pos, 0);
                 pos = k_describe_delegation_token_owner(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -733,6 +736,7 @@ static Py_ssize_t k_describe_delegation_token_owner_flexible(kf_ctx *cx, const u
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 3, pos, n_);
             pos += n_;
         }
     }
@@ -743,6 +747,7 @@ static Py_ssize_t k_describe_delegation_token_owner_flexible(kf_ctx *cx, const u
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 4, pos, n_);
             pos += n_;
         }
     }
@@ -761,6 +766,7 @@ static Py_ssize_t k_describe_delegation_token_request_flexible(kf_ctx *cx, const
         if (n_ < 0) {  } else {
             if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 5, pos, 0);
                 pos = k_describe_delegation_token_owner_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -806,6 +812,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_describe_delegation_token_request_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_describe_delegation_token_request_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -918,6 +929,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "32eb47463af0254b357c9e552381accbd74ba3092320770da9d922a6c2b64319") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

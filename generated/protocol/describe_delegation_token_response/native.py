@@ -84,6 +84,27 @@ decode_columns_run = None
 check_from = _c.check_from
 #: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
 CHECK_FACTOR = 37
+#: the check walk as C calls it (a capsule: kfmt.runtime.native._traffic), and what it tells besides the error
+#: codes and record sets: fact id -> (kind, the Kafka paths it is found at) (generator.ir.walk.fact_paths)
+WALK = _c.WALK
+FACTS = {
+    6: ("array", ("Tokens[]",)),
+    2: ("text", ("Tokens[].PrincipalType",)),
+    3: ("text", ("Tokens[].PrincipalName",)),
+    4: ("text", ("Tokens[].TokenId",)),
+    5: ("array", ("Tokens[].Renewers[]",)),
+    0: ("text", ("Tokens[].Renewers[].PrincipalType",)),
+    1: ("text", ("Tokens[].Renewers[].PrincipalName",)),
+    15: ("array", ("Tokens[]",)),
+    9: ("text", ("Tokens[].PrincipalType",)),
+    10: ("text", ("Tokens[].PrincipalName",)),
+    11: ("text", ("Tokens[].TokenRequesterPrincipalType",)),
+    12: ("text", ("Tokens[].TokenRequesterPrincipalName",)),
+    13: ("text", ("Tokens[].TokenId",)),
+    14: ("array", ("Tokens[].Renewers[]",)),
+    7: ("text", ("Tokens[].Renewers[].PrincipalType",)),
+    8: ("text", ("Tokens[].Renewers[].PrincipalName",)),
+}
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each
 

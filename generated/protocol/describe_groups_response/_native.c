@@ -2508,6 +2508,7 @@ static Py_ssize_t k_described_group_member(kf_ctx *cx, const uint8_t *b, Py_ssiz
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -2517,9 +2518,10 @@ static Py_ssize_t k_described_group_member(kf_ctx *cx, const uint8_t *b, Py_ssiz
             if (end - pos < 2) return -1;
             n_ = kf_i16(b + pos);
             pos += 2;
-            if (n_ < 0) {  } else {
+            if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 1, pos, -1); } else {
                 if (n_ > cx->max_bytes || n_ > end - pos) return -1;
                 if (!kf_ascii(b + pos, n_)) return -1;
+                if (cx->facts) kf_fact_want(cx->facts, 1, pos, n_);
                 pos += n_;
             }
         }
@@ -2532,6 +2534,7 @@ static Py_ssize_t k_described_group_member(kf_ctx *cx, const uint8_t *b, Py_ssiz
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 2, pos, n_);
             pos += n_;
         }
     }
@@ -2543,6 +2546,7 @@ static Py_ssize_t k_described_group_member(kf_ctx *cx, const uint8_t *b, Py_ssiz
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 3, pos, n_);
             pos += n_;
         }
     }
@@ -2572,6 +2576,7 @@ static Py_ssize_t k_described_group_member(kf_ctx *cx, const uint8_t *b, Py_ssiz
 static Py_ssize_t k_described_group(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t a_api_version) {
     (void)cx;
     if (end - pos < 2) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
     pos += 2;
     {
         int64_t n_;
@@ -2581,6 +2586,7 @@ static Py_ssize_t k_described_group(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 4, pos, n_);
             pos += n_;
         }
     }
@@ -2592,6 +2598,7 @@ static Py_ssize_t k_described_group(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 5, pos, n_);
             pos += n_;
         }
     }
@@ -2603,6 +2610,7 @@ static Py_ssize_t k_described_group(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 6, pos, n_);
             pos += n_;
         }
     }
@@ -2614,6 +2622,7 @@ static Py_ssize_t k_described_group(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 7, pos, n_);
             pos += n_;
         }
     }
@@ -2625,6 +2634,7 @@ static Py_ssize_t k_described_group(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 14 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 8, pos, 0);
                 pos = k_described_group_member(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -2652,6 +2662,7 @@ static Py_ssize_t k_describe_groups_response(kf_ctx *cx, const uint8_t *b, Py_ss
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 14 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 9, pos, 0);
                 pos = k_described_group(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -2669,6 +2680,7 @@ static Py_ssize_t k_described_group_member_flexible(kf_ctx *cx, const uint8_t *b
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 10, pos, n_);
             pos += n_;
         }
     }
@@ -2676,19 +2688,10 @@ static Py_ssize_t k_described_group_member_flexible(kf_ctx *cx, const uint8_t *b
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 11, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
-            pos += n_;
-        }
-    }
-    {
-        int64_t n_;
-        { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
-            n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) { return -1; } else {
-            if (n_ > cx->max_bytes || n_ > end - pos) return -1;
-            if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 11, pos, n_);
             pos += n_;
         }
     }
@@ -2699,6 +2702,18 @@ static Py_ssize_t k_described_group_member_flexible(kf_ctx *cx, const uint8_t *b
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 12, pos, n_);
+            pos += n_;
+        }
+    }
+    {
+        int64_t n_;
+        { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
+            n_ = (int64_t)u_ - 1; }
+        if (n_ < 0) { return -1; } else {
+            if (n_ > cx->max_bytes || n_ > end - pos) return -1;
+            if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 13, pos, n_);
             pos += n_;
         }
     }
@@ -2728,6 +2743,7 @@ static Py_ssize_t k_described_group_member_flexible(kf_ctx *cx, const uint8_t *b
 static Py_ssize_t k_described_group_flexible(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 2) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
     pos += 2;
     {
         int64_t n_;
@@ -2736,6 +2752,7 @@ static Py_ssize_t k_described_group_flexible(kf_ctx *cx, const uint8_t *b, Py_ss
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 14, pos, n_);
             pos += n_;
         }
     }
@@ -2746,6 +2763,7 @@ static Py_ssize_t k_described_group_flexible(kf_ctx *cx, const uint8_t *b, Py_ss
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 15, pos, n_);
             pos += n_;
         }
     }
@@ -2756,6 +2774,7 @@ static Py_ssize_t k_described_group_flexible(kf_ctx *cx, const uint8_t *b, Py_ss
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 16, pos, n_);
             pos += n_;
         }
     }
@@ -2766,6 +2785,7 @@ static Py_ssize_t k_described_group_flexible(kf_ctx *cx, const uint8_t *b, Py_ss
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 17, pos, n_);
             pos += n_;
         }
     }
@@ -2776,6 +2796,7 @@ static Py_ssize_t k_described_group_flexible(kf_ctx *cx, const uint8_t *b, Py_ss
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 7 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 18, pos, 0);
                 pos = k_described_group_member_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -2800,6 +2821,7 @@ static Py_ssize_t k_describe_groups_response_flexible(kf_ctx *cx, const uint8_t 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 12 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 19, pos, 0);
                 pos = k_described_group_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -2819,6 +2841,7 @@ static Py_ssize_t k_described_group_member_v6(kf_ctx *cx, const uint8_t *b, Py_s
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 20, pos, n_);
             pos += n_;
         }
     }
@@ -2826,19 +2849,10 @@ static Py_ssize_t k_described_group_member_v6(kf_ctx *cx, const uint8_t *b, Py_s
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 21, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
-            pos += n_;
-        }
-    }
-    {
-        int64_t n_;
-        { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
-            n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) { return -1; } else {
-            if (n_ > cx->max_bytes || n_ > end - pos) return -1;
-            if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 21, pos, n_);
             pos += n_;
         }
     }
@@ -2849,6 +2863,18 @@ static Py_ssize_t k_described_group_member_v6(kf_ctx *cx, const uint8_t *b, Py_s
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 22, pos, n_);
+            pos += n_;
+        }
+    }
+    {
+        int64_t n_;
+        { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
+            n_ = (int64_t)u_ - 1; }
+        if (n_ < 0) { return -1; } else {
+            if (n_ > cx->max_bytes || n_ > end - pos) return -1;
+            if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 23, pos, n_);
             pos += n_;
         }
     }
@@ -2878,14 +2904,16 @@ static Py_ssize_t k_described_group_member_v6(kf_ctx *cx, const uint8_t *b, Py_s
 static Py_ssize_t k_described_group_v6(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 2) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
     pos += 2;
     {
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 24, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 24, pos, n_);
             pos += n_;
         }
     }
@@ -2896,6 +2924,7 @@ static Py_ssize_t k_described_group_v6(kf_ctx *cx, const uint8_t *b, Py_ssize_t 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 25, pos, n_);
             pos += n_;
         }
     }
@@ -2906,6 +2935,7 @@ static Py_ssize_t k_described_group_v6(kf_ctx *cx, const uint8_t *b, Py_ssize_t 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 26, pos, n_);
             pos += n_;
         }
     }
@@ -2916,6 +2946,7 @@ static Py_ssize_t k_described_group_v6(kf_ctx *cx, const uint8_t *b, Py_ssize_t 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 27, pos, n_);
             pos += n_;
         }
     }
@@ -2926,6 +2957,7 @@ static Py_ssize_t k_described_group_v6(kf_ctx *cx, const uint8_t *b, Py_ssize_t 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 28, pos, n_);
             pos += n_;
         }
     }
@@ -2936,6 +2968,7 @@ static Py_ssize_t k_described_group_v6(kf_ctx *cx, const uint8_t *b, Py_ssize_t 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 7 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 29, pos, 0);
                 pos = k_described_group_member_v6(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -2960,6 +2993,7 @@ static Py_ssize_t k_describe_groups_response_v6(kf_ctx *cx, const uint8_t *b, Py
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 13 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 30, pos, 0);
                 pos = k_described_group_v6(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -3009,6 +3043,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_describe_groups_response_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_describe_groups_response_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -3181,6 +3220,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "a8ec37e9d13526ae2b22f24d13fd901ef248cdb49c1b5aa3fcce24db48ef126b") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -84,6 +84,42 @@ decode_columns_run = None
 check_from = _c.check_from
 #: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
 CHECK_FACTOR = 23
+#: the check walk as C calls it (a capsule: kfmt.runtime.native._traffic), and what it tells besides the error
+#: codes and record sets: fact id -> (kind, the Kafka paths it is found at) (generator.ir.walk.fact_paths)
+WALK = _c.WALK
+FACTS = {
+    9: ("array", ("Groups[]",)),
+    4: ("text", ("Groups[].GroupId",)),
+    5: ("text", ("Groups[].GroupState",)),
+    6: ("text", ("Groups[].ProtocolType",)),
+    7: ("text", ("Groups[].ProtocolData",)),
+    8: ("array", ("Groups[].Members[]",)),
+    0: ("text", ("Groups[].Members[].MemberId",)),
+    1: ("text", ("Groups[].Members[].GroupInstanceId",)),
+    2: ("text", ("Groups[].Members[].ClientId",)),
+    3: ("text", ("Groups[].Members[].ClientHost",)),
+    19: ("array", ("Groups[]",)),
+    14: ("text", ("Groups[].GroupId",)),
+    15: ("text", ("Groups[].GroupState",)),
+    16: ("text", ("Groups[].ProtocolType",)),
+    17: ("text", ("Groups[].ProtocolData",)),
+    18: ("array", ("Groups[].Members[]",)),
+    10: ("text", ("Groups[].Members[].MemberId",)),
+    11: ("text", ("Groups[].Members[].GroupInstanceId",)),
+    12: ("text", ("Groups[].Members[].ClientId",)),
+    13: ("text", ("Groups[].Members[].ClientHost",)),
+    30: ("array", ("Groups[]",)),
+    24: ("text", ("Groups[].ErrorMessage",)),
+    25: ("text", ("Groups[].GroupId",)),
+    26: ("text", ("Groups[].GroupState",)),
+    27: ("text", ("Groups[].ProtocolType",)),
+    28: ("text", ("Groups[].ProtocolData",)),
+    29: ("array", ("Groups[].Members[]",)),
+    20: ("text", ("Groups[].Members[].MemberId",)),
+    21: ("text", ("Groups[].Members[].GroupInstanceId",)),
+    22: ("text", ("Groups[].Members[].ClientId",)),
+    23: ("text", ("Groups[].Members[].ClientHost",)),
+}
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each
 

@@ -2187,6 +2187,7 @@ static Py_ssize_t k_describe_log_dirs_topic(kf_ctx *cx, const uint8_t *b, Py_ssi
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -2206,6 +2207,7 @@ static Py_ssize_t k_describe_log_dirs_topic(kf_ctx *cx, const uint8_t *b, Py_ssi
 static Py_ssize_t k_describe_log_dirs_result(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 2) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
     pos += 2;
     {
         int64_t n_;
@@ -2215,6 +2217,7 @@ static Py_ssize_t k_describe_log_dirs_result(kf_ctx *cx, const uint8_t *b, Py_ss
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 1, pos, n_);
             pos += n_;
         }
     }
@@ -2226,6 +2229,7 @@ static Py_ssize_t k_describe_log_dirs_result(kf_ctx *cx, const uint8_t *b, Py_ss
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 6 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 2, pos, 0);
                 pos = k_describe_log_dirs_topic(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -2247,6 +2251,7 @@ static Py_ssize_t k_describe_log_dirs_response(kf_ctx *cx, const uint8_t *b, Py_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 8 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 3, pos, 0);
                 pos = k_describe_log_dirs_result(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -2273,6 +2278,7 @@ static Py_ssize_t k_describe_log_dirs_topic_flexible(kf_ctx *cx, const uint8_t *
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 4, pos, n_);
             pos += n_;
         }
     }
@@ -2283,6 +2289,7 @@ static Py_ssize_t k_describe_log_dirs_topic_flexible(kf_ctx *cx, const uint8_t *
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 22 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 5, pos, 0);
                 pos = k_describe_log_dirs_partition_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -2296,6 +2303,7 @@ static Py_ssize_t k_describe_log_dirs_topic_flexible(kf_ctx *cx, const uint8_t *
 static Py_ssize_t k_describe_log_dirs_result_flexible(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t a_api_version) {
     (void)cx;
     if (end - pos < 2) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
     pos += 2;
     {
         int64_t n_;
@@ -2304,6 +2312,7 @@ static Py_ssize_t k_describe_log_dirs_result_flexible(kf_ctx *cx, const uint8_t 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 6, pos, n_);
             pos += n_;
         }
     }
@@ -2314,6 +2323,7 @@ static Py_ssize_t k_describe_log_dirs_result_flexible(kf_ctx *cx, const uint8_t 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 7, pos, 0);
                 pos = k_describe_log_dirs_topic_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -2339,6 +2349,7 @@ static Py_ssize_t k_describe_log_dirs_response_flexible(kf_ctx *cx, const uint8_
     pos += 4;
     if ((a_api_version >= INT64_C(3))) {
         if (end - pos < 2) return -1;
+        if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
         pos += 2;
     }
     {
@@ -2348,6 +2359,7 @@ static Py_ssize_t k_describe_log_dirs_response_flexible(kf_ctx *cx, const uint8_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 5 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 8, pos, 0);
                 pos = k_describe_log_dirs_result_flexible(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -2376,6 +2388,7 @@ static Py_ssize_t k_describe_log_dirs_topic_v5(kf_ctx *cx, const uint8_t *b, Py_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 9, pos, n_);
             pos += n_;
         }
     }
@@ -2386,6 +2399,7 @@ static Py_ssize_t k_describe_log_dirs_topic_v5(kf_ctx *cx, const uint8_t *b, Py_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 22 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 10, pos, 0);
                 pos = k_describe_log_dirs_partition_v5(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -2399,6 +2413,7 @@ static Py_ssize_t k_describe_log_dirs_topic_v5(kf_ctx *cx, const uint8_t *b, Py_
 static Py_ssize_t k_describe_log_dirs_result_v5(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 2) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
     pos += 2;
     {
         int64_t n_;
@@ -2407,6 +2422,7 @@ static Py_ssize_t k_describe_log_dirs_result_v5(kf_ctx *cx, const uint8_t *b, Py
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 11, pos, n_);
             pos += n_;
         }
     }
@@ -2417,6 +2433,7 @@ static Py_ssize_t k_describe_log_dirs_result_v5(kf_ctx *cx, const uint8_t *b, Py
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 12, pos, 0);
                 pos = k_describe_log_dirs_topic_v5(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -2433,6 +2450,7 @@ static Py_ssize_t k_describe_log_dirs_response_v5(kf_ctx *cx, const uint8_t *b, 
     (void)cx;
     if (!((a_api_version >= INT64_C(5)) && (a_api_version <= INT64_C(5)))) return -1;
     if (end - pos < 6) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 6;
     {
         int64_t n_;
@@ -2441,6 +2459,7 @@ static Py_ssize_t k_describe_log_dirs_response_v5(kf_ctx *cx, const uint8_t *b, 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 22 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 13, pos, 0);
                 pos = k_describe_log_dirs_result_v5(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -2490,6 +2509,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_describe_log_dirs_response_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_describe_log_dirs_response_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -2687,6 +2711,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "6773ba0b182c4b501456761833c68eac9d03d584f5923280beebf971f4228255") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -84,6 +84,25 @@ decode_columns_run = None
 check_from = _c.check_from
 #: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
 CHECK_FACTOR = 58
+#: the check walk as C calls it (a capsule: kfmt.runtime.native._traffic), and what it tells besides the error
+#: codes and record sets: fact id -> (kind, the Kafka paths it is found at) (generator.ir.walk.fact_paths)
+WALK = _c.WALK
+FACTS = {
+    3: ("array", ("Results[]",)),
+    1: ("text", ("Results[].LogDir",)),
+    2: ("array", ("Results[].Topics[]",)),
+    0: ("text", ("Results[].Topics[].Name",)),
+    8: ("array", ("Results[]",)),
+    6: ("text", ("Results[].LogDir",)),
+    7: ("array", ("Results[].Topics[]",)),
+    4: ("text", ("Results[].Topics[].Name",)),
+    5: ("array", ("Results[].Topics[].Partitions[]",)),
+    13: ("array", ("Results[]",)),
+    11: ("text", ("Results[].LogDir",)),
+    12: ("array", ("Results[].Topics[]",)),
+    9: ("text", ("Results[].Topics[].Name",)),
+    10: ("array", ("Results[].Topics[].Partitions[]",)),
+}
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each
 

@@ -923,14 +923,16 @@ static Py_ssize_t k_producer_state(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos,
 static Py_ssize_t k_partition_response(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 6) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 6;
     {
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 0, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -941,6 +943,7 @@ static Py_ssize_t k_partition_response(kf_ctx *cx, const uint8_t *b, Py_ssize_t 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 37 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 1, pos, 0);
                 pos = k_producer_state(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -960,6 +963,7 @@ static Py_ssize_t k_topic_response(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos,
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 2, pos, n_);
             pos += n_;
         }
     }
@@ -970,6 +974,7 @@ static Py_ssize_t k_topic_response(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos,
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 9 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 3, pos, 0);
                 pos = k_partition_response(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -992,6 +997,7 @@ static Py_ssize_t k_describe_producers_response(kf_ctx *cx, const uint8_t *b, Py
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 4, pos, 0);
                 pos = k_topic_response(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1033,6 +1039,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_describe_producers_response_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_describe_producers_response_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -1158,6 +1169,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "6511499791e537f540338d76865a01b9ab0ccebfa0619e558a585197b2eb11f3") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -84,6 +84,29 @@ decode_columns_run = None
 check_from = _c.check_from
 #: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
 CHECK_FACTOR = 89
+#: the check walk as C calls it (a capsule: kfmt.runtime.native._traffic), and what it tells besides the error
+#: codes and record sets: fact id -> (kind, the Kafka paths it is found at) (generator.ir.walk.fact_paths)
+WALK = _c.WALK
+FACTS = {
+    9: ("text", ("ErrorMessage",)),
+    10: ("array", ("Topics[]",)),
+    4: ("text", ("Topics[].TopicName",)),
+    5: ("array", ("Topics[].Partitions[]",)),
+    1: ("text", ("Topics[].Partitions[].ErrorMessage",)),
+    2: ("array", ("Topics[].Partitions[].CurrentVoters[]",)),
+    0: (
+        "uuid",
+        (
+            "Topics[].Partitions[].CurrentVoters[].ReplicaDirectoryId",
+            "Topics[].Partitions[].Observers[].ReplicaDirectoryId",
+        ),
+    ),
+    3: ("array", ("Topics[].Partitions[].Observers[]",)),
+    11: ("array", ("Nodes[]",)),
+    8: ("array", ("Nodes[].Listeners[]",)),
+    6: ("text", ("Nodes[].Listeners[].Name",)),
+    7: ("text", ("Nodes[].Listeners[].Host",)),
+}
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each
 

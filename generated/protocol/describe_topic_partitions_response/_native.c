@@ -1409,6 +1409,7 @@ static Py_ssize_t k_describe_topic_partitions_response_by_version(kf_ctx *cx, co
 static Py_ssize_t k_describe_topic_partitions_response_partition(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 14) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
     pos += 14;
     {
         int64_t n_;
@@ -1463,18 +1464,21 @@ static Py_ssize_t k_describe_topic_partitions_response_partition(kf_ctx *cx, con
 static Py_ssize_t k_describe_topic_partitions_response_topic(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 2) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
     pos += 2;
     {
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 0, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
     if (end - pos < 17) return -1;
+    if (cx->facts) { kf_fact_want(cx->facts, 1, pos + 0, 16); }
     pos += 17;
     {
         int64_t n_;
@@ -1483,6 +1487,7 @@ static Py_ssize_t k_describe_topic_partitions_response_topic(kf_ctx *cx, const u
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 20 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 2, pos, 0);
                 pos = k_describe_topic_partitions_response_partition(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1504,6 +1509,7 @@ static Py_ssize_t k_cursor(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssiz
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 3, pos, n_);
             pos += n_;
         }
     }
@@ -1526,6 +1532,7 @@ static Py_ssize_t k_describe_topic_partitions_response(kf_ctx *cx, const uint8_t
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 26 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 4, pos, 0);
                 pos = k_describe_topic_partitions_response_topic(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1575,6 +1582,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_describe_topic_partitions_response_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_describe_topic_partitions_response_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -1705,6 +1717,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "6903a54dbb53aef659714035520c96adc4c7cf542020d1a4bb5c1955d7e07e0d") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -1555,6 +1555,7 @@ static Py_ssize_t k_topic_data(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -1566,6 +1567,7 @@ static Py_ssize_t k_topic_data(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 16 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 1, pos, 0);
                 pos = k_partition_data(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1582,9 +1584,10 @@ static Py_ssize_t k_end_quorum_epoch_request(kf_ctx *cx, const uint8_t *b, Py_ss
         if (end - pos < 2) return -1;
         n_ = kf_i16(b + pos);
         pos += 2;
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 2, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 2, pos, n_);
             pos += n_;
         }
     }
@@ -1596,6 +1599,7 @@ static Py_ssize_t k_end_quorum_epoch_request(kf_ctx *cx, const uint8_t *b, Py_ss
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 6 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 3, pos, 0);
                 pos = k_topic_data(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1607,6 +1611,7 @@ static Py_ssize_t k_end_quorum_epoch_request(kf_ctx *cx, const uint8_t *b, Py_ss
 static Py_ssize_t k_replica_info(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 20) return -1;
+    if (cx->facts) { kf_fact_want(cx->facts, 4, pos + 4, 16); }
     pos += 20;
     if (pos >= end || b[pos] != 0) return -1;
     pos++;
@@ -1624,6 +1629,7 @@ static Py_ssize_t k_partition_data_flexible(kf_ctx *cx, const uint8_t *b, Py_ssi
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 21 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 5, pos, 0);
                 pos = k_replica_info(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1643,6 +1649,7 @@ static Py_ssize_t k_topic_data_flexible(kf_ctx *cx, const uint8_t *b, Py_ssize_t
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 6, pos, n_);
             pos += n_;
         }
     }
@@ -1653,6 +1660,7 @@ static Py_ssize_t k_topic_data_flexible(kf_ctx *cx, const uint8_t *b, Py_ssize_t
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 14 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 7, pos, 0);
                 pos = k_partition_data_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1672,6 +1680,7 @@ static Py_ssize_t k_leader_endpoint(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 8, pos, n_);
             pos += n_;
         }
     }
@@ -1682,6 +1691,7 @@ static Py_ssize_t k_leader_endpoint(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 9, pos, n_);
             pos += n_;
         }
     }
@@ -1699,9 +1709,10 @@ static Py_ssize_t k_end_quorum_epoch_request_flexible(kf_ctx *cx, const uint8_t 
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 10, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 10, pos, n_);
             pos += n_;
         }
     }
@@ -1712,6 +1723,7 @@ static Py_ssize_t k_end_quorum_epoch_request_flexible(kf_ctx *cx, const uint8_t 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 11, pos, 0);
                 pos = k_topic_data_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1724,6 +1736,7 @@ static Py_ssize_t k_end_quorum_epoch_request_flexible(kf_ctx *cx, const uint8_t 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 5 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 12, pos, 0);
                 pos = k_leader_endpoint(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1769,6 +1782,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_end_quorum_epoch_request_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_end_quorum_epoch_request_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -1930,6 +1948,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "95562ccbe552951611d3dfbf363a3ec8c3fe02168435b78c76bfb92a2870331e") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -84,6 +84,24 @@ decode_columns_run = None
 check_from = _c.check_from
 #: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
 CHECK_FACTOR = 65
+#: the check walk as C calls it (a capsule: kfmt.runtime.native._traffic), and what it tells besides the error
+#: codes and record sets: fact id -> (kind, the Kafka paths it is found at) (generator.ir.walk.fact_paths)
+WALK = _c.WALK
+FACTS = {
+    2: ("text", ("ClusterId",)),
+    3: ("array", ("Topics[]",)),
+    0: ("text", ("Topics[].TopicName",)),
+    1: ("array", ("Topics[].Partitions[]",)),
+    10: ("text", ("ClusterId",)),
+    11: ("array", ("Topics[]",)),
+    6: ("text", ("Topics[].TopicName",)),
+    7: ("array", ("Topics[].Partitions[]",)),
+    5: ("array", ("Topics[].Partitions[].PreferredCandidates[]",)),
+    4: ("uuid", ("Topics[].Partitions[].PreferredCandidates[].CandidateDirectoryId",)),
+    12: ("array", ("LeaderEndpoints[]",)),
+    8: ("text", ("LeaderEndpoints[].Name",)),
+    9: ("text", ("LeaderEndpoints[].Host",)),
+}
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each
 

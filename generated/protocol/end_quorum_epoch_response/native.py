@@ -84,6 +84,17 @@ decode_columns_run = None
 check_from = _c.check_from
 #: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
 CHECK_FACTOR = 52
+#: the check walk as C calls it (a capsule: kfmt.runtime.native._traffic), and what it tells besides the error
+#: codes and record sets: fact id -> (kind, the Kafka paths it is found at) (generator.ir.walk.fact_paths)
+WALK = _c.WALK
+FACTS = {
+    2: ("array", ("Topics[]",)),
+    0: ("text", ("Topics[].TopicName",)),
+    1: ("array", ("Topics[].Partitions[]",)),
+    7: ("array", ("Topics[]",)),
+    3: ("text", ("Topics[].TopicName",)),
+    4: ("array", ("Topics[].Partitions[]",)),
+}
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each
 

@@ -431,6 +431,7 @@ static Py_ssize_t k_end_txn_response(kf_ctx *cx, const uint8_t *b, Py_ssize_t po
     (void)cx;
     if (!(a_api_version <= INT64_C(2))) return -1;
     if (end - pos < 6) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 6;
     return pos;
 }
@@ -439,6 +440,7 @@ static Py_ssize_t k_end_txn_response_flexible(kf_ctx *cx, const uint8_t *b, Py_s
     (void)cx;
     if (!((a_api_version >= INT64_C(3)) && (a_api_version <= INT64_C(5)))) return -1;
     if (end - pos < 6) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 6;
     if ((a_api_version >= INT64_C(5))) {
         if (end - pos < 8) return -1;
@@ -488,6 +490,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_end_txn_response_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_end_txn_response_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -585,6 +592,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "ea6f37c8da1c19243b6a033ccc936a8d6a2f6e7d30b467986a8e03232dc7021c") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

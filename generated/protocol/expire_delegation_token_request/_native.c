@@ -479,6 +479,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     return PyLong_FromSsize_t(npos);
 }
 
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_expire_delegation_token_request_by_version(cx, b, pos, end, param);
+}
+
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
 static PyObject *py_decode_from(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 5) {
@@ -571,6 +576,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "453e57fc50e6ba79161fb962f771aa3311fc2ce1943e7acb56940175117dbc04") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

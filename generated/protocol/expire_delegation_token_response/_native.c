@@ -410,6 +410,7 @@ static Py_ssize_t k_expire_delegation_token_response(kf_ctx *cx, const uint8_t *
     (void)cx;
     if (!(a_api_version <= INT64_C(1))) return -1;
     if (end - pos < 14) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
     pos += 14;
     return pos;
 }
@@ -418,6 +419,7 @@ static Py_ssize_t k_expire_delegation_token_response_flexible(kf_ctx *cx, const 
     (void)cx;
     if (!((a_api_version >= INT64_C(2)) && (a_api_version <= INT64_C(2)))) return -1;
     if (end - pos < 14) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
     pos += 14;
     if (pos >= end || b[pos] != 0) return -1;
     pos++;
@@ -459,6 +461,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_expire_delegation_token_response_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_expire_delegation_token_response_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -554,6 +561,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "ac514676a6d429d5fdf74d7ccc5bf594604bff1a71009407a74495968f4da029") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -3546,6 +3546,7 @@ static Py_ssize_t k_fetch_topic(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -3557,6 +3558,7 @@ static Py_ssize_t k_fetch_topic(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 16 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 1, pos, 0);
                 pos = k_fetch_partition(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -3575,6 +3577,7 @@ static Py_ssize_t k_forgotten_topic(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 2, pos, n_);
             pos += n_;
         }
     }
@@ -3620,6 +3623,7 @@ static Py_ssize_t k_fetch_request(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 6 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 3, pos, 0);
                 pos = k_fetch_topic(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -3634,6 +3638,7 @@ static Py_ssize_t k_fetch_request(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, 
             if (n_ < 0) { return -1; } else {
                 if (n_ > cx->max_headers || n_ * 6 > end - pos) return -1;
                 for (int64_t i_ = 0; i_ < n_; i_++) {
+                    if (cx->facts) kf_fact_want(cx->facts, 4, pos, 0);
                     pos = k_forgotten_topic(cx, b, pos, end);
                     if (pos < 0) return -1;
                 }
@@ -3649,6 +3654,7 @@ static Py_ssize_t k_fetch_request(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, 
             if (n_ < 0) { return -1; } else {
                 if (n_ > cx->max_bytes || n_ > end - pos) return -1;
                 if (!kf_ascii(b + pos, n_)) return -1;
+                if (cx->facts) kf_fact_want(cx->facts, 5, pos, n_);
                 pos += n_;
             }
         }
@@ -3675,12 +3681,14 @@ static Py_ssize_t k_fetch_topic_flexible(kf_ctx *cx, const uint8_t *b, Py_ssize_
             if (n_ < 0) { return -1; } else {
                 if (n_ > cx->max_bytes || n_ > end - pos) return -1;
                 if (!kf_ascii(b + pos, n_)) return -1;
+                if (cx->facts) kf_fact_want(cx->facts, 7, pos, n_);
                 pos += n_;
             }
         }
     }
     if ((a_api_version >= INT64_C(13))) {
         if (end - pos < 16) return -1;
+        if (cx->facts) { kf_fact_want(cx->facts, 8, pos + 0, 16); }
         pos += 16;
     }
     {
@@ -3690,6 +3698,7 @@ static Py_ssize_t k_fetch_topic_flexible(kf_ctx *cx, const uint8_t *b, Py_ssize_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 33 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 9, pos, 0);
                 pos = k_fetch_partition_flexible(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -3710,12 +3719,14 @@ static Py_ssize_t k_forgotten_topic_flexible(kf_ctx *cx, const uint8_t *b, Py_ss
             if (n_ < 0) { return -1; } else {
                 if (n_ > cx->max_bytes || n_ > end - pos) return -1;
                 if (!kf_ascii(b + pos, n_)) return -1;
+                if (cx->facts) kf_fact_want(cx->facts, 10, pos, n_);
                 pos += n_;
             }
         }
     }
     if ((a_api_version >= INT64_C(13))) {
         if (end - pos < 16) return -1;
+        if (cx->facts) { kf_fact_want(cx->facts, 11, pos + 0, 16); }
         pos += 16;
     }
     {
@@ -3748,6 +3759,7 @@ static Py_ssize_t k_fetch_request_flexible(kf_ctx *cx, const uint8_t *b, Py_ssiz
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 2 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 13, pos, 0);
                 pos = k_fetch_topic_flexible(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -3760,6 +3772,7 @@ static Py_ssize_t k_fetch_request_flexible(kf_ctx *cx, const uint8_t *b, Py_ssiz
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 2 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 14, pos, 0);
                 pos = k_forgotten_topic_flexible(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -3772,6 +3785,7 @@ static Py_ssize_t k_fetch_request_flexible(kf_ctx *cx, const uint8_t *b, Py_ssiz
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 15, pos, n_);
             pos += n_;
         }
     }
@@ -3792,6 +3806,7 @@ static Py_ssize_t k_fetch_partition_v18(kf_ctx *cx, const uint8_t *b, Py_ssize_t
 static Py_ssize_t k_fetch_topic_v18(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 16) return -1;
+    if (cx->facts) { kf_fact_want(cx->facts, 17, pos + 0, 16); }
     pos += 16;
     {
         int64_t n_;
@@ -3800,6 +3815,7 @@ static Py_ssize_t k_fetch_topic_v18(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 33 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 18, pos, 0);
                 pos = k_fetch_partition_v18(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -3813,6 +3829,7 @@ static Py_ssize_t k_fetch_topic_v18(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos
 static Py_ssize_t k_forgotten_topic_v18(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 16) return -1;
+    if (cx->facts) { kf_fact_want(cx->facts, 19, pos + 0, 16); }
     pos += 16;
     {
         int64_t n_;
@@ -3840,6 +3857,7 @@ static Py_ssize_t k_fetch_request_v18(kf_ctx *cx, const uint8_t *b, Py_ssize_t p
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 18 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 21, pos, 0);
                 pos = k_fetch_topic_v18(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -3852,6 +3870,7 @@ static Py_ssize_t k_fetch_request_v18(kf_ctx *cx, const uint8_t *b, Py_ssize_t p
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 18 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 22, pos, 0);
                 pos = k_forgotten_topic_v18(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -3864,6 +3883,7 @@ static Py_ssize_t k_fetch_request_v18(kf_ctx *cx, const uint8_t *b, Py_ssize_t p
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 23, pos, n_);
             pos += n_;
         }
     }
@@ -3911,6 +3931,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_fetch_request_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_fetch_request_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -4130,6 +4155,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "237132d183253c1c20dc4f6a4ba14ca0e9e3926f84a52959a6c2351e6027abf1") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -84,6 +84,31 @@ decode_columns_run = None
 check_from = _c.check_from
 #: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
 CHECK_FACTOR = 124
+#: the check walk as C calls it (a capsule: kfmt.runtime.native._traffic), and what it tells besides the error
+#: codes and record sets: fact id -> (kind, the Kafka paths it is found at) (generator.ir.walk.fact_paths)
+WALK = _c.WALK
+FACTS = {
+    3: ("array", ("Topics[]",)),
+    0: ("text", ("Topics[].Topic",)),
+    1: ("array", ("Topics[].Partitions[]",)),
+    4: ("array", ("ForgottenTopicsData[]",)),
+    2: ("text", ("ForgottenTopicsData[].Topic",)),
+    5: ("text", ("RackId",)),
+    13: ("array", ("Topics[]",)),
+    7: ("text", ("Topics[].Topic",)),
+    8: ("uuid", ("Topics[].TopicId",)),
+    9: ("array", ("Topics[].Partitions[]",)),
+    14: ("array", ("ForgottenTopicsData[]",)),
+    10: ("text", ("ForgottenTopicsData[].Topic",)),
+    11: ("uuid", ("ForgottenTopicsData[].TopicId",)),
+    15: ("text", ("RackId",)),
+    21: ("array", ("Topics[]",)),
+    17: ("uuid", ("Topics[].TopicId",)),
+    18: ("array", ("Topics[].Partitions[]",)),
+    22: ("array", ("ForgottenTopicsData[]",)),
+    19: ("uuid", ("ForgottenTopicsData[].TopicId",)),
+    23: ("text", ("RackId",)),
+}
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each
 

@@ -3506,6 +3506,7 @@ static Py_ssize_t k_fetch_response_by_version(kf_ctx *cx, const uint8_t *b, Py_s
 static Py_ssize_t k_partition_data(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t a_api_version) {
     (void)cx;
     if (end - pos < 14) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 14;
     if ((a_api_version >= INT64_C(4))) {
         if (end - pos < 8) return -1;
@@ -3538,6 +3539,7 @@ static Py_ssize_t k_partition_data(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos,
         pos += 4;
         if (n_ < 0) {  } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
+            if (cx->facts) kf_fact_records(cx->facts, pos, n_);
             pos += n_;
         }
     }
@@ -3554,6 +3556,7 @@ static Py_ssize_t k_fetchable_topic_response(kf_ctx *cx, const uint8_t *b, Py_ss
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -3565,6 +3568,7 @@ static Py_ssize_t k_fetchable_topic_response(kf_ctx *cx, const uint8_t *b, Py_ss
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 18 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 1, pos, 0);
                 pos = k_partition_data(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -3582,6 +3586,7 @@ static Py_ssize_t k_fetch_response(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos,
     }
     if ((a_api_version >= INT64_C(7))) {
         if (end - pos < 2) return -1;
+        if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
         pos += 2;
     }
     if ((a_api_version >= INT64_C(7))) {
@@ -3596,6 +3601,7 @@ static Py_ssize_t k_fetch_response(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos,
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 6 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 2, pos, 0);
                 pos = k_fetchable_topic_response(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -3616,6 +3622,7 @@ static Py_ssize_t k_aborted_transaction_flexible(kf_ctx *cx, const uint8_t *b, P
 static Py_ssize_t k_partition_data_flexible(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 30) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 30;
     {
         int64_t n_;
@@ -3624,6 +3631,7 @@ static Py_ssize_t k_partition_data_flexible(kf_ctx *cx, const uint8_t *b, Py_ssi
         if (n_ < 0) {  } else {
             if (n_ > cx->max_headers || n_ * 17 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 3, pos, 0);
                 pos = k_aborted_transaction_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -3637,6 +3645,7 @@ static Py_ssize_t k_partition_data_flexible(kf_ctx *cx, const uint8_t *b, Py_ssi
             n_ = (int64_t)u_ - 1; }
         if (n_ < 0) {  } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
+            if (cx->facts) kf_fact_records(cx->facts, pos, n_);
             pos += n_;
         }
     }
@@ -3655,12 +3664,14 @@ static Py_ssize_t k_fetchable_topic_response_flexible(kf_ctx *cx, const uint8_t 
             if (n_ < 0) { return -1; } else {
                 if (n_ > cx->max_bytes || n_ > end - pos) return -1;
                 if (!kf_ascii(b + pos, n_)) return -1;
+                if (cx->facts) kf_fact_want(cx->facts, 4, pos, n_);
                 pos += n_;
             }
         }
     }
     if ((a_api_version >= INT64_C(13))) {
         if (end - pos < 16) return -1;
+        if (cx->facts) { kf_fact_want(cx->facts, 5, pos + 0, 16); }
         pos += 16;
     }
     {
@@ -3670,6 +3681,7 @@ static Py_ssize_t k_fetchable_topic_response_flexible(kf_ctx *cx, const uint8_t 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 37 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 6, pos, 0);
                 pos = k_partition_data_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -3684,6 +3696,7 @@ static Py_ssize_t k_fetch_response_flexible(kf_ctx *cx, const uint8_t *b, Py_ssi
     (void)cx;
     if (!((a_api_version >= INT64_C(12)) && (a_api_version <= INT64_C(17)))) return -1;
     if (end - pos < 10) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 10;
     {
         int64_t n_;
@@ -3692,6 +3705,7 @@ static Py_ssize_t k_fetch_response_flexible(kf_ctx *cx, const uint8_t *b, Py_ssi
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 2 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 10, pos, 0);
                 pos = k_fetchable_topic_response_flexible(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -3714,6 +3728,7 @@ static Py_ssize_t k_aborted_transaction_v18(kf_ctx *cx, const uint8_t *b, Py_ssi
 static Py_ssize_t k_partition_data_v18(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 30) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 30;
     {
         int64_t n_;
@@ -3722,6 +3737,7 @@ static Py_ssize_t k_partition_data_v18(kf_ctx *cx, const uint8_t *b, Py_ssize_t 
         if (n_ < 0) {  } else {
             if (n_ > cx->max_headers || n_ * 17 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 11, pos, 0);
                 pos = k_aborted_transaction_v18(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -3735,6 +3751,7 @@ static Py_ssize_t k_partition_data_v18(kf_ctx *cx, const uint8_t *b, Py_ssize_t 
             n_ = (int64_t)u_ - 1; }
         if (n_ < 0) {  } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
+            if (cx->facts) kf_fact_records(cx->facts, pos, n_);
             pos += n_;
         }
     }
@@ -3746,6 +3763,7 @@ static Py_ssize_t k_partition_data_v18(kf_ctx *cx, const uint8_t *b, Py_ssize_t 
 static Py_ssize_t k_fetchable_topic_response_v18(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 16) return -1;
+    if (cx->facts) { kf_fact_want(cx->facts, 12, pos + 0, 16); }
     pos += 16;
     {
         int64_t n_;
@@ -3754,6 +3772,7 @@ static Py_ssize_t k_fetchable_topic_response_v18(kf_ctx *cx, const uint8_t *b, P
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 37 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 13, pos, 0);
                 pos = k_partition_data_v18(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -3768,6 +3787,7 @@ static Py_ssize_t k_fetch_response_v18(kf_ctx *cx, const uint8_t *b, Py_ssize_t 
     (void)cx;
     if (!((a_api_version >= INT64_C(18)) && (a_api_version <= INT64_C(18)))) return -1;
     if (end - pos < 10) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 10;
     {
         int64_t n_;
@@ -3776,6 +3796,7 @@ static Py_ssize_t k_fetch_response_v18(kf_ctx *cx, const uint8_t *b, Py_ssize_t 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 18 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 15, pos, 0);
                 pos = k_fetchable_topic_response_v18(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -3825,6 +3846,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_fetch_response_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_fetch_response_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -4075,6 +4101,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "7b44bb15c0207e5c226196a57d7431e8b4aa1e81ddb4ade02d0466c1ce5b1130") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

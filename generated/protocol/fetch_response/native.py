@@ -86,6 +86,23 @@ decode_columns_run = None
 check_from = _c.check_from
 #: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
 CHECK_FACTOR = 67
+#: the check walk as C calls it (a capsule: kfmt.runtime.native._traffic), and what it tells besides the error
+#: codes and record sets: fact id -> (kind, the Kafka paths it is found at) (generator.ir.walk.fact_paths)
+WALK = _c.WALK
+FACTS = {
+    2: ("array", ("Responses[]",)),
+    0: ("text", ("Responses[].Topic",)),
+    1: ("array", ("Responses[].Partitions[]",)),
+    10: ("array", ("Responses[]",)),
+    4: ("text", ("Responses[].Topic",)),
+    5: ("uuid", ("Responses[].TopicId",)),
+    6: ("array", ("Responses[].Partitions[]",)),
+    3: ("array", ("Responses[].Partitions[].AbortedTransactions[]",)),
+    15: ("array", ("Responses[]",)),
+    12: ("uuid", ("Responses[].TopicId",)),
+    13: ("array", ("Responses[].Partitions[]",)),
+    11: ("array", ("Responses[].Partitions[].AbortedTransactions[]",)),
+}
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each
 

@@ -973,6 +973,7 @@ static Py_ssize_t k_topic_snapshot(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos,
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 1, pos, n_);
             pos += n_;
         }
     }
@@ -983,6 +984,7 @@ static Py_ssize_t k_topic_snapshot(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos,
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 30 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 2, pos, 0);
                 pos = k_partition_snapshot(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -1005,6 +1007,7 @@ static Py_ssize_t k_fetch_snapshot_request(kf_ctx *cx, const uint8_t *b, Py_ssiz
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 4, pos, 0);
                 pos = k_topic_snapshot(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -1046,6 +1049,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_fetch_snapshot_request_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_fetch_snapshot_request_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -1172,6 +1180,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "4d049e9ae9de946c223b76a0b0319b6c389111635cedc29029547ce273b41ccf") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

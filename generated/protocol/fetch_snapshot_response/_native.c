@@ -1300,6 +1300,7 @@ static Py_ssize_t k_snapshot_id(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py
 static Py_ssize_t k_partition_snapshot(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 6) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 6;
     pos = k_snapshot_id(cx, b, pos, end);
     if (pos < 0) return -1;
@@ -1311,6 +1312,7 @@ static Py_ssize_t k_partition_snapshot(kf_ctx *cx, const uint8_t *b, Py_ssize_t 
             n_ = (int64_t)u_ - 1; }
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
+            if (cx->facts) kf_fact_records(cx->facts, pos, n_);
             pos += n_;
         }
     }
@@ -1328,6 +1330,7 @@ static Py_ssize_t k_topic_snapshot(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos,
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -1338,6 +1341,7 @@ static Py_ssize_t k_topic_snapshot(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos,
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 37 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 1, pos, 0);
                 pos = k_partition_snapshot(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1352,6 +1356,7 @@ static Py_ssize_t k_fetch_snapshot_response(kf_ctx *cx, const uint8_t *b, Py_ssi
     (void)cx;
     if (!(a_api_version <= INT64_C(1))) return -1;
     if (end - pos < 6) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 6;
     {
         int64_t n_;
@@ -1360,6 +1365,7 @@ static Py_ssize_t k_fetch_snapshot_response(kf_ctx *cx, const uint8_t *b, Py_ssi
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 4, pos, 0);
                 pos = k_topic_snapshot(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1401,6 +1407,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_fetch_snapshot_response_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_fetch_snapshot_response_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -1551,6 +1562,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "c8f8004aaabb6d7ee8a7dde05972b81d5a2701b7b515698225f8f66d0960eb12") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -998,6 +998,7 @@ static Py_ssize_t k_find_coordinator_response(kf_ctx *cx, const uint8_t *b, Py_s
         pos += 4;
     }
     if (end - pos < 2) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
     pos += 2;
     if ((a_api_version >= INT64_C(1))) {
         {
@@ -1005,9 +1006,10 @@ static Py_ssize_t k_find_coordinator_response(kf_ctx *cx, const uint8_t *b, Py_s
             if (end - pos < 2) return -1;
             n_ = kf_i16(b + pos);
             pos += 2;
-            if (n_ < 0) {  } else {
+            if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 0, pos, -1); } else {
                 if (n_ > cx->max_bytes || n_ > end - pos) return -1;
                 if (!kf_ascii(b + pos, n_)) return -1;
+                if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
                 pos += n_;
             }
         }
@@ -1022,6 +1024,7 @@ static Py_ssize_t k_find_coordinator_response(kf_ctx *cx, const uint8_t *b, Py_s
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 1, pos, n_);
             pos += n_;
         }
     }
@@ -1039,6 +1042,7 @@ static Py_ssize_t k_coordinator(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 2, pos, n_);
             pos += n_;
         }
     }
@@ -1051,18 +1055,21 @@ static Py_ssize_t k_coordinator(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 3, pos, n_);
             pos += n_;
         }
     }
     if (end - pos < 6) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 6;
     {
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 4, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 4, pos, n_);
             pos += n_;
         }
     }
@@ -1078,6 +1085,7 @@ static Py_ssize_t k_find_coordinator_response_flexible(kf_ctx *cx, const uint8_t
     pos += 4;
     if ((a_api_version <= INT64_C(3))) {
         if (end - pos < 2) return -1;
+        if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
         pos += 2;
     }
     if ((a_api_version <= INT64_C(3))) {
@@ -1085,9 +1093,10 @@ static Py_ssize_t k_find_coordinator_response_flexible(kf_ctx *cx, const uint8_t
             int64_t n_;
             { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
                 n_ = (int64_t)u_ - 1; }
-            if (n_ < 0) {  } else {
+            if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 5, pos, -1); } else {
                 if (n_ > cx->max_bytes || n_ > end - pos) return -1;
                 if (!kf_ascii(b + pos, n_)) return -1;
+                if (cx->facts) kf_fact_want(cx->facts, 5, pos, n_);
                 pos += n_;
             }
         }
@@ -1104,6 +1113,7 @@ static Py_ssize_t k_find_coordinator_response_flexible(kf_ctx *cx, const uint8_t
             if (n_ < 0) { return -1; } else {
                 if (n_ > cx->max_bytes || n_ > end - pos) return -1;
                 if (!kf_ascii(b + pos, n_)) return -1;
+                if (cx->facts) kf_fact_want(cx->facts, 6, pos, n_);
                 pos += n_;
             }
         }
@@ -1120,6 +1130,7 @@ static Py_ssize_t k_find_coordinator_response_flexible(kf_ctx *cx, const uint8_t
             if (n_ < 0) { return -1; } else {
                 if (n_ > cx->max_headers || n_ * 14 > end - pos) return -1;
                 for (int64_t i_ = 0; i_ < n_; i_++) {
+                    if (cx->facts) kf_fact_want(cx->facts, 7, pos, 0);
                     pos = k_coordinator(cx, b, pos, end);
                     if (pos < 0) return -1;
                 }
@@ -1166,6 +1177,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_find_coordinator_response_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_find_coordinator_response_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -1275,6 +1291,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "fe04d276ad2503fa1ce8a9630ecc3a1d46da53402c6087c8fb67a64c63e289f7") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

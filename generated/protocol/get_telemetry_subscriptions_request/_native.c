@@ -270,6 +270,7 @@ static Py_ssize_t k_get_telemetry_subscriptions_request(kf_ctx *cx, const uint8_
     (void)cx;
     if (!(a_api_version <= INT64_C(0))) return -1;
     if (end - pos < 16) return -1;
+    if (cx->facts) { kf_fact_want(cx->facts, 0, pos + 0, 16); }
     pos += 16;
     if (pos >= end || b[pos] != 0) return -1;
     pos++;
@@ -307,6 +308,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_get_telemetry_subscriptions_request_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_get_telemetry_subscriptions_request_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -390,6 +396,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "8572e56b956333583596ba3cee8496f361aed4eacb204eb2296b35c273d8f833") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -614,6 +614,7 @@ static Py_ssize_t k_get_telemetry_subscriptions_response_requested_metrics_item(
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -624,6 +625,7 @@ static Py_ssize_t k_get_telemetry_subscriptions_response(kf_ctx *cx, const uint8
     (void)cx;
     if (!(a_api_version <= INT64_C(0))) return -1;
     if (end - pos < 26) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); kf_fact_want(cx->facts, 1, pos + 6, 16); }
     pos += 26;
     {
         int64_t n_;
@@ -643,6 +645,7 @@ static Py_ssize_t k_get_telemetry_subscriptions_response(kf_ctx *cx, const uint8
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 1 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 2, pos, 0);
                 pos = k_get_telemetry_subscriptions_response_requested_metrics_item(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -684,6 +687,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_get_telemetry_subscriptions_response_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_get_telemetry_subscriptions_response_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -776,6 +784,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "b1f04d455a4d8f500f6b2cc4f81d12072402a3bba38cea4878fec261a101ceea") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

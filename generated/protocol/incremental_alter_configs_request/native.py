@@ -84,6 +84,21 @@ decode_columns_run = None
 check_from = _c.check_from
 #: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
 CHECK_FACTOR = 49
+#: the check walk as C calls it (a capsule: kfmt.runtime.native._traffic), and what it tells besides the error
+#: codes and record sets: fact id -> (kind, the Kafka paths it is found at) (generator.ir.walk.fact_paths)
+WALK = _c.WALK
+FACTS = {
+    4: ("array", ("Resources[]",)),
+    2: ("text", ("Resources[].ResourceName",)),
+    3: ("array", ("Resources[].Configs[]",)),
+    0: ("text", ("Resources[].Configs[].Name",)),
+    1: ("text", ("Resources[].Configs[].Value",)),
+    9: ("array", ("Resources[]",)),
+    7: ("text", ("Resources[].ResourceName",)),
+    8: ("array", ("Resources[].Configs[]",)),
+    5: ("text", ("Resources[].Configs[].Name",)),
+    6: ("text", ("Resources[].Configs[].Value",)),
+}
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each
 

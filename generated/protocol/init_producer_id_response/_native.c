@@ -646,6 +646,7 @@ static Py_ssize_t k_init_producer_id_response(kf_ctx *cx, const uint8_t *b, Py_s
     (void)cx;
     if (!(a_api_version <= INT64_C(1))) return -1;
     if (end - pos < 16) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 16;
     return pos;
 }
@@ -654,6 +655,7 @@ static Py_ssize_t k_init_producer_id_response_flexible(kf_ctx *cx, const uint8_t
     (void)cx;
     if (!((a_api_version >= INT64_C(2)) && (a_api_version <= INT64_C(5)))) return -1;
     if (end - pos < 16) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 16;
     if (pos >= end || b[pos] != 0) return -1;
     pos++;
@@ -664,6 +666,7 @@ static Py_ssize_t k_init_producer_id_response_v6(kf_ctx *cx, const uint8_t *b, P
     (void)cx;
     if (!((a_api_version >= INT64_C(6)) && (a_api_version <= INT64_C(6)))) return -1;
     if (end - pos < 26) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 26;
     if (pos >= end || b[pos] != 0) return -1;
     pos++;
@@ -709,6 +712,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_init_producer_id_response_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_init_producer_id_response_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -817,6 +825,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "98f07ed34fb21e845da3c7b34e08f22199f546e2428a6d8d23416012e5926561") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

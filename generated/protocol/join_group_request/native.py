@@ -84,6 +84,24 @@ decode_columns_run = None
 check_from = _c.check_from
 #: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
 CHECK_FACTOR = 33
+#: the check walk as C calls it (a capsule: kfmt.runtime.native._traffic), and what it tells besides the error
+#: codes and record sets: fact id -> (kind, the Kafka paths it is found at) (generator.ir.walk.fact_paths)
+WALK = _c.WALK
+FACTS = {
+    1: ("text", ("GroupId",)),
+    2: ("text", ("MemberId",)),
+    3: ("text", ("GroupInstanceId",)),
+    4: ("text", ("ProtocolType",)),
+    5: ("array", ("Protocols[]",)),
+    0: ("text", ("Protocols[].Name",)),
+    7: ("text", ("GroupId",)),
+    8: ("text", ("MemberId",)),
+    9: ("text", ("GroupInstanceId",)),
+    10: ("text", ("ProtocolType",)),
+    11: ("array", ("Protocols[]",)),
+    6: ("text", ("Protocols[].Name",)),
+    12: ("text", ("Reason",)),
+}
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each
 

@@ -84,6 +84,24 @@ decode_columns_run = None
 check_from = _c.check_from
 #: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
 CHECK_FACTOR = 25
+#: the check walk as C calls it (a capsule: kfmt.runtime.native._traffic), and what it tells besides the error
+#: codes and record sets: fact id -> (kind, the Kafka paths it is found at) (generator.ir.walk.fact_paths)
+WALK = _c.WALK
+FACTS = {
+    2: ("text", ("ProtocolName",)),
+    3: ("text", ("Leader",)),
+    4: ("text", ("MemberId",)),
+    5: ("array", ("Members[]",)),
+    0: ("text", ("Members[].MemberId",)),
+    1: ("text", ("Members[].GroupInstanceId",)),
+    8: ("text", ("ProtocolType",)),
+    9: ("text", ("ProtocolName",)),
+    10: ("text", ("Leader",)),
+    11: ("text", ("MemberId",)),
+    12: ("array", ("Members[]",)),
+    6: ("text", ("Members[].MemberId",)),
+    7: ("text", ("Members[].GroupInstanceId",)),
+}
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each
 

@@ -2957,6 +2957,7 @@ static Py_ssize_t k_leader_and_isr_partition_state(kf_ctx *cx, const uint8_t *b,
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -3056,6 +3057,7 @@ static Py_ssize_t k_leader_and_isr_topic_state(kf_ctx *cx, const uint8_t *b, Py_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 1, pos, n_);
             pos += n_;
         }
     }
@@ -3067,6 +3069,7 @@ static Py_ssize_t k_leader_and_isr_topic_state(kf_ctx *cx, const uint8_t *b, Py_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 29 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 2, pos, 0);
                 pos = k_leader_and_isr_request_leader_and_isr_partition_state(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -3087,6 +3090,7 @@ static Py_ssize_t k_leader_and_isr_live_leader(kf_ctx *cx, const uint8_t *b, Py_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 3, pos, n_);
             pos += n_;
         }
     }
@@ -3113,6 +3117,7 @@ static Py_ssize_t k_leader_and_isr_request(kf_ctx *cx, const uint8_t *b, Py_ssiz
             if (n_ < 0) { return -1; } else {
                 if (n_ > cx->max_headers || n_ * 30 > end - pos) return -1;
                 for (int64_t i_ = 0; i_ < n_; i_++) {
+                    if (cx->facts) kf_fact_want(cx->facts, 4, pos, 0);
                     pos = k_leader_and_isr_partition_state(cx, b, pos, end, a_api_version);
                     if (pos < 0) return -1;
                 }
@@ -3128,6 +3133,7 @@ static Py_ssize_t k_leader_and_isr_request(kf_ctx *cx, const uint8_t *b, Py_ssiz
             if (n_ < 0) { return -1; } else {
                 if (n_ > cx->max_headers || n_ * 6 > end - pos) return -1;
                 for (int64_t i_ = 0; i_ < n_; i_++) {
+                    if (cx->facts) kf_fact_want(cx->facts, 5, pos, 0);
                     pos = k_leader_and_isr_topic_state(cx, b, pos, end, a_api_version);
                     if (pos < 0) return -1;
                 }
@@ -3142,6 +3148,7 @@ static Py_ssize_t k_leader_and_isr_request(kf_ctx *cx, const uint8_t *b, Py_ssiz
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 10 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 6, pos, 0);
                 pos = k_leader_and_isr_live_leader(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -3212,11 +3219,13 @@ static Py_ssize_t k_leader_and_isr_topic_state_flexible(kf_ctx *cx, const uint8_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 7, pos, n_);
             pos += n_;
         }
     }
     if ((a_api_version >= INT64_C(5))) {
         if (end - pos < 16) return -1;
+        if (cx->facts) { kf_fact_want(cx->facts, 8, pos + 0, 16); }
         pos += 16;
     }
     {
@@ -3226,6 +3235,7 @@ static Py_ssize_t k_leader_and_isr_topic_state_flexible(kf_ctx *cx, const uint8_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 26 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 9, pos, 0);
                 pos = k_leader_and_isr_partition_state_flexible(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -3247,6 +3257,7 @@ static Py_ssize_t k_leader_and_isr_live_leader_flexible(kf_ctx *cx, const uint8_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 10, pos, n_);
             pos += n_;
         }
     }
@@ -3279,6 +3290,7 @@ static Py_ssize_t k_leader_and_isr_request_flexible(kf_ctx *cx, const uint8_t *b
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 11, pos, 0);
                 pos = k_leader_and_isr_topic_state_flexible(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -3291,6 +3303,7 @@ static Py_ssize_t k_leader_and_isr_request_flexible(kf_ctx *cx, const uint8_t *b
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 10 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 12, pos, 0);
                 pos = k_leader_and_isr_live_leader_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -3336,6 +3349,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_leader_and_isr_request_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_leader_and_isr_request_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -3516,6 +3534,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "046f73a859654be08e33ef38fdcdf8c28e3d7ffdeb07636152d83c25fd2d1f14") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -84,6 +84,24 @@ decode_columns_run = None
 check_from = _c.check_from
 #: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
 CHECK_FACTOR = 179
+#: the check walk as C calls it (a capsule: kfmt.runtime.native._traffic), and what it tells besides the error
+#: codes and record sets: fact id -> (kind, the Kafka paths it is found at) (generator.ir.walk.fact_paths)
+WALK = _c.WALK
+FACTS = {
+    4: ("array", ("UngroupedPartitionStates[]",)),
+    0: ("text", ("UngroupedPartitionStates[].TopicName",)),
+    5: ("array", ("TopicStates[]",)),
+    1: ("text", ("TopicStates[].TopicName",)),
+    2: ("array", ("TopicStates[].PartitionStates[]",)),
+    6: ("array", ("LiveLeaders[]",)),
+    3: ("text", ("LiveLeaders[].HostName",)),
+    11: ("array", ("TopicStates[]",)),
+    7: ("text", ("TopicStates[].TopicName",)),
+    8: ("uuid", ("TopicStates[].TopicId",)),
+    9: ("array", ("TopicStates[].PartitionStates[]",)),
+    12: ("array", ("LiveLeaders[]",)),
+    10: ("text", ("LiveLeaders[].HostName",)),
+}
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each
 

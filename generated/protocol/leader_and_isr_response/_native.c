@@ -1058,10 +1058,12 @@ static Py_ssize_t k_leader_and_isr_partition_error(kf_ctx *cx, const uint8_t *b,
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
     if (end - pos < 6) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 6;
     return pos;
 }
@@ -1070,6 +1072,7 @@ static Py_ssize_t k_leader_and_isr_response(kf_ctx *cx, const uint8_t *b, Py_ssi
     (void)cx;
     if (!(a_api_version <= INT64_C(3))) return -1;
     if (end - pos < 2) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
     pos += 2;
     {
         int64_t n_;
@@ -1079,6 +1082,7 @@ static Py_ssize_t k_leader_and_isr_response(kf_ctx *cx, const uint8_t *b, Py_ssi
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 8 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 1, pos, 0);
                 pos = k_leader_and_isr_partition_error(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1096,10 +1100,12 @@ static Py_ssize_t k_leader_and_isr_partition_error_flexible(kf_ctx *cx, const ui
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 2, pos, n_);
             pos += n_;
         }
     }
     if (end - pos < 6) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 6;
     if (pos >= end || b[pos] != 0) return -1;
     pos++;
@@ -1109,6 +1115,7 @@ static Py_ssize_t k_leader_and_isr_partition_error_flexible(kf_ctx *cx, const ui
 static Py_ssize_t k_leader_and_isr_response_leader_and_isr_partition_error_flexible(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 6) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 6;
     if (pos >= end || b[pos] != 0) return -1;
     pos++;
@@ -1118,6 +1125,7 @@ static Py_ssize_t k_leader_and_isr_response_leader_and_isr_partition_error_flexi
 static Py_ssize_t k_leader_and_isr_topic_error(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 16) return -1;
+    if (cx->facts) { kf_fact_want(cx->facts, 3, pos + 0, 16); }
     pos += 16;
     {
         int64_t n_;
@@ -1126,6 +1134,7 @@ static Py_ssize_t k_leader_and_isr_topic_error(kf_ctx *cx, const uint8_t *b, Py_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 7 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 4, pos, 0);
                 pos = k_leader_and_isr_response_leader_and_isr_partition_error_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1140,6 +1149,7 @@ static Py_ssize_t k_leader_and_isr_response_flexible(kf_ctx *cx, const uint8_t *
     (void)cx;
     if (!((a_api_version >= INT64_C(4)) && (a_api_version <= INT64_C(7)))) return -1;
     if (end - pos < 2) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
     pos += 2;
     if ((a_api_version <= INT64_C(4))) {
         {
@@ -1149,6 +1159,7 @@ static Py_ssize_t k_leader_and_isr_response_flexible(kf_ctx *cx, const uint8_t *
             if (n_ < 0) { return -1; } else {
                 if (n_ > cx->max_headers || n_ * 8 > end - pos) return -1;
                 for (int64_t i_ = 0; i_ < n_; i_++) {
+                    if (cx->facts) kf_fact_want(cx->facts, 5, pos, 0);
                     pos = k_leader_and_isr_partition_error_flexible(cx, b, pos, end);
                     if (pos < 0) return -1;
                 }
@@ -1163,6 +1174,7 @@ static Py_ssize_t k_leader_and_isr_response_flexible(kf_ctx *cx, const uint8_t *
             if (n_ < 0) { return -1; } else {
                 if (n_ > cx->max_headers || n_ * 18 > end - pos) return -1;
                 for (int64_t i_ = 0; i_ < n_; i_++) {
+                    if (cx->facts) kf_fact_want(cx->facts, 6, pos, 0);
                     pos = k_leader_and_isr_topic_error(cx, b, pos, end);
                     if (pos < 0) return -1;
                 }
@@ -1209,6 +1221,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_leader_and_isr_response_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_leader_and_isr_response_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -1343,6 +1360,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "b02d474cc6f66dd66d81f31d9d4b7f8794784113ddfc9d29bebf229ae730ee83") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -861,6 +861,7 @@ static Py_ssize_t k_member_identity(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -869,9 +870,10 @@ static Py_ssize_t k_member_identity(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos
         if (end - pos < 2) return -1;
         n_ = kf_i16(b + pos);
         pos += 2;
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 1, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 1, pos, n_);
             pos += n_;
         }
     }
@@ -889,6 +891,7 @@ static Py_ssize_t k_leave_group_request(kf_ctx *cx, const uint8_t *b, Py_ssize_t
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 2, pos, n_);
             pos += n_;
         }
     }
@@ -901,6 +904,7 @@ static Py_ssize_t k_leave_group_request(kf_ctx *cx, const uint8_t *b, Py_ssize_t
             if (n_ < 0) { return -1; } else {
                 if (n_ > cx->max_bytes || n_ > end - pos) return -1;
                 if (!kf_ascii(b + pos, n_)) return -1;
+                if (cx->facts) kf_fact_want(cx->facts, 3, pos, n_);
                 pos += n_;
             }
         }
@@ -914,6 +918,7 @@ static Py_ssize_t k_leave_group_request(kf_ctx *cx, const uint8_t *b, Py_ssize_t
             if (n_ < 0) { return -1; } else {
                 if (n_ > cx->max_headers || n_ * 4 > end - pos) return -1;
                 for (int64_t i_ = 0; i_ < n_; i_++) {
+                    if (cx->facts) kf_fact_want(cx->facts, 4, pos, 0);
                     pos = k_member_identity(cx, b, pos, end);
                     if (pos < 0) return -1;
                 }
@@ -932,6 +937,7 @@ static Py_ssize_t k_member_identity_flexible(kf_ctx *cx, const uint8_t *b, Py_ss
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 5, pos, n_);
             pos += n_;
         }
     }
@@ -939,9 +945,10 @@ static Py_ssize_t k_member_identity_flexible(kf_ctx *cx, const uint8_t *b, Py_ss
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 6, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 6, pos, n_);
             pos += n_;
         }
     }
@@ -950,9 +957,10 @@ static Py_ssize_t k_member_identity_flexible(kf_ctx *cx, const uint8_t *b, Py_ss
             int64_t n_;
             { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
                 n_ = (int64_t)u_ - 1; }
-            if (n_ < 0) {  } else {
+            if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 7, pos, -1); } else {
                 if (n_ > cx->max_bytes || n_ > end - pos) return -1;
                 if (!kf_ascii(b + pos, n_)) return -1;
+                if (cx->facts) kf_fact_want(cx->facts, 7, pos, n_);
                 pos += n_;
             }
         }
@@ -972,6 +980,7 @@ static Py_ssize_t k_leave_group_request_flexible(kf_ctx *cx, const uint8_t *b, P
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 8, pos, n_);
             pos += n_;
         }
     }
@@ -982,6 +991,7 @@ static Py_ssize_t k_leave_group_request_flexible(kf_ctx *cx, const uint8_t *b, P
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 9, pos, 0);
                 pos = k_member_identity_flexible(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -1027,6 +1037,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_leave_group_request_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_leave_group_request_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -1141,6 +1156,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "08449d7a6cbbfadbd49185fd7aa98514113b47d077de64457b86fdb0651e185e") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -823,6 +823,7 @@ static Py_ssize_t k_member_response(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -831,13 +832,15 @@ static Py_ssize_t k_member_response(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos
         if (end - pos < 2) return -1;
         n_ = kf_i16(b + pos);
         pos += 2;
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 1, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 1, pos, n_);
             pos += n_;
         }
     }
     if (end - pos < 2) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
     pos += 2;
     return pos;
 }
@@ -850,6 +853,7 @@ static Py_ssize_t k_leave_group_response(kf_ctx *cx, const uint8_t *b, Py_ssize_
         pos += 4;
     }
     if (end - pos < 2) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
     pos += 2;
     if ((a_api_version >= INT64_C(3))) {
         {
@@ -860,6 +864,7 @@ static Py_ssize_t k_leave_group_response(kf_ctx *cx, const uint8_t *b, Py_ssize_
             if (n_ < 0) { return -1; } else {
                 if (n_ > cx->max_headers || n_ * 6 > end - pos) return -1;
                 for (int64_t i_ = 0; i_ < n_; i_++) {
+                    if (cx->facts) kf_fact_want(cx->facts, 2, pos, 0);
                     pos = k_member_response(cx, b, pos, end);
                     if (pos < 0) return -1;
                 }
@@ -878,6 +883,7 @@ static Py_ssize_t k_member_response_flexible(kf_ctx *cx, const uint8_t *b, Py_ss
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 3, pos, n_);
             pos += n_;
         }
     }
@@ -885,13 +891,15 @@ static Py_ssize_t k_member_response_flexible(kf_ctx *cx, const uint8_t *b, Py_ss
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 4, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 4, pos, n_);
             pos += n_;
         }
     }
     if (end - pos < 2) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
     pos += 2;
     if (pos >= end || b[pos] != 0) return -1;
     pos++;
@@ -902,6 +910,7 @@ static Py_ssize_t k_leave_group_response_flexible(kf_ctx *cx, const uint8_t *b, 
     (void)cx;
     if (!((a_api_version >= INT64_C(4)) && (a_api_version <= INT64_C(5)))) return -1;
     if (end - pos < 6) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 6;
     {
         int64_t n_;
@@ -910,6 +919,7 @@ static Py_ssize_t k_leave_group_response_flexible(kf_ctx *cx, const uint8_t *b, 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 5 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 5, pos, 0);
                 pos = k_member_response_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -955,6 +965,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_leave_group_response_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_leave_group_response_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -1070,6 +1085,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "e08c6a97962c9133859fe47fd1f13037e5d5eaece39c6fdc338c70eeed90a823") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -859,6 +859,7 @@ static Py_ssize_t k_listed_group(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, P
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -870,6 +871,7 @@ static Py_ssize_t k_listed_group(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, P
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 1, pos, n_);
             pos += n_;
         }
     }
@@ -884,6 +886,7 @@ static Py_ssize_t k_list_groups_response(kf_ctx *cx, const uint8_t *b, Py_ssize_
         pos += 4;
     }
     if (end - pos < 2) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
     pos += 2;
     {
         int64_t n_;
@@ -893,6 +896,7 @@ static Py_ssize_t k_list_groups_response(kf_ctx *cx, const uint8_t *b, Py_ssize_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 4 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 2, pos, 0);
                 pos = k_listed_group(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -910,6 +914,7 @@ static Py_ssize_t k_listed_group_flexible(kf_ctx *cx, const uint8_t *b, Py_ssize
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 3, pos, n_);
             pos += n_;
         }
     }
@@ -920,6 +925,7 @@ static Py_ssize_t k_listed_group_flexible(kf_ctx *cx, const uint8_t *b, Py_ssize
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 4, pos, n_);
             pos += n_;
         }
     }
@@ -931,6 +937,7 @@ static Py_ssize_t k_listed_group_flexible(kf_ctx *cx, const uint8_t *b, Py_ssize
             if (n_ < 0) { return -1; } else {
                 if (n_ > cx->max_bytes || n_ > end - pos) return -1;
                 if (!kf_ascii(b + pos, n_)) return -1;
+                if (cx->facts) kf_fact_want(cx->facts, 5, pos, n_);
                 pos += n_;
             }
         }
@@ -943,6 +950,7 @@ static Py_ssize_t k_listed_group_flexible(kf_ctx *cx, const uint8_t *b, Py_ssize
             if (n_ < 0) { return -1; } else {
                 if (n_ > cx->max_bytes || n_ > end - pos) return -1;
                 if (!kf_ascii(b + pos, n_)) return -1;
+                if (cx->facts) kf_fact_want(cx->facts, 6, pos, n_);
                 pos += n_;
             }
         }
@@ -956,6 +964,7 @@ static Py_ssize_t k_list_groups_response_flexible(kf_ctx *cx, const uint8_t *b, 
     (void)cx;
     if (!((a_api_version >= INT64_C(3)) && (a_api_version <= INT64_C(5)))) return -1;
     if (end - pos < 6) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 6;
     {
         int64_t n_;
@@ -964,6 +973,7 @@ static Py_ssize_t k_list_groups_response_flexible(kf_ctx *cx, const uint8_t *b, 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 7, pos, 0);
                 pos = k_listed_group_flexible(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -1009,6 +1019,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_list_groups_response_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_list_groups_response_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -1126,6 +1141,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "da097fb363137864d9d2e1fada517e695ec3dbbabbe7d52fee3ad5457734e75e") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -1626,6 +1626,7 @@ static Py_ssize_t k_list_offsets_topic(kf_ctx *cx, const uint8_t *b, Py_ssize_t 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -1637,6 +1638,7 @@ static Py_ssize_t k_list_offsets_topic(kf_ctx *cx, const uint8_t *b, Py_ssize_t 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 12 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 1, pos, 0);
                 pos = k_list_offsets_partition(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -1662,6 +1664,7 @@ static Py_ssize_t k_list_offsets_request(kf_ctx *cx, const uint8_t *b, Py_ssize_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 6 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 2, pos, 0);
                 pos = k_list_offsets_topic(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -1688,6 +1691,7 @@ static Py_ssize_t k_list_offsets_topic_flexible(kf_ctx *cx, const uint8_t *b, Py
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 3, pos, n_);
             pos += n_;
         }
     }
@@ -1698,6 +1702,7 @@ static Py_ssize_t k_list_offsets_topic_flexible(kf_ctx *cx, const uint8_t *b, Py
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 17 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 4, pos, 0);
                 pos = k_list_offsets_partition_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1720,6 +1725,7 @@ static Py_ssize_t k_list_offsets_request_flexible(kf_ctx *cx, const uint8_t *b, 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 5, pos, 0);
                 pos = k_list_offsets_topic_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1752,6 +1758,7 @@ static Py_ssize_t k_list_offsets_topic_v11(kf_ctx *cx, const uint8_t *b, Py_ssiz
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 6, pos, n_);
             pos += n_;
         }
     }
@@ -1762,6 +1769,7 @@ static Py_ssize_t k_list_offsets_topic_v11(kf_ctx *cx, const uint8_t *b, Py_ssiz
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 17 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 7, pos, 0);
                 pos = k_list_offsets_partition_v11(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1784,6 +1792,7 @@ static Py_ssize_t k_list_offsets_request_v11(kf_ctx *cx, const uint8_t *b, Py_ss
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 8, pos, 0);
                 pos = k_list_offsets_topic_v11(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1835,6 +1844,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_list_offsets_request_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_list_offsets_request_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -2002,6 +2016,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "67b6e9efb0107c39b6cef8f3cad4b8458afaf0ea37974ba1a5d8feb1b949083a") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

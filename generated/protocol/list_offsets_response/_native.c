@@ -1694,6 +1694,7 @@ static Py_ssize_t k_list_offsets_response_by_version(kf_ctx *cx, const uint8_t *
 static Py_ssize_t k_list_offsets_partition_response(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t a_api_version) {
     (void)cx;
     if (end - pos < 6) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 6;
     if ((a_api_version <= INT64_C(0))) {
         {
@@ -1732,6 +1733,7 @@ static Py_ssize_t k_list_offsets_topic_response(kf_ctx *cx, const uint8_t *b, Py
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -1743,6 +1745,7 @@ static Py_ssize_t k_list_offsets_topic_response(kf_ctx *cx, const uint8_t *b, Py
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 6 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 1, pos, 0);
                 pos = k_list_offsets_partition_response(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -1766,6 +1769,7 @@ static Py_ssize_t k_list_offsets_response(kf_ctx *cx, const uint8_t *b, Py_ssize
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 6 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 2, pos, 0);
                 pos = k_list_offsets_topic_response(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -1777,6 +1781,7 @@ static Py_ssize_t k_list_offsets_response(kf_ctx *cx, const uint8_t *b, Py_ssize
 static Py_ssize_t k_list_offsets_partition_response_flexible(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 26) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 26;
     if (pos >= end || b[pos] != 0) return -1;
     pos++;
@@ -1792,6 +1797,7 @@ static Py_ssize_t k_list_offsets_topic_response_flexible(kf_ctx *cx, const uint8
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 3, pos, n_);
             pos += n_;
         }
     }
@@ -1802,6 +1808,7 @@ static Py_ssize_t k_list_offsets_topic_response_flexible(kf_ctx *cx, const uint8
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 27 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 4, pos, 0);
                 pos = k_list_offsets_partition_response_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1824,6 +1831,7 @@ static Py_ssize_t k_list_offsets_response_flexible(kf_ctx *cx, const uint8_t *b,
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 5, pos, 0);
                 pos = k_list_offsets_topic_response_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1837,6 +1845,7 @@ static Py_ssize_t k_list_offsets_response_flexible(kf_ctx *cx, const uint8_t *b,
 static Py_ssize_t k_list_offsets_partition_response_v11(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 26) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 26;
     if (pos >= end || b[pos] != 0) return -1;
     pos++;
@@ -1852,6 +1861,7 @@ static Py_ssize_t k_list_offsets_topic_response_v11(kf_ctx *cx, const uint8_t *b
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 6, pos, n_);
             pos += n_;
         }
     }
@@ -1862,6 +1872,7 @@ static Py_ssize_t k_list_offsets_topic_response_v11(kf_ctx *cx, const uint8_t *b
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 27 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 7, pos, 0);
                 pos = k_list_offsets_partition_response_v11(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1884,6 +1895,7 @@ static Py_ssize_t k_list_offsets_response_v11(kf_ctx *cx, const uint8_t *b, Py_s
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 8, pos, 0);
                 pos = k_list_offsets_topic_response_v11(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1933,6 +1945,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_list_offsets_response_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_list_offsets_response_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -2099,6 +2116,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "26df8a8ed9759f117b5ff6efaecf760514b58bde60de1e802694b1152e4aeb93") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -947,6 +947,7 @@ static Py_ssize_t k_list_transactions_response_unknown_state_filters_item(kf_ctx
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -962,6 +963,7 @@ static Py_ssize_t k_transaction_state(kf_ctx *cx, const uint8_t *b, Py_ssize_t p
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 1, pos, n_);
             pos += n_;
         }
     }
@@ -974,6 +976,7 @@ static Py_ssize_t k_transaction_state(kf_ctx *cx, const uint8_t *b, Py_ssize_t p
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 2, pos, n_);
             pos += n_;
         }
     }
@@ -986,6 +989,7 @@ static Py_ssize_t k_list_transactions_response(kf_ctx *cx, const uint8_t *b, Py_
     (void)cx;
     if (!(a_api_version <= INT64_C(1))) return -1;
     if (end - pos < 6) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 6;
     {
         int64_t n_;
@@ -994,6 +998,7 @@ static Py_ssize_t k_list_transactions_response(kf_ctx *cx, const uint8_t *b, Py_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 1 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 3, pos, 0);
                 pos = k_list_transactions_response_unknown_state_filters_item(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1006,6 +1011,7 @@ static Py_ssize_t k_list_transactions_response(kf_ctx *cx, const uint8_t *b, Py_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 11 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 4, pos, 0);
                 pos = k_transaction_state(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1025,6 +1031,7 @@ static Py_ssize_t k_list_transactions_response_v2_unknown_state_filters_item(kf_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 5, pos, n_);
             pos += n_;
         }
     }
@@ -1035,6 +1042,7 @@ static Py_ssize_t k_list_transactions_response_v2(kf_ctx *cx, const uint8_t *b, 
     (void)cx;
     if (!((a_api_version >= INT64_C(2)) && (a_api_version <= INT64_C(2)))) return -1;
     if (end - pos < 6) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 6;
     {
         int64_t n_;
@@ -1043,6 +1051,7 @@ static Py_ssize_t k_list_transactions_response_v2(kf_ctx *cx, const uint8_t *b, 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 1 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 6, pos, 0);
                 pos = k_list_transactions_response_v2_unknown_state_filters_item(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1055,6 +1064,7 @@ static Py_ssize_t k_list_transactions_response_v2(kf_ctx *cx, const uint8_t *b, 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 11 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 7, pos, 0);
                 pos = k_transaction_state(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1100,6 +1110,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_list_transactions_response_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_list_transactions_response_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -1208,6 +1223,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "57418d8d49312c9d0bca715b370c7a4321053f4629bb2f64cffb467a24f90e81") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

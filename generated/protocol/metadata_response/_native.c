@@ -3685,6 +3685,7 @@ static Py_ssize_t k_metadata_response_broker(kf_ctx *cx, const uint8_t *b, Py_ss
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -3696,9 +3697,10 @@ static Py_ssize_t k_metadata_response_broker(kf_ctx *cx, const uint8_t *b, Py_ss
             if (end - pos < 2) return -1;
             n_ = kf_i16(b + pos);
             pos += 2;
-            if (n_ < 0) {  } else {
+            if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 1, pos, -1); } else {
                 if (n_ > cx->max_bytes || n_ > end - pos) return -1;
                 if (!kf_ascii(b + pos, n_)) return -1;
+                if (cx->facts) kf_fact_want(cx->facts, 1, pos, n_);
                 pos += n_;
             }
         }
@@ -3709,6 +3711,7 @@ static Py_ssize_t k_metadata_response_broker(kf_ctx *cx, const uint8_t *b, Py_ss
 static Py_ssize_t k_metadata_response_partition(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t a_api_version) {
     (void)cx;
     if (end - pos < 10) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
     pos += 10;
     if ((a_api_version >= INT64_C(7))) {
         if (end - pos < 4) return -1;
@@ -3752,6 +3755,7 @@ static Py_ssize_t k_metadata_response_partition(kf_ctx *cx, const uint8_t *b, Py
 static Py_ssize_t k_metadata_response_topic(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t a_api_version) {
     (void)cx;
     if (end - pos < 2) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
     pos += 2;
     {
         int64_t n_;
@@ -3761,6 +3765,7 @@ static Py_ssize_t k_metadata_response_topic(kf_ctx *cx, const uint8_t *b, Py_ssi
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 2, pos, n_);
             pos += n_;
         }
     }
@@ -3776,6 +3781,7 @@ static Py_ssize_t k_metadata_response_topic(kf_ctx *cx, const uint8_t *b, Py_ssi
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 18 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 3, pos, 0);
                 pos = k_metadata_response_partition(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -3803,6 +3809,7 @@ static Py_ssize_t k_metadata_response(kf_ctx *cx, const uint8_t *b, Py_ssize_t p
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 10 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 4, pos, 0);
                 pos = k_metadata_response_broker(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -3814,9 +3821,10 @@ static Py_ssize_t k_metadata_response(kf_ctx *cx, const uint8_t *b, Py_ssize_t p
             if (end - pos < 2) return -1;
             n_ = kf_i16(b + pos);
             pos += 2;
-            if (n_ < 0) {  } else {
+            if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 5, pos, -1); } else {
                 if (n_ > cx->max_bytes || n_ > end - pos) return -1;
                 if (!kf_ascii(b + pos, n_)) return -1;
+                if (cx->facts) kf_fact_want(cx->facts, 5, pos, n_);
                 pos += n_;
             }
         }
@@ -3833,6 +3841,7 @@ static Py_ssize_t k_metadata_response(kf_ctx *cx, const uint8_t *b, Py_ssize_t p
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 8 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 6, pos, 0);
                 pos = k_metadata_response_topic(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -3856,6 +3865,7 @@ static Py_ssize_t k_metadata_response_broker_flexible(kf_ctx *cx, const uint8_t 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 7, pos, n_);
             pos += n_;
         }
     }
@@ -3865,9 +3875,10 @@ static Py_ssize_t k_metadata_response_broker_flexible(kf_ctx *cx, const uint8_t 
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 8, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 8, pos, n_);
             pos += n_;
         }
     }
@@ -3879,6 +3890,7 @@ static Py_ssize_t k_metadata_response_broker_flexible(kf_ctx *cx, const uint8_t 
 static Py_ssize_t k_metadata_response_partition_flexible(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 14) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
     pos += 14;
     {
         int64_t n_;
@@ -3915,19 +3927,22 @@ static Py_ssize_t k_metadata_response_partition_flexible(kf_ctx *cx, const uint8
 static Py_ssize_t k_metadata_response_topic_flexible(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t a_api_version) {
     (void)cx;
     if (end - pos < 2) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
     pos += 2;
     {
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 9, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 9, pos, n_);
             pos += n_;
         }
     }
     if ((a_api_version >= INT64_C(10))) {
         if (end - pos < 16) return -1;
+        if (cx->facts) { kf_fact_want(cx->facts, 10, pos + 0, 16); }
         pos += 16;
     }
     if (end - pos < 1) return -1;
@@ -3939,6 +3954,7 @@ static Py_ssize_t k_metadata_response_topic_flexible(kf_ctx *cx, const uint8_t *
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 18 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 11, pos, 0);
                 pos = k_metadata_response_partition_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -3963,6 +3979,7 @@ static Py_ssize_t k_metadata_response_flexible(kf_ctx *cx, const uint8_t *b, Py_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 11 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 12, pos, 0);
                 pos = k_metadata_response_broker_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -3972,9 +3989,10 @@ static Py_ssize_t k_metadata_response_flexible(kf_ctx *cx, const uint8_t *b, Py_
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 13, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 13, pos, n_);
             pos += n_;
         }
     }
@@ -3987,6 +4005,7 @@ static Py_ssize_t k_metadata_response_flexible(kf_ctx *cx, const uint8_t *b, Py_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 10 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 14, pos, 0);
                 pos = k_metadata_response_topic_flexible(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -4012,6 +4031,7 @@ static Py_ssize_t k_metadata_response_broker_v13(kf_ctx *cx, const uint8_t *b, P
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 15, pos, n_);
             pos += n_;
         }
     }
@@ -4021,9 +4041,10 @@ static Py_ssize_t k_metadata_response_broker_v13(kf_ctx *cx, const uint8_t *b, P
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 16, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 16, pos, n_);
             pos += n_;
         }
     }
@@ -4035,6 +4056,7 @@ static Py_ssize_t k_metadata_response_broker_v13(kf_ctx *cx, const uint8_t *b, P
 static Py_ssize_t k_metadata_response_partition_v13(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 14) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
     pos += 14;
     {
         int64_t n_;
@@ -4071,18 +4093,21 @@ static Py_ssize_t k_metadata_response_partition_v13(kf_ctx *cx, const uint8_t *b
 static Py_ssize_t k_metadata_response_topic_v13(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 2) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
     pos += 2;
     {
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 17, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 17, pos, n_);
             pos += n_;
         }
     }
     if (end - pos < 17) return -1;
+    if (cx->facts) { kf_fact_want(cx->facts, 18, pos + 0, 16); }
     pos += 17;
     {
         int64_t n_;
@@ -4091,6 +4116,7 @@ static Py_ssize_t k_metadata_response_topic_v13(kf_ctx *cx, const uint8_t *b, Py
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 18 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 19, pos, 0);
                 pos = k_metadata_response_partition_v13(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -4115,6 +4141,7 @@ static Py_ssize_t k_metadata_response_v13(kf_ctx *cx, const uint8_t *b, Py_ssize
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 11 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 20, pos, 0);
                 pos = k_metadata_response_broker_v13(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -4124,9 +4151,10 @@ static Py_ssize_t k_metadata_response_v13(kf_ctx *cx, const uint8_t *b, Py_ssize
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 21, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 21, pos, n_);
             pos += n_;
         }
     }
@@ -4139,12 +4167,14 @@ static Py_ssize_t k_metadata_response_v13(kf_ctx *cx, const uint8_t *b, Py_ssize
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 26 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 22, pos, 0);
                 pos = k_metadata_response_topic_v13(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
         }
     }
     if (end - pos < 2) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
     pos += 2;
     if (pos >= end || b[pos] != 0) return -1;
     pos++;
@@ -4190,6 +4220,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_metadata_response_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_metadata_response_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -4396,6 +4431,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "294f9ba4b54e3fba2562d0aa2970b236bab497c8d4e4fc18ac4baba55ba271e6") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -84,6 +84,34 @@ decode_columns_run = None
 check_from = _c.check_from
 #: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
 CHECK_FACTOR = 101
+#: the check walk as C calls it (a capsule: kfmt.runtime.native._traffic), and what it tells besides the error
+#: codes and record sets: fact id -> (kind, the Kafka paths it is found at) (generator.ir.walk.fact_paths)
+WALK = _c.WALK
+FACTS = {
+    4: ("array", ("Brokers[]",)),
+    0: ("text", ("Brokers[].Host",)),
+    1: ("text", ("Brokers[].Rack",)),
+    5: ("text", ("ClusterId",)),
+    6: ("array", ("Topics[]",)),
+    2: ("text", ("Topics[].Name",)),
+    3: ("array", ("Topics[].Partitions[]",)),
+    12: ("array", ("Brokers[]",)),
+    7: ("text", ("Brokers[].Host",)),
+    8: ("text", ("Brokers[].Rack",)),
+    13: ("text", ("ClusterId",)),
+    14: ("array", ("Topics[]",)),
+    9: ("text", ("Topics[].Name",)),
+    10: ("uuid", ("Topics[].TopicId",)),
+    11: ("array", ("Topics[].Partitions[]",)),
+    20: ("array", ("Brokers[]",)),
+    15: ("text", ("Brokers[].Host",)),
+    16: ("text", ("Brokers[].Rack",)),
+    21: ("text", ("ClusterId",)),
+    22: ("array", ("Topics[]",)),
+    17: ("text", ("Topics[].Name",)),
+    18: ("uuid", ("Topics[].TopicId",)),
+    19: ("array", ("Topics[].Partitions[]",)),
+}
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each
 

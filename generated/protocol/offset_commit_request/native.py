@@ -84,6 +84,32 @@ decode_columns_run = None
 check_from = _c.check_from
 #: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
 CHECK_FACTOR = 39
+#: the check walk as C calls it (a capsule: kfmt.runtime.native._traffic), and what it tells besides the error
+#: codes and record sets: fact id -> (kind, the Kafka paths it is found at) (generator.ir.walk.fact_paths)
+WALK = _c.WALK
+FACTS = {
+    3: ("text", ("GroupId",)),
+    4: ("text", ("MemberId",)),
+    5: ("text", ("GroupInstanceId",)),
+    6: ("array", ("Topics[]",)),
+    1: ("text", ("Topics[].Name",)),
+    2: ("array", ("Topics[].Partitions[]",)),
+    0: ("text", ("Topics[].Partitions[].CommittedMetadata",)),
+    10: ("text", ("GroupId",)),
+    11: ("text", ("MemberId",)),
+    12: ("text", ("GroupInstanceId",)),
+    13: ("array", ("Topics[]",)),
+    8: ("text", ("Topics[].Name",)),
+    9: ("array", ("Topics[].Partitions[]",)),
+    7: ("text", ("Topics[].Partitions[].CommittedMetadata",)),
+    17: ("text", ("GroupId",)),
+    18: ("text", ("MemberId",)),
+    19: ("text", ("GroupInstanceId",)),
+    20: ("array", ("Topics[]",)),
+    15: ("uuid", ("Topics[].TopicId",)),
+    16: ("array", ("Topics[].Partitions[]",)),
+    14: ("text", ("Topics[].Partitions[].CommittedMetadata",)),
+}
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each
 

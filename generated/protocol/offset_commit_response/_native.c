@@ -1362,6 +1362,7 @@ static PyObject *py_encode_all(PyObject *self, PyObject *const *args, Py_ssize_t
 
 /* ------------------------------------------------------------------ the check walk (generator.ir.walk) */
 
+static Py_ssize_t k_offset_commit_response_partition(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end);
 static Py_ssize_t k_offset_commit_response_topic(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end);
 static Py_ssize_t k_offset_commit_response(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t a_api_version);
 static Py_ssize_t k_offset_commit_response_partition_flexible(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end);
@@ -1371,6 +1372,14 @@ static Py_ssize_t k_offset_commit_response_partition_v10(kf_ctx *cx, const uint8
 static Py_ssize_t k_offset_commit_response_topic_v10(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end);
 static Py_ssize_t k_offset_commit_response_v10(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t a_api_version);
 static Py_ssize_t k_offset_commit_response_by_version(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t a_api_version);
+
+static Py_ssize_t k_offset_commit_response_partition(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
+    (void)cx;
+    if (end - pos < 6) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
+    pos += 6;
+    return pos;
+}
 
 static Py_ssize_t k_offset_commit_response_topic(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
@@ -1382,6 +1391,7 @@ static Py_ssize_t k_offset_commit_response_topic(kf_ctx *cx, const uint8_t *b, P
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -1392,7 +1402,11 @@ static Py_ssize_t k_offset_commit_response_topic(kf_ctx *cx, const uint8_t *b, P
         pos += 4;
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 6 > end - pos) return -1;
-            pos += n_ * 6;
+            for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 1, pos, 0);
+                pos = k_offset_commit_response_partition(cx, b, pos, end);
+                if (pos < 0) return -1;
+            }
         }
     }
     return pos;
@@ -1413,6 +1427,7 @@ static Py_ssize_t k_offset_commit_response(kf_ctx *cx, const uint8_t *b, Py_ssiz
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 6 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 2, pos, 0);
                 pos = k_offset_commit_response_topic(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1424,6 +1439,7 @@ static Py_ssize_t k_offset_commit_response(kf_ctx *cx, const uint8_t *b, Py_ssiz
 static Py_ssize_t k_offset_commit_response_partition_flexible(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 6) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 6;
     if (pos >= end || b[pos] != 0) return -1;
     pos++;
@@ -1439,6 +1455,7 @@ static Py_ssize_t k_offset_commit_response_topic_flexible(kf_ctx *cx, const uint
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 3, pos, n_);
             pos += n_;
         }
     }
@@ -1449,6 +1466,7 @@ static Py_ssize_t k_offset_commit_response_topic_flexible(kf_ctx *cx, const uint
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 7 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 4, pos, 0);
                 pos = k_offset_commit_response_partition_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1471,6 +1489,7 @@ static Py_ssize_t k_offset_commit_response_flexible(kf_ctx *cx, const uint8_t *b
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 5, pos, 0);
                 pos = k_offset_commit_response_topic_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1484,6 +1503,7 @@ static Py_ssize_t k_offset_commit_response_flexible(kf_ctx *cx, const uint8_t *b
 static Py_ssize_t k_offset_commit_response_partition_v10(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 6) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 6;
     if (pos >= end || b[pos] != 0) return -1;
     pos++;
@@ -1493,6 +1513,7 @@ static Py_ssize_t k_offset_commit_response_partition_v10(kf_ctx *cx, const uint8
 static Py_ssize_t k_offset_commit_response_topic_v10(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 16) return -1;
+    if (cx->facts) { kf_fact_want(cx->facts, 6, pos + 0, 16); }
     pos += 16;
     {
         int64_t n_;
@@ -1501,6 +1522,7 @@ static Py_ssize_t k_offset_commit_response_topic_v10(kf_ctx *cx, const uint8_t *
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 7 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 7, pos, 0);
                 pos = k_offset_commit_response_partition_v10(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1523,6 +1545,7 @@ static Py_ssize_t k_offset_commit_response_v10(kf_ctx *cx, const uint8_t *b, Py_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 18 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 8, pos, 0);
                 pos = k_offset_commit_response_topic_v10(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1572,6 +1595,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_offset_commit_response_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_offset_commit_response_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -1734,6 +1762,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "c4de5b3ceb4b2c4a1897b9dc056293af019543c44437e32e5ab3e5e284cd3b2d") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -2047,6 +2047,7 @@ static Py_ssize_t k_offset_fetch_request_topic(kf_ctx *cx, const uint8_t *b, Py_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -2074,6 +2075,7 @@ static Py_ssize_t k_offset_fetch_request(kf_ctx *cx, const uint8_t *b, Py_ssize_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 1, pos, n_);
             pos += n_;
         }
     }
@@ -2085,6 +2087,7 @@ static Py_ssize_t k_offset_fetch_request(kf_ctx *cx, const uint8_t *b, Py_ssize_
         if (n_ < 0) {  } else {
             if (n_ > cx->max_headers || n_ * 6 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 2, pos, 0);
                 pos = k_offset_fetch_request_topic(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -2102,6 +2105,7 @@ static Py_ssize_t k_offset_fetch_request_topic_flexible(kf_ctx *cx, const uint8_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 3, pos, n_);
             pos += n_;
         }
     }
@@ -2128,6 +2132,7 @@ static Py_ssize_t k_offset_fetch_request_topics(kf_ctx *cx, const uint8_t *b, Py
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 4, pos, n_);
             pos += n_;
         }
     }
@@ -2154,6 +2159,7 @@ static Py_ssize_t k_offset_fetch_request_group(kf_ctx *cx, const uint8_t *b, Py_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 5, pos, n_);
             pos += n_;
         }
     }
@@ -2162,9 +2168,10 @@ static Py_ssize_t k_offset_fetch_request_group(kf_ctx *cx, const uint8_t *b, Py_
             int64_t n_;
             { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
                 n_ = (int64_t)u_ - 1; }
-            if (n_ < 0) {  } else {
+            if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 6, pos, -1); } else {
                 if (n_ > cx->max_bytes || n_ > end - pos) return -1;
                 if (!kf_ascii(b + pos, n_)) return -1;
+                if (cx->facts) kf_fact_want(cx->facts, 6, pos, n_);
                 pos += n_;
             }
         }
@@ -2180,6 +2187,7 @@ static Py_ssize_t k_offset_fetch_request_group(kf_ctx *cx, const uint8_t *b, Py_
         if (n_ < 0) {  } else {
             if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 7, pos, 0);
                 pos = k_offset_fetch_request_topics(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -2201,6 +2209,7 @@ static Py_ssize_t k_offset_fetch_request_flexible(kf_ctx *cx, const uint8_t *b, 
             if (n_ < 0) { return -1; } else {
                 if (n_ > cx->max_bytes || n_ > end - pos) return -1;
                 if (!kf_ascii(b + pos, n_)) return -1;
+                if (cx->facts) kf_fact_want(cx->facts, 8, pos, n_);
                 pos += n_;
             }
         }
@@ -2213,6 +2222,7 @@ static Py_ssize_t k_offset_fetch_request_flexible(kf_ctx *cx, const uint8_t *b, 
             if (n_ < 0) {  } else {
                 if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
                 for (int64_t i_ = 0; i_ < n_; i_++) {
+                    if (cx->facts) kf_fact_want(cx->facts, 9, pos, 0);
                     pos = k_offset_fetch_request_topic_flexible(cx, b, pos, end);
                     if (pos < 0) return -1;
                 }
@@ -2227,6 +2237,7 @@ static Py_ssize_t k_offset_fetch_request_flexible(kf_ctx *cx, const uint8_t *b, 
             if (n_ < 0) { return -1; } else {
                 if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
                 for (int64_t i_ = 0; i_ < n_; i_++) {
+                    if (cx->facts) kf_fact_want(cx->facts, 10, pos, 0);
                     pos = k_offset_fetch_request_group(cx, b, pos, end, a_api_version);
                     if (pos < 0) return -1;
                 }
@@ -2245,6 +2256,7 @@ static Py_ssize_t k_offset_fetch_request_flexible(kf_ctx *cx, const uint8_t *b, 
 static Py_ssize_t k_offset_fetch_request_topics_v10(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 16) return -1;
+    if (cx->facts) { kf_fact_want(cx->facts, 11, pos + 0, 16); }
     pos += 16;
     {
         int64_t n_;
@@ -2269,6 +2281,7 @@ static Py_ssize_t k_offset_fetch_request_group_v10(kf_ctx *cx, const uint8_t *b,
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 12, pos, n_);
             pos += n_;
         }
     }
@@ -2276,9 +2289,10 @@ static Py_ssize_t k_offset_fetch_request_group_v10(kf_ctx *cx, const uint8_t *b,
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 13, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 13, pos, n_);
             pos += n_;
         }
     }
@@ -2291,6 +2305,7 @@ static Py_ssize_t k_offset_fetch_request_group_v10(kf_ctx *cx, const uint8_t *b,
         if (n_ < 0) {  } else {
             if (n_ > cx->max_headers || n_ * 18 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 14, pos, 0);
                 pos = k_offset_fetch_request_topics_v10(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -2311,6 +2326,7 @@ static Py_ssize_t k_offset_fetch_request_v10(kf_ctx *cx, const uint8_t *b, Py_ss
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 8 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 15, pos, 0);
                 pos = k_offset_fetch_request_group_v10(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -2362,6 +2378,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_offset_fetch_request_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_offset_fetch_request_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -2526,6 +2547,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "bb9fbbfd7acbc58e2ce5b466d5a9eb93002285b674cf87b7b64dc4a9d6f01f3d") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -84,6 +84,27 @@ decode_columns_run = None
 check_from = _c.check_from
 #: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
 CHECK_FACTOR = 145
+#: the check walk as C calls it (a capsule: kfmt.runtime.native._traffic), and what it tells besides the error
+#: codes and record sets: fact id -> (kind, the Kafka paths it is found at) (generator.ir.walk.fact_paths)
+WALK = _c.WALK
+FACTS = {
+    1: ("text", ("GroupId",)),
+    2: ("array", ("Topics[]",)),
+    0: ("text", ("Topics[].Name",)),
+    8: ("text", ("GroupId",)),
+    9: ("array", ("Topics[]",)),
+    3: ("text", ("Topics[].Name",)),
+    10: ("array", ("Groups[]",)),
+    5: ("text", ("Groups[].GroupId",)),
+    6: ("text", ("Groups[].MemberId",)),
+    7: ("array", ("Groups[].Topics[]",)),
+    4: ("text", ("Groups[].Topics[].Name",)),
+    15: ("array", ("Groups[]",)),
+    12: ("text", ("Groups[].GroupId",)),
+    13: ("text", ("Groups[].MemberId",)),
+    14: ("array", ("Groups[].Topics[]",)),
+    11: ("uuid", ("Groups[].Topics[].TopicId",)),
+}
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each
 

@@ -2325,13 +2325,15 @@ static Py_ssize_t k_offset_fetch_response_partition(kf_ctx *cx, const uint8_t *b
         if (end - pos < 2) return -1;
         n_ = kf_i16(b + pos);
         pos += 2;
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 0, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
     if (end - pos < 2) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
     pos += 2;
     return pos;
 }
@@ -2346,6 +2348,7 @@ static Py_ssize_t k_offset_fetch_response_topic(kf_ctx *cx, const uint8_t *b, Py
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 1, pos, n_);
             pos += n_;
         }
     }
@@ -2357,6 +2360,7 @@ static Py_ssize_t k_offset_fetch_response_topic(kf_ctx *cx, const uint8_t *b, Py
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 16 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 2, pos, 0);
                 pos = k_offset_fetch_response_partition(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -2380,6 +2384,7 @@ static Py_ssize_t k_offset_fetch_response(kf_ctx *cx, const uint8_t *b, Py_ssize
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 6 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 3, pos, 0);
                 pos = k_offset_fetch_response_topic(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -2387,6 +2392,7 @@ static Py_ssize_t k_offset_fetch_response(kf_ctx *cx, const uint8_t *b, Py_ssize
     }
     if ((a_api_version >= INT64_C(2))) {
         if (end - pos < 2) return -1;
+        if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
         pos += 2;
     }
     return pos;
@@ -2400,13 +2406,15 @@ static Py_ssize_t k_offset_fetch_response_partition_flexible(kf_ctx *cx, const u
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 4, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 4, pos, n_);
             pos += n_;
         }
     }
     if (end - pos < 2) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
     pos += 2;
     if (pos >= end || b[pos] != 0) return -1;
     pos++;
@@ -2422,6 +2430,7 @@ static Py_ssize_t k_offset_fetch_response_topic_flexible(kf_ctx *cx, const uint8
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 5, pos, n_);
             pos += n_;
         }
     }
@@ -2432,6 +2441,7 @@ static Py_ssize_t k_offset_fetch_response_topic_flexible(kf_ctx *cx, const uint8
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 20 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 6, pos, 0);
                 pos = k_offset_fetch_response_partition_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -2450,13 +2460,15 @@ static Py_ssize_t k_offset_fetch_response_partitions(kf_ctx *cx, const uint8_t *
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 7, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 7, pos, n_);
             pos += n_;
         }
     }
     if (end - pos < 2) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
     pos += 2;
     if (pos >= end || b[pos] != 0) return -1;
     pos++;
@@ -2472,6 +2484,7 @@ static Py_ssize_t k_offset_fetch_response_topics(kf_ctx *cx, const uint8_t *b, P
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 8, pos, n_);
             pos += n_;
         }
     }
@@ -2482,6 +2495,7 @@ static Py_ssize_t k_offset_fetch_response_topics(kf_ctx *cx, const uint8_t *b, P
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 20 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 9, pos, 0);
                 pos = k_offset_fetch_response_partitions(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -2501,6 +2515,7 @@ static Py_ssize_t k_offset_fetch_response_group(kf_ctx *cx, const uint8_t *b, Py
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 10, pos, n_);
             pos += n_;
         }
     }
@@ -2511,12 +2526,14 @@ static Py_ssize_t k_offset_fetch_response_group(kf_ctx *cx, const uint8_t *b, Py
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 11, pos, 0);
                 pos = k_offset_fetch_response_topics(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
         }
     }
     if (end - pos < 2) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
     pos += 2;
     if (pos >= end || b[pos] != 0) return -1;
     pos++;
@@ -2536,6 +2553,7 @@ static Py_ssize_t k_offset_fetch_response_flexible(kf_ctx *cx, const uint8_t *b,
             if (n_ < 0) { return -1; } else {
                 if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
                 for (int64_t i_ = 0; i_ < n_; i_++) {
+                    if (cx->facts) kf_fact_want(cx->facts, 12, pos, 0);
                     pos = k_offset_fetch_response_topic_flexible(cx, b, pos, end);
                     if (pos < 0) return -1;
                 }
@@ -2544,6 +2562,7 @@ static Py_ssize_t k_offset_fetch_response_flexible(kf_ctx *cx, const uint8_t *b,
     }
     if ((a_api_version <= INT64_C(7))) {
         if (end - pos < 2) return -1;
+        if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
         pos += 2;
     }
     if ((a_api_version >= INT64_C(8))) {
@@ -2554,6 +2573,7 @@ static Py_ssize_t k_offset_fetch_response_flexible(kf_ctx *cx, const uint8_t *b,
             if (n_ < 0) { return -1; } else {
                 if (n_ > cx->max_headers || n_ * 5 > end - pos) return -1;
                 for (int64_t i_ = 0; i_ < n_; i_++) {
+                    if (cx->facts) kf_fact_want(cx->facts, 13, pos, 0);
                     pos = k_offset_fetch_response_group(cx, b, pos, end);
                     if (pos < 0) return -1;
                 }
@@ -2568,6 +2588,7 @@ static Py_ssize_t k_offset_fetch_response_flexible(kf_ctx *cx, const uint8_t *b,
 static Py_ssize_t k_offset_fetch_response_topics_v10(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 16) return -1;
+    if (cx->facts) { kf_fact_want(cx->facts, 14, pos + 0, 16); }
     pos += 16;
     {
         int64_t n_;
@@ -2576,6 +2597,7 @@ static Py_ssize_t k_offset_fetch_response_topics_v10(kf_ctx *cx, const uint8_t *
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 20 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 15, pos, 0);
                 pos = k_offset_fetch_response_partitions(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -2595,6 +2617,7 @@ static Py_ssize_t k_offset_fetch_response_group_v10(kf_ctx *cx, const uint8_t *b
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 16, pos, n_);
             pos += n_;
         }
     }
@@ -2605,12 +2628,14 @@ static Py_ssize_t k_offset_fetch_response_group_v10(kf_ctx *cx, const uint8_t *b
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 18 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 17, pos, 0);
                 pos = k_offset_fetch_response_topics_v10(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
         }
     }
     if (end - pos < 2) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
     pos += 2;
     if (pos >= end || b[pos] != 0) return -1;
     pos++;
@@ -2629,6 +2654,7 @@ static Py_ssize_t k_offset_fetch_response_v10(kf_ctx *cx, const uint8_t *b, Py_s
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 5 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 18, pos, 0);
                 pos = k_offset_fetch_response_group_v10(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -2678,6 +2704,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_offset_fetch_response_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_offset_fetch_response_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -2873,6 +2904,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "b2eadc947e9a93ca270c592a85cbee56c75cf0187036637d064f5104d7fa3faa") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

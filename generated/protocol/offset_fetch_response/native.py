@@ -84,6 +84,30 @@ decode_columns_run = None
 check_from = _c.check_from
 #: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
 CHECK_FACTOR = 95
+#: the check walk as C calls it (a capsule: kfmt.runtime.native._traffic), and what it tells besides the error
+#: codes and record sets: fact id -> (kind, the Kafka paths it is found at) (generator.ir.walk.fact_paths)
+WALK = _c.WALK
+FACTS = {
+    3: ("array", ("Topics[]",)),
+    1: ("text", ("Topics[].Name",)),
+    2: ("array", ("Topics[].Partitions[]",)),
+    0: ("text", ("Topics[].Partitions[].Metadata",)),
+    12: ("array", ("Topics[]",)),
+    5: ("text", ("Topics[].Name",)),
+    6: ("array", ("Topics[].Partitions[]",)),
+    4: ("text", ("Topics[].Partitions[].Metadata",)),
+    13: ("array", ("Groups[]",)),
+    10: ("text", ("Groups[].GroupId",)),
+    11: ("array", ("Groups[].Topics[]",)),
+    8: ("text", ("Groups[].Topics[].Name",)),
+    9: ("array", ("Groups[].Topics[].Partitions[]",)),
+    7: ("text", ("Groups[].Topics[].Partitions[].Metadata",)),
+    18: ("array", ("Groups[]",)),
+    16: ("text", ("Groups[].GroupId",)),
+    17: ("array", ("Groups[].Topics[]",)),
+    14: ("uuid", ("Groups[].Topics[].TopicId",)),
+    15: ("array", ("Groups[].Topics[].Partitions[]",)),
+}
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each
 

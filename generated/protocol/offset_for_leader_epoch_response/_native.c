@@ -1039,6 +1039,7 @@ static Py_ssize_t k_offset_for_leader_epoch_response_by_version(kf_ctx *cx, cons
 static Py_ssize_t k_epoch_end_offset(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t a_api_version) {
     (void)cx;
     if (end - pos < 6) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
     pos += 6;
     if ((a_api_version >= INT64_C(1))) {
         if (end - pos < 4) return -1;
@@ -1059,6 +1060,7 @@ static Py_ssize_t k_offset_for_leader_topic_result(kf_ctx *cx, const uint8_t *b,
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -1070,6 +1072,7 @@ static Py_ssize_t k_offset_for_leader_topic_result(kf_ctx *cx, const uint8_t *b,
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 14 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 1, pos, 0);
                 pos = k_epoch_end_offset(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -1093,6 +1096,7 @@ static Py_ssize_t k_offset_for_leader_epoch_response(kf_ctx *cx, const uint8_t *
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 6 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 2, pos, 0);
                 pos = k_offset_for_leader_topic_result(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -1104,6 +1108,7 @@ static Py_ssize_t k_offset_for_leader_epoch_response(kf_ctx *cx, const uint8_t *
 static Py_ssize_t k_epoch_end_offset_flexible(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 18) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
     pos += 18;
     if (pos >= end || b[pos] != 0) return -1;
     pos++;
@@ -1119,6 +1124,7 @@ static Py_ssize_t k_offset_for_leader_topic_result_flexible(kf_ctx *cx, const ui
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 3, pos, n_);
             pos += n_;
         }
     }
@@ -1129,6 +1135,7 @@ static Py_ssize_t k_offset_for_leader_topic_result_flexible(kf_ctx *cx, const ui
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 19 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 4, pos, 0);
                 pos = k_epoch_end_offset_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1151,6 +1158,7 @@ static Py_ssize_t k_offset_for_leader_epoch_response_flexible(kf_ctx *cx, const 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 5, pos, 0);
                 pos = k_offset_for_leader_topic_result_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1196,6 +1204,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_offset_for_leader_epoch_response_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_offset_for_leader_epoch_response_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -1333,6 +1346,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "5f10394b8be047d6223219f0e0d40ab25290c8b2c2298b001b447d3a057fe9de") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -1701,6 +1701,7 @@ static Py_ssize_t k_partition_produce_data(kf_ctx *cx, const uint8_t *b, Py_ssiz
         pos += 4;
         if (n_ < 0) {  } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
+            if (cx->facts) kf_fact_records(cx->facts, pos, n_);
             pos += n_;
         }
     }
@@ -1717,6 +1718,7 @@ static Py_ssize_t k_topic_produce_data(kf_ctx *cx, const uint8_t *b, Py_ssize_t 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -1728,6 +1730,7 @@ static Py_ssize_t k_topic_produce_data(kf_ctx *cx, const uint8_t *b, Py_ssize_t 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 8 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 1, pos, 0);
                 pos = k_partition_produce_data(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1745,9 +1748,10 @@ static Py_ssize_t k_produce_request(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos
             if (end - pos < 2) return -1;
             n_ = kf_i16(b + pos);
             pos += 2;
-            if (n_ < 0) {  } else {
+            if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 2, pos, -1); } else {
                 if (n_ > cx->max_bytes || n_ > end - pos) return -1;
                 if (!kf_ascii(b + pos, n_)) return -1;
+                if (cx->facts) kf_fact_want(cx->facts, 2, pos, n_);
                 pos += n_;
             }
         }
@@ -1762,6 +1766,7 @@ static Py_ssize_t k_produce_request(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 6 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 3, pos, 0);
                 pos = k_topic_produce_data(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1780,6 +1785,7 @@ static Py_ssize_t k_partition_produce_data_flexible(kf_ctx *cx, const uint8_t *b
             n_ = (int64_t)u_ - 1; }
         if (n_ < 0) {  } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
+            if (cx->facts) kf_fact_records(cx->facts, pos, n_);
             pos += n_;
         }
     }
@@ -1797,6 +1803,7 @@ static Py_ssize_t k_topic_produce_data_flexible(kf_ctx *cx, const uint8_t *b, Py
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 4, pos, n_);
             pos += n_;
         }
     }
@@ -1807,6 +1814,7 @@ static Py_ssize_t k_topic_produce_data_flexible(kf_ctx *cx, const uint8_t *b, Py
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 6 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 5, pos, 0);
                 pos = k_partition_produce_data_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1824,9 +1832,10 @@ static Py_ssize_t k_produce_request_flexible(kf_ctx *cx, const uint8_t *b, Py_ss
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 6, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 6, pos, n_);
             pos += n_;
         }
     }
@@ -1839,6 +1848,7 @@ static Py_ssize_t k_produce_request_flexible(kf_ctx *cx, const uint8_t *b, Py_ss
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 7, pos, 0);
                 pos = k_topic_produce_data_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1859,6 +1869,7 @@ static Py_ssize_t k_partition_produce_data_v12(kf_ctx *cx, const uint8_t *b, Py_
             n_ = (int64_t)u_ - 1; }
         if (n_ < 0) {  } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
+            if (cx->facts) kf_fact_records(cx->facts, pos, n_);
             pos += n_;
         }
     }
@@ -1877,12 +1888,14 @@ static Py_ssize_t k_topic_produce_data_v12(kf_ctx *cx, const uint8_t *b, Py_ssiz
             if (n_ < 0) { return -1; } else {
                 if (n_ > cx->max_bytes || n_ > end - pos) return -1;
                 if (!kf_ascii(b + pos, n_)) return -1;
+                if (cx->facts) kf_fact_want(cx->facts, 8, pos, n_);
                 pos += n_;
             }
         }
     }
     if ((a_api_version >= INT64_C(13))) {
         if (end - pos < 16) return -1;
+        if (cx->facts) { kf_fact_want(cx->facts, 9, pos + 0, 16); }
         pos += 16;
     }
     {
@@ -1892,6 +1905,7 @@ static Py_ssize_t k_topic_produce_data_v12(kf_ctx *cx, const uint8_t *b, Py_ssiz
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 6 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 10, pos, 0);
                 pos = k_partition_produce_data_v12(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1909,9 +1923,10 @@ static Py_ssize_t k_produce_request_v12(kf_ctx *cx, const uint8_t *b, Py_ssize_t
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 11, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 11, pos, n_);
             pos += n_;
         }
     }
@@ -1924,6 +1939,7 @@ static Py_ssize_t k_produce_request_v12(kf_ctx *cx, const uint8_t *b, Py_ssize_t
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 2 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 12, pos, 0);
                 pos = k_topic_produce_data_v12(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -1973,6 +1989,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_produce_request_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_produce_request_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -2139,6 +2160,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "2fb4c3e1fcd42e75e69f56ce8351262a2380082c854105ec31d76d7fbd0f0f64") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

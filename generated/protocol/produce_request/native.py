@@ -86,6 +86,24 @@ decode_columns_run = None
 check_from = _c.check_from
 #: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
 CHECK_FACTOR = 65
+#: the check walk as C calls it (a capsule: kfmt.runtime.native._traffic), and what it tells besides the error
+#: codes and record sets: fact id -> (kind, the Kafka paths it is found at) (generator.ir.walk.fact_paths)
+WALK = _c.WALK
+FACTS = {
+    2: ("text", ("TransactionalId",)),
+    3: ("array", ("TopicData[]",)),
+    0: ("text", ("TopicData[].Name",)),
+    1: ("array", ("TopicData[].PartitionData[]",)),
+    6: ("text", ("TransactionalId",)),
+    7: ("array", ("TopicData[]",)),
+    4: ("text", ("TopicData[].Name",)),
+    5: ("array", ("TopicData[].PartitionData[]",)),
+    11: ("text", ("TransactionalId",)),
+    12: ("array", ("TopicData[]",)),
+    8: ("text", ("TopicData[].Name",)),
+    9: ("uuid", ("TopicData[].TopicId",)),
+    10: ("array", ("TopicData[].PartitionData[]",)),
+}
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each
 

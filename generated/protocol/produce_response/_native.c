@@ -2944,9 +2944,10 @@ static Py_ssize_t k_batch_index_and_error_message(kf_ctx *cx, const uint8_t *b, 
         if (end - pos < 2) return -1;
         n_ = kf_i16(b + pos);
         pos += 2;
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 0, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -2956,6 +2957,7 @@ static Py_ssize_t k_batch_index_and_error_message(kf_ctx *cx, const uint8_t *b, 
 static Py_ssize_t k_partition_produce_response(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t a_api_version) {
     (void)cx;
     if (end - pos < 14) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 14;
     if ((a_api_version >= INT64_C(2))) {
         if (end - pos < 8) return -1;
@@ -2974,6 +2976,7 @@ static Py_ssize_t k_partition_produce_response(kf_ctx *cx, const uint8_t *b, Py_
             if (n_ < 0) { return -1; } else {
                 if (n_ > cx->max_headers || n_ * 6 > end - pos) return -1;
                 for (int64_t i_ = 0; i_ < n_; i_++) {
+                    if (cx->facts) kf_fact_want(cx->facts, 1, pos, 0);
                     pos = k_batch_index_and_error_message(cx, b, pos, end);
                     if (pos < 0) return -1;
                 }
@@ -2986,9 +2989,10 @@ static Py_ssize_t k_partition_produce_response(kf_ctx *cx, const uint8_t *b, Py_
             if (end - pos < 2) return -1;
             n_ = kf_i16(b + pos);
             pos += 2;
-            if (n_ < 0) {  } else {
+            if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 2, pos, -1); } else {
                 if (n_ > cx->max_bytes || n_ > end - pos) return -1;
                 if (!kf_ascii(b + pos, n_)) return -1;
+                if (cx->facts) kf_fact_want(cx->facts, 2, pos, n_);
                 pos += n_;
             }
         }
@@ -3006,6 +3010,7 @@ static Py_ssize_t k_topic_produce_response(kf_ctx *cx, const uint8_t *b, Py_ssiz
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 3, pos, n_);
             pos += n_;
         }
     }
@@ -3017,6 +3022,7 @@ static Py_ssize_t k_topic_produce_response(kf_ctx *cx, const uint8_t *b, Py_ssiz
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 14 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 4, pos, 0);
                 pos = k_partition_produce_response(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -3036,6 +3042,7 @@ static Py_ssize_t k_produce_response(kf_ctx *cx, const uint8_t *b, Py_ssize_t po
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 6 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 5, pos, 0);
                 pos = k_topic_produce_response(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -3056,9 +3063,10 @@ static Py_ssize_t k_batch_index_and_error_message_flexible(kf_ctx *cx, const uin
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 6, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 6, pos, n_);
             pos += n_;
         }
     }
@@ -3070,6 +3078,7 @@ static Py_ssize_t k_batch_index_and_error_message_flexible(kf_ctx *cx, const uin
 static Py_ssize_t k_partition_produce_response_flexible(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t a_api_version) {
     (void)cx;
     if (end - pos < 30) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 30;
     {
         int64_t n_;
@@ -3078,6 +3087,7 @@ static Py_ssize_t k_partition_produce_response_flexible(kf_ctx *cx, const uint8_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 6 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 7, pos, 0);
                 pos = k_batch_index_and_error_message_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -3087,9 +3097,10 @@ static Py_ssize_t k_partition_produce_response_flexible(kf_ctx *cx, const uint8_
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 8, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 8, pos, n_);
             pos += n_;
         }
     }
@@ -3107,6 +3118,7 @@ static Py_ssize_t k_topic_produce_response_flexible(kf_ctx *cx, const uint8_t *b
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 9, pos, n_);
             pos += n_;
         }
     }
@@ -3117,6 +3129,7 @@ static Py_ssize_t k_topic_produce_response_flexible(kf_ctx *cx, const uint8_t *b
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 33 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 10, pos, 0);
                 pos = k_partition_produce_response_flexible(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -3137,6 +3150,7 @@ static Py_ssize_t k_produce_response_flexible(kf_ctx *cx, const uint8_t *b, Py_s
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 14, pos, 0);
                 pos = k_topic_produce_response_flexible(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -3157,9 +3171,10 @@ static Py_ssize_t k_batch_index_and_error_message_v12(kf_ctx *cx, const uint8_t 
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 15, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 15, pos, n_);
             pos += n_;
         }
     }
@@ -3171,6 +3186,7 @@ static Py_ssize_t k_batch_index_and_error_message_v12(kf_ctx *cx, const uint8_t 
 static Py_ssize_t k_partition_produce_response_v12(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 30) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 30;
     {
         int64_t n_;
@@ -3179,6 +3195,7 @@ static Py_ssize_t k_partition_produce_response_v12(kf_ctx *cx, const uint8_t *b,
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 6 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 16, pos, 0);
                 pos = k_batch_index_and_error_message_v12(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -3188,9 +3205,10 @@ static Py_ssize_t k_partition_produce_response_v12(kf_ctx *cx, const uint8_t *b,
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 17, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 17, pos, n_);
             pos += n_;
         }
     }
@@ -3209,12 +3227,14 @@ static Py_ssize_t k_topic_produce_response_v12(kf_ctx *cx, const uint8_t *b, Py_
             if (n_ < 0) { return -1; } else {
                 if (n_ > cx->max_bytes || n_ > end - pos) return -1;
                 if (!kf_ascii(b + pos, n_)) return -1;
+                if (cx->facts) kf_fact_want(cx->facts, 18, pos, n_);
                 pos += n_;
             }
         }
     }
     if ((a_api_version >= INT64_C(13))) {
         if (end - pos < 16) return -1;
+        if (cx->facts) { kf_fact_want(cx->facts, 19, pos + 0, 16); }
         pos += 16;
     }
     {
@@ -3224,6 +3244,7 @@ static Py_ssize_t k_topic_produce_response_v12(kf_ctx *cx, const uint8_t *b, Py_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 33 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 20, pos, 0);
                 pos = k_partition_produce_response_v12(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -3244,6 +3265,7 @@ static Py_ssize_t k_produce_response_v12(kf_ctx *cx, const uint8_t *b, Py_ssize_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 2 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 22, pos, 0);
                 pos = k_topic_produce_response_v12(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -3295,6 +3317,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_produce_response_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_produce_response_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -3519,6 +3546,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "2e385878c0546df9f26842a6e956297085af17c66485e22b2bc22026063db35b") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

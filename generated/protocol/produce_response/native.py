@@ -84,6 +84,30 @@ decode_columns_run = None
 check_from = _c.check_from
 #: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
 CHECK_FACTOR = 77
+#: the check walk as C calls it (a capsule: kfmt.runtime.native._traffic), and what it tells besides the error
+#: codes and record sets: fact id -> (kind, the Kafka paths it is found at) (generator.ir.walk.fact_paths)
+WALK = _c.WALK
+FACTS = {
+    5: ("array", ("Responses[]",)),
+    3: ("text", ("Responses[].Name",)),
+    4: ("array", ("Responses[].PartitionResponses[]",)),
+    1: ("array", ("Responses[].PartitionResponses[].RecordErrors[]",)),
+    0: ("text", ("Responses[].PartitionResponses[].RecordErrors[].BatchIndexErrorMessage",)),
+    2: ("text", ("Responses[].PartitionResponses[].ErrorMessage",)),
+    14: ("array", ("Responses[]",)),
+    9: ("text", ("Responses[].Name",)),
+    10: ("array", ("Responses[].PartitionResponses[]",)),
+    7: ("array", ("Responses[].PartitionResponses[].RecordErrors[]",)),
+    6: ("text", ("Responses[].PartitionResponses[].RecordErrors[].BatchIndexErrorMessage",)),
+    8: ("text", ("Responses[].PartitionResponses[].ErrorMessage",)),
+    22: ("array", ("Responses[]",)),
+    18: ("text", ("Responses[].Name",)),
+    19: ("uuid", ("Responses[].TopicId",)),
+    20: ("array", ("Responses[].PartitionResponses[]",)),
+    16: ("array", ("Responses[].PartitionResponses[].RecordErrors[]",)),
+    15: ("text", ("Responses[].PartitionResponses[].RecordErrors[].BatchIndexErrorMessage",)),
+    17: ("text", ("Responses[].PartitionResponses[].ErrorMessage",)),
+}
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each
 

@@ -367,6 +367,7 @@ static Py_ssize_t k_push_telemetry_request(kf_ctx *cx, const uint8_t *b, Py_ssiz
     (void)cx;
     if (!(a_api_version <= INT64_C(0))) return -1;
     if (end - pos < 22) return -1;
+    if (cx->facts) { kf_fact_want(cx->facts, 0, pos + 0, 16); }
     pos += 22;
     {
         int64_t n_;
@@ -413,6 +414,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_push_telemetry_request_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_push_telemetry_request_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -501,6 +507,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "ea5920606ae021199dc084ee8453a1a92bfff73f1cebac451679b7665d8fb8a2") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

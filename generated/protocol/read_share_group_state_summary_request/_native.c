@@ -627,6 +627,7 @@ static Py_ssize_t k_partition_data(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos,
 static Py_ssize_t k_read_state_summary_data(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 16) return -1;
+    if (cx->facts) { kf_fact_want(cx->facts, 0, pos + 0, 16); }
     pos += 16;
     {
         int64_t n_;
@@ -635,6 +636,7 @@ static Py_ssize_t k_read_state_summary_data(kf_ctx *cx, const uint8_t *b, Py_ssi
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 9 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 1, pos, 0);
                 pos = k_partition_data(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -655,6 +657,7 @@ static Py_ssize_t k_read_share_group_state_summary_request(kf_ctx *cx, const uin
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 2, pos, n_);
             pos += n_;
         }
     }
@@ -665,6 +668,7 @@ static Py_ssize_t k_read_share_group_state_summary_request(kf_ctx *cx, const uin
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 18 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 3, pos, 0);
                 pos = k_read_state_summary_data(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -706,6 +710,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_read_share_group_state_summary_request_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_read_share_group_state_summary_request_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -813,6 +822,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "632784229805dcf751eeb78e67582854d608fc2cc4032eaca525a4969486d091") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

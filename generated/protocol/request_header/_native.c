@@ -515,9 +515,10 @@ static Py_ssize_t k_request_header(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos,
             if (end - pos < 2) return -1;
             n_ = kf_i16(b + pos);
             pos += 2;
-            if (n_ < 0) {  } else {
+            if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 0, pos, -1); } else {
                 if (n_ > cx->max_bytes || n_ > end - pos) return -1;
                 if (!kf_ascii(b + pos, n_)) return -1;
+                if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
                 pos += n_;
             }
         }
@@ -535,9 +536,10 @@ static Py_ssize_t k_request_header_flexible(kf_ctx *cx, const uint8_t *b, Py_ssi
         if (end - pos < 2) return -1;
         n_ = kf_i16(b + pos);
         pos += 2;
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 1, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 1, pos, n_);
             pos += n_;
         }
     }
@@ -581,6 +583,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_request_header_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_header_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), header_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_request_header_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, header_version): (value, next position), or None when the python backend must decide */
@@ -676,6 +683,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "84d3e9724050ee1dc1a70202fa0aec3875c2d83abe12578d031df69b41f8b1d9") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

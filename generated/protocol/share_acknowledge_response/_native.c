@@ -1100,14 +1100,16 @@ static Py_ssize_t k_leader_id_and_epoch(kf_ctx *cx, const uint8_t *b, Py_ssize_t
 static Py_ssize_t k_partition_data(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 6) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 6;
     {
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 0, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -1121,6 +1123,7 @@ static Py_ssize_t k_partition_data(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos,
 static Py_ssize_t k_share_acknowledge_topic_response(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 16) return -1;
+    if (cx->facts) { kf_fact_want(cx->facts, 1, pos + 0, 16); }
     pos += 16;
     {
         int64_t n_;
@@ -1129,6 +1132,7 @@ static Py_ssize_t k_share_acknowledge_topic_response(kf_ctx *cx, const uint8_t *
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 17 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 2, pos, 0);
                 pos = k_partition_data(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1150,6 +1154,7 @@ static Py_ssize_t k_node_endpoint(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 3, pos, n_);
             pos += n_;
         }
     }
@@ -1159,9 +1164,10 @@ static Py_ssize_t k_node_endpoint(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, 
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 4, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 4, pos, n_);
             pos += n_;
         }
     }
@@ -1174,14 +1180,16 @@ static Py_ssize_t k_share_acknowledge_response(kf_ctx *cx, const uint8_t *b, Py_
     (void)cx;
     if (!(a_api_version <= INT64_C(0))) return -1;
     if (end - pos < 6) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 6;
     {
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 5, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 5, pos, n_);
             pos += n_;
         }
     }
@@ -1192,6 +1200,7 @@ static Py_ssize_t k_share_acknowledge_response(kf_ctx *cx, const uint8_t *b, Py_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 18 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 6, pos, 0);
                 pos = k_share_acknowledge_topic_response(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1204,6 +1213,7 @@ static Py_ssize_t k_share_acknowledge_response(kf_ctx *cx, const uint8_t *b, Py_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 11 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 7, pos, 0);
                 pos = k_node_endpoint(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1245,6 +1255,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_share_acknowledge_response_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_share_acknowledge_response_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -1379,6 +1394,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "d45d4dfc7b9493cd9c0b3c0a3a0cf659ad691c2e82fb3ba3c0c2d45c7195646a") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

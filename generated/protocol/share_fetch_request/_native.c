@@ -1294,6 +1294,7 @@ static Py_ssize_t k_fetch_partition(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 18 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 0, pos, 0);
                 pos = k_acknowledgement_batch(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1307,6 +1308,7 @@ static Py_ssize_t k_fetch_partition(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos
 static Py_ssize_t k_fetch_topic(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 16) return -1;
+    if (cx->facts) { kf_fact_want(cx->facts, 1, pos + 0, 16); }
     pos += 16;
     {
         int64_t n_;
@@ -1315,6 +1317,7 @@ static Py_ssize_t k_fetch_topic(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 10 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 2, pos, 0);
                 pos = k_fetch_partition(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1328,6 +1331,7 @@ static Py_ssize_t k_fetch_topic(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py
 static Py_ssize_t k_forgotten_topic(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 16) return -1;
+    if (cx->facts) { kf_fact_want(cx->facts, 3, pos + 0, 16); }
     pos += 16;
     {
         int64_t n_;
@@ -1350,9 +1354,10 @@ static Py_ssize_t k_share_fetch_request(kf_ctx *cx, const uint8_t *b, Py_ssize_t
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 4, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 4, pos, n_);
             pos += n_;
         }
     }
@@ -1360,9 +1365,10 @@ static Py_ssize_t k_share_fetch_request(kf_ctx *cx, const uint8_t *b, Py_ssize_t
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 5, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 5, pos, n_);
             pos += n_;
         }
     }
@@ -1375,6 +1381,7 @@ static Py_ssize_t k_share_fetch_request(kf_ctx *cx, const uint8_t *b, Py_ssize_t
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 18 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 6, pos, 0);
                 pos = k_fetch_topic(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1387,6 +1394,7 @@ static Py_ssize_t k_share_fetch_request(kf_ctx *cx, const uint8_t *b, Py_ssize_t
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 18 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 7, pos, 0);
                 pos = k_forgotten_topic(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1428,6 +1436,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_share_fetch_request_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_share_fetch_request_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -1564,6 +1577,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "d03e14aed5a6f1c052c3d267818430acb89d5a9f5ed34ef6607193bcdd7f0840") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -1417,14 +1417,16 @@ static Py_ssize_t k_acquired_records(kf_ctx *cx, const uint8_t *b, Py_ssize_t po
 static Py_ssize_t k_partition_data(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 6) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 6;
     {
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 0, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -1434,9 +1436,10 @@ static Py_ssize_t k_partition_data(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos,
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 1, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 1, pos, n_);
             pos += n_;
         }
     }
@@ -1448,6 +1451,7 @@ static Py_ssize_t k_partition_data(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos,
             n_ = (int64_t)u_ - 1; }
         if (n_ < 0) {  } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
+            if (cx->facts) kf_fact_records(cx->facts, pos, n_);
             pos += n_;
         }
     }
@@ -1458,6 +1462,7 @@ static Py_ssize_t k_partition_data(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos,
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 19 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 2, pos, 0);
                 pos = k_acquired_records(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1471,6 +1476,7 @@ static Py_ssize_t k_partition_data(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos,
 static Py_ssize_t k_share_fetchable_topic_response(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 16) return -1;
+    if (cx->facts) { kf_fact_want(cx->facts, 3, pos + 0, 16); }
     pos += 16;
     {
         int64_t n_;
@@ -1479,6 +1485,7 @@ static Py_ssize_t k_share_fetchable_topic_response(kf_ctx *cx, const uint8_t *b,
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 22 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 4, pos, 0);
                 pos = k_partition_data(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1500,6 +1507,7 @@ static Py_ssize_t k_node_endpoint(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 5, pos, n_);
             pos += n_;
         }
     }
@@ -1509,9 +1517,10 @@ static Py_ssize_t k_node_endpoint(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, 
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 6, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 6, pos, n_);
             pos += n_;
         }
     }
@@ -1524,14 +1533,16 @@ static Py_ssize_t k_share_fetch_response(kf_ctx *cx, const uint8_t *b, Py_ssize_
     (void)cx;
     if (!(a_api_version <= INT64_C(0))) return -1;
     if (end - pos < 6) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 6;
     {
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 7, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 7, pos, n_);
             pos += n_;
         }
     }
@@ -1542,6 +1553,7 @@ static Py_ssize_t k_share_fetch_response(kf_ctx *cx, const uint8_t *b, Py_ssize_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 18 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 8, pos, 0);
                 pos = k_share_fetchable_topic_response(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1554,6 +1566,7 @@ static Py_ssize_t k_share_fetch_response(kf_ctx *cx, const uint8_t *b, Py_ssize_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 11 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 9, pos, 0);
                 pos = k_node_endpoint(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1595,6 +1608,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_share_fetch_response_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_share_fetch_response_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -1747,6 +1765,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "ee5e593098f7b941c7014236b4ccb70ec51503952d5ae45e7440ed4bba461e16") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

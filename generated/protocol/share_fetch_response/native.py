@@ -86,6 +86,21 @@ decode_columns_run = None
 check_from = _c.check_from
 #: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
 CHECK_FACTOR = 27
+#: the check walk as C calls it (a capsule: kfmt.runtime.native._traffic), and what it tells besides the error
+#: codes and record sets: fact id -> (kind, the Kafka paths it is found at) (generator.ir.walk.fact_paths)
+WALK = _c.WALK
+FACTS = {
+    7: ("text", ("ErrorMessage",)),
+    8: ("array", ("Responses[]",)),
+    3: ("uuid", ("Responses[].TopicId",)),
+    4: ("array", ("Responses[].Partitions[]",)),
+    0: ("text", ("Responses[].Partitions[].ErrorMessage",)),
+    1: ("text", ("Responses[].Partitions[].AcknowledgeErrorMessage",)),
+    2: ("array", ("Responses[].Partitions[].AcquiredRecords[]",)),
+    9: ("array", ("NodeEndpoints[]",)),
+    5: ("text", ("NodeEndpoints[].Host",)),
+    6: ("text", ("NodeEndpoints[].Rack",)),
+}
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each
 

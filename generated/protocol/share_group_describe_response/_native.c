@@ -1472,6 +1472,7 @@ static Py_ssize_t k_member_subscribed_topic_names_item(kf_ctx *cx, const uint8_t
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -1481,6 +1482,7 @@ static Py_ssize_t k_member_subscribed_topic_names_item(kf_ctx *cx, const uint8_t
 static Py_ssize_t k_topic_partitions(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 16) return -1;
+    if (cx->facts) { kf_fact_want(cx->facts, 1, pos + 0, 16); }
     pos += 16;
     {
         int64_t n_;
@@ -1489,6 +1491,7 @@ static Py_ssize_t k_topic_partitions(kf_ctx *cx, const uint8_t *b, Py_ssize_t po
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 2, pos, n_);
             pos += n_;
         }
     }
@@ -1515,6 +1518,7 @@ static Py_ssize_t k_assignment(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 19 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 3, pos, 0);
                 pos = k_topic_partitions(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1534,6 +1538,7 @@ static Py_ssize_t k_member(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssiz
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 4, pos, n_);
             pos += n_;
         }
     }
@@ -1541,9 +1546,10 @@ static Py_ssize_t k_member(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssiz
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 5, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 5, pos, n_);
             pos += n_;
         }
     }
@@ -1556,6 +1562,7 @@ static Py_ssize_t k_member(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssiz
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 6, pos, n_);
             pos += n_;
         }
     }
@@ -1566,6 +1573,7 @@ static Py_ssize_t k_member(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssiz
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 7, pos, n_);
             pos += n_;
         }
     }
@@ -1576,6 +1584,7 @@ static Py_ssize_t k_member(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssiz
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 1 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 8, pos, 0);
                 pos = k_member_subscribed_topic_names_item(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1591,14 +1600,16 @@ static Py_ssize_t k_member(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssiz
 static Py_ssize_t k_described_group(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 2) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
     pos += 2;
     {
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 9, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 9, pos, n_);
             pos += n_;
         }
     }
@@ -1609,6 +1620,7 @@ static Py_ssize_t k_described_group(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 10, pos, n_);
             pos += n_;
         }
     }
@@ -1619,6 +1631,7 @@ static Py_ssize_t k_described_group(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 11, pos, n_);
             pos += n_;
         }
     }
@@ -1631,6 +1644,7 @@ static Py_ssize_t k_described_group(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 12, pos, n_);
             pos += n_;
         }
     }
@@ -1641,6 +1655,7 @@ static Py_ssize_t k_described_group(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 12 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 13, pos, 0);
                 pos = k_member(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1665,6 +1680,7 @@ static Py_ssize_t k_share_group_describe_response(kf_ctx *cx, const uint8_t *b, 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 20 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 14, pos, 0);
                 pos = k_described_group(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1706,6 +1722,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_share_group_describe_response_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_share_group_describe_response_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -1848,6 +1869,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "9c0d87f2e17036455f409f5e00d35fe2a9c87c13411d8163e65f452b842d54e2") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -84,6 +84,26 @@ decode_columns_run = None
 check_from = _c.check_from
 #: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
 CHECK_FACTOR = 140
+#: the check walk as C calls it (a capsule: kfmt.runtime.native._traffic), and what it tells besides the error
+#: codes and record sets: fact id -> (kind, the Kafka paths it is found at) (generator.ir.walk.fact_paths)
+WALK = _c.WALK
+FACTS = {
+    14: ("array", ("Groups[]",)),
+    9: ("text", ("Groups[].ErrorMessage",)),
+    10: ("text", ("Groups[].GroupId",)),
+    11: ("text", ("Groups[].GroupState",)),
+    12: ("text", ("Groups[].AssignorName",)),
+    13: ("array", ("Groups[].Members[]",)),
+    4: ("text", ("Groups[].Members[].MemberId",)),
+    5: ("text", ("Groups[].Members[].RackId",)),
+    6: ("text", ("Groups[].Members[].ClientId",)),
+    7: ("text", ("Groups[].Members[].ClientHost",)),
+    8: ("array", ("Groups[].Members[].SubscribedTopicNames[]",)),
+    0: ("text", ("Groups[].Members[].SubscribedTopicNames[].value",)),
+    3: ("array", ("Groups[].Members[].Assignment.TopicPartitions[]",)),
+    1: ("uuid", ("Groups[].Members[].Assignment.TopicPartitions[].TopicId",)),
+    2: ("text", ("Groups[].Members[].Assignment.TopicPartitions[].TopicName",)),
+}
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each
 

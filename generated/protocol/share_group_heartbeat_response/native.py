@@ -84,6 +84,15 @@ decode_columns_run = None
 check_from = _c.check_from
 #: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
 CHECK_FACTOR = 31
+#: the check walk as C calls it (a capsule: kfmt.runtime.native._traffic), and what it tells besides the error
+#: codes and record sets: fact id -> (kind, the Kafka paths it is found at) (generator.ir.walk.fact_paths)
+WALK = _c.WALK
+FACTS = {
+    2: ("text", ("ErrorMessage",)),
+    3: ("text", ("MemberId",)),
+    1: ("array", ("Assignment.TopicPartitions[]",)),
+    0: ("uuid", ("Assignment.TopicPartitions[].TopicId",)),
+}
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each
 

@@ -1540,6 +1540,7 @@ static Py_ssize_t k_stop_replica_partition_v0(kf_ctx *cx, const uint8_t *b, Py_s
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -1558,6 +1559,7 @@ static Py_ssize_t k_stop_replica_topic_v1(kf_ctx *cx, const uint8_t *b, Py_ssize
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 1, pos, n_);
             pos += n_;
         }
     }
@@ -1594,6 +1596,7 @@ static Py_ssize_t k_stop_replica_request(kf_ctx *cx, const uint8_t *b, Py_ssize_
             if (n_ < 0) { return -1; } else {
                 if (n_ > cx->max_headers || n_ * 6 > end - pos) return -1;
                 for (int64_t i_ = 0; i_ < n_; i_++) {
+                    if (cx->facts) kf_fact_want(cx->facts, 2, pos, 0);
                     pos = k_stop_replica_partition_v0(cx, b, pos, end);
                     if (pos < 0) return -1;
                 }
@@ -1609,6 +1612,7 @@ static Py_ssize_t k_stop_replica_request(kf_ctx *cx, const uint8_t *b, Py_ssize_
             if (n_ < 0) { return -1; } else {
                 if (n_ > cx->max_headers || n_ * 6 > end - pos) return -1;
                 for (int64_t i_ = 0; i_ < n_; i_++) {
+                    if (cx->facts) kf_fact_want(cx->facts, 3, pos, 0);
                     pos = k_stop_replica_topic_v1(cx, b, pos, end);
                     if (pos < 0) return -1;
                 }
@@ -1627,6 +1631,7 @@ static Py_ssize_t k_stop_replica_topic_v1_flexible(kf_ctx *cx, const uint8_t *b,
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 4, pos, n_);
             pos += n_;
         }
     }
@@ -1662,6 +1667,7 @@ static Py_ssize_t k_stop_replica_topic_state(kf_ctx *cx, const uint8_t *b, Py_ss
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 5, pos, n_);
             pos += n_;
         }
     }
@@ -1672,6 +1678,7 @@ static Py_ssize_t k_stop_replica_topic_state(kf_ctx *cx, const uint8_t *b, Py_ss
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 10 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 6, pos, 0);
                 pos = k_stop_replica_partition_state(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1705,6 +1712,7 @@ static Py_ssize_t k_stop_replica_request_flexible(kf_ctx *cx, const uint8_t *b, 
             if (n_ < 0) { return -1; } else {
                 if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
                 for (int64_t i_ = 0; i_ < n_; i_++) {
+                    if (cx->facts) kf_fact_want(cx->facts, 7, pos, 0);
                     pos = k_stop_replica_topic_v1_flexible(cx, b, pos, end);
                     if (pos < 0) return -1;
                 }
@@ -1719,6 +1727,7 @@ static Py_ssize_t k_stop_replica_request_flexible(kf_ctx *cx, const uint8_t *b, 
             if (n_ < 0) { return -1; } else {
                 if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
                 for (int64_t i_ = 0; i_ < n_; i_++) {
+                    if (cx->facts) kf_fact_want(cx->facts, 8, pos, 0);
                     pos = k_stop_replica_topic_state(cx, b, pos, end);
                     if (pos < 0) return -1;
                 }
@@ -1765,6 +1774,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_stop_replica_request_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_stop_replica_request_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -1918,6 +1932,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "a8b6bc3d6a2a5896bab0be9cc98efbf88eeee7bcde1d957f43abd15f1e8664a5") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -2080,9 +2080,10 @@ static Py_ssize_t k_txn_offset_commit_request_partition(kf_ctx *cx, const uint8_
         if (end - pos < 2) return -1;
         n_ = kf_i16(b + pos);
         pos += 2;
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 0, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -2099,6 +2100,7 @@ static Py_ssize_t k_txn_offset_commit_request_topic(kf_ctx *cx, const uint8_t *b
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 1, pos, n_);
             pos += n_;
         }
     }
@@ -2110,6 +2112,7 @@ static Py_ssize_t k_txn_offset_commit_request_topic(kf_ctx *cx, const uint8_t *b
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 14 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 2, pos, 0);
                 pos = k_txn_offset_commit_request_partition(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -2129,6 +2132,7 @@ static Py_ssize_t k_txn_offset_commit_request(kf_ctx *cx, const uint8_t *b, Py_s
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 3, pos, n_);
             pos += n_;
         }
     }
@@ -2140,6 +2144,7 @@ static Py_ssize_t k_txn_offset_commit_request(kf_ctx *cx, const uint8_t *b, Py_s
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 4, pos, n_);
             pos += n_;
         }
     }
@@ -2153,6 +2158,7 @@ static Py_ssize_t k_txn_offset_commit_request(kf_ctx *cx, const uint8_t *b, Py_s
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 6 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 5, pos, 0);
                 pos = k_txn_offset_commit_request_topic(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -2169,9 +2175,10 @@ static Py_ssize_t k_txn_offset_commit_request_partition_flexible(kf_ctx *cx, con
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 6, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 6, pos, n_);
             pos += n_;
         }
     }
@@ -2189,6 +2196,7 @@ static Py_ssize_t k_txn_offset_commit_request_topic_flexible(kf_ctx *cx, const u
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 7, pos, n_);
             pos += n_;
         }
     }
@@ -2199,6 +2207,7 @@ static Py_ssize_t k_txn_offset_commit_request_topic_flexible(kf_ctx *cx, const u
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 18 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 8, pos, 0);
                 pos = k_txn_offset_commit_request_partition_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -2219,6 +2228,7 @@ static Py_ssize_t k_txn_offset_commit_request_flexible(kf_ctx *cx, const uint8_t
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 9, pos, n_);
             pos += n_;
         }
     }
@@ -2229,6 +2239,7 @@ static Py_ssize_t k_txn_offset_commit_request_flexible(kf_ctx *cx, const uint8_t
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 10, pos, n_);
             pos += n_;
         }
     }
@@ -2241,6 +2252,7 @@ static Py_ssize_t k_txn_offset_commit_request_flexible(kf_ctx *cx, const uint8_t
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 11, pos, n_);
             pos += n_;
         }
     }
@@ -2248,9 +2260,10 @@ static Py_ssize_t k_txn_offset_commit_request_flexible(kf_ctx *cx, const uint8_t
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 12, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 12, pos, n_);
             pos += n_;
         }
     }
@@ -2261,6 +2274,7 @@ static Py_ssize_t k_txn_offset_commit_request_flexible(kf_ctx *cx, const uint8_t
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 13, pos, 0);
                 pos = k_txn_offset_commit_request_topic_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -2279,9 +2293,10 @@ static Py_ssize_t k_txn_offset_commit_request_partition_v5(kf_ctx *cx, const uin
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 14, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 14, pos, n_);
             pos += n_;
         }
     }
@@ -2299,6 +2314,7 @@ static Py_ssize_t k_txn_offset_commit_request_topic_v5(kf_ctx *cx, const uint8_t
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 15, pos, n_);
             pos += n_;
         }
     }
@@ -2309,6 +2325,7 @@ static Py_ssize_t k_txn_offset_commit_request_topic_v5(kf_ctx *cx, const uint8_t
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 18 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 16, pos, 0);
                 pos = k_txn_offset_commit_request_partition_v5(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -2329,6 +2346,7 @@ static Py_ssize_t k_txn_offset_commit_request_v5(kf_ctx *cx, const uint8_t *b, P
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 17, pos, n_);
             pos += n_;
         }
     }
@@ -2339,6 +2357,7 @@ static Py_ssize_t k_txn_offset_commit_request_v5(kf_ctx *cx, const uint8_t *b, P
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 18, pos, n_);
             pos += n_;
         }
     }
@@ -2351,6 +2370,7 @@ static Py_ssize_t k_txn_offset_commit_request_v5(kf_ctx *cx, const uint8_t *b, P
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 19, pos, n_);
             pos += n_;
         }
     }
@@ -2358,9 +2378,10 @@ static Py_ssize_t k_txn_offset_commit_request_v5(kf_ctx *cx, const uint8_t *b, P
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 20, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 20, pos, n_);
             pos += n_;
         }
     }
@@ -2371,6 +2392,7 @@ static Py_ssize_t k_txn_offset_commit_request_v5(kf_ctx *cx, const uint8_t *b, P
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 21, pos, 0);
                 pos = k_txn_offset_commit_request_topic_v5(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -2420,6 +2442,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_txn_offset_commit_request_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_txn_offset_commit_request_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -2590,6 +2617,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "fc5fb876de602935c436912d0d11bd1824be6a8bfc7db8454c1aac4d6e24afe2") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

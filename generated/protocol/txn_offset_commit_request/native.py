@@ -84,6 +84,33 @@ decode_columns_run = None
 check_from = _c.check_from
 #: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
 CHECK_FACTOR = 39
+#: the check walk as C calls it (a capsule: kfmt.runtime.native._traffic), and what it tells besides the error
+#: codes and record sets: fact id -> (kind, the Kafka paths it is found at) (generator.ir.walk.fact_paths)
+WALK = _c.WALK
+FACTS = {
+    3: ("text", ("TransactionalId",)),
+    4: ("text", ("GroupId",)),
+    5: ("array", ("Topics[]",)),
+    1: ("text", ("Topics[].Name",)),
+    2: ("array", ("Topics[].Partitions[]",)),
+    0: ("text", ("Topics[].Partitions[].CommittedMetadata",)),
+    9: ("text", ("TransactionalId",)),
+    10: ("text", ("GroupId",)),
+    11: ("text", ("MemberId",)),
+    12: ("text", ("GroupInstanceId",)),
+    13: ("array", ("Topics[]",)),
+    7: ("text", ("Topics[].Name",)),
+    8: ("array", ("Topics[].Partitions[]",)),
+    6: ("text", ("Topics[].Partitions[].CommittedMetadata",)),
+    17: ("text", ("TransactionalId",)),
+    18: ("text", ("GroupId",)),
+    19: ("text", ("MemberId",)),
+    20: ("text", ("GroupInstanceId",)),
+    21: ("array", ("Topics[]",)),
+    15: ("text", ("Topics[].Name",)),
+    16: ("array", ("Topics[].Partitions[]",)),
+    14: ("text", ("Topics[].Partitions[].CommittedMetadata",)),
+}
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each
 

@@ -1374,6 +1374,7 @@ static PyObject *py_encode_all(PyObject *self, PyObject *const *args, Py_ssize_t
 
 /* ------------------------------------------------------------------ the check walk (generator.ir.walk) */
 
+static Py_ssize_t k_txn_offset_commit_response_partition(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end);
 static Py_ssize_t k_txn_offset_commit_response_topic(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end);
 static Py_ssize_t k_txn_offset_commit_response(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t a_api_version);
 static Py_ssize_t k_txn_offset_commit_response_partition_flexible(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end);
@@ -1383,6 +1384,14 @@ static Py_ssize_t k_txn_offset_commit_response_partition_v5(kf_ctx *cx, const ui
 static Py_ssize_t k_txn_offset_commit_response_topic_v5(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end);
 static Py_ssize_t k_txn_offset_commit_response_v5(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t a_api_version);
 static Py_ssize_t k_txn_offset_commit_response_by_version(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t a_api_version);
+
+static Py_ssize_t k_txn_offset_commit_response_partition(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
+    (void)cx;
+    if (end - pos < 6) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
+    pos += 6;
+    return pos;
+}
 
 static Py_ssize_t k_txn_offset_commit_response_topic(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
@@ -1394,6 +1403,7 @@ static Py_ssize_t k_txn_offset_commit_response_topic(kf_ctx *cx, const uint8_t *
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -1404,7 +1414,11 @@ static Py_ssize_t k_txn_offset_commit_response_topic(kf_ctx *cx, const uint8_t *
         pos += 4;
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 6 > end - pos) return -1;
-            pos += n_ * 6;
+            for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 1, pos, 0);
+                pos = k_txn_offset_commit_response_partition(cx, b, pos, end);
+                if (pos < 0) return -1;
+            }
         }
     }
     return pos;
@@ -1423,6 +1437,7 @@ static Py_ssize_t k_txn_offset_commit_response(kf_ctx *cx, const uint8_t *b, Py_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 6 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 2, pos, 0);
                 pos = k_txn_offset_commit_response_topic(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1434,6 +1449,7 @@ static Py_ssize_t k_txn_offset_commit_response(kf_ctx *cx, const uint8_t *b, Py_
 static Py_ssize_t k_txn_offset_commit_response_partition_flexible(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 6) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 6;
     if (pos >= end || b[pos] != 0) return -1;
     pos++;
@@ -1449,6 +1465,7 @@ static Py_ssize_t k_txn_offset_commit_response_topic_flexible(kf_ctx *cx, const 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 3, pos, n_);
             pos += n_;
         }
     }
@@ -1459,6 +1476,7 @@ static Py_ssize_t k_txn_offset_commit_response_topic_flexible(kf_ctx *cx, const 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 7 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 4, pos, 0);
                 pos = k_txn_offset_commit_response_partition_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1481,6 +1499,7 @@ static Py_ssize_t k_txn_offset_commit_response_flexible(kf_ctx *cx, const uint8_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 5, pos, 0);
                 pos = k_txn_offset_commit_response_topic_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1494,6 +1513,7 @@ static Py_ssize_t k_txn_offset_commit_response_flexible(kf_ctx *cx, const uint8_
 static Py_ssize_t k_txn_offset_commit_response_partition_v5(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 6) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 6;
     if (pos >= end || b[pos] != 0) return -1;
     pos++;
@@ -1509,6 +1529,7 @@ static Py_ssize_t k_txn_offset_commit_response_topic_v5(kf_ctx *cx, const uint8_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 6, pos, n_);
             pos += n_;
         }
     }
@@ -1519,6 +1540,7 @@ static Py_ssize_t k_txn_offset_commit_response_topic_v5(kf_ctx *cx, const uint8_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 7 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 7, pos, 0);
                 pos = k_txn_offset_commit_response_partition_v5(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1541,6 +1563,7 @@ static Py_ssize_t k_txn_offset_commit_response_v5(kf_ctx *cx, const uint8_t *b, 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 8, pos, 0);
                 pos = k_txn_offset_commit_response_topic_v5(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1590,6 +1613,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_txn_offset_commit_response_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_txn_offset_commit_response_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -1751,6 +1779,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "92646202ca31a53c72e55d66de591fe08610073cd763d21d6cca65a10fec11d6") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

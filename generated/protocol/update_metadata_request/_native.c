@@ -3332,6 +3332,7 @@ static Py_ssize_t k_update_metadata_partition_state(kf_ctx *cx, const uint8_t *b
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -3423,6 +3424,7 @@ static Py_ssize_t k_update_metadata_topic_state(kf_ctx *cx, const uint8_t *b, Py
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 1, pos, n_);
             pos += n_;
         }
     }
@@ -3434,6 +3436,7 @@ static Py_ssize_t k_update_metadata_topic_state(kf_ctx *cx, const uint8_t *b, Py
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 32 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 2, pos, 0);
                 pos = k_update_metadata_request_update_metadata_partition_state(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -3454,6 +3457,7 @@ static Py_ssize_t k_update_metadata_endpoint(kf_ctx *cx, const uint8_t *b, Py_ss
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 3, pos, n_);
             pos += n_;
         }
     }
@@ -3466,6 +3470,7 @@ static Py_ssize_t k_update_metadata_endpoint(kf_ctx *cx, const uint8_t *b, Py_ss
             if (n_ < 0) { return -1; } else {
                 if (n_ > cx->max_bytes || n_ > end - pos) return -1;
                 if (!kf_ascii(b + pos, n_)) return -1;
+                if (cx->facts) kf_fact_want(cx->facts, 4, pos, n_);
                 pos += n_;
             }
         }
@@ -3488,6 +3493,7 @@ static Py_ssize_t k_update_metadata_broker(kf_ctx *cx, const uint8_t *b, Py_ssiz
             if (n_ < 0) { return -1; } else {
                 if (n_ > cx->max_bytes || n_ > end - pos) return -1;
                 if (!kf_ascii(b + pos, n_)) return -1;
+                if (cx->facts) kf_fact_want(cx->facts, 5, pos, n_);
                 pos += n_;
             }
         }
@@ -3505,6 +3511,7 @@ static Py_ssize_t k_update_metadata_broker(kf_ctx *cx, const uint8_t *b, Py_ssiz
             if (n_ < 0) { return -1; } else {
                 if (n_ > cx->max_headers || n_ * 8 > end - pos) return -1;
                 for (int64_t i_ = 0; i_ < n_; i_++) {
+                    if (cx->facts) kf_fact_want(cx->facts, 6, pos, 0);
                     pos = k_update_metadata_endpoint(cx, b, pos, end, a_api_version);
                     if (pos < 0) return -1;
                 }
@@ -3517,9 +3524,10 @@ static Py_ssize_t k_update_metadata_broker(kf_ctx *cx, const uint8_t *b, Py_ssiz
             if (end - pos < 2) return -1;
             n_ = kf_i16(b + pos);
             pos += 2;
-            if (n_ < 0) {  } else {
+            if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 7, pos, -1); } else {
                 if (n_ > cx->max_bytes || n_ > end - pos) return -1;
                 if (!kf_ascii(b + pos, n_)) return -1;
+                if (cx->facts) kf_fact_want(cx->facts, 7, pos, n_);
                 pos += n_;
             }
         }
@@ -3545,6 +3553,7 @@ static Py_ssize_t k_update_metadata_request(kf_ctx *cx, const uint8_t *b, Py_ssi
             if (n_ < 0) { return -1; } else {
                 if (n_ > cx->max_headers || n_ * 30 > end - pos) return -1;
                 for (int64_t i_ = 0; i_ < n_; i_++) {
+                    if (cx->facts) kf_fact_want(cx->facts, 8, pos, 0);
                     pos = k_update_metadata_partition_state(cx, b, pos, end, a_api_version);
                     if (pos < 0) return -1;
                 }
@@ -3560,6 +3569,7 @@ static Py_ssize_t k_update_metadata_request(kf_ctx *cx, const uint8_t *b, Py_ssi
             if (n_ < 0) { return -1; } else {
                 if (n_ > cx->max_headers || n_ * 6 > end - pos) return -1;
                 for (int64_t i_ = 0; i_ < n_; i_++) {
+                    if (cx->facts) kf_fact_want(cx->facts, 9, pos, 0);
                     pos = k_update_metadata_topic_state(cx, b, pos, end);
                     if (pos < 0) return -1;
                 }
@@ -3574,6 +3584,7 @@ static Py_ssize_t k_update_metadata_request(kf_ctx *cx, const uint8_t *b, Py_ssi
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 4 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 10, pos, 0);
                 pos = k_update_metadata_broker(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -3629,11 +3640,13 @@ static Py_ssize_t k_update_metadata_topic_state_flexible(kf_ctx *cx, const uint8
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 11, pos, n_);
             pos += n_;
         }
     }
     if ((a_api_version >= INT64_C(7))) {
         if (end - pos < 16) return -1;
+        if (cx->facts) { kf_fact_want(cx->facts, 12, pos + 0, 16); }
         pos += 16;
     }
     {
@@ -3643,6 +3656,7 @@ static Py_ssize_t k_update_metadata_topic_state_flexible(kf_ctx *cx, const uint8
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 24 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 13, pos, 0);
                 pos = k_update_metadata_partition_state_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -3664,6 +3678,7 @@ static Py_ssize_t k_update_metadata_endpoint_flexible(kf_ctx *cx, const uint8_t 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 14, pos, n_);
             pos += n_;
         }
     }
@@ -3674,6 +3689,7 @@ static Py_ssize_t k_update_metadata_endpoint_flexible(kf_ctx *cx, const uint8_t 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 15, pos, n_);
             pos += n_;
         }
     }
@@ -3695,6 +3711,7 @@ static Py_ssize_t k_update_metadata_broker_flexible(kf_ctx *cx, const uint8_t *b
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 9 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 16, pos, 0);
                 pos = k_update_metadata_endpoint_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -3704,9 +3721,10 @@ static Py_ssize_t k_update_metadata_broker_flexible(kf_ctx *cx, const uint8_t *b
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 17, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 17, pos, n_);
             pos += n_;
         }
     }
@@ -3733,6 +3751,7 @@ static Py_ssize_t k_update_metadata_request_flexible(kf_ctx *cx, const uint8_t *
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 18, pos, 0);
                 pos = k_update_metadata_topic_state_flexible(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -3745,6 +3764,7 @@ static Py_ssize_t k_update_metadata_request_flexible(kf_ctx *cx, const uint8_t *
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 7 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 19, pos, 0);
                 pos = k_update_metadata_broker_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -3790,6 +3810,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_update_metadata_request_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_update_metadata_request_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -3991,6 +4016,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "4c0b9f2d4ebc0a0c3a7e2300ac668aea9f03302d0be4f5bd0dc8defc46e0360a") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

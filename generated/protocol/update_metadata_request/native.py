@@ -84,6 +84,31 @@ decode_columns_run = None
 check_from = _c.check_from
 #: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
 CHECK_FACTOR = 204
+#: the check walk as C calls it (a capsule: kfmt.runtime.native._traffic), and what it tells besides the error
+#: codes and record sets: fact id -> (kind, the Kafka paths it is found at) (generator.ir.walk.fact_paths)
+WALK = _c.WALK
+FACTS = {
+    8: ("array", ("UngroupedPartitionStates[]",)),
+    0: ("text", ("UngroupedPartitionStates[].TopicName",)),
+    9: ("array", ("TopicStates[]",)),
+    1: ("text", ("TopicStates[].TopicName",)),
+    2: ("array", ("TopicStates[].PartitionStates[]",)),
+    10: ("array", ("LiveBrokers[]",)),
+    5: ("text", ("LiveBrokers[].V0Host",)),
+    6: ("array", ("LiveBrokers[].Endpoints[]",)),
+    3: ("text", ("LiveBrokers[].Endpoints[].Host",)),
+    4: ("text", ("LiveBrokers[].Endpoints[].Listener",)),
+    7: ("text", ("LiveBrokers[].Rack",)),
+    18: ("array", ("TopicStates[]",)),
+    11: ("text", ("TopicStates[].TopicName",)),
+    12: ("uuid", ("TopicStates[].TopicId",)),
+    13: ("array", ("TopicStates[].PartitionStates[]",)),
+    19: ("array", ("LiveBrokers[]",)),
+    16: ("array", ("LiveBrokers[].Endpoints[]",)),
+    14: ("text", ("LiveBrokers[].Endpoints[].Host",)),
+    15: ("text", ("LiveBrokers[].Endpoints[].Listener",)),
+    17: ("text", ("LiveBrokers[].Rack",)),
+}
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each
 

@@ -334,6 +334,7 @@ static Py_ssize_t k_update_metadata_response(kf_ctx *cx, const uint8_t *b, Py_ss
     (void)cx;
     if (!(a_api_version <= INT64_C(5))) return -1;
     if (end - pos < 2) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
     pos += 2;
     return pos;
 }
@@ -342,6 +343,7 @@ static Py_ssize_t k_update_metadata_response_flexible(kf_ctx *cx, const uint8_t 
     (void)cx;
     if (!((a_api_version >= INT64_C(6)) && (a_api_version <= INT64_C(8)))) return -1;
     if (end - pos < 2) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
     pos += 2;
     if (pos >= end || b[pos] != 0) return -1;
     pos++;
@@ -383,6 +385,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_update_metadata_response_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_update_metadata_response_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -476,6 +483,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "07593761a60c399447e4cd863c250937df031a8166ad1aa9e27777080a3452e4") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

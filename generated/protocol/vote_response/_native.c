@@ -940,6 +940,7 @@ static Py_ssize_t k_vote_response_by_version(kf_ctx *cx, const uint8_t *b, Py_ss
 static Py_ssize_t k_partition_data(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 15) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 15;
     if (pos >= end || b[pos] != 0) return -1;
     pos++;
@@ -955,6 +956,7 @@ static Py_ssize_t k_topic_data(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -965,6 +967,7 @@ static Py_ssize_t k_topic_data(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 16 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 1, pos, 0);
                 pos = k_partition_data(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -979,6 +982,7 @@ static Py_ssize_t k_vote_response(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, 
     (void)cx;
     if (!(a_api_version <= INT64_C(1))) return -1;
     if (end - pos < 2) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 0); }
     pos += 2;
     {
         int64_t n_;
@@ -987,6 +991,7 @@ static Py_ssize_t k_vote_response(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 4, pos, 0);
                 pos = k_topic_data(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1028,6 +1033,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_vote_response_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_vote_response_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -1151,6 +1161,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "c55e9ff2541f872c0bf3427223ce05d56dab1c739af7ca5702196db0e75f05dd") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -621,14 +621,16 @@ static Py_ssize_t k_write_share_group_state_response_by_version(kf_ctx *cx, cons
 static Py_ssize_t k_partition_result(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 6) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 6;
     {
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 0, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -640,6 +642,7 @@ static Py_ssize_t k_partition_result(kf_ctx *cx, const uint8_t *b, Py_ssize_t po
 static Py_ssize_t k_write_state_result(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 16) return -1;
+    if (cx->facts) { kf_fact_want(cx->facts, 1, pos + 0, 16); }
     pos += 16;
     {
         int64_t n_;
@@ -648,6 +651,7 @@ static Py_ssize_t k_write_state_result(kf_ctx *cx, const uint8_t *b, Py_ssize_t 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 8 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 2, pos, 0);
                 pos = k_partition_result(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -668,6 +672,7 @@ static Py_ssize_t k_write_share_group_state_response(kf_ctx *cx, const uint8_t *
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 18 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 3, pos, 0);
                 pos = k_write_state_result(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -709,6 +714,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_write_share_group_state_response_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_write_share_group_state_response_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -816,6 +826,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "84367c9b13af0f1eb668b56645b1c487c54059f900e433a7e9985d1db746fd25") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

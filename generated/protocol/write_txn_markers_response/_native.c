@@ -1719,6 +1719,7 @@ static PyObject *py_encode_all(PyObject *self, PyObject *const *args, Py_ssize_t
 
 /* ------------------------------------------------------------------ the check walk (generator.ir.walk) */
 
+static Py_ssize_t k_writable_txn_marker_partition_result(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end);
 static Py_ssize_t k_writable_txn_marker_topic_result(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end);
 static Py_ssize_t k_writable_txn_marker_result(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end);
 static Py_ssize_t k_write_txn_markers_response(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t a_api_version);
@@ -1732,6 +1733,14 @@ static Py_ssize_t k_writable_txn_marker_result_v2(kf_ctx *cx, const uint8_t *b, 
 static Py_ssize_t k_write_txn_markers_response_v2(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t a_api_version);
 static Py_ssize_t k_write_txn_markers_response_by_version(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t a_api_version);
 
+static Py_ssize_t k_writable_txn_marker_partition_result(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
+    (void)cx;
+    if (end - pos < 6) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
+    pos += 6;
+    return pos;
+}
+
 static Py_ssize_t k_writable_txn_marker_topic_result(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     {
@@ -1742,6 +1751,7 @@ static Py_ssize_t k_writable_txn_marker_topic_result(kf_ctx *cx, const uint8_t *
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -1752,7 +1762,11 @@ static Py_ssize_t k_writable_txn_marker_topic_result(kf_ctx *cx, const uint8_t *
         pos += 4;
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 6 > end - pos) return -1;
-            pos += n_ * 6;
+            for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 1, pos, 0);
+                pos = k_writable_txn_marker_partition_result(cx, b, pos, end);
+                if (pos < 0) return -1;
+            }
         }
     }
     return pos;
@@ -1770,6 +1784,7 @@ static Py_ssize_t k_writable_txn_marker_result(kf_ctx *cx, const uint8_t *b, Py_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 6 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 2, pos, 0);
                 pos = k_writable_txn_marker_topic_result(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1789,6 +1804,7 @@ static Py_ssize_t k_write_txn_markers_response(kf_ctx *cx, const uint8_t *b, Py_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 12 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 3, pos, 0);
                 pos = k_writable_txn_marker_result(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1800,6 +1816,7 @@ static Py_ssize_t k_write_txn_markers_response(kf_ctx *cx, const uint8_t *b, Py_
 static Py_ssize_t k_writable_txn_marker_partition_result_flexible(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 6) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 6;
     if (pos >= end || b[pos] != 0) return -1;
     pos++;
@@ -1815,6 +1832,7 @@ static Py_ssize_t k_writable_txn_marker_topic_result_flexible(kf_ctx *cx, const 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 4, pos, n_);
             pos += n_;
         }
     }
@@ -1825,6 +1843,7 @@ static Py_ssize_t k_writable_txn_marker_topic_result_flexible(kf_ctx *cx, const 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 7 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 5, pos, 0);
                 pos = k_writable_txn_marker_partition_result_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1846,6 +1865,7 @@ static Py_ssize_t k_writable_txn_marker_result_flexible(kf_ctx *cx, const uint8_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 6, pos, 0);
                 pos = k_writable_txn_marker_topic_result_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1866,6 +1886,7 @@ static Py_ssize_t k_write_txn_markers_response_flexible(kf_ctx *cx, const uint8_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 10 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 7, pos, 0);
                 pos = k_writable_txn_marker_result_flexible(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1879,6 +1900,7 @@ static Py_ssize_t k_write_txn_markers_response_flexible(kf_ctx *cx, const uint8_
 static Py_ssize_t k_writable_txn_marker_partition_result_v2(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 6) return -1;
+    if (cx->facts) { kf_fact_code(cx->facts, b + pos + 4); }
     pos += 6;
     if (pos >= end || b[pos] != 0) return -1;
     pos++;
@@ -1894,6 +1916,7 @@ static Py_ssize_t k_writable_txn_marker_topic_result_v2(kf_ctx *cx, const uint8_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 8, pos, n_);
             pos += n_;
         }
     }
@@ -1904,6 +1927,7 @@ static Py_ssize_t k_writable_txn_marker_topic_result_v2(kf_ctx *cx, const uint8_
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 7 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 9, pos, 0);
                 pos = k_writable_txn_marker_partition_result_v2(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1925,6 +1949,7 @@ static Py_ssize_t k_writable_txn_marker_result_v2(kf_ctx *cx, const uint8_t *b, 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 3 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 10, pos, 0);
                 pos = k_writable_txn_marker_topic_result_v2(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1945,6 +1970,7 @@ static Py_ssize_t k_write_txn_markers_response_v2(kf_ctx *cx, const uint8_t *b, 
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_headers || n_ * 10 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 11, pos, 0);
                 pos = k_writable_txn_marker_result_v2(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1994,6 +2020,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_write_txn_markers_response_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_write_txn_markers_response_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -2183,6 +2214,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "f35b552227b4f44e9295d595b07307af02db18ec738221ce776a515b71b21024") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -84,6 +84,23 @@ decode_columns_run = None
 check_from = _c.check_from
 #: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
 CHECK_FACTOR = 57
+#: the check walk as C calls it (a capsule: kfmt.runtime.native._traffic), and what it tells besides the error
+#: codes and record sets: fact id -> (kind, the Kafka paths it is found at) (generator.ir.walk.fact_paths)
+WALK = _c.WALK
+FACTS = {
+    3: ("array", ("Markers[]",)),
+    2: ("array", ("Markers[].Topics[]",)),
+    0: ("text", ("Markers[].Topics[].Name",)),
+    1: ("array", ("Markers[].Topics[].Partitions[]",)),
+    7: ("array", ("Markers[]",)),
+    6: ("array", ("Markers[].Topics[]",)),
+    4: ("text", ("Markers[].Topics[].Name",)),
+    5: ("array", ("Markers[].Topics[].Partitions[]",)),
+    11: ("array", ("Markers[]",)),
+    10: ("array", ("Markers[].Topics[]",)),
+    8: ("text", ("Markers[].Topics[].Name",)),
+    9: ("array", ("Markers[].Topics[].Partitions[]",)),
+}
 
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each
 

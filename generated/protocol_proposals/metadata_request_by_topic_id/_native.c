@@ -1360,6 +1360,7 @@ static Py_ssize_t k_metadata_request_topic(kf_ctx *cx, const uint8_t *b, Py_ssiz
         if (n_ < 0) { return -1; } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 0, pos, n_);
             pos += n_;
         }
     }
@@ -1377,6 +1378,7 @@ static Py_ssize_t k_metadata_request(kf_ctx *cx, const uint8_t *b, Py_ssize_t po
         if (n_ < 0) {  } else {
             if (n_ > cx->max_headers || n_ * 2 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 1, pos, 0);
                 pos = k_metadata_request_topic(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1401,15 +1403,17 @@ static Py_ssize_t k_metadata_request_topic_flexible(kf_ctx *cx, const uint8_t *b
     (void)cx;
     if ((a_api_version >= INT64_C(10))) {
         if (end - pos < 16) return -1;
+        if (cx->facts) { kf_fact_want(cx->facts, 2, pos + 0, 16); }
         pos += 16;
     }
     {
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 3, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 3, pos, n_);
             pos += n_;
         }
     }
@@ -1428,6 +1432,7 @@ static Py_ssize_t k_metadata_request_flexible(kf_ctx *cx, const uint8_t *b, Py_s
         if (n_ < 0) {  } else {
             if (n_ > cx->max_headers || n_ * 2 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 4, pos, 0);
                 pos = k_metadata_request_topic_flexible(cx, b, pos, end, a_api_version);
                 if (pos < 0) return -1;
             }
@@ -1449,14 +1454,16 @@ static Py_ssize_t k_metadata_request_flexible(kf_ctx *cx, const uint8_t *b, Py_s
 static Py_ssize_t k_metadata_request_topic_v13(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 16) return -1;
+    if (cx->facts) { kf_fact_want(cx->facts, 5, pos + 0, 16); }
     pos += 16;
     {
         int64_t n_;
         { uint64_t u_; if (kf_uvarint(b, &pos, end, 5, &u_)) return -1;
             n_ = (int64_t)u_ - 1; }
-        if (n_ < 0) {  } else {
+        if (n_ < 0) { if (cx->facts) kf_fact_want(cx->facts, 6, pos, -1); } else {
             if (n_ > cx->max_bytes || n_ > end - pos) return -1;
             if (!kf_ascii(b + pos, n_)) return -1;
+            if (cx->facts) kf_fact_want(cx->facts, 6, pos, n_);
             pos += n_;
         }
     }
@@ -1475,6 +1482,7 @@ static Py_ssize_t k_metadata_request_v13(kf_ctx *cx, const uint8_t *b, Py_ssize_
         if (n_ < 0) {  } else {
             if (n_ > cx->max_headers || n_ * 18 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 7, pos, 0);
                 pos = k_metadata_request_topic_v13(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1490,6 +1498,7 @@ static Py_ssize_t k_metadata_request_v13(kf_ctx *cx, const uint8_t *b, Py_ssize_
 static Py_ssize_t k_metadata_request_topic_v14(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end) {
     (void)cx;
     if (end - pos < 16) return -1;
+    if (cx->facts) { kf_fact_want(cx->facts, 8, pos + 0, 16); }
     pos += 16;
     if (pos >= end || b[pos] != 0) return -1;
     pos++;
@@ -1506,6 +1515,7 @@ static Py_ssize_t k_metadata_request_v14(kf_ctx *cx, const uint8_t *b, Py_ssize_
         if (n_ < 0) {  } else {
             if (n_ > cx->max_headers || n_ * 17 > end - pos) return -1;
             for (int64_t i_ = 0; i_ < n_; i_++) {
+                if (cx->facts) kf_fact_want(cx->facts, 9, pos, 0);
                 pos = k_metadata_request_topic_v14(cx, b, pos, end);
                 if (pos < 0) return -1;
             }
@@ -1561,6 +1571,11 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t npos = k_metadata_request_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version);
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(npos);
+}
+
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
+    return k_metadata_request_by_version(cx, b, pos, end, param);
 }
 
 /* decode_from(buf, pos, end, opts, api_version): (value, next position), or None when the python backend must decide */
@@ -1712,6 +1727,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "4e9e52773913b964da77bed5a5ddb4d03629ec81c15e8a72fddc17d8d455bc24") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "WALK", PyCapsule_New((void *)walk_root, "kfmt.walk", NULL)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

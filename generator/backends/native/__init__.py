@@ -17,7 +17,9 @@ from generator.backends.native.cenc import EncGen
 from generator.backends.native.cgen import columns as c_columns
 from generator.backends.native.cgen import struct_c
 from generator.backends.native.clower import Lowering, Unsupported, c_str
+from generator.ir.walk import fact_paths
 from generator.ir.walk import factor as check_factor
+from generator.ir.walk import plan as walk_plan
 
 HERE = Path(__file__).parent
 
@@ -68,6 +70,9 @@ def emit(fmt: Format) -> dict[str, str]:
         " * Regenerate: make generate; build: make setup */"
     )
     consts = sorted({c for e in encoders for c in e.consts})
+    plans = walk_plan(f) if checks else None
+    # the walk kfmt.runtime.native._traffic calls in C (a root of one parameter: a protocol message's version)
+    facts = fact_paths(f, plans) if plans and len(f.struct(f.root).params) == 1 else None
     ctx = dict(
         f=f,
         structs=structs,
@@ -83,6 +88,7 @@ def emit(fmt: Format) -> dict[str, str]:
         control_slot=control_slot,
         columns=columns,
         checks=checks,
+        facts=facts,
         check_factor=check_factor(f),
         enc_code=enc_code,
         gathers=f.gathers(),

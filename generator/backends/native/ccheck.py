@@ -1,5 +1,7 @@
 """The check walk (:mod:`generator.ir.walk`) in C: one ``k_<struct>`` per struct, answering the position after
-it, or -1 (declined: the body is decoded at once). No object is made."""
+it, or -1 (declined: the body is decoded at once). No object is made. Where the context carries a sink
+(``cx->facts``: kfmt_native.h's kf_facts), the walk tells it the facts as it passes them (error codes, record sets,
+and the strings, uuids and array elements the sink asks for by id)."""
 
 from __future__ import annotations
 
@@ -42,6 +44,10 @@ class _Walk:
 
     def skip(self, s: k.Skip, d: int) -> None:
         self.w(f"if (end - pos < {s.width}) {DECLINE}", d)
+        if s.facts:
+            told = " ".join(f"kf_fact_code(cx->facts, b + pos + {o});" if kind == "code" else
+                            f"kf_fact_want(cx->facts, {i}, pos + {o}, 16);" for o, kind, i, _ in s.facts)  # fmt: skip
+            self.w(f"if (cx->facts) {{ {told} }}", d)
         self.w(f"pos += {s.width};", d)
 
     def varintskip(self, s: k.VarintSkip, d: int) -> None:
@@ -64,11 +70,19 @@ class _Walk:
         self.w("int64_t n_;", d + 1)
         self.prefix(s.length, d + 1)
         nullable = s.nullable and not isinstance(s.length, n.Rest)
-        self.w(f"if (n_ < 0) {{ {'' if nullable else DECLINE} }} else {{", d + 1)
+        null = f"if (cx->facts) kf_fact_want(cx->facts, {s.fact}, pos, -1);" if s.fact is not None else ""
+        self.w(f"if (n_ < 0) {{ {null if nullable else DECLINE} }} else {{", d + 1)
         limit = f" || n_ > {s.max}" if s.max is not None else ""
         self.w(f"if (n_ > cx->max_bytes || n_ > end - pos{limit}) {DECLINE}", d + 2)
         if s.text:
             self.w(f"if (!kf_ascii(b + pos, n_)) {DECLINE}", d + 2)
+        if s.fact is not None or s.records:
+            told = (
+                f"kf_fact_want(cx->facts, {s.fact}, pos, n_)"
+                if s.fact is not None
+                else "kf_fact_records(cx->facts, pos, n_)"
+            )
+            self.w(f"if (cx->facts) {told};", d + 2)
         self.w("pos += n_;", d + 2)
         self.w("}", d + 1)
         self.w("}", d)
@@ -84,6 +98,8 @@ class _Walk:
         else:
             assert s.elem is not None
             self.w("for (int64_t i_ = 0; i_ < n_; i_++) {", d + 2)
+            if s.fact is not None:
+                self.w(f"if (cx->facts) kf_fact_want(cx->facts, {s.fact}, pos, 0);", d + 3)
             self.call_struct(s.elem, d + 3)
             self.w("}", d + 2)
         self.w("}", d + 1)

@@ -12,8 +12,8 @@
  * Returns (flows, cut): flows in the order first seen, each (src, dst, syn, synack, data file, bytes written, runs
  * [(stream byte, file offset)], repeated, (mark files) or None, marks); cut: (bytes unread, where the last whole
  * record ends) or None. Memory: what waits out of order, and at most BUFFERED bytes of writes, at once. */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "kfmt_native.h"
+#include "sealed.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -63,6 +63,9 @@ typedef struct flow {
     uint64_t *runs; /* pairs (stream byte, file offset) */
     size_t nruns, capruns;
     out_t data, marks[3];
+    struct side_s *side; /* summarize(): its side of its connection (capture_summary.h) */
+    struct conn_s *conn;
+    struct flow *rev; /* the other direction, once seen */
 } flow_t;
 
 typedef struct {
@@ -78,7 +81,13 @@ typedef struct {
         flow_t *flow;
     } recent[2]; /* the flows of the last two frames read here (a connection's two directions) */
     unsigned turn;
+    struct summ_s *sum; /* summarize(): the directions read a frame at a time into it, not spooled */
 } cap_t;
+
+struct summ_s;
+static int sum_bytes(cap_t *cp, flow_t *f, const uint8_t *p, size_t n, double time);
+static int sum_flow(cap_t *cp, flow_t *f, const char *sa, int sp, const char *da, int dp);
+static int sum_bail(struct summ_s *s);
 
 static int grow(void **p, size_t *cap, size_t need, size_t size) {
     if (need <= *cap) return 0;
@@ -152,6 +161,12 @@ static int append(flow_t *f, cap_t *c, uint64_t off, const uint8_t *p, size_t n,
         f->repeated++;
         return 0;
     }
+    if (c->sum != NULL) { /* read a frame at a time */
+        const uint8_t *from = p + (f->nxt - off);
+        size_t k = (size_t)(end - f->nxt);
+        f->written += k, f->nxt = end;
+        return sum_bytes(c, f, from, k, time);
+    }
     if (mark(f, c, f->nxt, number, time) || out_put(&f->data, c, p + (f->nxt - off), (size_t)(end - f->nxt))) return -1;
     f->written += end - f->nxt;
     f->nxt = end;
@@ -207,6 +222,7 @@ static int add_run(flow_t *f, uint64_t at) {
 
 /* The bytes before the first segment waiting are missing: a new run begins with it */
 static int hole(flow_t *f, cap_t *c) {
+    if (c->sum != NULL) return sum_bail(c->sum); /* (the definition says what the hole hides) */
     seg_t s = heap_pop(f);
     f->waiting_bytes -= s.n;
     int bad = add_run(f, s.off);
@@ -304,6 +320,21 @@ static int rehash(cap_t *c) {
     return 0;
 }
 
+/* The flow of a key, or NULL (``slot``: where it goes, when it is not there) */
+static flow_t *flow_lookup(cap_t *c, const char *key, size_t n, uint64_t h, size_t *slot) {
+    size_t j = h & (c->tcap - 1);
+    for (; c->table[j]; j = (j + 1) & (c->tcap - 1)) {
+        flow_t *f = c->table[j];
+        if (f->hash == h && f->keylen == n && memcmp(f->key, key, n) == 0) return f;
+    }
+    if (slot != NULL) *slot = j;
+    return NULL;
+}
+
+static flow_t *flow_find(cap_t *c, const char *key, size_t n) {
+    return c->tcap ? flow_lookup(c, key, n, fnv(key, n), NULL) : NULL;
+}
+
 /* The flow from (src address text, port) to (dst ...), made when first seen */
 static flow_t *flow_of(cap_t *c, const char *sa, int sp, const char *da, int dp) {
     char key[160];
@@ -314,11 +345,9 @@ static flow_t *flow_of(cap_t *c, const char *sa, int sp, const char *da, int dp)
     }
     uint64_t h = fnv(key, (size_t)n);
     if (c->tcap == 0 && rehash(c)) return NULL;
-    size_t j = h & (c->tcap - 1);
-    for (; c->table[j]; j = (j + 1) & (c->tcap - 1)) {
-        flow_t *f = c->table[j];
-        if (f->hash == h && f->keylen == (size_t)n && memcmp(f->key, key, (size_t)n) == 0) return f;
-    }
+    size_t j;
+    flow_t *found = flow_lookup(c, key, (size_t)n, h, &j);
+    if (found != NULL) return found;
     flow_t *f = PyMem_Calloc(1, sizeof(flow_t));
     if (f == NULL || (f->key = PyMem_Malloc((size_t)n)) == NULL ||
         grow((void **)&c->flows, &c->capflows, c->nflows + 1, sizeof(flow_t *))) {
@@ -334,9 +363,12 @@ static flow_t *flow_of(cap_t *c, const char *sa, int sp, const char *da, int dp)
     if (add_run(f, 0)) return NULL; /* (the first run, from stream byte 0) */
     c->flows[c->nflows++] = f;
     if (f->src == NULL || f->dst == NULL) return NULL;
-    if (2 * c->nflows > c->tcap) return rehash(c) ? NULL : f;
-    c->table[j] = f;
-    return f;
+    if (2 * c->nflows > c->tcap) {
+        if (rehash(c)) return NULL;
+    } else {
+        c->table[j] = f;
+    }
+    return c->sum != NULL && sum_flow(c, f, sa, sp, da, dp) ? NULL : f;
 }
 
 static void flow_free(flow_t *f) {
@@ -363,6 +395,7 @@ static int segment(cap_t *c, const char *sa, int sp, const char *da, int dp, uin
 
 static int flow_segment(flow_t *f, cap_t *c, uint32_t seq, int flags, const uint8_t *p, size_t n, int64_t number,
                         double time) {
+    if ((flags & 0x02) && c->sum != NULL && f->side != NULL) return sum_bail(c->sum); /* opened again */
     if ((flags & 0x02) && !(flags & 0x10)) f->has_syn = 1, f->syn = seq; /* SYN without ACK: this side opened it */
     else if (flags & 0x02) f->has_synack = 1, f->synack = seq;            /* SYN-ACK: it starts the other direction */
     return n ? add(f, c, seq, p, n, number, time) : 0;
@@ -696,13 +729,96 @@ static PyObject *capture_read(PyObject *self, PyObject *args) {
     return out;
 }
 
+#include "capture_summary.h"
+
+/* summarize(path, tcp_segment, plan_for, options): capture_summary.h's counts of a capture, or None (the
+ * definition reads it). plan_for(kind, key, version): kfmt.tools.dump.quick's plan for a message. */
+static PyObject *capture_summarize(PyObject *self, PyObject *args) {
+    const char *path;
+    PyObject *reader, *plan_for, *opts;
+    if (!PyArg_ParseTuple(args, "sOOO", &path, &reader, &plan_for, &opts)) return NULL;
+    src_t in;
+    int ng = 0, how = mapped(path, &in, &ng);
+    if (how < 0) return NULL;
+    if (how > 0) Py_RETURN_NONE;
+    summ_t s = {0};
+    cap_t c = {0};
+    c.sum = &s;
+    s.plan_for = plan_for;
+    s.plans = PyMem_Calloc(2 * PLAN_KEYS * PLAN_VERSIONS, sizeof(plan_t *));
+    s.deferred = PyList_New(0);
+    s.names = PyDict_New();
+    PyObject *out = NULL;
+    int bad = s.plans == NULL || s.deferred == NULL || s.names == NULL ? -1 : kf_ctx_init(&s.cx, opts) ? 1 : 0;
+    if (s.plans == NULL) PyErr_NoMemory();
+    s.cx.facts = &s.fx;
+    long long done = 0;
+    if (!bad) bad = ng ? walk_ng(&c, &in, reader, &done) : walk(&c, &in, reader, &done);
+    munmap((void *)in.p, in.size);
+    if (!bad && done != (long long)in.size) bad = sum_bail(&s); /* a file cut inside a packet record */
+    for (size_t i = 0; i < c.nflows && !bad; i++) bad = finish(c.flows[i], &c);
+    if (!bad) bad = sum_finish(&s, &c);
+    if (s.bail) { /* handed back: whatever error came with it is the definition's to meet */
+        PyErr_Clear();
+        out = Py_NewRef(Py_None);
+    } else if (!bad) {
+        out = sum_result(&s);
+    } else if (bad > 0) {
+        PyErr_Clear();
+        out = Py_NewRef(Py_None);
+    }
+    sum_free(&s, &c);
+    for (size_t i = 0; i < c.nflows; i++) flow_free(c.flows[i]);
+    PyMem_Free(c.flows);
+    PyMem_Free(c.table);
+    return out;
+}
+
+/* walk(capsule, data, pos, param, want, options): what summarize's walk of one message part tells: (where it ends
+ * or -1, [(fact id, position, length)]): the differential tests' window on it */
+static PyObject *capture_walk(PyObject *self, PyObject *args) {
+    PyObject *capsule, *opts;
+    Py_buffer data, want;
+    Py_ssize_t pos;
+    long long param;
+    if (!PyArg_ParseTuple(args, "Oy*nLy*O", &capsule, &data, &pos, &param, &want, &opts)) return NULL;
+    walk_fn fn = (walk_fn)PyCapsule_GetPointer(capsule, "kfmt.walk");
+    kf_ctx cx;
+    kf_facts fx = {want.buf, want.len, NULL, 0, 0, 0};
+    PyObject *out = NULL, *told = NULL;
+    if (fn != NULL && kf_ctx_init(&cx, opts) == 0 && pos >= 0 && pos <= data.len) {
+        cx.facts = &fx;
+        Py_ssize_t end = fn(&cx, data.buf, pos, data.len, param);
+        told = PyList_New(0);
+        for (size_t i = 0; told != NULL && i < fx.n; i++) {
+            PyObject *one = Py_BuildValue("(iLL)", fx.ev[i].id, (long long)fx.ev[i].pos, (long long)fx.ev[i].len);
+            if (one == NULL || PyList_Append(told, one) < 0) Py_CLEAR(told);
+            Py_XDECREF(one);
+        }
+        if (told != NULL && !fx.lost) out = Py_BuildValue("(nN)", end, told);
+        else if (told != NULL) Py_DECREF(told), PyErr_NoMemory();
+    } else if (!PyErr_Occurred()) {
+        PyErr_SetString(PyExc_ValueError, "walk: unusual options or position");
+    }
+    PyMem_Free(fx.ev);
+    PyBuffer_Release(&data), PyBuffer_Release(&want);
+    return out;
+}
+
 static PyMethodDef methods[] = {
+    {"walk", capture_walk, METH_VARARGS,
+     "walk(capsule, data, pos, param, want, options): (end or -1, [(fact id, position, length)]) of one walk"},
     {"read", capture_read, METH_VARARGS,
      "read(path, spool_dir, tcp_segment): a pcap file's TCP directions put together, or None for the definition"},
+    {"summarize", capture_summarize, METH_VARARGS,
+     "summarize(path, tcp_segment, plan_for, options): a capture's summary counted in one pass, or None"},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_capture", "pcap files put back together, in C", -1,
                                     methods};
 
-PyMODINIT_FUNC PyInit__capture(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__capture(void) {
+    kf_init_checksums();
+    return PyModule_Create(&module);
+}

@@ -7,8 +7,7 @@
  * nothing is fine: []) answers None, and the definition says what it is. tests/test_sealed.py holds the two equal. */
 #include "kfmt_native.h"
 
-#define LOG_OVERHEAD 12 /* kfmt.log.resync.LOG_OVERHEAD: base offset, batch length */
-#define MIN_SIZE_V2 49  /* kfmt.log.resync.MIN_SIZE[2]: a batch's bytes after its length, at the least */
+#include "sealed.h"
 
 static int64_t be64(const uint8_t *p) {
     uint64_t v = 0;
@@ -16,30 +15,31 @@ static int64_t be64(const uint8_t *p) {
     return (int64_t)v;
 }
 
-static int32_t be32s(const uint8_t *p) {
-    return (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]);
+typedef struct {
+    const uint8_t *p;
+    PyObject *out;
+} entries_t;
+
+/* One sound batch's entry appended (0), or -2 (an error) */
+static int entry(void *arg, Py_ssize_t pos, Py_ssize_t end) {
+    entries_t *e = arg;
+    const uint8_t *p = e->p;
+    int64_t base = be64(p + pos);
+    int32_t delta = kf_sealed_be32(p + pos + 23), records = kf_sealed_be32(p + pos + 57);
+    PyObject *one = Py_BuildValue("(nnLiii)", pos, end, (long long)base, delta, records, kf_sealed_be32(p + pos + 12));
+    if (one == NULL || PyList_Append(e->out, one) < 0) {
+        Py_XDECREF(one);
+        return -2;
+    }
+    Py_DECREF(one);
+    return 0;
 }
 
-/* The entries of a set of whole, sound v2 batches (-1: not that, 0: fine) appended to ``out`` */
+/* The entries of a set of whole, sound v2 batches (-1: not that, 0: fine, -2: an error) appended to ``out`` */
 static int sealed(const uint8_t *p, Py_ssize_t n, PyObject *out) {
-    Py_ssize_t pos = 0;
-    while (pos < n) {
-        if (n - pos < LOG_OVERHEAD + MIN_SIZE_V2 || p[pos + 16] != 2) return -1;
-        int32_t length = be32s(p + pos + 8);
-        if (length < MIN_SIZE_V2 || (Py_ssize_t)length > n - pos - LOG_OVERHEAD) return -1;
-        Py_ssize_t end = pos + LOG_OVERHEAD + length;
-        if (kf_crc32c(p + pos + 21, end - pos - 21) != (uint32_t)be32s(p + pos + 17)) return -1;
-        int64_t base = be64(p + pos);
-        int32_t delta = be32s(p + pos + 23), records = be32s(p + pos + 57), epoch = be32s(p + pos + 12);
-        PyObject *one = Py_BuildValue("(nnLiii)", pos, end, (long long)base, delta, records, epoch);
-        if (one == NULL || PyList_Append(out, one) < 0) {
-            Py_XDECREF(one);
-            return -2;
-        }
-        Py_DECREF(one);
-        pos = end;
-    }
-    return 0;
+    entries_t e = {p, out};
+    Py_ssize_t got = kf_sealed(p, n, entry, &e);
+    return got < 0 ? (int)got : 0;
 }
 
 static PyObject *sealed_entries(PyObject *self, PyObject *arg) {

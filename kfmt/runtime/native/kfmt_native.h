@@ -181,6 +181,7 @@ static void kf_init_checksums(void) {
 /* ------------------------------------------------------------------ the decode context */
 
 struct kf_cols_s;
+struct kf_facts_s;
 typedef struct {
     PyObject *opts;         /* borrowed: the DecodeOptions of this call */
     struct kf_cols_s *cols; /* Arrow-direct decoding: the columns rows go to */
@@ -191,7 +192,50 @@ typedef struct {
     PyObject *src;          /* borrowed: the object decoded (decode_from's buf), NULL when unknown */
     const uint8_t *base;    /* its bytes: positions in it are positions in src */
     PyObject **whole;       /* where the caller keeps src as one view for kf_view (NULL: a view made per call) */
+    struct kf_facts_s *facts; /* a check walk's sink for what it passes (generator.ir.walk's facts), or NULL */
 } kf_ctx;
+
+/* ------------------------------------------------------------------ a check walk's facts (generator.ir.walk) */
+
+#define KF_FACT_CODE (-1)    /* an error code other than 0: ``pos`` holds it */
+#define KF_FACT_RECORDS (-2) /* a record set: its bytes [pos, pos + len) */
+
+typedef struct {
+    int32_t id; /* a fact id of the format (its walk's), or KF_FACT_CODE, KF_FACT_RECORDS */
+    int64_t pos, len; /* where its bytes are, and how many (-1: null; an array's element: 0) */
+} kf_fact;
+
+typedef struct kf_facts_s {
+    const uint8_t *want; /* want[id] != 0: the walk tells this id's facts (NULL: none) */
+    Py_ssize_t nwant;
+    kf_fact *ev; /* what it told, in the order it passed them */
+    size_t n, cap;
+    int lost; /* memory ran out: the facts are not whole */
+} kf_facts;
+
+static inline void kf_fact_add(kf_facts *fx, int32_t id, int64_t pos, int64_t len) {
+    if (fx->n == fx->cap) {
+        size_t cap = fx->cap ? 2 * fx->cap : 64;
+        kf_fact *ev = PyMem_Realloc(fx->ev, cap * sizeof(kf_fact));
+        if (ev == NULL) {
+            fx->lost = 1;
+            return;
+        }
+        fx->ev = ev, fx->cap = cap;
+    }
+    fx->ev[fx->n++] = (kf_fact){id, pos, len};
+}
+
+static inline void kf_fact_want(kf_facts *fx, int32_t id, int64_t pos, int64_t len) {
+    if (id < fx->nwant && fx->want[id]) kf_fact_add(fx, id, pos, len);
+}
+
+static inline void kf_fact_code(kf_facts *fx, const uint8_t *p) {
+    int64_t v = (int16_t)(((uint16_t)p[0] << 8) | p[1]);
+    if (v) kf_fact_add(fx, KF_FACT_CODE, v, 0);
+}
+
+static inline void kf_fact_records(kf_facts *fx, int64_t pos, int64_t len) { kf_fact_add(fx, KF_FACT_RECORDS, pos, len); }
 
 static int kf_opt(PyObject *opts, const char *name, long long *out) {
     PyObject *v = PyObject_GetAttrString(opts, name);
@@ -232,6 +276,7 @@ static int kf_ctx_init(kf_ctx *cx, PyObject *opts) {
     cx->src = NULL;
     cx->base = NULL;
     cx->whole = NULL;
+    cx->facts = NULL;
     return 0;
 }
 

@@ -16,6 +16,7 @@ from kfmt.payloads import json_error_codes
 from kfmt.protocol.records import RecordSets
 from kfmt.runtime import jsonl
 from kfmt.runtime.errors import CodecError
+from kfmt.tools.dump.quick import summarized
 from kfmt.tools.dump.summary import Summary
 
 
@@ -28,6 +29,8 @@ def run(args, out, err) -> int:
     if args.json and not args.template:  # JSON lines alone on out: written as bytes
         out = jsonl.Lines(out)
     for path in args.paths:
+        if args.capture_summary is not None and summarized(path, args.capture_summary, args):
+            continue  # a plain capture, counted in one pass in C (the same counts)
         try:
             cap = read(path)
         except (CodecError, OSError) as e:

@@ -109,21 +109,33 @@ class Summary:
                 counts["errors"].update(codes)
                 if latency is not None:
                     counts["latencies"].append(latency)
-        body = body or {}
-        if m.kind == "response":
-            if m.api_name == "ApiVersions" and body.get("ApiKeys") and at >= self.supported_at.get(broker, -1):
+        self.named(m.kind, m.api_name, m.client_id if m.kind == "request" else None, body or {}, broker, at)
+
+    def named(self, kind: str, api_name: str, client_id, body: dict, broker: str, at: int) -> None:
+        """What a message's body names counted: the topics a client id produced to or fetched from, the groups and
+        their topics, what a broker said it supports (``body``: the JSON :meth:`add` is given, those keys at least:
+        :data:`NAMED_PATHS`)."""
+        if kind == "response":
+            if api_name == "ApiVersions" and body.get("ApiKeys") and at >= self.supported_at.get(broker, -1):
                 self.supported[broker] = {k["ApiKey"]: (k["MinVersion"], k["MaxVersion"]) for k in body["ApiKeys"]}
                 self.supported_at[broker] = at
-        elif m.api_name == "Produce":
-            self.produced[m.client_id].update(t.get("Name") or t.get("TopicId") for t in body.get("TopicData") or [])
-        elif m.api_name == "Fetch":
-            self.fetched[m.client_id].update(t.get("Topic") or t.get("TopicId") for t in body.get("Topics") or [])
-        elif m.api_name in ("OffsetCommit", "OffsetFetch"):
+        elif api_name == "Produce":
+            self.produced[client_id].update(t.get("Name") or t.get("TopicId") for t in body.get("TopicData") or [])
+        elif api_name == "Fetch":
+            self.fetched[client_id].update(t.get("Topic") or t.get("TopicId") for t in body.get("Topics") or [])
+        elif api_name in ("OffsetCommit", "OffsetFetch"):
             for group in body.get("Groups") or [body]:  # OffsetFetch v8 on: several groups in one request
                 self.groups[group.get("GroupId")].update(t.get("Name") for t in group.get("Topics") or [])
 
     #: the APIs whose requests the summary reads topics and groups from
     NAMED = ("Produce", "Fetch", "OffsetCommit", "OffsetFetch")
+    #: the paths of those requests' JSON :meth:`named` reads (kfmt.protocol.facts: what a walk in C tells of them)
+    NAMED_PATHS = {
+        "Produce": ("TopicData[].Name", "TopicData[].TopicId"),
+        "Fetch": ("Topics[].Topic", "Topics[].TopicId"),
+        "OffsetCommit": ("GroupId", "Topics[].Name", "Groups[].GroupId", "Groups[].Topics[].Name"),
+        "OffsetFetch": ("GroupId", "Topics[].Name", "Groups[].GroupId", "Groups[].Topics[].Name"),
+    }
 
     def count(self, m, sets, client: str, broker: str, latency: float | None, at: int = 0) -> None:
         """Message ``m`` counted (:meth:`add`), its record sets read by ``sets`` (kfmt.protocol.records.RecordSets),

@@ -1,0 +1,147 @@
+"""`kfmt dump --summary` of a capture counted in one pass in C (kfmt.tools.dump.quick, kfmt.runtime.native._capture's
+summarize) is what the definition counts (kfmt.tools.dump.capture with the capture read in Python: the same output
+and exit status, text and JSON), on every capture of the corpus: the public ones, one behind every link layer,
+captures made here (compressed batches of every codec), damaged copies (which the one pass hands back, or reads
+alike); and what the generated check walks tell it of a message (error codes, record sets, the names the summary
+reads) is what the message's JSON holds, for every API x version x kind."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+import kfmt.capture as C
+from kfmt.tools.dump import quick
+from kfmt.tools.dump.summary import Summary
+
+pytestmark = pytest.mark.skipif(C._native_capture() is None, reason="the native backend is not built here")
+
+
+def _summary(path: Path, how: list[str], monkeypatch, capsys, definition: bool) -> tuple[int, str, str]:
+    from kfmt.tools.cli import main
+
+    if definition:
+        monkeypatch.setenv("KFMT_CAPTURE_PYTHON", "1")
+    else:
+        monkeypatch.delenv("KFMT_CAPTURE_PYTHON", raising=False)
+    rc = main(["dump", "--summary", *how, str(path)])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def _both(path: Path, monkeypatch, capsys, counted: list) -> None:
+    """The summary of ``path``, text and JSON, as the one pass gives it and as the definition does: the same."""
+    import kfmt.tools.dump.capture as dc
+
+    real = quick.summarized
+
+    def summarized(*a):  # (whether the one pass counted it: the definition's runs are not asked)
+        got = real(*a)
+        if not os.environ.get("KFMT_CAPTURE_PYTHON"):
+            counted.append(got)
+        return got
+
+    monkeypatch.setattr(dc, "summarized", summarized)
+    for how in ([], ["--json"]):
+        mine = _summary(path, how, monkeypatch, capsys, False)
+        theirs = _summary(path, how, monkeypatch, capsys, True)
+        assert mine == theirs, (path, how)
+
+
+def test_every_capture_of_the_corpus_summarizes_alike(tmp_path, monkeypatch, capsys):
+    from test_capture_spark import corpus
+
+    paths = corpus(tmp_path, 12)
+    counted: list[bool] = []
+    for p in paths:
+        _both(p, monkeypatch, capsys, counted)
+    # the one pass counted plain captures itself (the others handed back): a test that compared only definitions
+    # would prove nothing
+    assert sum(counted) >= 10 and not all(counted), (sum(counted), len(counted))
+
+
+def test_a_capture_with_compressed_batches_is_counted_in_one_pass(tmp_path, monkeypatch, capsys):
+    """The bench's kind of capture (Produce and Fetch exchanges, batches in every codec, frames cut into segments):
+    counted in one pass, every batch checked by its CRC, as the definition counts it; a batch whose CRC no longer
+    matches is a record set the one pass hands to Python (which reads it whole, and says the damage: then the whole
+    capture is the definition's)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from bench.bench_capture import make_capture
+
+    cap = tmp_path / "cap.pcap"
+    make_capture(cap, 2)
+    counted: list[bool] = []
+    _both(cap, monkeypatch, capsys, counted)
+    assert counted == [True, True]
+    rc, out, _ = _summary(cap, ["--json"], monkeypatch, capsys, False)
+    got = json.loads(out)
+    assert rc == 0 and got["batches"]["crc_checked"] > 100 and got["batches"]["opened"] == 0
+    assert got["apis"]["Produce"]["requests"] > 10 and got["produced"] and got["fetched"]
+    raw = bytearray(cap.read_bytes())
+    at = raw.index(b"\x02", len(raw) // 2)  # a byte flipped inside a message of the second half
+    while not _inside_a_batch(raw, at):
+        at = raw.index(b"\x02", at + 1)
+    raw[at + 40] ^= 0xFF
+    bad = tmp_path / "bad.pcap"
+    bad.write_bytes(bytes(raw))
+    counted.clear()
+    _both(bad, monkeypatch, capsys, counted)
+    rc, _, err = _summary(bad, [], monkeypatch, capsys, False)
+    assert rc == 1 and "problem" in err and counted and not any(counted)
+
+
+def _inside_a_batch(raw: bytearray, at: int) -> bool:
+    """Whether ``raw[at]`` reads as a v2 batch's magic (its batch length before, 49 bytes of header after)."""
+    length = int.from_bytes(raw[at - 8 : at - 4], "big")
+    return 49 <= length < 1 << 20 and at + 60 < len(raw)
+
+
+def test_the_walks_tell_what_each_messages_json_holds():
+    """For every API x version x kind (test_protocol's samples: an error code 2 in every ErrorCode, a record set in
+    every records field, names in every string): the generated check walk, called as summarize calls it, tells the
+    error codes the JSON holds, its record sets, and the names Summary.named reads (the same topics, groups and
+    producers as from the JSON), or declines (the message is then read by the definition)."""
+    from test_protocol import BATCH, _cases, _json_codes, _sample_body, _write
+
+    from kfmt.protocol import api, read_request, read_response
+    from kfmt.protocol.facts import body_of, walk_plan
+    from kfmt.runtime.options import DEFAULT_OPTIONS
+
+    native = C._native_capture()
+    walked = named = 0
+    for kind in ("request", "response"):
+        for key, v in _cases():
+            name = api(key).name
+            frame = _write(key, kind, v, _sample_body(key, kind, v))
+            plan = quick._plan_for(kind, key, v)
+            if not plan:
+                continue
+            head, hv, hwant, body, bwant = plan[:5]
+            facts = walk_plan(kind, key, v, Summary.NAMED_PATHS.get(name, ()) if kind == "request" else ())[6]
+            pos, told_head = native.walk(head, frame, 0, hv, hwant, DEFAULT_OPTIONS)
+            end, told = native.walk(body, frame, pos, v, bwant, DEFAULT_OPTIONS) if pos >= 0 else (-1, [])
+            m = read_request(frame) if kind == "request" else read_response(frame, key, v)
+            if end < 0:
+                continue
+            walked += 1
+            assert end == len(frame), (name, kind, v)
+            j = m.to_json(records=False)["body"]
+            codes = [p for i, p, _ in told if i == -1]
+            assert codes == _json_codes(j), (name, kind, v)
+            sets = [bytes(frame[p : p + n]) for i, p, n in told if i == -2]
+            assert sets == [BATCH] * json.dumps(j).count('"_batches"'), (name, kind, v)
+            if kind == "request":
+                ids = [bytes(frame[p : p + n]).decode() if n >= 0 else None for i, p, n in told_head if i >= 0]
+                assert (ids or [None]) == [m.client_id], (name, v)  # (header v0 has none)
+                if name in Summary.NAMED_PATHS:
+                    mine, theirs = Summary(), Summary()
+                    values = [(i, bytes(frame[p : p + n]) if n >= 0 else None) for i, p, n in told if i >= 0]
+                    mine.named(kind, name, m.client_id, body_of(values, facts), "", 0)
+                    theirs.named(kind, name, m.client_id, j, "", 0)
+                    assert mine.state()["sets"] == theirs.state()["sets"], (name, v)
+                    named += any(mine.state()["sets"])
+    assert walked > 400 and named > 20, (walked, named)
