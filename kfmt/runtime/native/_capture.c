@@ -731,12 +731,13 @@ static PyObject *capture_read(PyObject *self, PyObject *args) {
 
 #include "capture_summary.h"
 
-/* summarize(path, tcp_segment, plan_for, options): capture_summary.h's counts of a capture, or None (the
- * definition reads it). plan_for(kind, key, version): kfmt.tools.dump.quick's plan for a message. */
+/* summarize(path, tcp_segment, plan_for, handed, options): capture_summary.h's counts of a capture, or None (the
+ * definition reads it). plan_for(kind, key, version): kfmt.tools.dump.quick's plan for a message; handed(...): a
+ * message it reads. */
 static PyObject *capture_summarize(PyObject *self, PyObject *args) {
     const char *path;
-    PyObject *reader, *plan_for, *opts;
-    if (!PyArg_ParseTuple(args, "sOOO", &path, &reader, &plan_for, &opts)) return NULL;
+    PyObject *reader, *plan_for, *handed, *opts;
+    if (!PyArg_ParseTuple(args, "sOOOO", &path, &reader, &plan_for, &handed, &opts)) return NULL;
     src_t in;
     int ng = 0, how = mapped(path, &in, &ng);
     if (how < 0) return NULL;
@@ -744,12 +745,11 @@ static PyObject *capture_summarize(PyObject *self, PyObject *args) {
     summ_t s = {0};
     cap_t c = {0};
     c.sum = &s;
-    s.plan_for = plan_for;
+    s.plan_for = plan_for, s.handed = handed;
     s.plans = PyMem_Calloc(2 * PLAN_KEYS * PLAN_VERSIONS, sizeof(plan_t *));
-    s.deferred = PyList_New(0);
     s.names = PyDict_New();
     PyObject *out = NULL;
-    int bad = s.plans == NULL || s.deferred == NULL || s.names == NULL ? -1 : kf_ctx_init(&s.cx, opts) ? 1 : 0;
+    int bad = s.plans == NULL || s.names == NULL ? -1 : kf_ctx_init(&s.cx, opts) ? 1 : 0;
     if (s.plans == NULL) PyErr_NoMemory();
     s.cx.facts = &s.fx;
     long long done = 0;
@@ -811,7 +811,7 @@ static PyMethodDef methods[] = {
     {"read", capture_read, METH_VARARGS,
      "read(path, spool_dir, tcp_segment): a pcap file's TCP directions put together, or None for the definition"},
     {"summarize", capture_summarize, METH_VARARGS,
-     "summarize(path, tcp_segment, plan_for, options): a capture's summary counted in one pass, or None"},
+     "summarize(path, tcp_segment, plan_for, handed, options): a capture's summary counted in one pass, or None"},
     {NULL, NULL, 0, NULL},
 };
 

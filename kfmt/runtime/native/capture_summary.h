@@ -9,7 +9,8 @@
  * check walk (the generated C, through the module's WALK capsule) with a sink (kfmt_native.h's kf_facts): its error
  * codes, its record sets (each checked by its batches' CRC-32C: sealed.h) and the strings the summary reads
  * (kfmt.protocol.facts). A message the walk declines, a record set that is not whole sound v2 batches, and the APIs
- * the plan says so of (ApiVersions) are handed to Python whole, which reads them as the definition does.
+ * the plan says so of (ApiVersions) are handed to Python whole as they come (handed()), which reads them as the
+ * definition does.
  *
  * Handed back to the definition (summarize answers None): a connection the capture did not see opened (no SYN), a
  * hole, a frame cut by the end of the capture or of an impossible size, a request Kafka has no API or version for,
@@ -71,7 +72,7 @@ typedef struct {
 
 typedef struct summ_s {
     int bail;
-    PyObject *plan_for, *deferred, *names;
+    PyObject *plan_for, *handed, *names;
     plan_t **plans; /* [kind][key][version] */
     kf_ctx cx;
     kf_facts fx;
@@ -152,20 +153,19 @@ static int row_error(row_t *r, int64_t code) {
     return 0;
 }
 
-/* ---- a message handed to Python whole: (connection, place, response, key, version, frame, latency or None) */
+/* ---- a message handed to Python whole, at once: handed(client, broker, place, response, key, version, frame,
+ * latency or None) counts it, or answers False (it says something of itself: the capture is handed back) */
 
 static int defer(summ_t *s, conn_t *c, int64_t ordinal, int response, int key, int version, const uint8_t *p,
                  size_t n, double latency) {
     long long at = ((long long)c->index << 32) | (2 * ordinal + response);
+    flow_t *cl = c->client, *sv = cl->rev;
     PyObject *lat = latency == latency ? PyFloat_FromDouble(latency) : Py_NewRef(Py_None);
-    PyObject *one = Py_BuildValue("(nLiiiy#N)", c->index, at, response, key, version, (const char *)p, (Py_ssize_t)n,
-                                  lat);
-    if (one == NULL || PyList_Append(s->deferred, one) < 0) {
-        Py_XDECREF(one);
-        return -1;
-    }
-    Py_DECREF(one);
-    return 0;
+    PyObject *got = lat == NULL ? NULL : PyObject_CallFunction(s->handed, "OOLiiiy#N", cl->src, sv != NULL ? sv->src : cl->dst, at, response, key, version, (const char *)p, (Py_ssize_t)n, lat);
+    if (got == NULL) return -1;
+    int fine = PyObject_IsTrue(got);
+    Py_DECREF(got);
+    return fine < 0 ? -1 : fine ? 0 : sum_bail(s);
 }
 
 /* ---- a message walked: 1 walked and counted, 0 not (hand it to Python), -1 error */
@@ -398,8 +398,7 @@ static PyObject *row_tuple(const row_t *r) {
 }
 
 /* (connections [(client, broker, whether it carried bytes)], rows [(connection, key, version, requests, responses,
- * bytes, [(error code, count)], latencies as doubles' bytes)], names {bytes: None}, handed [(connection, place,
- * response, key, version, frame, latency)], batches checked by their CRCs) */
+ * bytes, [(error code, count)], latencies as doubles' bytes)], names {bytes: None}, batches checked by their CRCs) */
 static PyObject *sum_result(summ_t *s) {
     PyObject *conns = PyList_New(0), *rows = PyList_New(0);
     if (conns == NULL || rows == NULL) goto fail;
@@ -422,7 +421,7 @@ static PyObject *sum_result(summ_t *s) {
         }
         Py_DECREF(one);
     }
-    return Py_BuildValue("(NNOOL)", conns, rows, s->names, s->deferred, (long long)s->sealed);
+    return Py_BuildValue("(NNOL)", conns, rows, s->names, (long long)s->sealed);
 fail:
     Py_XDECREF(conns);
     Py_XDECREF(rows);
@@ -441,6 +440,5 @@ static void sum_free(summ_t *s, cap_t *cp) {
         for (size_t i = 0; i < 2 * PLAN_KEYS * PLAN_VERSIONS; i++)
             if (s->plans[i] != NULL) Py_XDECREF(s->plans[i]->keep), PyMem_Free(s->plans[i]);
     PyMem_Free(s->plans), PyMem_Free(s->conns), PyMem_Free(s->rows), PyMem_Free(s->fx.ev), PyMem_Free(s->scratch);
-    Py_XDECREF(s->deferred);
     Py_XDECREF(s->names);
 }

@@ -9,6 +9,7 @@ definition's: the counts are the same either way (tests/test_capture_summary.py 
 
 from __future__ import annotations
 
+import functools
 import struct
 from array import array
 from collections import Counter
@@ -28,11 +29,11 @@ def summarized(path, summary: Summary, args) -> bool:
     native = _native_capture()
     if args.deep or args.port is not None or native is None or backend_env() not in (None, "native"):
         return False
-    got = native.summarize(str(path), tcp_segment, _plan_for, DEFAULT_OPTIONS)
+    here = Summary()
+    got = native.summarize(str(path), tcp_segment, _plan_for, functools.partial(_read_here, here), DEFAULT_OPTIONS)
     if got is None:
         return False
-    conns, rows, names, handed, sealed = got
-    here = Summary()
+    conns, rows, names, sealed = got
     links = [(f"{c[0]}:{c[1]}", f"{b[0]}:{b[1]}") if c is not None else None for c, b, _ in conns]
     here.connections = sum(1 for *_, carried in conns if carried)
     for row in rows:
@@ -40,8 +41,6 @@ def summarized(path, summary: Summary, args) -> bool:
     for key in names:
         _named(here, key)
     here.batches["crc_checked"] += sealed
-    if not all(_read_here(here, x, links) for x in handed):
-        return False
     summary.absorb(here.state())
     summary.connections += here.connections
     return True
@@ -104,19 +103,19 @@ def _named(here: Summary, key: bytes) -> None:
     here.named("request", name, client_id, body_of(told, plan[6]), "", 0)
 
 
-def _read_here(here: Summary, x, links) -> bool:
-    """A message summarize handed here read and counted as the definition counts it; False where it says anything
-    of itself (a note, a problem: the definition says it, in its place)."""
+def _read_here(here: Summary, client, broker, at: int, response: int, key: int, version: int, frame: bytes,
+               latency: float | None) -> bool:  # fmt: skip
+    """A message summarize hands here (the connection's two ends, its place, the API and version, its frame, a
+    response's latency) read and counted as the definition counts it; False where it says anything of itself (a
+    note, a problem: the definition says it, in its place)."""
     from kfmt.protocol import read_request, read_response
     from kfmt.protocol.records import RecordSets
     from kfmt.runtime.errors import CodecError
 
-    conn, at, response, key, version, frame, latency = x
     try:
         m = read_response(frame, key, version) if response else read_request(frame)
     except CodecError:
         return False
     sets = RecordSets(m.backend, records="crc", hex=False)
-    client, broker = links[conn]
-    here.count(m, sets, client, broker, latency, at)
+    here.count(m, sets, f"{client[0]}:{client[1]}", f"{broker[0]}:{broker[1]}", latency, at)
     return not m.notes and not sets.problems
