@@ -12,3 +12,16 @@ FORMATS = {
     "v2_no_record_attributes": "Proposal (KIP-931 variant): v2 batch, magic 2, batch attribute bit 7 set and records without the attributes byte.",
     "v3_no_record_attributes": "Proposal (KIP-931 as written): magic 3, batch attribute bit 7 set and records without the attributes byte.",
 }
+
+#: each format's wire fingerprint: a C extension built from another schema is not this one's
+#: (kfmt.codec.formats checks the extensions by these without importing each format's modules)
+FINGERPRINTS = {
+    "enriched_metadata_draft": "7665e412fe1dd98c3c33a531db0b00d386240e02aa7453d239c1ee89e2621378",
+    "kafka_v0": "55994c525e034f8311cab63353e7457627e25a5c4ed85608e12ce6e4bbe7ed61",
+    "kafka_v1": "23dcd131ae497c2cc195d3cdd4e0f89edd022ed3126768a95f4ba89a80fb6194",
+    "kafka_v2": "717261c73eb1d5f61138d0bf9a5d52cd5b5cd570c3a5a29a5ea6030284301cba",
+    "kip82_header_wrapper": "1f6a5e03635a67203b8aa7c3bd30c16f7d7af5657e4dbc6de00a7a81e851acfd",
+    "kip98_draft": "e60f30e482df32888d55525486ddf5c0c1922ba4ee358231843d5bca34cb01f1",
+    "v2_no_record_attributes": "d5e8d9a2b7ee7c14f07f3fa4e7281f185395706b9196aaf6671f433d4834e6b2",
+    "v3_no_record_attributes": "3a48a03f0503032f755604c7552026db32be2e8766dff4aaa7f1dffffae02454",
+}

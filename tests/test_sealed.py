@@ -86,3 +86,19 @@ def test_entries_read_any_buffer_and_leak_nothing():
     grown = tracemalloc.get_traced_memory()[0] - before
     tracemalloc.stop()
     assert grown < 64 * 1024, grown
+
+
+def test_long_batches_crc_checked_in_three_lanes_are_the_packages_crc():
+    """Batches of 1 to 300 KB (kfmt_native.h takes an input of 1,536 bytes or more as three 512-byte lanes at a
+    time, joined): each one's CRC-32C as the crc32c package (an independent implementation) computes it, and its
+    stored CRC accepted by C; a byte changed anywhere after the CRC, and C answers None."""
+    from crc32c import crc32c
+
+    rng = random.Random(11)
+    for size in [1535, 1536, 1537, 3071, 3072, 4096, 9000, *(rng.randrange(1000, 300_000) for _ in range(40))]:
+        batch = kfmt.encode_batch([kfmt.Record(value=rng.randbytes(size))], backend="python")
+        assert int.from_bytes(batch[17:21], "big") == crc32c(batch[21:])  # (the python backend's, by the package)
+        assert B._native_sealed().entries(batch) is not None, size
+        bad = bytearray(batch)
+        bad[rng.randrange(21, len(bad))] ^= 1 << rng.randrange(8)
+        assert B._native_sealed().entries(bytes(bad)) is None, size

@@ -14,3 +14,18 @@ FORMATS = {
     "transaction_coordinator_key": "a coordinator's record keys: TransactionLogKey v0 (classic versions)",
     "transaction_coordinator_value": "a coordinator's record values: TransactionLogValue v0 (classic versions)",
 }
+
+#: each format's wire fingerprint: a C extension built from another schema is not this one's
+#: (kfmt.codec.formats checks the extensions by these without importing each format's modules)
+FINGERPRINTS = {
+    "group_coordinator_key": "3da98a46c069d11024a438a434c346124844177d8a8af6bfe224b8d676f85caf",
+    "group_coordinator_value": "ff45769c9471ebd4b7c80c5628d10dcc3ae7047ad4bb2c5d12f1ed16bfa708ac",
+    "kraft_metadata": "ae202ff426a540d3c8d3456af59ea529d792f47942feaa551a01ac171effc5e9",
+    "producer_snapshot": "3dd8b1e9e958ce04bbeca44e821ffdfbc0699a2af73482fb29b7b320ac176419",
+    "raft_control": "dd4701e3cd0209030b319c34d5f19125252a4b045930c04c75ffc032ee19b447",
+    "remote_log_metadata": "0880ee42803abdcfc67d698a100579c05bde18b64576a066294de965f6836540",
+    "share_coordinator_key": "e98b15e501b3c7dfbee958fcd46df143fb03cc1b66b32c602fb208864288d755",
+    "share_coordinator_value": "b248e5439eb0902667da62ea8a30929d1e69a84b068e9fc3951bdbb39e970e0e",
+    "transaction_coordinator_key": "13f840f12ad0b3086f6778eae2a86fd7df9a3af5703ef8bd50fdbfc19e9a25b2",
+    "transaction_coordinator_value": "a91f4042585a85b298aef1136a31d394ae3077418a22a289421a7c477ad4b398",
+}

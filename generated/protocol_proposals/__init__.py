@@ -6,6 +6,12 @@ FORMATS = {
     "metadata_request_by_topic_id": "An example protocol proposal (not a KIP; Kafka has no such version): Metadata request v14, naming each topic by its id alone, without the name v13 still carries",
 }
 
+#: each format's wire fingerprint: a C extension built from another schema is not this one's
+#: (kfmt.codec.formats checks the extensions by these without importing each format's modules)
+FINGERPRINTS = {
+    "metadata_request_by_topic_id": "4e9e52773913b964da77bed5a5ddb4d03629ec81c15e8a72fddc17d8d455bc24",
+}
+
 #: the protocol bodies among them: their API (key, kind, Kafka's name, versions, flexible ones, unstable ones,
 #: which source gives which versions), from each schema's ``api:``
 APIS = {

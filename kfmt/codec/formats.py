@@ -51,9 +51,16 @@ def _native_built() -> bool:
 
     if disabled():
         return False
+    import generated
+
+    prints = getattr(generated, "FINGERPRINTS", {})
     try:
         for fid in format_ids():
-            importlib.import_module(f"generated.{fid}.native")
+            if fid in prints:  # the extension alone, its fingerprint the schema's (what native.py checks on import)
+                if importlib.import_module(f"generated.{fid}._native").WIRE_FINGERPRINT != prints[fid]:
+                    return False
+            else:
+                importlib.import_module(f"generated.{fid}.native")
     except ImportError:
         return False
     return True

@@ -8,11 +8,18 @@ four times on a 13 KB one.  Without it the standard library's answers.  CRC-32C 
 
 from __future__ import annotations
 
-from crc32c import crc32c
-
 try:
     from zlib_ng.zlib_ng import crc32
 except ImportError:  # pragma: no cover - zlib-ng is a dependency; this keeps a bare install working
     from zlib import crc32
 
 __all__ = ["crc32", "crc32c"]
+
+
+def crc32c(data, value: int = 0) -> int:
+    """CRC-32C of ``data`` (continuing from ``value``), by the ``crc32c`` package, imported on first use (its import
+    costs 30 ms, more than `kfmt dump --summary` of a small capture takes, which computes none in Python)."""
+    from crc32c import crc32c as package
+
+    globals()["crc32c"] = package  # (those that import the name later get the package's function itself)
+    return package(data, value)

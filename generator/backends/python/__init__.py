@@ -141,6 +141,7 @@ def emit_index(formats: list[Format], sdir: str) -> dict[str, str]:
             ids=ids,
             sdir=sdir,
             docs={f.id: f.schema.doc for f in formats},
+            fingerprints={f.id: f.ir.fingerprint for f in formats},
             apis={f.id: _api(f) for f in formats if f.schema.api is not None},
             digest=hashlib.sha256("".join(ids).encode()).hexdigest(),
         )

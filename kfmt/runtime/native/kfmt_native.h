@@ -146,8 +146,16 @@ static uint32_t kf_crc_sw(uint32_t t[8][256], const uint8_t *p, Py_ssize_t n) {
 }
 
 #if defined(__x86_64__)
-__attribute__((target("sse4.2"))) static uint32_t kf_crc32c_hw(const uint8_t *p, Py_ssize_t n) {
-    uint64_t c = 0xFFFFFFFFu;
+/* CRC-32C with the SSE 4.2 instruction. An instruction's result is ready three cycles after it starts but one can
+ * start each cycle, so a long input is taken as three lanes of KF_CRC_LANE bytes at a time, each lane's CRC of its
+ * own (the first continuing the input's, the others from 0), joined as the CRC is linear: the CRC of A then B is
+ * the CRC of A followed by |B| zero bytes, xor the CRC of B from 0; following with KF_CRC_LANE zero bytes is a
+ * linear map of the 32 register bits, a table per register byte (made on first use). */
+#define KF_CRC_LANE 512
+static uint32_t kf_crc32c_zeros[4][256];
+static int kf_crc32c_zeros_made;
+
+__attribute__((target("sse4.2"))) static uint64_t kf_crc32c_run(uint64_t c, const uint8_t *p, Py_ssize_t n) {
     while (n >= 8) {
         uint64_t v;
         memcpy(&v, p, 8);
@@ -157,7 +165,48 @@ __attribute__((target("sse4.2"))) static uint32_t kf_crc32c_hw(const uint8_t *p,
     }
     uint32_t c32 = (uint32_t)c;
     while (n--) c32 = __builtin_ia32_crc32qi(c32, *p++);
-    return c32 ^ 0xFFFFFFFFu;
+    return c32;
+}
+
+__attribute__((target("sse4.2"))) static void kf_crc32c_zeros_make(void) {
+    uint32_t bit[32];
+    for (int i = 0; i < 32; i++) { /* each register bit followed by a lane of zero bytes */
+        uint64_t c = (uint64_t)1 << i;
+        for (int k = 0; k < KF_CRC_LANE / 8; k++) c = __builtin_ia32_crc32di(c, 0);
+        bit[i] = (uint32_t)c;
+    }
+    for (int t = 0; t < 4; t++)
+        for (int b = 0; b < 256; b++) {
+            uint32_t v = 0;
+            for (int j = 0; j < 8; j++)
+                if (b >> j & 1) v ^= bit[8 * t + j];
+            kf_crc32c_zeros[t][b] = v;
+        }
+    kf_crc32c_zeros_made = 1;
+}
+
+static inline uint32_t kf_crc32c_lane_on(uint32_t c) {
+    return kf_crc32c_zeros[0][c & 255] ^ kf_crc32c_zeros[1][c >> 8 & 255] ^ kf_crc32c_zeros[2][c >> 16 & 255] ^
+           kf_crc32c_zeros[3][c >> 24];
+}
+
+__attribute__((target("sse4.2"))) static uint32_t kf_crc32c_hw(const uint8_t *p, Py_ssize_t n) {
+    uint64_t c = 0xFFFFFFFFu;
+    if (n >= 3 * KF_CRC_LANE && !kf_crc32c_zeros_made) kf_crc32c_zeros_make();
+    while (n >= 3 * KF_CRC_LANE) {
+        uint64_t c1 = 0, c2 = 0;
+        for (const uint8_t *end = p + KF_CRC_LANE; p < end; p += 8) {
+            uint64_t a, b, d;
+            memcpy(&a, p, 8), memcpy(&b, p + KF_CRC_LANE, 8), memcpy(&d, p + 2 * KF_CRC_LANE, 8);
+            c = __builtin_ia32_crc32di(c, a);
+            c1 = __builtin_ia32_crc32di(c1, b);
+            c2 = __builtin_ia32_crc32di(c2, d);
+        }
+        c = kf_crc32c_lane_on(kf_crc32c_lane_on((uint32_t)c) ^ (uint32_t)c1) ^ (uint32_t)c2;
+        p += 2 * KF_CRC_LANE;
+        n -= 3 * KF_CRC_LANE;
+    }
+    return (uint32_t)kf_crc32c_run(c, p, n) ^ 0xFFFFFFFFu;
 }
 #endif
 
