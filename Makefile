@@ -109,7 +109,7 @@ NOT_AGAIN = test_spark test_streaming test_jvm test_cluster test_memory test_int
 	test_packaging test_commits test_readme test_generated test_ir_golden test_schema_language test_schema_hostile \
 	test_kafka_spec_import test_layout test_cli_usage test_java_utf8 test_kafka_payloads test_payload_properties test_protocol \
 	test_bench_slices test_writer_names test_spark_sessions test_unreadable test_newcomer test_native test_wire_clients test_capture test_capture_native test_dump_jobs \
-	test_shapes test_sealed
+	test_shapes test_sealed test_capture_summary
 SUITE_AGAIN = KFMT_SUITE_AGAIN=1 $(if $(BACKEND_NICE),nice -n $(BACKEND_NICE)) $(PY) -m pytest tests $(NOT_AGAIN:%=--ignore=tests/%.py)
 # The two passes run at once (nothing they run measures time or memory, each has its own temporary folders
 # and ports), each into its own log, shown when both are done.

@@ -92,9 +92,8 @@ def test_every_output_is_written_in_shares(tmp_path, monkeypatch, extra):
     import contextlib
     import io
 
-    from fuzz.capture import synthetic
-
     import kfmt.tools.dump.capture as dc
+    from fuzz.capture import synthetic
 
     made, real = [], jobs.Shared
     monkeypatch.setattr(jobs, "Shared", lambda *a: made.append(a) or real(*a))
