@@ -48,7 +48,7 @@ def _both(path: Path, monkeypatch, capsys, counted: list) -> None:
         return got
 
     monkeypatch.setattr(dc, "summarized", summarized)
-    for how in ([], ["--json"]):
+    for how in ([], ["--json"], ["--port", "9092", "--json"]):
         mine = _summary(path, how, monkeypatch, capsys, False)
         theirs = _summary(path, how, monkeypatch, capsys, True)
         assert mine == theirs, (path, how)
@@ -78,7 +78,7 @@ def test_a_capture_with_compressed_batches_is_counted_in_one_pass(tmp_path, monk
     make_capture(cap, 2)
     counted: list[bool] = []
     _both(cap, monkeypatch, capsys, counted)
-    assert counted == [True, True]
+    assert counted == [True, True, True]
     rc, out, _ = _summary(cap, ["--json"], monkeypatch, capsys, False)
     got = json.loads(out)
     assert rc == 0 and got["batches"]["crc_checked"] > 100 and got["batches"]["opened"] == 0
@@ -147,3 +147,46 @@ def test_the_walks_tell_what_each_messages_json_holds():
                     assert mine.state()["sets"] == theirs.state()["sets"], (name, v)
                     named += any(mine.state()["sets"])
     assert walked > 400 and named > 20, (walked, named)
+
+
+def test_port_reads_one_ports_connections_in_one_pass(tmp_path, monkeypatch, capsys):
+    """``--port``: the connections of that port counted in one pass, another protocol's connection beside them left
+    aside even with a segment missing (it is not read); as the definition counts them, with each port asked."""
+    import dpkt
+    from test_capture import _pcap
+
+    import kfmt
+    import kfmt.protocol as P
+
+    syn, ack = dpkt.tcp.TH_SYN, dpkt.tcp.TH_ACK | dpkt.tcp.TH_PUSH
+    batch = kfmt.encode_batch([kfmt.Record(key=b"k", value=b"v" * 50)]).hex()
+    body = {"TransactionalId": None, "Acks": -1, "TimeoutMs": 1000, "TopicData": [
+        {"Name": "orders", "PartitionData": [{"Index": 0, "Records": batch}]}]}  # fmt: skip
+    req = P.write_request(0, 9, body, correlation_id=7, client_id="shop")
+    part = {"Index": 0, "ErrorCode": 6, "BaseOffset": -1, "LogAppendTimeMs": -1, "LogStartOffset": -1,
+            "RecordErrors": [], "ErrorMessage": None}  # fmt: skip
+    answer = {"Responses": [{"Name": "orders", "PartitionResponses": [part]}], "ThrottleTimeMs": 0}
+    resp = P.write_response(0, 9, answer, correlation_id=7)
+    framed = [len(x).to_bytes(4, "big") + x for x in (req, resp)]
+    path = tmp_path / "two.pcap"
+    _pcap(path, [(True, 0, syn, b""), (True, 1, ack, framed[0][:30]), (True, 31, ack, framed[0][30:]),
+                 (False, 1, ack, framed[1])],
+          more=[(True, 0, syn, b""), (True, 1, ack, b"GET / HTTP/1.1\r\n"), (True, 40, ack, b"Host: x\r\n\r\n")])  # fmt: skip
+    for port in (None, 9092, 80, 5000):
+        counted: list[bool] = []
+        how = [] if port is None else ["--port", str(port)]
+        for out in ([], ["--json"]):
+            mine = _summary(path, [*how, *out], monkeypatch, capsys, False)
+            assert mine == _summary(path, [*how, *out], monkeypatch, capsys, True), (port, out)
+        monkeypatch.delenv("KFMT_CAPTURE_PYTHON")  # (the definition's runs set it)
+        counted.append(quick.summarized(path, Summary(), _Args(port)))
+        assert counted == [port == 9092], port
+    rc, out, _ = _summary(path, ["--port", "9092", "--json"], monkeypatch, capsys, False)
+    got = json.loads(out)
+    assert rc == 0 and got["connections"] == 1 and got["apis"]["Produce"]["errors"] == {"6": 1}
+    assert got["produced"] == {"shop": ["orders"]} and got["batches"] == {"opened": 0, "crc_checked": 1}
+
+
+class _Args:
+    def __init__(self, port):
+        self.port, self.deep = port, False

@@ -88,6 +88,7 @@ struct summ_s;
 static int sum_bytes(cap_t *cp, flow_t *f, const uint8_t *p, size_t n, double time);
 static int sum_flow(cap_t *cp, flow_t *f, const char *sa, int sp, const char *da, int dp);
 static int sum_bail(struct summ_s *s);
+static int sum_wanted(struct summ_s *s, flow_t *f);
 
 static int grow(void **p, size_t *cap, size_t need, size_t size) {
     if (need <= *cap) return 0;
@@ -222,7 +223,7 @@ static int add_run(flow_t *f, uint64_t at) {
 
 /* The bytes before the first segment waiting are missing: a new run begins with it */
 static int hole(flow_t *f, cap_t *c) {
-    if (c->sum != NULL) return sum_bail(c->sum); /* (the definition says what the hole hides) */
+    if (c->sum != NULL && sum_wanted(c->sum, f)) return sum_bail(c->sum); /* (the definition says what it hides) */
     seg_t s = heap_pop(f);
     f->waiting_bytes -= s.n;
     int bad = add_run(f, s.off);
@@ -395,7 +396,8 @@ static int segment(cap_t *c, const char *sa, int sp, const char *da, int dp, uin
 
 static int flow_segment(flow_t *f, cap_t *c, uint32_t seq, int flags, const uint8_t *p, size_t n, int64_t number,
                         double time) {
-    if ((flags & 0x02) && c->sum != NULL && f->side != NULL) return sum_bail(c->sum); /* opened again */
+    if ((flags & 0x02) && c->sum != NULL && f->side != NULL && sum_wanted(c->sum, f))
+        return sum_bail(c->sum); /* opened again */
     if ((flags & 0x02) && !(flags & 0x10)) f->has_syn = 1, f->syn = seq; /* SYN without ACK: this side opened it */
     else if (flags & 0x02) f->has_synack = 1, f->synack = seq;            /* SYN-ACK: it starts the other direction */
     return n ? add(f, c, seq, p, n, number, time) : 0;
@@ -731,13 +733,14 @@ static PyObject *capture_read(PyObject *self, PyObject *args) {
 
 #include "capture_summary.h"
 
-/* summarize(path, tcp_segment, plan_for, handed, options): capture_summary.h's counts of a capture, or None (the
- * definition reads it). plan_for(kind, key, version): kfmt.tools.dump.quick's plan for a message; handed(...): a
- * message it reads. */
+/* summarize(path, tcp_segment, plan_for, handed, options, port): capture_summary.h's counts of a capture, or None
+ * (the definition reads it). plan_for(kind, key, version): kfmt.tools.dump.quick's plan for a message; handed(...): a
+ * message it reads; port: --port's (-1: every connection). */
 static PyObject *capture_summarize(PyObject *self, PyObject *args) {
     const char *path;
     PyObject *reader, *plan_for, *handed, *opts;
-    if (!PyArg_ParseTuple(args, "sOOOO", &path, &reader, &plan_for, &handed, &opts)) return NULL;
+    long port;
+    if (!PyArg_ParseTuple(args, "sOOOOl", &path, &reader, &plan_for, &handed, &opts, &port)) return NULL;
     src_t in;
     int ng = 0, how = mapped(path, &in, &ng);
     if (how < 0) return NULL;
@@ -745,7 +748,7 @@ static PyObject *capture_summarize(PyObject *self, PyObject *args) {
     summ_t s = {0};
     cap_t c = {0};
     c.sum = &s;
-    s.plan_for = plan_for, s.handed = handed;
+    s.plan_for = plan_for, s.handed = handed, s.port = port;
     s.plans = PyMem_Calloc(2 * PLAN_KEYS * PLAN_VERSIONS, sizeof(plan_t *));
     s.names = PyDict_New();
     PyObject *out = NULL;
@@ -811,7 +814,7 @@ static PyMethodDef methods[] = {
     {"read", capture_read, METH_VARARGS,
      "read(path, spool_dir, tcp_segment): a pcap file's TCP directions put together, or None for the definition"},
     {"summarize", capture_summarize, METH_VARARGS,
-     "summarize(path, tcp_segment, plan_for, handed, options): a capture's summary counted in one pass, or None"},
+     "summarize(path, tcp_segment, plan_for, handed, options, port): a capture's summary in one pass, or None"},
     {NULL, NULL, 0, NULL},
 };
 

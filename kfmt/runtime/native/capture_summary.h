@@ -54,6 +54,7 @@ typedef struct conn_s {
 
 typedef struct side_s {
     conn_t *conn;
+    int ignored; /* a connection --port leaves aside */
     uint8_t head[4];
     int nhead;
     int64_t size; /* the frame being put together (-1: its size is being read) */
@@ -72,6 +73,7 @@ typedef struct {
 
 typedef struct summ_s {
     int bail;
+    long port; /* --port: the connections of that port only (-1: every one) */
     PyObject *plan_for, *handed, *names;
     plan_t **plans; /* [kind][key][version] */
     kf_ctx cx;
@@ -306,6 +308,7 @@ static int sum_bytes(cap_t *cp, flow_t *f, const uint8_t *p, size_t n, double ti
     summ_t *s = cp->sum;
     side_t *d = side_of(s, cp, f);
     if (d == NULL) return PyErr_Occurred() ? -1 : 1;
+    if (d->ignored) return 0;
     while (n > 0) {
         if (d->size < 0) { /* the size of the next frame */
             if (d->nhead == 0) d->time = time;
@@ -338,20 +341,29 @@ static int sum_bytes(cap_t *cp, flow_t *f, const uint8_t *p, size_t n, double ti
 
 /* A flow's side of its connection, made at its first bytes: which side is the client's is known by then (the side
  * that sent the SYN), else the capture is handed back (NULL, no error) */
+static long port_of(PyObject *end) { return PyLong_AsLong(PyTuple_GET_ITEM(end, 1)); }
+
+/* Whether a flow is of the connections read (--port's, or every one) */
+static int sum_wanted(summ_t *s, flow_t *f) {
+    return s->port < 0 || port_of(f->src) == s->port || port_of(f->dst) == s->port;
+}
+
 static side_t *side_of(summ_t *s, cap_t *cp, flow_t *f) {
     (void)cp;
     if (f->side != NULL) return f->side;
     conn_t *c = f->conn;
-    if (c->client == NULL) {
+    int wanted = sum_wanted(s, f);
+    if (wanted && c->client == NULL) {
         flow_t *r = f->rev;
         int mine = f->has_syn, theirs = r != NULL && r->has_syn;
         if (mine == theirs) return (sum_bail(s), NULL);
         c->client = mine ? f : r;
+        if (s->port >= 0 && port_of(c->client->src) == s->port) return (sum_bail(s), NULL); /* (its sides swapped) */
     }
     side_t *d = PyMem_Calloc(1, sizeof(side_t));
     if (d == NULL) return (PyErr_NoMemory(), NULL);
-    d->conn = c, d->size = -1;
-    c->has_bytes = 1;
+    d->conn = c, d->size = -1, d->ignored = !wanted;
+    c->has_bytes |= wanted;
     return f->side = d;
 }
 
@@ -381,7 +393,7 @@ static int sum_flow(cap_t *cp, flow_t *f, const char *sa, int sp, const char *da
 static int sum_finish(summ_t *s, cap_t *cp) {
     for (size_t i = 0; i < cp->nflows; i++) {
         side_t *d = cp->flows[i]->side;
-        if (d != NULL && (d->size >= 0 || d->nhead > 0)) return sum_bail(s);
+        if (d != NULL && !d->ignored && (d->size >= 0 || d->nhead > 0)) return sum_bail(s);
     }
     return 0;
 }

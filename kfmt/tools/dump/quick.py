@@ -20,17 +20,19 @@ _API_VERSIONS, _SASL_HANDSHAKE = 18, 17
 
 
 def summarized(path, summary: Summary, args) -> bool:
-    """The capture at ``path`` counted into ``summary``; False: not here (nothing counted), the definition reads it
-    (``--deep``, ``--port``, a backend other than the native one, or a capture that is not plain)."""
+    """The capture at ``path`` counted into ``summary`` (``--port``: the connections of that port only); False: not
+    here (nothing counted), the definition reads it (``--deep``, a backend other than the native one, or a capture
+    that is not plain)."""
     from kfmt.capture import _native_capture, tcp_segment
     from kfmt.payloads import backend_env
     from kfmt.runtime.options import DEFAULT_OPTIONS
 
     native = _native_capture()
-    if args.deep or args.port is not None or native is None or backend_env() not in (None, "native"):
+    if args.deep or native is None or backend_env() not in (None, "native"):
         return False
     here = Summary()
-    got = native.summarize(str(path), tcp_segment, _plan_for, functools.partial(_read_here, here), DEFAULT_OPTIONS)
+    port = -1 if args.port is None else args.port
+    got = native.summarize(str(path), tcp_segment, _plan_for, functools.partial(_read_here, here), DEFAULT_OPTIONS, port)
     if got is None:
         return False
     conns, rows, names, sealed = got
