@@ -32,7 +32,9 @@ def summarized(path, summary: Summary, args) -> bool:
         return False
     here = Summary()
     port = -1 if args.port is None else args.port
-    got = native.summarize(str(path), tcp_segment, _plan_for, functools.partial(_read_here, here), DEFAULT_OPTIONS, port)
+    got = native.summarize(
+        str(path), tcp_segment, _plan_for, functools.partial(_read_here, here), DEFAULT_OPTIONS, port
+    )
     if got is None:
         return False
     conns, rows, names, sealed = got
