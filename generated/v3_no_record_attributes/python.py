@@ -12,7 +12,7 @@ interpreted at run time.  Source: Seed 001_36beb342b554ea49.txt (KIP-931: "the m
 import struct as _struct
 
 
-from kfmt.runtime.checksums import crc32c as _crc32c
+from kfmt.runtime import checksums as _checksums  # (its crc32c by the module: imported on first use)
 from kfmt.runtime.compression import compress as _compress
 from kfmt.runtime.compression import decompress as _decompress
 from kfmt.runtime.errors import ChecksumError as _ChecksumError
@@ -454,7 +454,7 @@ def _decode_batch(buf, pos, end, opts):
         raise _InvalidValueError(f"magic is {magic}, expected 3", offset=pos, path="batch.magic")
     p_attributes = pos
     if opts.verify_crc:
-        crc_ = _crc32c(buf[p_attributes:e_0])
+        crc_ = _checksums.crc32c(buf[p_attributes:e_0])
         if crc_ != crc:
             raise _ChecksumError(
                 f"stored crc32c {crc:#010x} != computed {crc_:#010x} (corrupt data)",
@@ -638,7 +638,7 @@ def _fdecode_batch(buf, pos, end, opts):
         raise _InvalidValueError(f"magic is {magic}, expected 3", offset=pos, path="batch.magic")
     p_attributes = pos
     if opts.verify_crc:
-        crc_ = _crc32c(buf[p_attributes:e_0])
+        crc_ = _checksums.crc32c(buf[p_attributes:e_0])
         if crc_ != crc:
             raise _ChecksumError(
                 f"stored crc32c {crc:#010x} != computed {crc_:#010x} (corrupt data)",
@@ -993,7 +993,7 @@ def _encode_batch(obj, out, index):
                 f"cannot encode: {type(exc).__name__}: {exc}", path=f"batch.records[{index_}]"
             ) from None
     _S5.pack_into(out, q_batch_length, len(out) - p_partition_leader_epoch)
-    _S6.pack_into(out, q_crc, _crc32c(out[p_attributes:]))
+    _S6.pack_into(out, q_crc, _checksums.crc32c(out[p_attributes:]))
 
 
 def _fencode_batch(obj, out, index):
@@ -1150,7 +1150,7 @@ def _fencode_batch(obj, out, index):
     if squeeze_:
         out += _compress(codec, bytes(tmp_), 3)
     _S5.pack_into(out, q_batch_length, len(out) - p_partition_leader_epoch)
-    _S6.pack_into(out, q_crc, _crc32c(out[p_attributes:]))
+    _S6.pack_into(out, q_crc, _checksums.crc32c(out[p_attributes:]))
 
 
 def decode_from(buf, pos=0, end=None, opts=_DEFAULT_OPTIONS):

@@ -15,8 +15,10 @@ regions, wrappers) are decoded at once.
 The same walk, given a sink, tells what a summary of traffic needs without a value built (``facts``): each error
 code other than 0 (an int16 Kafka names ``ErrorCode``), where each record set is (a ``records`` blob), and, where
 the sink asks for them by their ids, the bytes of strings and uuids and where each element of an array of structs
-begins; :func:`fact_paths` names each id by the Kafka path it is found at (``TopicData[].Name``). The memory budget the decoders keep is not walked: a frame is walked
-only when its size times :func:`factor` is within ``max_memory``, where no budget can be exceeded.
+begins; :func:`fact_paths` names each id by the Kafka path it is found at (``TopicData[].Name``).
+
+The memory budget the decoders keep is not walked: a frame is walked only when its size times :func:`factor` is
+within ``max_memory``, where no budget can be exceeded.
 """
 
 from __future__ import annotations
@@ -294,7 +296,7 @@ def _field(ir: n.FormatIR, st: n.Struct, f: n.Field, ids):
     if f.const is not None or f.bits or f.derived is not None:
         raise NoCheck(f"{where}: a constant, bits or a derived value")
     if isinstance(w, n.Int):
-        if name == ERROR_CODE and w.width == 2 and w.signed and w.kind == "int":
+        if _is_code(f):
             return Skip(2, ((0, "code", -1, name),))
         return Skip(w.width, ((0, "uuid", next(ids), name),) if w.kind == "uuid" else ())
     if isinstance(w, n.Varint):
@@ -323,18 +325,24 @@ def _array(ir: n.FormatIR, w: n.ArrayType, where: str, name: str, ids) -> Array:
         raise NoCheck(f"{where}: a sized, compressed or uncounted array")
     if w.min_elem_size < 1:
         raise NoCheck(f"{where}: elements that may take no bytes")
-    width = _fixed_width(ir.struct(w.elem))  # (the bytes a count may claim: no fewer than its elements take)
-    skipped = width and not _tells(ir.struct(w.elem))  # (elements with an error code or uuid are walked)
-    elem, fact = (None, None) if skipped else (w.elem, next(ids))
-    width = width if skipped else None
-    least = max(w.min_elem_size, _fixed_width(ir.struct(w.elem)) or 0)
-    return Array(w.count, w.nullable, w.limit, least, elem, width, fact, name)
+    fixed = _fixed_width(ir.struct(w.elem))  # (the bytes a count may claim: no fewer than its elements take)
+    least = max(w.min_elem_size, fixed or 0)
+    if fixed and not _tells(ir.struct(w.elem)):  # (elements with an error code or uuid are walked, to tell them)
+        return Array(w.count, w.nullable, w.limit, least, None, fixed, None, name)
+    return Array(w.count, w.nullable, w.limit, least, w.elem, None, next(ids), name)
+
+
+def _is_code(f: n.Field) -> bool:
+    """Whether a field is an error code a walk tells (an int16 Kafka names ErrorCode)."""
+    w = f.wire
+    return (
+        isinstance(w, n.Int) and (f.orig_name or f.name) == ERROR_CODE and w.width == 2 and w.signed and w.kind == "int"
+    )
 
 
 def _tells(st: n.Struct) -> bool:
     """Whether a struct holds a fact a walk tells (an error code, a uuid)."""
-    return any(isinstance(f.wire, n.Int) and (f.wire.kind == "uuid" or (f.orig_name or f.name) == ERROR_CODE)
-               for f in st.fields)  # fmt: skip
+    return any(_is_code(f) or (isinstance(f.wire, n.Int) and f.wire.kind == "uuid") for f in st.fields)
 
 
 def _fixed_width(st: n.Struct) -> int | None:

@@ -16,7 +16,8 @@ from __future__ import annotations
 import re
 import struct
 
-from kfmt.runtime.checksums import crc32, crc32c
+from kfmt.runtime import checksums
+from kfmt.runtime.checksums import crc32
 
 # Every entry of a Kafka log, whatever its magic, starts with offset (int64) and size (int32); the magic
 # byte is always at entry offset 16 (Records.MAGIC_OFFSET). kfmt.log.batches frames entries with these too.
@@ -70,7 +71,7 @@ def valid_entry_at(buf, p: int, n: int, decode=None) -> bool:
     if magic not in MIN_SIZE or size < MIN_SIZE[magic]:
         return False
     if magic == 2:
-        return crc32c(buf[p + 21 : end]) == _U32.unpack_from(buf, p + 17)[0]
+        return checksums.crc32c(buf[p + 21 : end]) == _U32.unpack_from(buf, p + 17)[0]
     return crc32(buf[p + 16 : end]) == _U32.unpack_from(buf, p + 12)[0]
 
 

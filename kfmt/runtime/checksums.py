@@ -18,7 +18,9 @@ __all__ = ["crc32", "crc32c"]
 
 def crc32c(data, value: int = 0) -> int:
     """CRC-32C of ``data`` (continuing from ``value``), by the ``crc32c`` package, imported on first use (its import
-    costs 30 ms, more than `kfmt dump --summary` of a small capture takes, which computes none in Python)."""
+    costs 20-30 ms, more than `kfmt dump --summary` of a small capture takes, which computes none in Python). The
+    first call puts the package's function in this one's place: call it as ``checksums.crc32c`` (a module
+    attribute), not by a name imported early, and every later call is the package's own."""
     from crc32c import crc32c as package
 
     globals()["crc32c"] = package  # (those that import the name later get the package's function itself)

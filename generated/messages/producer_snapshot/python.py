@@ -12,7 +12,7 @@ interpreted at run time.  Source: storage/src/main/resources/message/ProducerSna
 import struct as _struct
 
 
-from kfmt.runtime.checksums import crc32c as _crc32c
+from kfmt.runtime import checksums as _checksums  # (its crc32c by the module: imported on first use)
 from kfmt.runtime.errors import ChecksumError as _ChecksumError
 from kfmt.runtime.errors import CodecError as _CodecError
 from kfmt.runtime.errors import InvalidValueError as _InvalidValueError
@@ -122,7 +122,7 @@ def _decode_producer_snapshot(buf, pos, end, opts):
         raise _InvalidValueError(f"version is {version}, expected 1", offset=pos, path="producer_snapshot.version")
     p_producer_entries = pos
     if opts.verify_crc:
-        crc_ = _crc32c(buf[p_producer_entries:end])
+        crc_ = _checksums.crc32c(buf[p_producer_entries:end])
         if crc_ != crc:
             raise _ChecksumError(
                 f"stored crc32c {crc:#010x} != computed {crc_:#010x} (corrupt data)",
@@ -176,7 +176,7 @@ def _fdecode_producer_snapshot(buf, pos, end, opts):
         raise _InvalidValueError(f"version is {version}, expected 1", offset=pos, path="producer_snapshot.version")
     p_producer_entries = pos
     if opts.verify_crc:
-        crc_ = _crc32c(buf[p_producer_entries:end])
+        crc_ = _checksums.crc32c(buf[p_producer_entries:end])
         if crc_ != crc:
             raise _ChecksumError(
                 f"stored crc32c {crc:#010x} != computed {crc_:#010x} (corrupt data)",
@@ -249,7 +249,7 @@ def _encode_producer_snapshot(obj, out, index):
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"producer_snapshot.producer_entries[{index_}]"
         ) from None
-    _S3.pack_into(out, q_crc, _crc32c(out[p_producer_entries:]))
+    _S3.pack_into(out, q_crc, _checksums.crc32c(out[p_producer_entries:]))
 
 
 def _fencode_producer_snapshot(obj, out, index):
@@ -288,7 +288,7 @@ def _fencode_producer_snapshot(obj, out, index):
             coordinator_epoch_producer_entry_,
             current_txn_first_offset_producer_entry_,
         )
-    _S3.pack_into(out, q_crc, _crc32c(out[p_producer_entries:]))
+    _S3.pack_into(out, q_crc, _checksums.crc32c(out[p_producer_entries:]))
 
 
 def decode_from(buf, pos=0, end=None, opts=_DEFAULT_OPTIONS):

@@ -1690,7 +1690,7 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     return PyLong_FromSsize_t(npos);
 }
 
-/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), control_type given */
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._capture's summarize), control_type given */
 static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
     return k_raft_control(cx, b, pos, end, param);
 }

@@ -883,7 +883,7 @@ static PyObject *py_check_from(PyObject *self, PyObject *const *args, Py_ssize_t
     return PyLong_FromSsize_t(npos);
 }
 
-/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._traffic), api_version given */
+/* The check walk as C calls it (the WALK capsule: kfmt.runtime.native._capture's summarize), api_version given */
 static Py_ssize_t walk_root(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t param) {
     return k_consumer_group_heartbeat_response_by_version(cx, b, pos, end, param);
 }

@@ -84,7 +84,7 @@ decode_columns_run = None
 check_from = _c.check_from
 #: bytes of input times this within ``max_memory``: no decoder's memory budget can be exceeded (a walk may be used)
 CHECK_FACTOR = 27
-#: the check walk as C calls it (a capsule: kfmt.runtime.native._traffic), and what it tells besides the error
+#: the check walk as C calls it (a capsule: kfmt.runtime.native._capture's summarize), and what it tells besides the error
 #: codes and record sets: fact id -> (kind, the Kafka paths it is found at) (generator.ir.walk.fact_paths)
 WALK = _c.WALK
 FACTS = {

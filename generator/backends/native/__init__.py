@@ -43,7 +43,8 @@ def emit(fmt: Format) -> dict[str, str]:
     try:
         structs = [struct_c(low, st) for st in f.structs]
         columns = c_columns(low)
-        checks = ccheck.walks(low)
+        plans = walk_plan(f)
+        checks = ccheck.walks(low, plans)
     except Unsupported as e:
         # a language feature this backend does not lower yet: the format has no C extension, and says why
         why = f"{f.id}: the native backend does not lower {e} yet; kfmt uses the python backend for it"
@@ -70,8 +71,8 @@ def emit(fmt: Format) -> dict[str, str]:
         " * Regenerate: make generate; build: make setup */"
     )
     consts = sorted({c for e in encoders for c in e.consts})
-    plans = walk_plan(f) if checks else None
-    # the walk kfmt.runtime.native._traffic calls in C (a root of one parameter: a protocol message's version)
+    # the walk kfmt.runtime.native._capture's summarize calls in C (a root of one parameter: a protocol message's
+    # version)
     facts = fact_paths(f, plans) if plans and len(f.struct(f.root).params) == 1 else None
     ctx = dict(
         f=f,

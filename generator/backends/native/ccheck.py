@@ -145,9 +145,9 @@ def signature(low: Lowering, sp: k.StructPlan) -> str:
     return f"static Py_ssize_t k_{sp.name}(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end{params})"
 
 
-def walks(low: Lowering) -> list[tuple[str, str]] | None:
-    """Each struct's walk as (declaration, definition), dependencies first; None: the format has none."""
-    plans = k.plan(low.f)
+def walks(low: Lowering, plans: list[k.StructPlan] | None) -> list[tuple[str, str]] | None:
+    """Each struct's walk (``plans``: generator.ir.walk.plan's) as (declaration, definition), dependencies first;
+    None: the format has none."""
     if plans is None:
         return None
     return [(signature(low, sp) + ";", _Walk(low, sp).emit()) for sp in plans]
