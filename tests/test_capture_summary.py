@@ -190,3 +190,27 @@ def test_port_reads_one_ports_connections_in_one_pass(tmp_path, monkeypatch, cap
 class _Args:
     def __init__(self, port):
         self.port, self.deep = port, False
+
+
+def test_raw_sasl_tokens_hand_the_capture_to_the_definition(tmp_path, monkeypatch, capsys):
+    """A SaslHandshake v0 (before KIP-152: raw SASL tokens follow, a size and no header) hands the capture back:
+    the definition tells the tokens apart; the summary is its."""
+    import dpkt
+    from test_capture import _pcap
+
+    import kfmt.protocol as P
+
+    syn, ack = dpkt.tcp.TH_SYN, dpkt.tcp.TH_ACK | dpkt.tcp.TH_PUSH
+    req = P.write_request(17, 0, {"Mechanism": "PLAIN"}, correlation_id=1, client_id="c")
+    resp = P.write_response(17, 0, {"ErrorCode": 0, "Mechanisms": ["PLAIN"]}, correlation_id=1)
+    token, answer = b"\x00user\x00secret", b""
+    up = [len(x).to_bytes(4, "big") + x for x in (req, token)]
+    down = [len(x).to_bytes(4, "big") + x for x in (resp, answer)]
+    path = tmp_path / "sasl.pcap"
+    _pcap(path, [(True, 0, syn, b""), (True, 1, ack, up[0]), (False, 1, ack, down[0]),
+                 (True, 1 + len(up[0]), ack, up[1]), (False, 1 + len(down[0]), ack, down[1])])  # fmt: skip
+    counted: list[bool] = []
+    _both(path, monkeypatch, capsys, counted)
+    assert counted and not any(counted)
+    rc, out, _ = _summary(path, ["--json"], monkeypatch, capsys, False)
+    assert json.loads(out)["apis"]["SaslHandshake"]["requests"] == 1

@@ -129,9 +129,14 @@ def looks_like_request(data: Buffer) -> bool:
     return a is not None and version in a.versions
 
 
+def raw_sasl_follows(api_key: int, api_version: int) -> bool:
+    """Whether raw SASL tokens follow a request of this API and version (and its response): a SaslHandshake v0
+    (before KIP-152)."""
+    return api_key == SASL_HANDSHAKE and api_version == 0
+
+
 def _raw_sasl_follows(request: Message) -> bool:
-    """Whether raw SASL tokens follow this request (and its response): a SaslHandshake v0 (before KIP-152)."""
-    return request.api_key == SASL_HANDSHAKE and request.api_version == 0
+    return raw_sasl_follows(request.api_key, request.api_version)
 
 
 def read_conversation(client: bytes, server: bytes, *, backend: str | None = None, mid_stream: bool = False,

@@ -336,11 +336,19 @@ static flow_t *flow_find(cap_t *c, const char *key, size_t n) {
     return c->tcap ? flow_lookup(c, key, n, fnv(key, n), NULL) : NULL;
 }
 
+#define KEY_SIZE 160
+
+/* A flow's key, from (src address text, port) to (dst ...): its length, or -1 (too long) */
+static int flow_key(char key[KEY_SIZE], const char *sa, int sp, const char *da, int dp) {
+    int n = snprintf(key, KEY_SIZE, "%s|%d|%s|%d", sa, sp, da, dp);
+    return n < 0 || n >= KEY_SIZE ? -1 : n;
+}
+
 /* The flow from (src address text, port) to (dst ...), made when first seen */
 static flow_t *flow_of(cap_t *c, const char *sa, int sp, const char *da, int dp) {
-    char key[160];
-    int n = snprintf(key, sizeof key, "%s|%d|%s|%d", sa, sp, da, dp);
-    if (n < 0 || (size_t)n >= sizeof key) {
+    char key[KEY_SIZE];
+    int n = flow_key(key, sa, sp, da, dp);
+    if (n < 0) {
         PyErr_SetString(PyExc_ValueError, "an address too long");
         return NULL;
     }
@@ -403,8 +411,7 @@ static int flow_segment(flow_t *f, cap_t *c, uint32_t seq, int flags, const uint
     return n ? add(f, c, seq, p, n, number, time) : 0;
 }
 
-static uint16_t be16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
-static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
+static uint16_t be16(const uint8_t *p) { return (uint16_t)kf_u16(p); }
 
 /* kfmt.capture._ethernet_ipv4_tcp: 1 read (and put together), 0 not that kind of frame */
 static int ethernet_ipv4_tcp(cap_t *c, const uint8_t *fr, size_t len, int64_t number, double time, int *bad) {
@@ -432,7 +439,7 @@ static int ethernet_ipv4_tcp(cap_t *c, const uint8_t *fr, size_t len, int64_t nu
         c->turn ^= 1;
     }
     size_t from = at + doff, to = 14 + (size_t)total;
-    *bad = flow_segment(f, c, be32(fr + at + 4), fr[at + 13], fr + from, to > from ? to - from : 0, number, time);
+    *bad = flow_segment(f, c, kf_be32(fr + at + 4), fr[at + 13], fr + from, to > from ? to - from : 0, number, time);
     return 1;
 }
 
@@ -514,7 +521,7 @@ static int pcap_magic(const uint8_t *m, pcap_kind *k) {
 }
 
 static uint32_t u32(const uint8_t *p, int swap) {
-    return swap ? be32(p) : (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+    return swap ? kf_be32(p) : (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
 /* A record's time as dpkt gives it: seconds + microseconds / 1e6 in floating point; nanoseconds through Decimal,
@@ -704,6 +711,21 @@ static int mapped(const char *path, src_t *in, int *ng) {
     return 1;
 }
 
+/* The mapped file ``in`` read to its end (its mapping then let go) and, where nothing failed, each flow finished:
+ * 0 fine, -1 error, more: the definition reads it; ``done``: where the last whole record ends */
+static int read_through(cap_t *c, src_t *in, int ng, PyObject *reader, long long *done) {
+    int bad = ng ? walk_ng(c, in, reader, done) : walk(c, in, reader, done);
+    munmap((void *)in->p, in->size);
+    for (size_t i = 0; i < c->nflows && !bad; i++) bad = finish(c->flows[i], c);
+    return bad;
+}
+
+static void cap_free(cap_t *c) {
+    for (size_t i = 0; i < c->nflows; i++) flow_free(c->flows[i]);
+    PyMem_Free(c->flows);
+    PyMem_Free(c->table);
+}
+
 static PyObject *capture_read(PyObject *self, PyObject *args) {
     const char *path, *dir;
     PyObject *reader;
@@ -715,19 +737,12 @@ static PyObject *capture_read(PyObject *self, PyObject *args) {
     long long size = (long long)in.size, done = 0;
     cap_t c = {0};
     c.dir = dir;
-    int bad = ng ? walk_ng(&c, &in, reader, &done) : walk(&c, &in, reader, &done);
-    munmap((void *)in.p, in.size);
+    int bad = read_through(&c, &in, ng, reader, &done);
+    if (!bad) bad = flush_all(&c);
     PyObject *out = NULL;
-    if (bad == 0) {
-        for (size_t i = 0; i < c.nflows && !bad; i++) bad = finish(c.flows[i], &c);
-        if (!bad) bad = flush_all(&c);
-        if (!bad) out = result(&c, size - done, done);
-    } else if (bad > 0) {
-        out = Py_NewRef(Py_None); /* what this does not read (a file it could not read back): the definition reads it */
-    }
-    for (size_t i = 0; i < c.nflows; i++) flow_free(c.flows[i]);
-    PyMem_Free(c.flows);
-    PyMem_Free(c.table);
+    if (!bad) out = result(&c, size - done, done);
+    else if (bad > 0) out = Py_NewRef(Py_None); /* what this does not read (a file it could not read back): the definition reads it */
+    cap_free(&c);
     return out;
 }
 
@@ -755,11 +770,10 @@ static PyObject *capture_summarize(PyObject *self, PyObject *args) {
     int bad = s.plans == NULL || s.names == NULL ? -1 : kf_ctx_init(&s.cx, opts) ? 1 : 0;
     if (s.plans == NULL) PyErr_NoMemory();
     s.cx.facts = &s.fx;
-    long long done = 0;
-    if (!bad) bad = ng ? walk_ng(&c, &in, reader, &done) : walk(&c, &in, reader, &done);
-    munmap((void *)in.p, in.size);
-    if (!bad && done != (long long)in.size) bad = sum_bail(&s); /* a file cut inside a packet record */
-    for (size_t i = 0; i < c.nflows && !bad; i++) bad = finish(c.flows[i], &c);
+    long long done = 0, size = (long long)in.size;
+    if (!bad) bad = read_through(&c, &in, ng, reader, &done);
+    else munmap((void *)in.p, in.size);
+    if (!bad && done != size) bad = sum_bail(&s); /* a file cut inside a packet record */
     if (!bad) bad = sum_finish(&s, &c);
     if (s.bail) { /* handed back: whatever error came with it is the definition's to meet */
         PyErr_Clear();
@@ -771,9 +785,7 @@ static PyObject *capture_summarize(PyObject *self, PyObject *args) {
         out = Py_NewRef(Py_None);
     }
     sum_free(&s, &c);
-    for (size_t i = 0; i < c.nflows; i++) flow_free(c.flows[i]);
-    PyMem_Free(c.flows);
-    PyMem_Free(c.table);
+    cap_free(&c);
     return out;
 }
 

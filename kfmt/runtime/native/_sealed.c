@@ -9,12 +9,6 @@
 
 #include "sealed.h"
 
-static int64_t be64(const uint8_t *p) {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++) v = v << 8 | p[i];
-    return (int64_t)v;
-}
-
 typedef struct {
     const uint8_t *p;
     PyObject *out;
@@ -24,9 +18,9 @@ typedef struct {
 static int entry(void *arg, Py_ssize_t pos, Py_ssize_t end) {
     entries_t *e = arg;
     const uint8_t *p = e->p;
-    int64_t base = be64(p + pos);
-    int32_t delta = kf_sealed_be32(p + pos + 23), records = kf_sealed_be32(p + pos + 57);
-    PyObject *one = Py_BuildValue("(nnLiii)", pos, end, (long long)base, delta, records, kf_sealed_be32(p + pos + 12));
+    int64_t base = kf_i64(p + pos);
+    int32_t delta = (int32_t)kf_i32(p + pos + 23), records = (int32_t)kf_i32(p + pos + 57);
+    PyObject *one = Py_BuildValue("(nnLiii)", pos, end, (long long)base, delta, records, (int32_t)kf_i32(p + pos + 12));
     if (one == NULL || PyList_Append(e->out, one) < 0) {
         Py_XDECREF(one);
         return -2;

@@ -163,7 +163,10 @@ static int defer(summ_t *s, conn_t *c, int64_t ordinal, int response, int key, i
     long long at = ((long long)c->index << 32) | (2 * ordinal + response);
     flow_t *cl = c->client, *sv = cl->rev;
     PyObject *lat = latency == latency ? PyFloat_FromDouble(latency) : Py_NewRef(Py_None);
-    PyObject *got = lat == NULL ? NULL : PyObject_CallFunction(s->handed, "OOLiiiy#N", cl->src, sv != NULL ? sv->src : cl->dst, at, response, key, version, (const char *)p, (Py_ssize_t)n, lat);
+    PyObject *broker = sv != NULL ? sv->src : cl->dst;
+    PyObject *got = lat == NULL ? NULL
+                                : PyObject_CallFunction(s->handed, "OOLiiiy#N", cl->src, broker, at, response, key,
+                                                        version, (const char *)p, (Py_ssize_t)n, lat);
     if (got == NULL) return -1;
     int fine = PyObject_IsTrue(got);
     Py_DECREF(got);
@@ -269,7 +272,6 @@ static int request(summ_t *s, conn_t *c, const uint8_t *p, size_t n, double time
     int key = (int16_t)(p[0] << 8 | p[1]);
     int version = (int16_t)(p[2] << 8 | p[3]);
     int32_t cid = (int32_t)kf_be32(p + 4);
-    if (key == 17 && version == 0) return sum_bail(s); /* SaslHandshake v0: raw SASL tokens follow */
     if (pending_find(c, cid) != NULL) return sum_bail(s);
     int64_t ordinal = c->ordinal++;
     int64_t at = c->bytes;
@@ -297,7 +299,7 @@ static int response(summ_t *s, conn_t *c, const uint8_t *p, size_t n, double tim
 
 /* ---- a direction's bytes, a frame at a time */
 
-static side_t *side_of(summ_t *s, cap_t *cp, flow_t *f);
+static side_t *side_of(summ_t *s, flow_t *f);
 
 static int frame_done(summ_t *s, flow_t *f, side_t *d, const uint8_t *p, size_t n) {
     conn_t *c = d->conn;
@@ -306,7 +308,7 @@ static int frame_done(summ_t *s, flow_t *f, side_t *d, const uint8_t *p, size_t 
 
 static int sum_bytes(cap_t *cp, flow_t *f, const uint8_t *p, size_t n, double time) {
     summ_t *s = cp->sum;
-    side_t *d = side_of(s, cp, f);
+    side_t *d = side_of(s, f);
     if (d == NULL) return PyErr_Occurred() ? -1 : 1;
     if (d->ignored) return 0;
     while (n > 0) {
@@ -348,8 +350,7 @@ static int sum_wanted(summ_t *s, flow_t *f) {
     return s->port < 0 || port_of(f->src) == s->port || port_of(f->dst) == s->port;
 }
 
-static side_t *side_of(summ_t *s, cap_t *cp, flow_t *f) {
-    (void)cp;
+static side_t *side_of(summ_t *s, flow_t *f) {
     if (f->side != NULL) return f->side;
     conn_t *c = f->conn;
     int wanted = sum_wanted(s, f);
@@ -370,9 +371,9 @@ static side_t *side_of(summ_t *s, cap_t *cp, flow_t *f) {
 /* A new flow's connection: its other direction's, else a new one (connections in the order first seen) */
 static int sum_flow(cap_t *cp, flow_t *f, const char *sa, int sp, const char *da, int dp) {
     summ_t *s = cp->sum;
-    char key[160];
-    int n = snprintf(key, sizeof key, "%s|%d|%s|%d", da, dp, sa, sp);
-    flow_t *r = n > 0 && (size_t)n < sizeof key ? flow_find(cp, key, (size_t)n) : NULL;
+    char key[KEY_SIZE];
+    int n = flow_key(key, da, dp, sa, sp); /* (the other direction's) */
+    flow_t *r = n > 0 ? flow_find(cp, key, (size_t)n) : NULL;
     if (r != NULL && r != f) {
         f->rev = r, r->rev = f, f->conn = r->conn;
         return 0;

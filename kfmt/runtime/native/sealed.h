@@ -7,10 +7,6 @@
 #define LOG_OVERHEAD 12 /* kfmt.log.resync.LOG_OVERHEAD: base offset, batch length */
 #define MIN_SIZE_V2 49  /* kfmt.log.resync.MIN_SIZE[2]: a batch's bytes after its length, at the least */
 
-static int32_t kf_sealed_be32(const uint8_t *p) {
-    return (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]);
-}
-
 /* The batches of a set of whole v2 batches whose stored CRC-32C is the CRC of everything after it, each handed to
  * ``each(arg, start, end)`` where it is not NULL (which answers 0, or -2 for an error of its own): how many, or -1
  * when the set is anything else (the definition says what), -2 when ``each`` failed. An empty set has none. */
@@ -18,10 +14,10 @@ static Py_ssize_t kf_sealed(const uint8_t *p, Py_ssize_t n, int (*each)(void *, 
     Py_ssize_t pos = 0, count = 0;
     while (pos < n) {
         if (n - pos < LOG_OVERHEAD + MIN_SIZE_V2 || p[pos + 16] != 2) return -1;
-        int32_t length = kf_sealed_be32(p + pos + 8);
+        int32_t length = (int32_t)kf_be32(p + pos + 8);
         if (length < MIN_SIZE_V2 || (Py_ssize_t)length > n - pos - LOG_OVERHEAD) return -1;
         Py_ssize_t end = pos + LOG_OVERHEAD + length;
-        if (kf_crc32c(p + pos + 21, end - pos - 21) != (uint32_t)kf_sealed_be32(p + pos + 17)) return -1;
+        if (kf_crc32c(p + pos + 21, end - pos - 21) != kf_be32(p + pos + 17)) return -1;
         if (each != NULL && each(arg, pos, end) < 0) return -2;
         count++;
         pos = end;

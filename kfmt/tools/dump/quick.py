@@ -16,8 +16,6 @@ from collections import Counter
 
 from kfmt.tools.dump.summary import Summary
 
-_API_VERSIONS, _SASL_HANDSHAKE = 18, 17
-
 
 def summarized(path, summary: Summary, args) -> bool:
     """The capture at ``path`` counted into ``summary`` (``--port``: the connections of that port only); False: not
@@ -54,13 +52,14 @@ def _plan_for(kind: str, key: int, version: int):
     """What summarize does with a ``kind`` of API ``key`` at ``version``: a walk (kfmt.protocol.facts.walk_plan and
     whether the summary reads names from the body), False: hand it here, None: hand the capture back (not an API
     and version Kafka has, or raw SASL tokens follow it: the definition says what)."""
-    from kfmt.protocol.apis import api
+    from kfmt.protocol.apis import API_VERSIONS, api
+    from kfmt.protocol.conversation import raw_sasl_follows
     from kfmt.protocol.facts import walk_plan
 
     a = api(key)
-    if a is None or version not in a.versions or (kind == "request" and key == _SASL_HANDSHAKE and version == 0):
+    if a is None or version not in a.versions or (kind == "request" and raw_sasl_follows(key, version)):
         return None
-    if key == _API_VERSIONS:
+    if key == API_VERSIONS:
         return False
     wanted = Summary.NAMED_PATHS.get(a.name, ()) if kind == "request" else ()
     plan = walk_plan(kind, key, version, wanted)
